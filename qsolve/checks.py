@@ -1,0 +1,142 @@
+"""The submission checks: every case of ``cases`` and ``hardware_cases``, before the sandbox gates.
+
+Seed: benchmarks-and-gates.md, "Case keys" ("At submission, before the sandbox gates") and "Hardware
+cases". One bad case rejects the whole submission, naming the case; nothing is skipped silently.
+The submission flow, ``qsolve test`` and ``qsolve submit`` all call :func:`check_submission`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from qsolve import params as run_params
+from qsolve.cases import Case, case_label
+from qsolve.errors import WorkflowInvalid
+from qsolve.reading import inside, read_json_object
+from qsolve.workflow import CASES, Workflow, load_workflow
+
+HARDWARE_BYTES_MAX = 600_000
+TOO_LARGE = "The hardware cases are too large"
+DEFAULT_TARGET = "sim-cpu"
+
+Section = Literal["cases", "hardware_cases"]
+
+
+class CaseInputError(ValueError):
+    """A case's input cannot be had; the message says why."""
+
+
+def case_input(root: Path, case: Case) -> dict[str, Any]:
+    """The case's input object: ``input`` when given (it wins), else the JSON object in ``input_file``."""
+    if case.input is not None:
+        return case.input
+    if case.input_file is None:
+        raise CaseInputError("has neither `input` nor `input_file`")
+    shown = f"input_file {case.input_file!r}"
+    try:
+        path = inside(root, case.input_file)
+    except ValueError as e:
+        raise CaseInputError(f"{shown} {e}") from None
+    try:
+        return read_json_object(path, case.input_file)
+    except WorkflowInvalid as e:
+        raise CaseInputError(f"{shown} {e.message}") from None
+
+
+@dataclass(frozen=True)
+class CheckedCase:
+    """A case that passed the checks, with its input written out."""
+
+    section: Section
+    index: int
+    case: Case
+    input: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return case_label(self.section, self.index, self.case)
+
+    def inline(self) -> dict[str, Any]:
+        """The case as publication keeps it: ``input`` inline, no ``input_file``."""
+        data = self.case.model_dump(mode="json", exclude={"input_file"})
+        data["input"] = self.input
+        return data
+
+
+@dataclass
+class SubmissionChecks:
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    cases: list[CheckedCase] = field(default_factory=list)
+    hardware_cases: list[CheckedCase] = field(default_factory=list)
+    workflow: Workflow | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def check_submission(root: Path | str) -> SubmissionChecks:
+    """Run every submission check; the report lists every error and warning found."""
+    root = Path(root)
+    report = SubmissionChecks()
+    try:
+        workflow = load_workflow(root)
+    except WorkflowInvalid as e:
+        report.errors.extend(str(i) for i in e.issues)
+        return report
+    report.workflow = workflow
+    for section in ("cases", "hardware_cases"):
+        checked = report.cases if section == "cases" else report.hardware_cases
+        for index, case in enumerate(getattr(workflow.cases, section)):
+            label = case_label(section, index, case)
+            errors = _check_case(workflow, case)
+            report.errors.extend(f"{CASES}: {label}: {e}" for e in errors)
+            if not errors:
+                checked.append(CheckedCase(section, index, case, case_input(root, case)))
+    if report.ok:
+        size = hardware_bytes(report.hardware_cases)
+        if size > HARDWARE_BYTES_MAX:
+            report.errors.append(
+                f"{TOO_LARGE} ({size:,} bytes with their inputs written out; "
+                f"the limit is {HARDWARE_BYTES_MAX:,})"
+            )
+    report.warnings.extend(_same_name_and_target(workflow))
+    return report
+
+
+def _check_case(workflow: Workflow, case: Case) -> list[str]:
+    try:
+        value = case_input(workflow.root, case)
+    except CaseInputError as e:
+        errors = [str(e)]
+    else:
+        err = run_params.schema_error(workflow.input_schema, value)
+        errors = [f"input does not match {workflow.manifest.input_schema} {err}"] if err else []
+    return errors + run_params.problems(workflow.manifest.params, case.params)
+
+
+def hardware_bytes(cases: list[CheckedCase]) -> int:
+    """Size of all hardware cases together, inputs written out, as compact UTF-8 JSON."""
+    text = json.dumps([c.inline() for c in cases], separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return len(text.encode("utf-8"))
+
+
+def _same_name_and_target(workflow: Workflow) -> list[str]:
+    seen: dict[tuple[str, str], str] = {}
+    out = []
+    for section in ("cases", "hardware_cases"):
+        for index, case in enumerate(getattr(workflow.cases, section)):
+            key = (case.name, case.target or DEFAULT_TARGET)
+            label = case_label(section, index, case)
+            if key in seen:
+                out.append(
+                    f"{CASES}: {label}: same name and target as {seen[key]}; the track record keeps "
+                    f"one current row per name and target, so one hides the other"
+                )
+            else:
+                seen[key] = label
+    return out

@@ -1,0 +1,95 @@
+"""The command line, the one front door (DESIGN.md §5).
+
+Exit codes: 0 everything passed, 1 something failed, 2 the input could not be read or the command
+was misused. Commands that need Prefect or storage import them inside the command, so ``qsolve lint``
+and ``qsolve test`` never load Prefect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """The command was misused or its input could not be read: exit 2."""
+
+
+def _folder(path: str) -> Path:
+    root = Path(path)
+    if not root.is_dir():
+        raise UsageError(f"{path}: not a workflow folder (no such directory)")
+    return root
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from qsolve.lint import lint
+
+    root = _folder(args.dir)
+    report = lint(root)
+    for issue in report.issues:
+        print(issue.format(str(root)))
+    errors = len(report.errors)
+    warnings = len(report.issues) - errors
+    print(f"{root}: {_plural(errors, 'error')}, {_plural(warnings, 'warning')}")
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from qsolve.checks import check_submission
+
+    root = _folder(args.dir)
+    report = check_submission(root)
+    for line in report.errors:
+        print(f"error: {line}")
+    for line in report.warnings:
+        print(f"warning: {line}")
+    if report.ok:
+        print(
+            f"{root}: {_plural(len(report.cases), 'case')} and "
+            f"{_plural(len(report.hardware_cases), 'hardware case')} pass the submission checks"
+        )
+    else:
+        print(f"{root}: rejected, {_plural(len(report.errors), 'error')}")
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="qsolve", description="Publish quantum workflows with an honest track record."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("lint", help="lint a workflow folder (codes: docs/lint-codes.md)")
+    p.add_argument("dir", metavar="DIR")
+    p.set_defaults(func=cmd_lint)
+
+    p = sub.add_parser("check", help="the submission checks of every case, as the platform runs them")
+    p.add_argument("dir", metavar="DIR")
+    p.set_defaults(func=cmd_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits 2 on misuse, 0 on --help
+        return int(e.code or 0)
+    try:
+        return args.func(args)
+    except UsageError as e:
+        print(f"qsolve: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

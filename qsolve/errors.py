@@ -1,0 +1,148 @@
+"""One error tree for the domain core, and the located issue every check reports.
+
+    QsolveError
+    ├── WorkflowInvalid      a workflow folder that does not read: carries its issues
+    ├── MethodUnavailable    a method that cannot serve an input (raised by workflow code)
+    └── CircuitsRefused      a classical method's context was asked to run circuits
+
+An issue's location is a tuple built from the inside out, as pydantic builds `loc`, and is
+formatted only at the edge: ``benchmarks/cases.yaml: cases[2].expect.max_gapp: unknown key``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import ValidationError
+
+Loc = tuple[str | int, ...]
+
+
+def format_loc(loc: Sequence[str | int]) -> str:
+    """``('cases', 2, 'expect', 'max_gapp')`` -> ``cases[2].expect.max_gapp``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One thing wrong (or worth a warning), with the file and key path it is about."""
+
+    file: str
+    message: str
+    loc: Loc = ()
+    code: str | None = None
+    severity: Literal["error", "warning"] = "error"
+
+    def __str__(self) -> str:
+        return self.format()
+
+    def format(self, folder: str | None = None) -> str:
+        """``E052 workflows/x/benchmarks/cases.yaml: hardware_cases[0].target: ...``"""
+        file = f"{folder.rstrip('/')}/{self.file}" if folder and self.file else self.file
+        where = file + (f": {format_loc(self.loc)}" if self.loc else "")
+        prefix = f"{self.code} " if self.code else ""
+        return f"{prefix}{where}: {self.message}"
+
+
+@dataclass
+class QsolveError(Exception):
+    """Base of every error the domain core raises on purpose."""
+
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass
+class WorkflowInvalid(QsolveError):
+    """A workflow folder (or one of its files) does not read; ``issues`` says where."""
+
+    issues: list[Issue] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(str(i) for i in self.issues) or self.message
+
+
+class MethodUnavailable(Exception):  # noqa: N818 - the name workflows already use
+    """Raised by a method that cannot serve this input; the case is not failed by it alone."""
+
+
+class CircuitsRefused(Exception):  # noqa: N818
+    """Raised when a classical method's context is asked to run circuits."""
+
+
+_PYDANTIC_WORDING = {
+    "extra_forbidden": "unknown key",
+    "missing": "required key missing",
+}
+
+
+def issues_from_validation(
+    exc: ValidationError,
+    file: str,
+    *,
+    prefix: Loc = (),
+    codes: dict[str, str] | None = None,
+    default_code: str | None = None,
+) -> list[Issue]:
+    """Translate pydantic's errors into issues, keeping its ``loc`` as the key path.
+
+    ``codes`` maps a pydantic error type (``extra_forbidden``, ``missing``) to a lint code; an
+    error raised with a custom type that is itself a code (``E021``) keeps it.
+    """
+    issues = []
+    for err in exc.errors(include_url=False):
+        kind = err["type"]
+        message = _PYDANTIC_WORDING.get(kind) or _describe(err)
+        if codes is None and default_code is None:
+            code = None
+        elif kind[:1] in "EW" and kind[1:].isdigit():
+            code = kind
+        else:
+            code = (codes or {}).get(kind, default_code)
+        loc = prefix + tuple(p for p in err["loc"] if not _is_union_tag(p))
+        issues.append(Issue(file=file, loc=loc, message=message, code=code))
+    return issues
+
+
+def _is_union_tag(part: str | int) -> bool:
+    # pydantic adds the member type of a union to loc ("int", "list[...]"); a key path has none.
+    return isinstance(part, str) and (part in {"int", "float", "str", "bool", "dict", "list"} or "[" in part)
+
+
+def _describe(err: dict) -> str:
+    msg = err["msg"]
+    if err["type"] in {
+        "string_type",
+        "int_type",
+        "float_type",
+        "bool_type",
+        "dict_type",
+        "list_type",
+        "model_type",
+        "literal_error",
+        "int_from_float",
+        "string_pattern_mismatch",
+        "int_parsing",
+        "float_parsing",
+        "bool_parsing",
+    }:
+        got = err.get("input")
+        shown = repr(got)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        return f"{msg[0].lower()}{msg[1:]}, got {shown}"
+    return msg[0].lower() + msg[1:] if msg else msg
+
+
+def first_error(issues: Iterable[Issue]) -> Issue | None:
+    return next((i for i in issues if i.severity == "error"), None)

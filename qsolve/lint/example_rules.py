@@ -1,0 +1,20 @@
+"""Lint of ``examples/``: each file one JSON object (E064). Matching the schema is the gate's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from qsolve.errors import Issue, WorkflowInvalid
+from qsolve.manifest import Manifest
+from qsolve.reading import read_json_object
+from qsolve.workflow import example_paths
+
+
+def examples(root: Path, manifest: Manifest | None) -> Iterator[Issue]:
+    for path in example_paths(root):
+        label = path.relative_to(root).as_posix()
+        try:
+            read_json_object(path, label)
+        except WorkflowInvalid as e:
+            yield from (Issue(i.file, i.message, code="E064") for i in e.issues)

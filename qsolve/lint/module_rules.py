@@ -1,0 +1,54 @@
+"""Lint of the workflow module by its syntax tree; workflow code is never imported (E040 to E042)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from qsolve.errors import Issue, WorkflowInvalid
+from qsolve.manifest import Manifest
+from qsolve.reading import read_text
+from qsolve.workflow import module_path
+
+
+def top_level_names(tree: ast.Module) -> set[str]:
+    """Names the module binds at its top level: functions, assignments and imports."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def module(root: Path, manifest: Manifest | None) -> Iterator[Issue]:
+    if manifest is None:
+        return
+    label = manifest.module
+    try:
+        path = module_path(root, manifest.module)
+        source = read_text(path, label)
+    except WorkflowInvalid as e:
+        yield from (Issue(i.file, i.message, i.loc, i.code or "E040") for i in e.issues)
+        return
+    try:
+        tree = ast.parse(source, filename=label)
+    except SyntaxError as e:
+        yield Issue(label, f"not valid Python at line {e.lineno}: {e.msg}", code="E040")
+        return
+    names = top_level_names(tree)
+    if "evaluate" not in names:
+        yield Issue(label, "no top-level `evaluate(input, solution)`", code="E041")
+    for method in manifest.methods:
+        if method.function_name not in names:
+            yield Issue(
+                label,
+                f"method {method.name!r} has no top-level function {method.function_name!r}",
+                code="E042",
+            )

@@ -1,0 +1,43 @@
+"""Run parameters: the manifest's ``params`` JSON Schema, its defaults, and the platform's limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+MAX_SHOTS = 100_000
+
+
+def defaults(schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``default`` of every top-level property that has one."""
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    return {k: p["default"] for k, p in props.items() if isinstance(p, dict) and "default" in p}
+
+
+def merge(schema: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    return {**defaults(schema), **overrides}
+
+
+def schema_error(schema: dict[str, Any], value: Any) -> str | None:
+    """The most relevant way ``value`` fails ``schema``, naming the schema path; ``None`` if it matches."""
+    err = best_match(Draft202012Validator(schema).iter_errors(value))
+    if err is None:
+        return None
+    at = err.json_path
+    schema_path = "/".join(str(p) for p in err.absolute_schema_path)
+    return f"at {at}: {err.message} (schema path: {schema_path or '/'})"
+
+
+def problems(schema: dict[str, Any], overrides: dict[str, Any]) -> list[str]:
+    """Why these parameter overrides cannot run, in the order they are checked; empty when they can."""
+    merged = merge(schema, overrides)
+    out = []
+    shots = merged.get("shots")
+    if isinstance(shots, int | float) and not isinstance(shots, bool) and shots > MAX_SHOTS:
+        out.append(f"params.shots {shots:,} is above {MAX_SHOTS:,}")
+    err = schema_error(schema, merged)
+    if err:
+        out.append(f"params do not match the manifest's params schema {err}")
+    return out

@@ -1,0 +1,167 @@
+"""A workflow folder read into models (DESIGN.md §3): manifest, schemas, module, examples, cases.
+
+Reading never imports workflow code. Every failure is an :class:`Issue` naming the file and key
+path; :func:`load_workflow` gathers all of them before it gives up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator, SchemaError
+from jsonschema.validators import validator_for
+from pydantic import ValidationError
+
+from qsolve.cases import CasesFile
+from qsolve.errors import Issue, WorkflowInvalid, issues_from_validation
+from qsolve.manifest import Manifest
+from qsolve.reading import inside, read_json, read_yaml
+
+MANIFEST = "manifest.yaml"
+CASES = "benchmarks/cases.yaml"
+EXAMPLES = "examples"
+MANIFEST_CODES = {"extra_forbidden": "E003", "missing": "E005"}
+
+
+def load_manifest(root: Path) -> Manifest:
+    """``manifest.yaml`` as a :class:`Manifest`; issues carry lint codes E001 to E031."""
+    path = root / MANIFEST
+    if not path.is_file():
+        raise WorkflowInvalid("no manifest", [Issue(MANIFEST, "the file is missing", code="E001")])
+    try:
+        raw = read_yaml(path, MANIFEST)
+    except WorkflowInvalid as e:
+        raise WorkflowInvalid(e.message, [Issue(MANIFEST, e.message, code="E002")]) from None
+    if not isinstance(raw, dict):
+        msg = f"must be a mapping of keys, not {type(raw).__name__}"
+        raise WorkflowInvalid(msg, [Issue(MANIFEST, msg, code="E002")])
+    try:
+        return Manifest.model_validate(raw)
+    except ValidationError as e:
+        issues = issues_from_validation(e, MANIFEST, codes=MANIFEST_CODES, default_code="E004")
+        raise WorkflowInvalid("manifest.yaml is invalid", issues) from None
+
+
+def load_schema(root: Path, relative: str, label: str, loc: tuple = ()) -> dict[str, Any]:
+    """A JSON Schema file, checked against its metaschema (2020-12 unless it names another)."""
+    try:
+        path = inside(root, relative)
+    except ValueError as e:
+        raise WorkflowInvalid(str(e), [Issue(MANIFEST, f"{relative!r} {e}", loc=loc, code="E007")]) from None
+    try:
+        schema = read_json(path, relative)
+    except WorkflowInvalid as e:
+        raise WorkflowInvalid(e.message, [Issue(relative, e.message, code="E060")]) from None
+    check_schema(schema, relative)
+    return schema
+
+
+def check_schema(schema: Any, label: str, loc: tuple = ()) -> None:
+    """Raise :class:`WorkflowInvalid` (E061) when ``schema`` is not a valid JSON Schema."""
+    if not isinstance(schema, dict | bool):
+        raise WorkflowInvalid(
+            "not a schema", [Issue(label, "a JSON Schema must be an object", loc=loc, code="E061")]
+        )
+    cls = (
+        validator_for(schema, default=Draft202012Validator)
+        if isinstance(schema, dict)
+        else Draft202012Validator
+    )
+    try:
+        cls.check_schema(schema)
+    except SchemaError as e:
+        where = loc + tuple(e.absolute_path)
+        msg = f"not a valid JSON Schema: {e.message}"
+        raise WorkflowInvalid(msg, [Issue(label, msg, loc=where, code="E061")]) from None
+
+
+def load_cases(root: Path) -> CasesFile:
+    """The whole of ``benchmarks/cases.yaml``, every case and hardware case checked for keys and types."""
+    path = root / CASES
+    if not path.is_file():
+        raise WorkflowInvalid("no cases", [Issue(CASES, "the file is missing", code="E050")])
+    raw = read_yaml(path, CASES)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        msg = f"must be a mapping with `cases` and `hardware_cases`, not {type(raw).__name__}"
+        raise WorkflowInvalid(msg, [Issue(CASES, msg)])
+    try:
+        return CasesFile.model_validate(raw)
+    except ValidationError as e:
+        raise WorkflowInvalid("benchmarks/cases.yaml is invalid", issues_from_validation(e, CASES)) from None
+
+
+def example_paths(root: Path) -> list[Path]:
+    folder = root / EXAMPLES
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A workflow folder that reads: its manifest, both schemas, its module's path and its cases."""
+
+    root: Path
+    manifest: Manifest
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    module_path: Path
+    cases: CasesFile
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def version(self) -> str:
+        return self.manifest.version
+
+
+def load_workflow(root: Path | str) -> Workflow:
+    """Read a workflow folder; raise :class:`WorkflowInvalid` with every issue found."""
+    root = Path(root)
+    if not root.is_dir():
+        raise WorkflowInvalid(f"{root} is not a folder", [Issue(str(root), "is not a folder")])
+    issues: list[Issue] = []
+
+    def attempt(fn, *args):
+        try:
+            return fn(*args)
+        except WorkflowInvalid as e:
+            issues.extend(e.issues)
+            return None
+
+    manifest = attempt(load_manifest, root)
+    schemas = module = None
+    if manifest is not None:
+        schemas = [
+            attempt(load_schema, root, manifest.input_schema, manifest.input_schema, ("input_schema",)),
+            attempt(load_schema, root, manifest.output_schema, manifest.output_schema, ("output_schema",)),
+        ]
+        attempt(check_schema, manifest.params, MANIFEST, ("params",))
+        module = attempt(module_path, root, manifest.module)
+    cases = attempt(load_cases, root)
+    if issues:
+        raise WorkflowInvalid(f"{root}: the workflow does not read", issues)
+    return Workflow(
+        root=root,
+        manifest=manifest,
+        input_schema=schemas[0],
+        output_schema=schemas[1],
+        module_path=module,
+        cases=cases,
+    )
+
+
+def module_path(root: Path, relative: str) -> Path:
+    try:
+        path = inside(root, relative)
+    except ValueError as e:
+        raise WorkflowInvalid(
+            str(e), [Issue(MANIFEST, f"{relative!r} {e}", loc=("module",), code="E007")]
+        ) from None
+    if not path.is_file():
+        raise WorkflowInvalid("no module", [Issue(relative, "the module does not exist", code="E040")])
+    return path

@@ -1,0 +1,103 @@
+"""Shared fixtures: a small valid workflow folder, built fresh in a temporary directory per test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+MODULE = '''\
+from qsolve import MethodResult
+
+
+def evaluate(input, solution):
+    return -float(solution["x"])
+
+
+def quantum(input, params, ctx):
+    return MethodResult(-1.0, solution={"x": 1})
+
+
+def reference(input, params, ctx):
+    return MethodResult(-1.0, solution={"x": 1})
+'''
+
+
+def base_manifest() -> dict[str, Any]:
+    return {
+        "name": "tiny",
+        "version": "1.0.0",
+        "title": "A tiny workflow",
+        "input_schema": "schemas/input.json",
+        "output_schema": "schemas/output.json",
+        "params": {
+            "type": "object",
+            "properties": {"shots": {"type": "integer", "minimum": 1, "default": 100}},
+            "additionalProperties": False,
+        },
+        "methods": [{"name": "quantum", "kind": "quantum"}, {"name": "reference", "kind": "classical"}],
+        "metric": {"kind": "relative_gap", "tolerance": 0.0},
+        "targets": {"qpu": ["ibm"]},
+        "resources": {"timeout_s": 300, "memory_mb": 1024},
+    }
+
+
+def base_cases() -> dict[str, Any]:
+    return {
+        "cases": [
+            {"name": "one", "input": {"x": 1}, "seed": 1, "expect": {"max_gap": 0.0}},
+            {"name": "two", "input_file": "examples/a.json"},
+        ],
+        "hardware_cases": [
+            {"name": "hw", "input_file": "examples/a.json", "target": "ibm:ibm_fez", "expect": {}},
+        ],
+    }
+
+
+class WorkflowDir:
+    """A workflow folder under construction; ``write`` takes text, or a dict/list written as YAML/JSON."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.manifest = base_manifest()
+        self.cases = base_cases()
+        self.write("schemas/input.json", {
+            "type": "object", "properties": {"x": {"type": "integer", "minimum": 0}},
+            "required": ["x"], "additionalProperties": False,
+        })
+        self.write("schemas/output.json", {"type": "object", "properties": {"x": {"type": "integer"}}})
+        self.write("workflow.py", MODULE)
+        self.write("examples/a.json", {"x": 2})
+        self.save()
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel
+
+    def write(self, rel: str, content: Any) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        elif isinstance(content, str):
+            path.write_text(content)
+        elif rel.endswith(".json"):
+            path.write_text(json.dumps(content))
+        else:
+            path.write_text(yaml.safe_dump(content, sort_keys=False))
+        return path
+
+    def save(self) -> WorkflowDir:
+        self.write("manifest.yaml", self.manifest)
+        self.write("benchmarks/cases.yaml", self.cases)
+        return self
+
+
+@pytest.fixture
+def wf(tmp_path: Path) -> WorkflowDir:
+    return WorkflowDir(tmp_path / "tiny")
