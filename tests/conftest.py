@@ -12,7 +12,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
-MODULE = '''\
+MODULE = """\
 from qsolve import MethodResult
 
 
@@ -26,7 +26,7 @@ def quantum(input, params, ctx):
 
 def reference(input, params, ctx):
     return MethodResult(-1.0, solution={"x": 1})
-'''
+"""
 
 
 def base_manifest() -> dict[str, Any]:
@@ -67,10 +67,15 @@ class WorkflowDir:
         self.root = root
         self.manifest = base_manifest()
         self.cases = base_cases()
-        self.write("schemas/input.json", {
-            "type": "object", "properties": {"x": {"type": "integer", "minimum": 0}},
-            "required": ["x"], "additionalProperties": False,
-        })
+        self.write(
+            "schemas/input.json",
+            {
+                "type": "object",
+                "properties": {"x": {"type": "integer", "minimum": 0}},
+                "required": ["x"],
+                "additionalProperties": False,
+            },
+        )
         self.write("schemas/output.json", {"type": "object", "properties": {"x": {"type": "integer"}}})
         self.write("workflow.py", MODULE)
         self.write("examples/a.json", {"x": 2})

@@ -86,28 +86,60 @@ CASES: list[tuple[str, Callable[[WorkflowDir], None], str, str | None]] = [
     ("unknown nested key", _manifest(metric__tolerence=0.1), "E003", "metric.tolerence"),
     ("version a number", _manifest(version=1.0), "E004", "version"),
     ("methods not a list", _manifest(methods="quantum"), "E004", "methods"),
-    ("method kind unknown", _manifest(methods=[{"name": "quantum", "kind": "analog"},
-                                               {"name": "reference", "kind": "classical"}]), "E004",
-     "methods[0].kind"),
+    (
+        "method kind unknown",
+        _manifest(
+            methods=[{"name": "quantum", "kind": "analog"}, {"name": "reference", "kind": "classical"}]
+        ),
+        "E004",
+        "methods[0].kind",
+    ),
     ("input_schema missing", _manifest(input_schema=_DELETE), "E005", "input_schema"),
-    ("method without kind", _manifest(methods=[{"name": "quantum"}, {"name": "reference", "kind": "classical"}]),
-     "E005", "methods[0].kind"),
+    (
+        "method without kind",
+        _manifest(methods=[{"name": "quantum"}, {"name": "reference", "kind": "classical"}]),
+        "E005",
+        "methods[0].kind",
+    ),
     ("bad name", _manifest(name="Max_Cut"), "E006", "name"),
     ("bad version", _manifest(version="1.0 beta"), "E006", "version"),
     ("schema path with ..", _manifest(input_schema="../input.json"), "E007", "input_schema"),
     ("schema path absolute", _manifest(output_schema="/etc/schema.json"), "E007", "output_schema"),
-    ("module through a link", _symlink_out("workflow.py", "evil.py", "def evaluate(i, s): return 0\n"),
-     "E007", "module"),
+    (
+        "module through a link",
+        _symlink_out("workflow.py", "evil.py", "def evaluate(i, s): return 0\n"),
+        "E007",
+        "module",
+    ),
     ("one method", _manifest(methods=[{"name": "reference", "kind": "classical"}]), "E010", "methods"),
-    ("no reference", _manifest(methods=[{"name": "quantum", "kind": "quantum"},
-                                        {"name": "exact", "kind": "classical"}]), "E011", "methods"),
+    (
+        "no reference",
+        _manifest(methods=[{"name": "quantum", "kind": "quantum"}, {"name": "exact", "kind": "classical"}]),
+        "E011",
+        "methods",
+    ),
     ("quantum_method classical", _manifest(quantum_method="reference"), "E012", "quantum_method"),
     ("quantum_method unknown", _manifest(quantum_method="qaoa"), "E012", "quantum_method"),
-    ("no quantum method", _manifest(methods=[{"name": "quantum", "kind": "classical"},
-                                             {"name": "reference", "kind": "classical"}]), "E013", "methods"),
-    ("duplicate method", _manifest(methods=[{"name": "quantum", "kind": "quantum"},
-                                            {"name": "quantum", "kind": "quantum"},
-                                            {"name": "reference", "kind": "classical"}]), "E014", "methods"),
+    (
+        "no quantum method",
+        _manifest(
+            methods=[{"name": "quantum", "kind": "classical"}, {"name": "reference", "kind": "classical"}]
+        ),
+        "E013",
+        "methods",
+    ),
+    (
+        "duplicate method",
+        _manifest(
+            methods=[
+                {"name": "quantum", "kind": "quantum"},
+                {"name": "quantum", "kind": "quantum"},
+                {"name": "reference", "kind": "classical"},
+            ]
+        ),
+        "E014",
+        "methods",
+    ),
     ("unknown family", _manifest(targets={"qpu": ["ibm", "aws"]}), "E015", "targets.qpu"),
     ("metric kind", _manifest(metric={"kind": "accuracy"}), "E020", "metric.kind"),
     ("tolerance above 1", _manifest(metric={"tolerance": 1.5}), "E021", "metric.tolerance"),
@@ -119,34 +151,74 @@ CASES: list[tuple[str, Callable[[WorkflowDir], None], str, str | None]] = [
     ("memory too big", _manifest(resources={"memory_mb": 9000}), "E031", "resources.memory_mb"),
     ("module missing", _remove("workflow.py"), "E040", None),
     ("module not python", _write("workflow.py", "def evaluate(:\n"), "E040", None),
-    ("evaluate missing", _write("workflow.py", "def quantum(i, p, c): ...\ndef reference(i, p, c): ...\n"),
-     "E041", None),
-    ("method function missing", _write("workflow.py", "def evaluate(i, s): ...\ndef quantum(i, p, c): ...\n"),
-     "E042", None),
-    ("method function override missing", _manifest(methods=[{"name": "quantum", "kind": "quantum",
-                                                             "function": "run_qaoa"},
-                                                            {"name": "reference", "kind": "classical"}]),
-     "E042", None),
+    (
+        "evaluate missing",
+        _write("workflow.py", "def quantum(i, p, c): ...\ndef reference(i, p, c): ...\n"),
+        "E041",
+        None,
+    ),
+    (
+        "method function missing",
+        _write("workflow.py", "def evaluate(i, s): ...\ndef quantum(i, p, c): ...\n"),
+        "E042",
+        None,
+    ),
+    (
+        "method function override missing",
+        _manifest(
+            methods=[
+                {"name": "quantum", "kind": "quantum", "function": "run_qaoa"},
+                {"name": "reference", "kind": "classical"},
+            ]
+        ),
+        "E042",
+        None,
+    ),
     ("cases.yaml missing", _remove("benchmarks/cases.yaml"), "E050", None),
     ("cases.yaml not yaml", _write("benchmarks/cases.yaml", "hardware_cases: [\n"), "E052", None),
     ("hardware_cases not a list", _hardware({"name": "x"}), "E052", "hardware_cases"),
-    ("hardware unknown key", _hardware([{**HW, "expect": {"max_gapp": 0.1}}]), "E052",
-     "hardware_cases[0].expect.max_gapp"),
+    (
+        "hardware unknown key",
+        _hardware([{**HW, "expect": {"max_gapp": 0.1}}]),
+        "E052",
+        "hardware_cases[0].expect.max_gapp",
+    ),
     ("hardware mistyped seed", _hardware([{**HW, "seed": "one"}]), "E052", "hardware_cases[0].seed"),
-    ("hardware without target", _hardware([{"name": "hw", "input": {"x": 1}}]), "E052",
-     "hardware_cases[0].target"),
-    ("hardware target not ibm", _hardware([{**HW, "target": "fake:fez"}]), "E052", "hardware_cases[0].target"),
-    ("hardware target too long", _hardware([{**HW, "target": "ibm:" + "a" * 61}]), "E052",
-     "hardware_cases[0].target"),
-    ("hardware target bad char", _hardware([{**HW, "target": "ibm:ibm fez"}]), "E052",
-     "hardware_cases[0].target"),
+    (
+        "hardware without target",
+        _hardware([{"name": "hw", "input": {"x": 1}}]),
+        "E052",
+        "hardware_cases[0].target",
+    ),
+    (
+        "hardware target not ibm",
+        _hardware([{**HW, "target": "fake:fez"}]),
+        "E052",
+        "hardware_cases[0].target",
+    ),
+    (
+        "hardware target too long",
+        _hardware([{**HW, "target": "ibm:" + "a" * 61}]),
+        "E052",
+        "hardware_cases[0].target",
+    ),
+    (
+        "hardware target bad char",
+        _hardware([{**HW, "target": "ibm:ibm fez"}]),
+        "E052",
+        "hardware_cases[0].target",
+    ),
     ("four hardware cases", _hardware([HW] * 4), "E053", "hardware_cases"),
     ("hardware without qpu ibm", _manifest(targets={"qpu": []}), "E054", "hardware_cases"),
     ("schema missing", _remove("schemas/output.json"), "E060", None),
     ("schema not json", _write("schemas/input.json", "{type: object}"), "E060", None),
     ("schema invalid", _write("schemas/input.json", {"type": "objekt"}), "E061", "type"),
-    ("params schema invalid", _manifest(params={"type": "object", "properties": {"shots": {"minimum": "1"}}}),
-     "E061", "params.properties.shots.minimum"),
+    (
+        "params schema invalid",
+        _manifest(params={"type": "object", "properties": {"shots": {"minimum": "1"}}}),
+        "E061",
+        "params.properties.shots.minimum",
+    ),
     ("example not json", _write("examples/b.json", "{nope"), "E064", None),
     ("example not object", _write("examples/b.json", [1, 2]), "E064", None),
 ]
@@ -196,15 +268,20 @@ def test_note_of_600_characters_is_allowed(wf: WorkflowDir) -> None:
 
 def test_lint_does_not_import_the_module(wf: WorkflowDir, tmp_path: Path) -> None:
     marker = tmp_path / "imported"
-    wf.write("workflow.py", f"open({str(marker)!r}, 'w').close()\n"
-             "def evaluate(i, s): ...\ndef quantum(i, p, c): ...\ndef reference(i, p, c): ...\n")
+    wf.write(
+        "workflow.py",
+        f"open({str(marker)!r}, 'w').close()\n"
+        "def evaluate(i, s): ...\ndef quantum(i, p, c): ...\ndef reference(i, p, c): ...\n",
+    )
     assert lint(wf.root).ok
     assert not marker.exists()
 
 
 def test_imported_and_assigned_names_count_as_defined(wf: WorkflowDir) -> None:
-    wf.write("workflow.py", "from helpers import quantum\nfrom helpers import solve as reference\n"
-             "evaluate = lambda i, s: 0\n")
+    wf.write(
+        "workflow.py",
+        "from helpers import quantum\nfrom helpers import solve as reference\nevaluate = lambda i, s: 0\n",
+    )
     assert lint(wf.root).issues == ()
 
 
