@@ -62,6 +62,39 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
+def cmd_test(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.console import Console
+
+    from qsolve.report_view import Progress, show
+    from qsolve.targets import UnknownTarget, check_target
+    from qsolve.validation import validate
+    from qsolve.workflow import load_cases
+
+    root = _folder(args.dir)
+    try:
+        check_target(args.target)
+    except UnknownTarget as e:
+        raise UsageError(str(e)) from None
+    if args.case is not None:
+        try:
+            names = [c.name for c in load_cases(root).cases]
+        except Exception:
+            names = None  # the checks will say what is wrong with the file
+        if names is not None and args.case not in names:
+            raise UsageError(f"no case named {args.case!r} in {root}/benchmarks/cases.yaml")
+    err = Console(stderr=True)
+    report = validate(
+        root, args.target, args.case, on_event=Progress(err) if not args.json else lambda e: None
+    )
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        show(report, Console(width=None if sys.stdout.isatty() else 140))
+    return EXIT_OK if report.passed else EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qsolve", description="Publish quantum workflows with an honest track record."
@@ -71,6 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("lint", help="lint a workflow folder (codes: docs/lint-codes.md)")
     p.add_argument("dir", metavar="DIR")
     p.set_defaults(func=cmd_lint)
+
+    p = sub.add_parser("test", help="the submission checks, then the eight gates in the sandbox")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--target", default="sim-cpu", help="the run's target (default sim-cpu)")
+    p.add_argument("--case", metavar="NAME", help="run only this case")
+    p.add_argument("--json", action="store_true", help="print one JSON object (DESIGN.md §5)")
+    p.set_defaults(func=cmd_test)
 
     p = sub.add_parser("check", help="the submission checks of every case, as the platform runs them")
     p.add_argument("dir", metavar="DIR")

@@ -1,0 +1,195 @@
+"""Deciding a case, and comparing the quantum method with the baseline.
+
+Seed: benchmarks-and-gates.md, "Expectations", "What fails a case whatever expect says" and
+"Comparison with the baseline". The failure checks are an ordered list; the first that applies gives
+the message. Then ``max_abs_error`` (when set) or ``max_gap`` decides, without a message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from qsolve.cases import Expect
+from qsolve.manifest import Metric
+from qsolve.results import MethodOutcome
+from qsolve.scoring import Quality
+
+MATCHES = "Matches the best classical answer"
+BELOW = "Below the best classical answer"
+GAP_SLACK = 1e-9
+MIN_COVERAGE = 0.9
+WILSON_Z = 1.959963984540054  # 95%
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the checks look at: every method, the headline quantum method and the baseline."""
+
+    methods: list[MethodOutcome]
+    quantum: MethodOutcome
+    baseline: MethodOutcome
+    expect: Expect
+    quality: Quality
+
+
+def _num(x: float) -> str:
+    """A number as a message shows it: up to four decimals, no trailing zeros."""
+    text = f"{x:.4f}".rstrip("0").rstrip(".")
+    return text if text not in ("-0", "") else "0"
+
+
+def _claim(x: float) -> str:
+    return f"{x:.10g}"
+
+
+def no_headline_metric(e: Evidence) -> str | None:
+    if not (e.quantum.usable and e.baseline.usable):
+        return "no headline metric: quantum and reference could not be compared"
+    return None
+
+
+def method_failed(e: Evidence) -> str | None:
+    for m in e.methods:
+        if m.unavailable is not None and m.unavailable.startswith("failed:"):
+            return f"method {m.name} {m.unavailable}"
+    return None
+
+
+def claim_differs(e: Evidence) -> str | None:
+    for m in e.methods:
+        if m.claimed is not None and m.objective is not None and not claim_holds(m.claimed, m.objective):
+            return f"method {m.name} claimed {_claim(m.claimed)}, its solution gives {_claim(m.objective)}"
+    return None
+
+
+def claim_holds(claimed: float, recomputed: float) -> bool:
+    return abs(claimed - recomputed) <= 1e-6 * max(1.0, abs(recomputed))
+
+
+def no_circuit(e: Evidence) -> str | None:
+    if e.quantum.dispatches == 0:
+        return f"quantum method {e.quantum.name} sent no circuit to the backend"
+    return None
+
+
+def no_mitigation_numbers(e: Evidence) -> str | None:
+    q, x = e.quality, e.expect
+    if (x.min_fidelity is not None and q.fidelity is None) or (
+        x.min_postselection is not None and q.postselection is None
+    ):
+        return "no mitigation numbers reported"
+    return None
+
+
+def low_coverage(e: Evidence) -> str | None:
+    if e.expect.min_fidelity is not None and (e.quality.coverage or 0.0) < MIN_COVERAGE:
+        pct = f"{100 * (e.quality.coverage or 0.0):.1f}".removesuffix(".0")
+        return (
+            f"only {pct}% of the quantum method's shots could be scored against an ideal output "
+            "(circuits over 20 qubits or with mid-circuit measurement cannot be scored)"
+        )
+    return None
+
+
+def low_fidelity(e: Evidence) -> str | None:
+    bound, value = e.expect.min_fidelity, e.quality.fidelity
+    if bound is not None and value is not None and value < bound:
+        return f"fidelity {_num(value)} < {_num(bound)}"
+    return None
+
+
+def low_postselection(e: Evidence) -> str | None:
+    bound, value = e.expect.min_postselection, e.quality.postselection
+    if bound is not None and value is not None and value < bound:
+        return f"post-selection {_num(value)} < {_num(bound)}"
+    return None
+
+
+def no_circuit_size(e: Evidence) -> str | None:
+    if e.expect.max_two_qubit_gates is not None and not e.quantum.circuits:
+        return "no circuit size reported"
+    return None
+
+
+def too_many_two_qubit_gates(e: Evidence) -> str | None:
+    bound = e.expect.max_two_qubit_gates
+    if bound is not None and e.quantum.circuits:
+        worst = max(c.two_qubit_gates for c in e.quantum.circuits)
+        if worst > bound:
+            return f"{worst} two-qubit gates > {bound}"
+    return None
+
+
+#: The seed's checks, in the seed's order.
+FAILURE_CHECKS: tuple[Callable[[Evidence], str | None], ...] = (
+    no_headline_metric,
+    method_failed,
+    claim_differs,
+    no_circuit,
+    no_mitigation_numbers,
+    low_coverage,
+    low_fidelity,
+    low_postselection,
+    no_circuit_size,
+    too_many_two_qubit_gates,
+)
+
+
+def first_failure(e: Evidence) -> str | None:
+    for check in FAILURE_CHECKS:
+        message = check(e)
+        if message is not None:
+            return message
+    return None
+
+
+def gap(quantum: float, baseline: float) -> float:
+    return (quantum - baseline) / max(abs(baseline), 1e-12)
+
+
+def meets_expect(expect: Expect, quantum: float, baseline: float) -> bool:
+    if expect.max_abs_error is not None:
+        return abs(quantum - baseline) <= expect.max_abs_error
+    return gap(quantum, baseline) <= expect.max_gap + GAP_SLACK
+
+
+@dataclass(frozen=True)
+class Comparison:
+    accuracy: float
+    accuracy_pm: float | None
+    verdict: str
+
+
+def wilson_interval(rate: float, n: int, z: float = WILSON_Z) -> tuple[float, float]:
+    """The 95% Wilson score interval of a share ``rate`` observed over ``n`` trials."""
+    denom = 1 + z * z / n
+    centre = (rate + z * z / (2 * n)) / denom
+    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / denom
+    return centre - half, centre + half
+
+
+def compare(metric: Metric, q: float, r: float, stderr: float | None, n_test: int | None) -> Comparison:
+    """Accuracy, its plus-or-minus and the verdict for the manifest's metric kind."""
+    tol_abs = metric.tolerance_abs
+    scale = max(abs(r), 1e-12)
+    if metric.kind == "error_rate":
+        accuracy = 1 - q
+        bound = r + metric.tolerance + (tol_abs or 0.0)
+        pm = low = None
+        if n_test:
+            low, high = wilson_interval(min(max(q, 0.0), 1.0), n_test)
+            pm = (high - low) / 2
+        matches = q <= bound or (low is not None and low <= bound)
+        return Comparison(accuracy, pm, MATCHES if matches else BELOW)
+    worse = (q - r) / scale
+    accuracy = 1 - abs(worse) if metric.kind == "relative_error" else 1 - max(worse, 0.0)
+    pm = stderr / scale if stderr is not None else None
+    matches = (
+        accuracy >= 1 - metric.tolerance - 1e-12
+        or (tol_abs is not None and abs(q - r) <= tol_abs)
+        or (stderr is not None and stderr <= abs(r) / 4 and abs(q - r) <= 2 * stderr)
+        or (metric.kind == "relative_gap" and q <= r)
+    )
+    return Comparison(accuracy, pm, MATCHES if matches else BELOW)

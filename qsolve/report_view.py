@@ -1,0 +1,114 @@
+"""How ``qsolve test`` shows a validation report and its progress on a terminal (rich)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from qsolve.judging import BELOW, MATCHES
+from qsolve.validation import ValidationReport
+
+
+def _n(x: float | None, fmt: str = ".4g") -> str:
+    return "" if x is None else format(x, fmt)
+
+
+class Progress:
+    """Prints one line as each case starts and ends, on standard error."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.started = time.monotonic()
+        self.case_started = self.started
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "case":
+            self.case_started = time.monotonic()
+            self.console.print(f"[dim]  [{event['index'] + 1}/{event['total']}] {event['name']} ...[/dim]")
+        elif kind == "result":
+            took = time.monotonic() - self.case_started
+            verdict = (
+                "[green]pass[/green]" if event["passed"] else f"[red]FAIL[/red] {event['message'] or ''}"
+            )
+            self.console.print(
+                f"  [{event['index'] + 1}/{event['total']}] {event['name']}: {verdict} ({took:.1f} s)"
+            )
+        elif kind == "rerun":
+            self.console.print(f"[dim]  running {event['name']} again (reproducible) ...[/dim]")
+
+
+def show(report: ValidationReport, console: Console) -> None:
+    console.print(f"[bold]{report.workflow or '?'}[/bold] {report.version or ''} on {report.target}")
+    if report.checks.errors:
+        console.print("[red]Submission checks failed:[/red]")
+        for e in report.checks.errors:
+            console.print(f"  {e}", markup=False)
+    for w in report.checks.warnings:
+        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    if report.cases:
+        table = Table(title="Cases", title_justify="left")
+        for col in (
+            "case",
+            "target",
+            "result",
+            "quantum",
+            "baseline",
+            "gap",
+            "accuracy",
+            "verdict",
+            "fidelity",
+            "2q gates",
+            "circuits",
+            "shots",
+        ):
+            table.add_column(col)
+        for c in report.cases:
+            result = "[green]pass[/green]" if c.passed else f"[red]FAIL[/red] {c.message or ''}"
+            acc = (
+                ""
+                if c.accuracy is None
+                else _n(c.accuracy) + (f" ± {_n(c.accuracy_pm, '.2g')}" if c.accuracy_pm is not None else "")
+            )
+            verdict = {MATCHES: "matches", BELOW: "below"}.get(c.verdict or "", "")
+            table.add_row(
+                c.name,
+                c.target,
+                result,
+                _n(c.quantum),
+                _n(c.baseline),
+                _n(c.gap),
+                acc,
+                verdict,
+                _n(c.fidelity, ".3f"),
+                _n(c.max_two_qubit_gates, "d"),
+                str(c.circuits),
+                str(c.shots),
+            )
+        console.print(table)
+        console.print("[dim]verdict: matches / is below the best classical answer (the reference)[/dim]")
+    if report.gates:
+        table = Table(title="Gates", title_justify="left")
+        table.add_column("gate")
+        table.add_column("")
+        table.add_column("message")
+        for g in report.gates:
+            table.add_row(g.name, "[green]pass[/green]" if g.passed else "[red]FAIL[/red]", g.message)
+        console.print(table)
+    if report.sandbox:
+        s = report.sandbox
+        console.print(
+            f"[dim]sandbox: network cut by {s.network}, {s.memory_mb} MB, {s.timeout_s} s limit; "
+            f"took {s.seconds:.1f} s[/dim]"
+        )
+        if s.died and s.log_tail:
+            console.print("[dim]last lines of the job's log:[/dim]")
+            console.print(s.log_tail, markup=False, highlight=False)
+    passed = sum(g.passed for g in report.gates)
+    if report.passed:
+        console.print(f"[green]All {len(report.gates)} gates pass.[/green]")
+    elif report.gates:
+        console.print(f"[red]{len(report.gates) - passed} of {len(report.gates)} gates fail.[/red]")

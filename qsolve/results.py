@@ -1,0 +1,138 @@
+"""A case's result: every method's outcome, the comparison with the baseline, the quality numbers.
+
+The result hash is BLAKE3 of the result's canonical JSON (sorted keys, no spaces, UTF-8) with the
+wall-clock times and the hash itself left out, so the same run gives the same hash in any process.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from blake3 import blake3
+from pydantic import BaseModel, ConfigDict, Field
+
+from qsolve.scoring import CircuitRecord
+
+WALL_CLOCK = {"seconds", "scoring_seconds"}
+
+
+class MethodOutcome(BaseModel):
+    """One method's run: its objective (recomputed by ``evaluate`` where it returned a solution)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    kind: str
+    objective: float | None = None
+    claimed: float | None = None
+    stderr: float | None = None
+    solution: Any = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    unavailable: str | None = None
+    seconds: float = 0.0
+    scoring_seconds: float = 0.0  # of ``seconds``, the platform's scoring of the circuits sent
+    circuits: list[CircuitRecord] = Field(default_factory=list)
+    dispatches: int = 0
+    postselection: tuple[int, int] | None = None  # shots kept, of shots checked
+
+    @property
+    def usable(self) -> bool:
+        return self.unavailable is None and self.objective is not None and math.isfinite(self.objective)
+
+
+class CaseResult(BaseModel):
+    """What ``qsolve test --json`` prints per case (DESIGN.md §5), plus every method's outcome."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    target: str
+    seed: int
+    params: dict[str, Any]
+    passed: bool
+    message: str | None
+    quantum: float | None = None
+    baseline: float | None = None
+    gap: float | None = None
+    abs_error: float | None = None
+    accuracy: float | None = None
+    accuracy_pm: float | None = None
+    verdict: str | None = None
+    fidelity: float | None = None
+    coverage: float | None = None
+    postselection: float | None = None
+    max_two_qubit_gates: int | None = None
+    circuits: int = 0
+    shots: int = 0
+    methods: list[MethodOutcome] = Field(default_factory=list)
+    ran: bool = True  # False when the case raised before it had a result
+    result_hash: str = ""
+
+    def with_hash(self) -> CaseResult:
+        return self.model_copy(update={"result_hash": result_hash(self)})
+
+    def summary(self) -> dict[str, Any]:
+        """The fields of DESIGN.md §5's ``cases`` entries."""
+        return self.model_dump(mode="json", exclude={"methods", "seed", "params", "ran"})
+
+
+def without_wall_clock(value: Any) -> Any:
+    """The result as JSON less what differs between two identical runs: times and the hash itself."""
+    if isinstance(value, dict):
+        return {
+            k: without_wall_clock(v) for k, v in value.items() if k not in WALL_CLOCK and k != "result_hash"
+        }
+    if isinstance(value, list):
+        return [without_wall_clock(v) for v in value]
+    return value
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()
+
+
+def result_hash(result: CaseResult) -> str:
+    return blake3(canonical_json(without_wall_clock(result.model_dump(mode="json")))).hexdigest()
+
+
+def numbers_close(a: Any, b: Any, rel: float = 1e-8, abs_: float = 1e-12) -> bool:
+    """Equal structure, and every number equal up to ``rel`` (relative) or ``abs_`` (absolute)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(numbers_close(a[k], b[k], rel, abs_) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(numbers_close(x, y, rel, abs_) for x, y in zip(a, b, strict=True))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
+    return a == b
+
+
+def to_json_value(value: Any) -> Any:
+    """A method's solution or details as plain JSON: numpy values turned into Python ones, and a
+    number JSON cannot hold (NaN, infinity) into its name."""
+    return _finite(json.loads(json.dumps(value, default=_json_default, allow_nan=True)))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    return str(obj)

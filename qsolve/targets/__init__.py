@@ -1,0 +1,58 @@
+"""Targets: where a quantum method's circuits run (DESIGN.md §4).
+
+sim-cpu                      qiskit-aer, ideal, seeded                 (sim_cpu.SimCpu)
+fake:<device>[@<scale>]      a fake IBM device, noise scaled 1 to 10   (fake.FakeDevice)
+ibm:<device>                 IBM Quantum; never started by validation
+provider:<name>              a device brought over wai.quantum.provider/1
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from qsolve.targets.base import Backend, TargetUnavailable, UnknownTarget
+
+_FAKE = re.compile(r"fake:([A-Za-z0-9_]+)(?:@(.+))?")
+_IBM = re.compile(r"ibm:[A-Za-z0-9_.-]{1,60}")
+_PROVIDER = re.compile(r"provider:[A-Za-z0-9_.-]{1,60}")
+
+
+def check_target(spec: str) -> None:
+    """Refuse a target string that names no kind of target; say what the kinds are."""
+    if spec == "sim-cpu" or _FAKE.fullmatch(spec) or _IBM.fullmatch(spec) or _PROVIDER.fullmatch(spec):
+        return
+    raise UnknownTarget(
+        f"unknown target {spec!r}: use sim-cpu, fake:<device>[@<scale>], ibm:<device> or provider:<name>"
+    )
+
+
+@cache
+def open_target(spec: str, *, device_access: bool = False) -> Backend:
+    """The backend of a target string. Validation (``device_access=False``) refuses ``ibm:`` and
+    ``provider:`` targets: it has no network and no device access."""
+    check_target(spec)
+    if spec == "sim-cpu":
+        from qsolve.targets.sim_cpu import SimCpu
+
+        return SimCpu()
+    if m := _FAKE.fullmatch(spec):
+        from qsolve.targets.fake import FakeDevice
+
+        scale_text = m.group(2)
+        try:
+            scale = 1.0 if scale_text is None else float(scale_text)
+        except ValueError:
+            raise UnknownTarget(f"{spec}: the scale {scale_text!r} is not a number") from None
+        backend = FakeDevice(m.group(1), scale)
+        backend.name = spec
+        return backend
+    if not device_access:
+        raise TargetUnavailable(
+            f"{spec}: validation has no network and no device access; put real-device cases under "
+            "hardware_cases"
+        )
+    raise TargetUnavailable(f"{spec}: running on this target is not available yet")
+
+
+__all__ = ["Backend", "TargetUnavailable", "UnknownTarget", "check_target", "open_target"]

@@ -1,0 +1,50 @@
+"""The interface every target implements (DESIGN.md §4): transpile, execute, readout confusion."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+from qiskit import QuantumCircuit
+from qiskit.transpiler import PassManager
+
+from qsolve.errors import QsolveError
+
+
+class UnknownTarget(QsolveError):
+    """A target string that names no target this platform has (or a scale out of range)."""
+
+
+class TargetUnavailable(QsolveError):
+    """A real target that cannot be reached from here (validation has no device access)."""
+
+
+class Backend(ABC):
+    """Where a quantum method's circuits run. Subclasses give :meth:`pass_manager`; transpiling uses
+    one preset pass manager per transpiler seed, built once (building one costs ~0.2 s)."""
+
+    #: the target string, e.g. ``fake:fez@1.6``
+    name: str
+    #: the device, as recorded in the track record
+    device: str
+
+    @abstractmethod
+    def pass_manager(self, seed: int) -> PassManager:
+        """A preset pass manager for this target with the transpiler seed fixed."""
+
+    def transpile(self, circuits: Sequence[QuantumCircuit], seed: int) -> list[QuantumCircuit]:
+        """The circuits as this target runs them, with a fixed transpiler seed."""
+        cache = self.__dict__.setdefault("_pass_managers", {})
+        if seed not in cache:
+            cache[seed] = self.pass_manager(seed)
+        out = cache[seed].run(list(circuits))
+        return out if isinstance(out, list) else [out]
+
+    @abstractmethod
+    def execute(self, transpiled: Sequence[QuantumCircuit], shots: int, seed: int) -> list[dict[str, int]]:
+        """Counts of each transpiled circuit, keys highest clbit first."""
+
+    def confusion(self, qubit: int) -> np.ndarray | None:
+        """``A[j, i] = P(read j | prepared i)`` for a physical qubit; ``None`` for ideal readout."""
+        return None

@@ -1,0 +1,87 @@
+"""Validation as the platform runs it: the submission checks, then the gates in the sandbox.
+
+``qsolve test`` prints this report; the submission flow's gates stage calls :func:`validate` too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from qsolve import sandbox
+from qsolve.checks import check_submission
+from qsolve.gates import GateInputs, GateResult, judge
+from qsolve.results import CaseResult
+
+
+class ChecksSummary(BaseModel):
+    ok: bool
+    errors: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class SandboxSummary(BaseModel):
+    network: str
+    timeout_s: int
+    memory_mb: int
+    seconds: float
+    died: str | None = None
+    log_tail: str = ""
+
+
+class ValidationReport(BaseModel):
+    workflow: str | None
+    version: str | None
+    target: str
+    checks: ChecksSummary
+    gates: list[GateResult] = Field(default_factory=list)
+    cases: list[CaseResult] = Field(default_factory=list)
+    sandbox: SandboxSummary | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.checks.ok and bool(self.gates) and all(g.passed for g in self.gates)
+
+    def to_json(self) -> dict[str, Any]:
+        """The object of DESIGN.md §5, with the sandbox's isolation added."""
+        return {
+            "workflow": self.workflow,
+            "version": self.version,
+            "target": self.target,
+            "checks": {"ok": self.checks.ok, "errors": self.checks.errors},
+            "gates": [g.model_dump(mode="json") for g in self.gates],
+            "cases": [c.summary() for c in self.cases],
+            "sandbox": self.sandbox.model_dump(mode="json", exclude={"log_tail"}) if self.sandbox else None,
+        }
+
+
+def validate(
+    root: Path, target: str = "sim-cpu", case: str | None = None, on_event: sandbox.Event = lambda e: None
+) -> ValidationReport:
+    checks = check_submission(root)
+    wf = checks.workflow
+    report = ValidationReport(
+        workflow=wf.name if wf else None,
+        version=wf.version if wf else None,
+        target=target,
+        checks=ChecksSummary(ok=checks.ok, errors=checks.errors, warnings=checks.warnings),
+    )
+    if not checks.ok:
+        return report
+    outcome = sandbox.run_job(root, target, case, wf.manifest.resources, on_event)
+    report.sandbox = SandboxSummary(
+        network=outcome.network,
+        timeout_s=outcome.limits.timeout_s,
+        memory_mb=outcome.limits.memory_mb,
+        seconds=outcome.seconds,
+        died=outcome.died,
+        log_tail=outcome.log_tail,
+    )
+    if outcome.report is not None:
+        report.gates = [GateResult.model_validate(g) for g in outcome.report["gates"]]
+        report.cases = [CaseResult.model_validate(c) for c in outcome.report["cases"]]
+    else:  # the job died: judge what needs no run, and fail cases_pass with why
+        report.gates = judge(GateInputs(root=root, run_target=target, workflow=wf, died=outcome.died))
+    return report
