@@ -1,0 +1,121 @@
+"""The canonical text of a value: RFC 8785, as quantum-provider-protocol §8.2 writes it.
+
+Strings between ``"`` with ``"``, ``\\`` and the characters below U+0020 escaped (``\\b \\t \\n \\f \\r``,
+the rest as ``\\u00`` and two lower-case hex digits), every other character as its UTF-8 bytes; numbers
+as ECMAScript's Number::toString writes the double they read as; object members ordered by their names'
+UTF-16 code units; no whitespace outside strings.
+"""
+
+from __future__ import annotations
+
+import json
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from typing import Any
+
+from qsolve.receipts.strict_json import EXACT_LIMIT, Document
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False).encode
+
+
+def decimal_parts(x: float) -> tuple[str, int]:
+    """``(s, n)`` of a finite nonzero double: ``s`` its fewest digits that read back as it (the nearest
+    of those), ``n`` such that ``|x|`` is 0.``s`` × 10^n (§8.2)."""
+    r = repr(x)
+    if r[0] == "-":
+        r = r[1:]
+    mantissa, _, exponent = r.partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = whole + fraction
+    significant = digits.lstrip("0")
+    n = (int(exponent) if exponent else 0) + len(whole) - (len(digits) - len(significant))
+    return significant.rstrip("0"), n
+
+
+def es6_number(x: float) -> str:
+    """ECMAScript's Number::toString of a finite double (ECMA-262 6.1.6.1.20), as §8.2 restates it."""
+    if x != x or x in (_INF, -_INF):
+        raise ValueError("a non-finite number has no canonical text")
+    if x == 0:
+        return "0"
+    if x.is_integer() and -EXACT_LIMIT <= x <= EXACT_LIMIT:
+        return str(int(x))
+    s, n = decimal_parts(x)
+    k = len(s)
+    sign = "-" if x < 0 else ""
+    if k <= n <= 21:
+        return sign + s + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + s[:n] + "." + s[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * -n + s
+    e = n - 1
+    mantissa = s[0] + ("." + s[1:] if k > 1 else "")
+    return f"{sign}{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
+
+
+_INF = float("inf")
+
+
+def utf16_key(name: str) -> bytes:
+    """The order of member names: their UTF-16 code units, compared unsigned."""
+    return name.encode("utf-16-be")
+
+
+def number_text(v: int | float) -> str:
+    """The canonical text of a number read as ``int`` (an integer literal) or ``float``."""
+    if type(v) is int:
+        return str(v) if -EXACT_LIMIT <= v <= EXACT_LIMIT else es6_number(float(v))
+    return es6_number(v)
+
+
+def _write(v: Any, out: list[str]) -> None:
+    t = type(v)
+    if t is str:
+        out.append(encode_basestring(v))
+    elif t is dict:
+        out.append("{")
+        first = True
+        for name in sorted(v, key=utf16_key):
+            if not first:
+                out.append(",")
+            first = False
+            out.append(encode_basestring(name))
+            out.append(":")
+            _write(v[name], out)
+        out.append("}")
+    elif t is list:
+        out.append("[")
+        for i, item in enumerate(v):
+            if i:
+                out.append(",")
+            _write(item, out)
+        out.append("]")
+    elif v is None:
+        out.append("null")
+    elif v is True:
+        out.append("true")
+    elif v is False:
+        out.append("false")
+    elif t is int or t is float:
+        out.append(number_text(v))
+    else:
+        raise TypeError(f"{t.__name__} is not a JSON value")
+
+
+def canonical_text(value: Any) -> str:
+    """The canonical text of a JSON value (str, int, float, bool, None, list, dict with str keys)."""
+    out: list[str] = []
+    _write(value, out)
+    return "".join(out)
+
+
+def canonical_bytes(value: Any, *, plain: bool = False) -> bytes:
+    """The canonical text's UTF-8 bytes. ``plain`` (from :class:`Document`) allows the fast writer."""
+    if plain:
+        return _dumps(value).encode("utf-8")
+    return canonical_text(value).encode("utf-8")
+
+
+def canonical_of(doc: Document, value: Any) -> bytes:
+    """The canonical bytes of a value inside a strictly read document."""
+    return canonical_bytes(value, plain=doc.plain)

@@ -1,0 +1,77 @@
+"""The first form's text: what the first receipts' writer wrote (quantum-provider-protocol §8.2).
+
+Compact text (no whitespace outside strings), object members in the order the job gives them,
+strings as in the canonical text. A whole number written as one, from 0 to 2^64 - 1 or from -2^63 to
+-1, is written as its digits; every other number from its double: ``0.0``, ``-0.0``; fixed notation
+with ``.0`` for whole values up to 16 digits of magnitude; ``0.`` and zeros down to n > -5; otherwise
+``d.ddde±x`` (``1e+16``, ``1e-7``).
+"""
+
+from __future__ import annotations
+
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from typing import Any
+
+from qsolve.receipts.canonical import decimal_parts
+
+INT_MIN = -(2**63)
+INT_MAX = 2**64 - 1
+
+
+def first_form_number(x: float) -> str:
+    """A double as the first form's writer wrote it."""
+    if x == 0:
+        return "-0.0" if str(x)[0] == "-" else "0.0"
+    s, n = decimal_parts(x)
+    k = len(s)
+    sign = "-" if x < 0 else ""
+    if k <= n <= 16:
+        return sign + s + "0" * (n - k) + ".0"
+    if 0 < n <= 16:
+        return sign + s[:n] + "." + s[n:]
+    if -5 < n <= 0:
+        return sign + "0." + "0" * -n + s
+    e = n - 1
+    mantissa = s[0] + ("." + s[1:] if k > 1 else "")
+    return f"{sign}{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
+
+
+def _write(v: Any, out: list[str]) -> None:
+    t = type(v)
+    if t is str:
+        out.append(encode_basestring(v))
+    elif t is dict:
+        out.append("{")
+        for i, (name, item) in enumerate(v.items()):
+            if i:
+                out.append(",")
+            out.append(encode_basestring(name))
+            out.append(":")
+            _write(item, out)
+        out.append("}")
+    elif t is list:
+        out.append("[")
+        for i, item in enumerate(v):
+            if i:
+                out.append(",")
+            _write(item, out)
+        out.append("]")
+    elif v is None:
+        out.append("null")
+    elif v is True:
+        out.append("true")
+    elif v is False:
+        out.append("false")
+    elif t is int:
+        out.append(str(v) if INT_MIN <= v <= INT_MAX else first_form_number(float(v)))
+    elif t is float:
+        out.append(first_form_number(v))
+    else:
+        raise TypeError(f"{t.__name__} is not a JSON value")
+
+
+def first_form_bytes(value: Any) -> bytes:
+    """The first form's text of a value read strictly, as UTF-8 bytes."""
+    out: list[str] = []
+    _write(value, out)
+    return "".join(out).encode("utf-8")

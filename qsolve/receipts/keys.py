@@ -1,0 +1,99 @@
+"""The host's Ed25519 key, made on first use and kept in ``QSOLVE_HOME/keys/`` (DESIGN.md §6).
+
+The key file holds the 32-byte seed and is readable by its owner only (mode 0600, in a folder of mode
+0700); a key file others can read is refused, not used. The seed is never printed: a key shows its
+public half only. Two processes making the key at once agree on one: the file is written whole under
+a temporary name and linked into place, and the one that loses the race reads the winner's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+
+import nacl.signing
+
+from qsolve.errors import QsolveError
+
+KEY_FILE = "receipt-ed25519.seed"
+HOME_VARIABLE = "QSOLVE_HOME"
+DEFAULT_HOME = ".qsolve"
+
+
+class KeyFileExposed(QsolveError):
+    """The key file (or its folder) can be read by someone other than its owner, or does not read."""
+
+
+def qsolve_home() -> Path:
+    """``QSOLVE_HOME``, by default ``./.qsolve``."""
+    return Path(os.environ.get(HOME_VARIABLE) or DEFAULT_HOME)
+
+
+class HostKey:
+    """The host's signing key. Its repr and str show the public key only."""
+
+    __slots__ = ("_signing", "public_hex")
+
+    def __init__(self, seed: bytes) -> None:
+        self._signing = nacl.signing.SigningKey(seed)
+        self.public_hex: str = bytes(self._signing.verify_key).hex()
+
+    @property
+    def public_key(self) -> bytes:
+        return bytes.fromhex(self.public_hex)
+
+    def sign(self, message: bytes) -> bytes:
+        """The 64-byte Ed25519 signature ``R ‖ S`` over ``message`` (RFC 8032, no context, not prehashed)."""
+        return self._signing.sign(message).signature
+
+    def __repr__(self) -> str:
+        return f"HostKey(public={self.public_hex})"
+
+    __str__ = __repr__
+
+
+def key_path(home: Path | None = None) -> Path:
+    return (home or qsolve_home()) / "keys" / KEY_FILE
+
+
+def load_host_key(home: Path | None = None, *, create: bool = True) -> HostKey:
+    """The host key under ``home`` (default :func:`qsolve_home`), made there on first use."""
+    path = key_path(home)
+    if not path.exists():
+        if not create:
+            raise FileNotFoundError(f"{path}: no host key")
+        _create(path)
+    return HostKey(_read_seed(path))
+
+
+def _read_seed(path: Path) -> bytes:
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        raise KeyFileExposed(f"{path}: the host key is not a file")
+    if mode & 0o077:
+        raise KeyFileExposed(
+            f"{path}: the host key is readable by others (mode {stat.S_IMODE(mode):04o}); "
+            "it should be 0600. Make a new key if others may have read it"
+        )
+    seed = path.read_bytes()
+    if len(seed) != 32:
+        raise KeyFileExposed(f"{path}: the host key file is not a 32-byte seed")
+    return seed
+
+
+def _create(path: Path) -> None:
+    folder = path.parent
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temporary = folder / f".{KEY_FILE}.{os.getpid()}.{os.urandom(4).hex()}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(32))
+            f.flush()
+            os.fsync(f.fileno())
+        with contextlib.suppress(FileExistsError):  # another process made it first: use that one
+            os.link(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
