@@ -43,3 +43,54 @@ def test_check_exits_1_naming_the_case(wf: WorkflowDir, capsys) -> None:
 def test_check_passes_max_cut(capsys) -> None:
     assert main(["check", MAX_CUT]) == 0
     assert "6 cases and 1 hardware case pass the submission checks" in capsys.readouterr().out
+
+
+def test_test_json_on_max_cut(capsys) -> None:
+    import json
+
+    assert main(["test", MAX_CUT, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report) >= {"workflow", "version", "target", "checks", "gates", "cases"}
+    assert (report["workflow"], report["target"], report["checks"]) == (
+        "max-cut",
+        "sim-cpu",
+        {"ok": True, "errors": []},
+    )
+    assert [g["passed"] for g in report["gates"]] == [True] * 8
+    keys = {
+        "name",
+        "target",
+        "passed",
+        "message",
+        "quantum",
+        "baseline",
+        "gap",
+        "abs_error",
+        "accuracy",
+        "accuracy_pm",
+        "verdict",
+        "fidelity",
+        "coverage",
+        "postselection",
+        "max_two_qubit_gates",
+        "circuits",
+        "shots",
+        "result_hash",
+    }
+    assert all(keys <= set(c) for c in report["cases"])
+    noisy = next(c for c in report["cases"] if c["target"] == "fake:fez@1.6")
+    assert noisy["fidelity"] >= 0.9 and noisy["max_two_qubit_gates"] <= 40
+
+
+def test_test_refuses_unknown_target_and_case(capsys) -> None:
+    assert main(["test", MAX_CUT, "--target", "gpu"]) == 2
+    assert main(["test", MAX_CUT, "--case", "no-such-case"]) == 2
+    assert "no case named 'no-such-case'" in capsys.readouterr().err
+
+
+def test_test_stops_at_the_checks(wf: WorkflowDir, capsys) -> None:
+    wf.cases["cases"][0]["input"] = {"x": -5}
+    wf.save()
+    assert main(["test", str(wf.root)]) == 1
+    out = capsys.readouterr().out
+    assert "Submission checks failed" in out and "cases[0] (one): input does not match" in out

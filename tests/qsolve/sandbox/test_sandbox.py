@@ -1,0 +1,137 @@
+"""The sandbox: whatever a workflow's method does, it is contained and reported, and the platform goes on."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from qsolve.manifest import Resources
+from qsolve.sandbox import Limits, network_isolation, run_job
+from tests.conftest import WorkflowDir
+
+MODULE = """\
+import os, socket, sys
+from qiskit import QuantumCircuit
+from qsolve import MethodResult
+
+
+def evaluate(input, solution):
+    return -1.0
+
+
+def reference(input, params, ctx):
+    return MethodResult(-1.0)
+
+
+def quantum(input, params, ctx):
+{body}
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 10)
+    return MethodResult(-1.0)
+"""
+
+FAST = Limits(timeout_s=60, memory_mb=2048)
+
+
+def job(wf: WorkflowDir, body: str, limits: Limits = FAST):
+    wf.write("workflow.py", MODULE.format(body=body))
+    wf.cases["cases"] = [{"name": "one", "input": {"x": 1}}]
+    wf.save()
+    return run_job(wf.root, "sim-cpu", None, Resources(), limits=limits)
+
+
+def only_case(outcome) -> dict:
+    assert outcome.died is None, (outcome.died, outcome.log_tail)
+    (case,) = outcome.report["cases"]
+    return case
+
+
+def quantum_failure(outcome) -> str:
+    case = only_case(outcome)
+    return case["methods"][0]["unavailable"]
+
+
+def test_a_plain_job_reports_json(wf: WorkflowDir) -> None:
+    outcome = job(wf, "    pass")
+    assert only_case(outcome)["passed"]
+    assert [g["name"] for g in outcome.report["gates"]][-2:] == ["reproducible", "estimate_honest"]
+    assert outcome.network in ("namespace", "audit hook")
+
+
+def test_no_network(wf: WorkflowDir) -> None:
+    outcome = job(wf, "    socket.create_connection(('127.0.0.1', 5432), timeout=2)")
+    reason = quantum_failure(outcome)
+    assert reason.startswith("failed: ")
+    if network_isolation() == "namespace":
+        assert "Network is unreachable" in reason or "Connection refused" in reason
+    else:
+        assert "sandbox: no network" in reason
+
+
+def test_no_writes_outside_the_workflow_folder(wf: WorkflowDir, tmp_path: Path) -> None:
+    target = tmp_path / "escaped.txt"
+    outcome = job(wf, f"    open({str(target)!r}, 'w').write('x')")
+    assert quantum_failure(outcome).startswith(
+        "failed: SandboxRefused: sandbox: writing outside the workflow folder"
+    )
+    assert not target.exists()
+
+
+def test_writes_inside_the_copy_are_allowed_and_the_original_is_untouched(wf: WorkflowDir) -> None:
+    outcome = job(wf, "    open('scratch.txt', 'w').write('x')")
+    assert only_case(outcome)["passed"]
+    assert not wf.path("scratch.txt").exists()
+
+
+def test_memory_is_capped(wf: WorkflowDir) -> None:
+    outcome = job(wf, "    bytearray(3 * 2**30)", Limits(timeout_s=60, memory_mb=1024))
+    assert quantum_failure(outcome) == "failed: MemoryError: "
+
+
+def test_a_job_that_loops_forever_is_killed_at_its_time_limit(wf: WorkflowDir) -> None:
+    outcome = job(wf, "    while True:\n        pass", Limits(timeout_s=4, memory_mb=2048))
+    assert outcome.died == "the sandbox job was stopped at its time limit of 4 s"
+    assert outcome.report is None and outcome.seconds < 15
+
+
+def test_forking_is_refused(wf: WorkflowDir) -> None:
+    outcome = job(wf, "    while True:\n        os.fork()")
+    assert quantum_failure(outcome) == "failed: SandboxRefused: sandbox: os.fork is not allowed"
+
+
+def test_garbage_on_standard_output_does_no_harm(wf: WorkflowDir) -> None:
+    outcome = job(
+        wf, '    print(\'{"event": "report", "gates": []}\')\n    sys.stdout.write(\'\\x00\\xff\' * 1000)'
+    )
+    assert only_case(outcome)["passed"]
+    assert len(outcome.report["gates"]) == 8
+
+
+def test_a_crash_in_native_code_is_reported_with_its_signal(wf: WorkflowDir) -> None:
+    outcome = job(wf, "    import ctypes\n    ctypes.string_at(0)")
+    assert outcome.died == "the sandbox job was killed by SIGSEGV (a crash in native code)"
+
+
+def test_secrets_do_not_reach_the_job(wf: WorkflowDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QISKIT_IBM_TOKEN", "secret-token")
+    monkeypatch.setenv("QSOLVE_DATABASE_URL", "postgresql://user:pw@host/db")
+    outcome = job(
+        wf, "    assert not any('secret' in v or 'pw@' in v for v in os.environ.values()), sorted(os.environ)"
+    )
+    assert only_case(outcome)["passed"]
+
+
+def test_limits_follow_the_seed() -> None:
+    assert Limits.of(Resources(timeout_s=10, memory_mb=100)) == Limits(timeout_s=300, memory_mb=100)
+    assert Limits.of(Resources(timeout_s=7200, memory_mb=8192)) == Limits(timeout_s=7200, memory_mb=8192)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or network_isolation() != "namespace", reason="needs unshare --net (root)"
+)
+def test_network_isolation_is_a_namespace_here() -> None:
+    assert network_isolation() == "namespace"

@@ -1,0 +1,143 @@
+"""The eight gates, judged on workflows run in this process (the sandbox has its own tests)."""
+
+from __future__ import annotations
+
+from qsolve.gate_run import run_gates
+from qsolve.gates import judge
+from tests.conftest import WorkflowDir
+
+MODULE = """\
+from qiskit import QuantumCircuit
+from qsolve import MethodResult
+
+CALLS = []
+
+
+def evaluate(input, solution):
+    return -float(solution["x"])
+
+
+def reference(input, params, ctx):
+    return MethodResult(-float(input["x"]), solution={"x": input["x"]})
+
+
+def quantum(input, params, ctx):
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc, qc], params["shots"])
+    return MethodResult(-float(input["x"]), solution={"x": input["x"]})
+"""
+
+NOISY_CASE = {"name": "noisy", "input": {"x": 1}, "target": "fake:fez@1.6", "expect": {"min_fidelity": 0.5}}
+
+
+def gates_of(
+    wf: WorkflowDir, module: str = MODULE, cases: list | None = None, target: str = "sim-cpu"
+) -> dict:
+    wf.write("workflow.py", module)
+    if cases is not None:
+        wf.cases["cases"] = cases
+    wf.save()
+    inputs = run_gates(wf.root, target)
+    return {g.name: g for g in judge(inputs)}
+
+
+def test_all_eight_pass(wf: WorkflowDir) -> None:
+    gates = gates_of(
+        wf,
+        MODULE + "\n\ndef estimate(input, params):\n    return {'circuits': 2, 'shots': 150}\n",
+        cases=[{"name": "one", "input": {"x": 1}}, NOISY_CASE],
+    )
+    assert list(gates) == [
+        "manifest",
+        "example_inputs",
+        "benchmark_cases",
+        "methods_declared",
+        "fidelity_checked",
+        "cases_pass",
+        "reproducible",
+        "estimate_honest",
+    ]
+    assert all(g.passed for g in gates.values()), [g for g in gates.values() if not g.passed]
+    assert (
+        gates["estimate_honest"].message
+        == "one: circuits 2 for 2 (ratio 1.00), shots 150 for 200 (ratio 0.75)"
+    )
+
+
+def test_six_gates_when_no_case_ran(wf: WorkflowDir) -> None:
+    gates = gates_of(wf, cases=[{"name": "hw", "input": {"x": 1}, "target": "ibm:ibm_fez"}])
+    assert len(gates) == 6
+    assert not gates["cases_pass"].passed
+    assert gates["cases_pass"].message.startswith(
+        "no case ran to a result: FAIL TargetUnavailable: ibm:ibm_fez"
+    )
+
+
+def test_benchmark_cases_needs_one_case(wf: WorkflowDir) -> None:
+    gates = gates_of(wf, cases=[])
+    assert not gates["benchmark_cases"].passed and not gates["cases_pass"].passed
+
+
+def test_fidelity_checked_needs_a_noisy_target(wf: WorkflowDir) -> None:
+    case = {"name": "one", "input": {"x": 1}, "expect": {"min_fidelity": 0.5}}
+    gates = gates_of(wf, cases=[case])
+    assert not gates["fidelity_checked"].passed
+    assert gates_of(wf, cases=[case], target="fake:fez")["fidelity_checked"].passed
+    zero = {**NOISY_CASE, "expect": {"min_fidelity": 0.0}}
+    assert not gates_of(wf, cases=[zero])["fidelity_checked"].passed
+
+
+def test_example_inputs_must_match_the_schema(wf: WorkflowDir) -> None:
+    wf.write("examples/bad.json", {"x": "one"})
+    gate = gates_of(wf)["example_inputs"]
+    assert not gate.passed
+    assert gate.message.startswith("examples/bad.json does not match schemas/input.json at $.x")
+    for p in wf.path("examples").iterdir():
+        p.unlink()
+    assert gates_of(wf)["example_inputs"].message == "no example in examples/ (*.json)"
+
+
+def test_methods_declared(wf: WorkflowDir) -> None:
+    wf.manifest["methods"] = wf.manifest["methods"][:1]
+    wf.save()
+    gates = gates_of(wf)
+    assert not gates["methods_declared"].passed and not gates["manifest"].passed
+
+
+def test_cases_pass_names_failing_cases(wf: WorkflowDir) -> None:
+    cases = [
+        {"name": "one", "input": {"x": 1}},
+        {"name": "bad", "input": {"x": 2}, "expect": {"max_two_qubit_gates": -1}},
+    ]
+    gate = gates_of(wf, cases=cases)["cases_pass"]
+    assert gate.message == "1 of 2 cases fail: bad (0 two-qubit gates > -1)"
+
+
+def test_reproducible_fails_on_hidden_state(wf: WorkflowDir) -> None:
+    greedy = "def greedy(input, params, ctx):\n    CALLS.append(1)\n    return MethodResult(-len(CALLS))\n"
+    leaky = MODULE + "\n\n" + greedy
+    wf.manifest["methods"].append({"name": "greedy", "kind": "classical"})
+    wf.save()
+    gate = gates_of(wf, leaky, cases=[{"name": "one", "input": {"x": 1}}])["reproducible"]
+    assert not gate.passed
+    assert gate.message == "one ran again with a different result at methods[2].objective: -1.0 then -2.0"
+
+
+def test_estimate_honest(wf: WorkflowDir) -> None:
+    cases = [{"name": "one", "input": {"x": 1}}]
+    gates = gates_of(wf, cases=cases)
+    assert gates["estimate_honest"].passed and gates["estimate_honest"].message.startswith("note:")
+    lying = MODULE + "\n\ndef estimate(input, params):\n    return {'circuits': 5, 'shots': 200}\n"
+    gate = gates_of(wf, lying, cases=cases)["estimate_honest"]
+    assert not gate.passed
+    assert gate.message == "estimate() says 5 circuits, one sent 2 (ratio 2.50, outside 0.5 to 2.0)"
+    broken = MODULE + "\n\ndef estimate(input, params):\n    return 3\n"
+    assert not gates_of(wf, broken, cases=cases)["estimate_honest"].passed
+
+
+def test_a_module_that_does_not_import_fails_every_case(wf: WorkflowDir) -> None:
+    gates = gates_of(wf, MODULE + "\nraise RuntimeError('no')\n", cases=[{"name": "one", "input": {"x": 1}}])
+    assert gates["cases_pass"].message == "no case ran to a result: FAIL RuntimeError: no"
+    assert len(gates) == 6

@@ -1,0 +1,271 @@
+"""Deciding a case: the seed's failure checks, in order, with the seed's messages, each produced by a
+workflow that makes that mistake; and the comparison with the baseline for the three metric kinds."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from qsolve.case_runner import run_case
+from qsolve.cases import Expect
+from qsolve.judging import (
+    BELOW,
+    MATCHES,
+    Evidence,
+    compare,
+    first_failure,
+    no_circuit_size,
+    wilson_interval,
+)
+from qsolve.manifest import Metric
+from qsolve.module_loader import load_module
+from qsolve.results import MethodOutcome
+from qsolve.scoring import Quality
+from qsolve.workflow import load_workflow
+from tests.conftest import WorkflowDir
+
+HEADER = """\
+from qiskit import QuantumCircuit
+from qsolve import MethodResult, MethodUnavailable
+
+
+def evaluate(input, solution):
+    return -float(solution["x"])
+
+
+def reference(input, params, ctx):
+    return MethodResult(-1.0, solution={"x": 1})
+
+
+def x_circuit():
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    return qc
+"""
+
+
+def run(wf: WorkflowDir, quantum_body: str, expect: dict | None = None, extra: str = "", **case) -> object:
+    """Run one case of a workflow whose quantum method is ``quantum_body`` (indented code)."""
+    wf.write("workflow.py", HEADER + extra + "\n\ndef quantum(input, params, ctx):\n" + quantum_body + "\n")
+    if "def extra(" in extra:
+        wf.manifest["methods"].append({"name": "extra", "kind": "classical"})
+    wf.cases["cases"] = [{"name": "c", "input": {"x": 1}, "seed": 3, "expect": expect or {}, **case}]
+    wf.save()
+    workflow = load_workflow(wf.root)
+    module = load_module(workflow.module_path)
+    return run_case(workflow.manifest, module, workflow.cases.cases[0], {"x": 1}, "sim-cpu")
+
+
+SAMPLE_AND_ANSWER = "    ctx.sample([x_circuit()], 100)\n    return MethodResult(-1.0, solution={'x': 1})"
+
+
+def test_a_case_that_passes(wf: WorkflowDir) -> None:
+    r = run(wf, SAMPLE_AND_ANSWER, {"max_gap": 0.0, "min_fidelity": 0.99, "max_two_qubit_gates": 0})
+    assert (r.passed, r.message, r.gap, r.abs_error, r.verdict) == (True, None, 0.0, 0.0, MATCHES)
+    assert (r.fidelity, r.coverage, r.circuits, r.shots, r.max_two_qubit_gates) == (1.0, 1.0, 1, 100, 0)
+
+
+def test_no_headline_metric(wf: WorkflowDir) -> None:
+    r = run(wf, "    raise MethodUnavailable('too big')")
+    assert r.message == "no headline metric: quantum and reference could not be compared"
+    assert not r.passed and r.gap is None
+
+
+def test_headline_metric_missing_when_quantum_crashed_comes_first(wf: WorkflowDir) -> None:
+    r = run(wf, "    raise ValueError('boom')")
+    assert r.message == "no headline metric: quantum and reference could not be compared"
+    assert r.methods[0].unavailable == "failed: ValueError: boom"
+
+
+def test_method_failed(wf: WorkflowDir) -> None:
+    extra = "\n\ndef extra(input, params, ctx):\n    raise ValueError('boom')\n"
+    r = run(wf, SAMPLE_AND_ANSWER, extra=extra)
+    assert r.message == "method extra failed: ValueError: boom"
+
+
+def test_merely_unavailable_method_does_not_fail_the_case(wf: WorkflowDir) -> None:
+    extra = "\n\ndef extra(input, params, ctx):\n    raise MethodUnavailable('only small inputs')\n"
+    r = run(wf, SAMPLE_AND_ANSWER, extra=extra)
+    assert r.passed and r.message is None
+
+
+def test_claim_differs(wf: WorkflowDir) -> None:
+    r = run(wf, "    ctx.sample([x_circuit()], 100)\n    return MethodResult(-2.0, solution={'x': 1})")
+    assert r.message == "method quantum claimed -2, its solution gives -1"
+    assert r.quantum == -1.0  # the platform's number, not the method's
+
+
+def test_claim_within_1e_6_relative_holds(wf: WorkflowDir) -> None:
+    r = run(wf, "    ctx.sample([x_circuit()], 100)\n    return MethodResult(-1.0000009, solution={'x': 1})")
+    assert r.passed
+
+
+def test_sent_no_circuit(wf: WorkflowDir) -> None:
+    r = run(wf, "    return MethodResult(-1.0, solution={'x': 1})")
+    assert r.message == "quantum method quantum sent no circuit to the backend"
+
+
+def test_no_mitigation_numbers(wf: WorkflowDir) -> None:
+    r = run(wf, SAMPLE_AND_ANSWER, {"min_postselection": 0.5})
+    assert r.message == "no mitigation numbers reported"
+
+
+MID_CIRCUIT = """\
+    qc = QuantumCircuit(1, 2)
+    qc.h(0)
+    qc.measure(0, 0)
+    qc.h(0)
+    qc.measure(0, 1)
+    ctx.sample([qc], 300)
+    ctx.sample([x_circuit()], 100)
+    return MethodResult(-1.0, solution={'x': 1})"""
+
+
+def test_low_coverage(wf: WorkflowDir) -> None:
+    r = run(wf, MID_CIRCUIT, {"min_fidelity": 0.5})
+    assert r.message == (
+        "only 25% of the quantum method's shots could be scored against an ideal output "
+        "(circuits over 20 qubits or with mid-circuit measurement cannot be scored)"
+    )
+    assert r.coverage == 0.25
+
+
+def test_low_fidelity(wf: WorkflowDir) -> None:
+    r = run(wf, SAMPLE_AND_ANSWER, {"min_fidelity": 1.5})  # outside 0..1 is not rejected
+    assert r.message == "fidelity 1 < 1.5"
+
+
+def test_low_postselection(wf: WorkflowDir) -> None:
+    body = SAMPLE_AND_ANSWER.replace("\n", "\n    ctx.postselected(45, 100)\n", 1)
+    r = run(wf, body, {"min_postselection": 0.9})
+    assert r.message == "post-selection 0.45 < 0.9"
+    assert r.postselection == 0.45
+
+
+def test_no_circuit_size() -> None:
+    # Unreachable through ctx.sample, which records every circuit it runs; the rule is checked directly.
+    quantum = MethodOutcome(name="q", kind="quantum", objective=-1.0, dispatches=1)
+    baseline = MethodOutcome(name="reference", kind="classical", objective=-1.0)
+    e = Evidence(
+        [quantum, baseline],
+        quantum,
+        baseline,
+        Expect(max_two_qubit_gates=3),
+        Quality(fidelity=None, coverage=None, postselection=None),
+    )
+    assert no_circuit_size(e) == first_failure(e) == "no circuit size reported"
+
+
+def test_too_many_two_qubit_gates(wf: WorkflowDir) -> None:
+    body = """\
+    qc = QuantumCircuit(3)
+    qc.h(0)
+    qc.cx(0, 1)
+    qc.cx(1, 2)
+    qc.measure_all()
+    ctx.sample([qc], 100)
+    return MethodResult(-1.0, solution={'x': 1})"""
+    r = run(wf, body, {"max_two_qubit_gates": 1})
+    assert r.message == "2 two-qubit gates > 1"
+
+
+def test_first_check_that_applies_wins(wf: WorkflowDir) -> None:
+    r = run(
+        wf,
+        "    return MethodResult(-2.0, solution={'x': 1})",
+        {"min_fidelity": 0.9, "max_two_qubit_gates": 0},
+    )
+    assert r.message == "method quantum claimed -2, its solution gives -1"
+
+
+def test_gap_failure_has_no_message(wf: WorkflowDir) -> None:
+    r = run(wf, "    ctx.sample([x_circuit()], 100)\n    return MethodResult(-0.5, solution={'x': 0.5})")
+    assert (r.passed, r.message, r.gap) == (False, None, 0.5)
+
+
+def test_max_abs_error_replaces_max_gap_and_is_two_sided(wf: WorkflowDir) -> None:
+    worse = "    ctx.sample([x_circuit()], 100)\n    return MethodResult(-0.5, solution={'x': 0.5})"
+    assert run(wf, worse, {"max_gap": 0.0, "max_abs_error": 0.6}).passed
+    better = "    ctx.sample([x_circuit()], 100)\n    return MethodResult(-2.0, solution={'x': 2})"
+    assert run(wf, better, {"max_gap": 0.0}).passed  # a negative gap passes
+    assert not run(wf, better, {"max_abs_error": 0.5}).passed  # better by more than it also fails
+
+
+def test_a_case_that_raises_before_a_result(wf: WorkflowDir) -> None:
+    r = run(wf, SAMPLE_AND_ANSWER, target="ibm:ibm_fez")
+    assert r.message.startswith("FAIL TargetUnavailable: ibm:ibm_fez: validation has no network")
+    assert not r.ran
+    r = run(wf, SAMPLE_AND_ANSWER, target="fake:fez@20")
+    assert r.message == "FAIL UnknownTarget: fake:fez@20: the scale must be from 1 to 10"
+
+
+def test_classical_methods_cannot_send_circuits(wf: WorkflowDir) -> None:
+    extra = "\n\ndef extra(input, params, ctx):\n    ctx.sample([x_circuit()], 10)\n"
+    r = run(wf, SAMPLE_AND_ANSWER, extra=extra)
+    assert r.message.startswith(
+        "method extra failed: CircuitsRefused: a classical method cannot send circuits"
+    )
+
+
+def test_result_hash_ignores_wall_clock(wf: WorkflowDir) -> None:
+    a = run(wf, SAMPLE_AND_ANSWER)
+    b = run(wf, SAMPLE_AND_ANSWER)
+    assert a.methods[0].seconds != b.methods[0].seconds
+    assert a.result_hash == b.result_hash and len(a.result_hash) == 64
+
+
+# --- comparison with the baseline ------------------------------------------------------------------
+
+
+def test_relative_gap_only_worse_loses_accuracy() -> None:
+    m = Metric()
+    assert compare(m, -9.0, -10.0, None, None).accuracy == pytest.approx(0.9)
+    better = compare(m, -11.0, -10.0, None, None)
+    assert (better.accuracy, better.verdict) == (1.0, MATCHES)
+    assert compare(m, -9.0, -10.0, None, None).verdict == BELOW
+    assert compare(Metric(tolerance=0.1), -9.0, -10.0, None, None).verdict == MATCHES
+    assert compare(Metric(tolerance_abs=1.0), -9.0, -10.0, None, None).verdict == MATCHES
+    assert compare(Metric(tolerance_abs=0.99), -9.0, -10.0, None, None).verdict == BELOW
+
+
+def test_relative_error_with_stderr() -> None:
+    m = Metric(kind="relative_error")
+    c = compare(m, -1.05, -1.0, 0.03, None)
+    assert c.accuracy == pytest.approx(0.95) and c.accuracy_pm == pytest.approx(0.03)
+    assert c.verdict == MATCHES  # |q - r| = 0.05 <= 2 * stderr
+    assert compare(m, -1.05, -1.0, 0.02, None).verdict == BELOW  # 0.05 > 0.04
+    # stderr counts only while it is at most a quarter of |r|
+    assert compare(m, -1.5, -1.0, 0.3, None).verdict == BELOW
+    assert compare(m, -1.4, -1.0, 0.25, None).verdict == MATCHES
+    assert compare(m, -0.95, -1.0, None, None).verdict == BELOW  # better is not enough here
+    assert (
+        compare(Metric(kind="relative_error", tolerance_abs=0.0016), -1.0015, -1.0, None, None).verdict
+        == MATCHES
+    )
+
+
+def test_error_rate_with_wilson_interval() -> None:
+    m = Metric(kind="error_rate")
+    c = compare(m, 0.10, 0.05, None, 200)
+    low, high = wilson_interval(0.10, 200)
+    assert c.accuracy == pytest.approx(0.9) and c.accuracy_pm == pytest.approx((high - low) / 2)
+    assert low > 0.05 and c.verdict == BELOW
+    assert compare(m, 0.07, 0.05, None, 200).verdict == MATCHES  # the interval reaches 0.05
+    assert compare(Metric(kind="error_rate", tolerance_abs=0.05), 0.10, 0.05, None, None).verdict == MATCHES
+    assert compare(m, 0.10, 0.05, None, None).accuracy_pm is None
+
+
+def test_wilson_interval_known_value() -> None:
+    low, high = wilson_interval(0.5, 100)
+    assert (round(low, 4), round(high, 4)) == (0.4038, 0.5962)
+    low, high = wilson_interval(0.0, 10)
+    assert low == pytest.approx(0.0, abs=1e-12) and math.isclose(high, 0.2775, abs_tol=1e-4)
+
+
+def test_module_importable_by_path(tmp_path: Path) -> None:
+    (tmp_path / "helper.py").write_text("VALUE = 7\n")
+    (tmp_path / "wf.py").write_text("from helper import VALUE\n")
+    assert load_module(tmp_path / "wf.py").VALUE == 7
