@@ -58,6 +58,8 @@ _INF = float("inf")
 
 def utf16_key(name: str) -> bytes:
     """The order of member names: their UTF-16 code units, compared unsigned."""
+    if type(name) is not str:
+        raise TypeError(f"a member name {name!r} is not a string")
     return name.encode("utf-16-be")
 
 

@@ -45,6 +45,8 @@ def _write(v: Any, out: list[str]) -> None:
         for i, (name, item) in enumerate(v.items()):
             if i:
                 out.append(",")
+            if type(name) is not str:
+                raise TypeError(f"a member name {name!r} is not a string")
             out.append(encode_basestring(name))
             out.append(":")
             _write(item, out)

@@ -1,0 +1,177 @@
+"""``qsolve verify`` and ``qsolve receipt-key`` (quantum-provider-protocol §8.4, §8.8; issue 6).
+
+    qsolve verify JOB.json [--trust KEYS.json] [--at MS|now] [--skew-ms MS] [--json]
+    qsolve receipt-key [--json]
+
+``verify`` exits 0 for a valid receipt, 1 for one that is not (an unreadable job is a reason, so 1; a
+job needing rules not run here is not called valid, so 1), and 2 for a trust list refused whole or a
+misused command (a job file that cannot be opened, a time that is not a whole number of milliseconds).
+``receipt-key`` prints the host's public key, made on first use, and a trust list holding it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from qsolve.receipts.keys import KeyFileExposed, key_path, load_host_key
+from qsolve.receipts.reasons import BY_CODE
+from qsolve.receipts.strict_json import Unreadable, read_value
+from qsolve.receipts.trust import FORMAT, HeldTo, TrustList, TrustListRefused
+from qsolve.receipts.values import MAX_WHOLE, whole
+from qsolve.receipts.verdict import Verdict
+from qsolve.receipts.verifier import VERIFY_LIMITS, verify
+
+EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+class _Misuse(Exception):
+    """The command was misused, or an input could not be opened or was refused whole: exit 2."""
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``verify`` and ``receipt-key`` to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "verify",
+        help="verify a job's signed receipt (exit 0 valid, 1 not valid, 2 misuse or a trust list refused)",
+        description="Verify a job's receipt as quantum-provider-protocol §8.4 says, every reason reported.",
+    )
+    p.add_argument("job", metavar="JOB.json", help="the job's text: {request, result}; - reads standard input")
+    p.add_argument("--trust", metavar="KEYS.json", help="a trust list (wai.quantum.receipt-keys/1) to hold it to")
+    p.add_argument("--at", metavar="MS|now", help="a time to hold it to: milliseconds since 1970, or now")
+    p.add_argument("--skew-ms", metavar="MS", help="how far the receipt's issue may pass --at (default 0)")
+    p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
+    p.set_defaults(func=cmd_verify)
+
+    p = subparsers.add_parser(
+        "receipt-key",
+        help="print the host's receipt key and a trust list holding it",
+        description="The host's Ed25519 public key (made on first use in QSOLVE_HOME/keys/) and a trust list.",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_receipt_key)
+
+
+def _read_file(name: str, limit: int) -> bytes:
+    try:
+        if name == "-":
+            return sys.stdin.buffer.read(limit + 1)
+        with open(name, "rb") as f:
+            return f.read(limit + 1)  # one byte past the limit is enough to find it too large
+    except FileNotFoundError:
+        raise _Misuse(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise _Misuse(f"{name}: is a folder, not a file") from None
+    except OSError as e:
+        raise _Misuse(f"{name}: cannot be read: {e.strerror or e}") from None
+
+
+def _milliseconds(text: str, option: str) -> int:
+    try:
+        n = whole(read_value(text))
+    except Unreadable:
+        n = None
+    if n is None or not 0 <= n <= MAX_WHOLE:
+        raise _Misuse(f"{option} {text}: not a whole number of milliseconds from 0 to 2^53 - 1")
+    return n
+
+
+def _held(args: argparse.Namespace) -> HeldTo:
+    trust = None
+    if args.trust is not None:
+        try:
+            trust = TrustList.read(_read_file(args.trust, VERIFY_LIMITS.bytes))
+        except TrustListRefused as e:
+            raise _Misuse(f"{args.trust}: refused whole: {e}; nothing was judged") from None
+    at_ms = None
+    if args.at is not None:
+        at_ms = time.time_ns() // 1_000_000 if args.at == "now" else _milliseconds(args.at, "--at")
+    skew_ms = 0
+    if args.skew_ms is not None:
+        if at_ms is None:
+            raise _Misuse("--skew-ms is the allowance of a time: give --at with it")
+        skew_ms = _milliseconds(args.skew_ms, "--skew-ms")
+    return HeldTo(trust=trust, at_ms=at_ms, skew_ms=skew_ms)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    try:
+        held = _held(args)
+        data = _read_file(args.job, VERIFY_LIMITS.bytes)
+    except _Misuse as e:
+        print(f"qsolve verify: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    verdict = verify(data, limits=VERIFY_LIMITS, held=held)
+    if args.json:
+        print(json.dumps(verdict.as_json(), ensure_ascii=False))
+    else:
+        print(_plain(args.job, verdict))
+    return EXIT_VALID if verdict.valid else EXIT_INVALID
+
+
+def _plain(name: str, verdict: Verdict) -> str:
+    """The verdict for a person: valid or not, each reason with what it means, and what was found."""
+    if verdict.valid:
+        lines = [f"{name}: valid"]
+    elif verdict.reasons:
+        lines = [f"{name}: not valid: {', '.join(verdict.reasons)}"]
+    else:
+        lines = [f"{name}: not called valid: it needs rules not checked here"]
+    for code in verdict.reasons:
+        reason = BY_CODE.get(code)
+        lines.append(f"  {code}: {verdict.why or (reason.when if reason else '')}")
+    for u in verdict.unchecked:
+        lines.append(f"  not checked ({u.rules}): {u.why}")
+    if verdict.form:
+        lines.append(f"  receipt: {verdict.form} form, key {verdict.key}")
+    t = verdict.time
+    if t is not None:
+        if t["sealed"]:
+            end = t["not_after_ms"]
+            lines.append(f"  time: issued {t['issued_ms']} ms" + (f", offered until {end} ms" if end else ""))
+        else:
+            lines.append("  time: none sealed (it can be placed in no window that ends)")
+    trust = verdict.trust
+    if trust.get("held") is False:
+        lines.append("  trust: held to no list")
+    elif trust.get("listed"):
+        lines.append("  trust: listed")
+    elif trust.get("listed") is False:
+        lines.append("  trust: not listed")
+    if verdict.checked_at_ms is not None:
+        lines.append(f"  checked at {verdict.checked_at_ms} ms, allowance {verdict.skew_ms} ms")
+    p = verdict.provider
+    if p is not None:
+        said = f"  provider's result: {p.form} form, class by provenance {p.class_ or 'none'}"
+        if p.form == "stated":
+            stated_by = p.execution.get("stated_by") if isinstance(p.execution, dict) else None
+            said += f", counts from {p.counts_source}, execution stated by {stated_by}"
+        lines.append(said)
+        lines.extend(f"  {note}" for note in p.notes)
+    return "\n".join(lines)
+
+
+def trust_list_for(public_hex: str) -> dict[str, Any]:
+    """A trust list of one entry: the key, with no window and no revocation (§8.8)."""
+    return {"format": FORMAT, "algorithm": "ed25519", "keys": [{"key": public_hex}]}
+
+
+def cmd_receipt_key(args: argparse.Namespace) -> int:
+    try:
+        key = load_host_key()
+    except (KeyFileExposed, OSError) as e:
+        print(f"qsolve receipt-key: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    listing = trust_list_for(key.public_hex)
+    if args.json:
+        print(json.dumps({"key": key.public_hex, "entry": listing["keys"][0], "trust_list": listing}))
+        return EXIT_VALID
+    print(f"host receipt key (ed25519): {key.public_hex}")
+    print(f"kept in {Path(key_path()).parent}, readable by its owner only")
+    print("a trust list holding it (save as KEYS.json for qsolve verify --trust KEYS.json):")
+    print(json.dumps(listing))
+    return EXIT_VALID
