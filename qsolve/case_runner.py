@@ -14,13 +14,13 @@ from typing import Any
 
 from qsolve import params as run_params
 from qsolve.cases import Case
-from qsolve.context import ClassicalContext, QuantumContext
+from qsolve.context import ClassicalContext
 from qsolve.errors import MethodUnavailable
 from qsolve.judging import Evidence, compare, first_failure, gap, meets_expect
 from qsolve.manifest import Manifest, Method
 from qsolve.method import MethodResult
-from qsolve.results import CaseResult, MethodOutcome, to_json_value
-from qsolve.scoring import quality
+from qsolve.quantum_context import QuantumContext
+from qsolve.results import CaseResult, MethodOutcome, quality, to_json_value
 from qsolve.targets import Backend, open_target
 
 

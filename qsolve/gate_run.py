@@ -109,8 +109,12 @@ def run_gates(
 
 
 def gate_report(inputs: GateInputs) -> dict[str, Any]:
-    """The job's answer, as JSON: the gates and every case's result."""
+    """The job's answer, as JSON: the gates, every case's result, and where the time went."""
+    runs = inputs.results + ([inputs.rerun] if inputs.rerun else [])
+    methods = [m for r in runs for m in r.methods]
+    scoring = sum(m.scoring_seconds for m in methods)
     return {
         "gates": [g.model_dump(mode="json") for g in judge(inputs)],
         "cases": [r.model_dump(mode="json") for r in inputs.results],
+        "timing": {"methods_s": sum(m.seconds for m in methods) - scoring, "scoring_s": scoring},
     }

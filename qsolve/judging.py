@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from qsolve.cases import Expect
 from qsolve.manifest import Metric
-from qsolve.results import MethodOutcome
-from qsolve.scoring import Quality
+from qsolve.results import MethodOutcome, Quality
 
 MATCHES = "Matches the best classical answer"
 BELOW = "Below the best classical answer"

@@ -8,14 +8,46 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from blake3 import blake3
 from pydantic import BaseModel, ConfigDict, Field
 
-from qsolve.scoring import CircuitRecord
-
 WALL_CLOCK = {"seconds", "scoring_seconds"}
+
+
+class CircuitRecord(BaseModel):
+    """One circuit as sent: its size on the target, its shots, and its fidelity when it could be scored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    qubits: int
+    two_qubit_gates: int
+    shots: int
+    fidelity: float | None = None
+    unscored: str | None = None  # why it could not be scored
+
+
+class Quality(BaseModel):
+    """A run's quality numbers: shot-weighted fidelity, share of shots scored, post-selection share."""
+
+    model_config = ConfigDict(frozen=True)
+
+    fidelity: float | None
+    coverage: float | None
+    postselection: float | None
+
+
+def quality(records: Sequence[CircuitRecord], postselection: tuple[int, int] | None) -> Quality:
+    total = sum(r.shots for r in records)
+    scored = [r for r in records if r.fidelity is not None]
+    scored_shots = sum(r.shots for r in scored)
+    return Quality(
+        fidelity=sum(r.fidelity * r.shots for r in scored) / scored_shots if scored_shots else None,
+        coverage=scored_shots / total if total else None,
+        postselection=postselection[0] / postselection[1] if postselection else None,
+    )
 
 
 class MethodOutcome(BaseModel):

@@ -8,51 +8,20 @@ the nearest probability distribution, Hellinger fidelity against the exact ideal
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cache
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 from qiskit import QuantumCircuit
 from qiskit.circuit import ControlFlowOp
-from qiskit.converters import circuit_to_dag
-from qiskit.dagcircuit import DAGOpNode
-from qiskit.quantum_info import Statevector
+from qiskit_aer import AerSimulator
+
+from qsolve.results import CircuitRecord
+from qsolve.targets.sim_cpu import native_gates
 
 MAX_SCORED_QUBITS = 20
+NON_UNITARY = {"reset", "initialize"}
 
 Confusion = Callable[[int], np.ndarray | None]
-
-
-class CircuitRecord(BaseModel):
-    """One circuit as sent: its size on the target, its shots, and its fidelity when it could be scored."""
-
-    model_config = ConfigDict(frozen=True)
-
-    qubits: int
-    two_qubit_gates: int
-    shots: int
-    fidelity: float | None = None
-    unscored: str | None = None  # why it could not be scored
-
-
-class Quality(BaseModel):
-    """A run's quality numbers: shot-weighted fidelity, share of shots scored, post-selection share."""
-
-    model_config = ConfigDict(frozen=True)
-
-    fidelity: float | None
-    coverage: float | None
-    postselection: float | None
-
-
-def quality(records: Sequence[CircuitRecord], postselection: tuple[int, int] | None) -> Quality:
-    total = sum(r.shots for r in records)
-    scored = [r for r in records if r.fidelity is not None]
-    scored_shots = sum(r.shots for r in scored)
-    return Quality(
-        fidelity=sum(r.fidelity * r.shots for r in scored) / scored_shots if scored_shots else None,
-        coverage=scored_shots / total if total else None,
-        postselection=postselection[0] / postselection[1] if postselection else None,
-    )
 
 
 def two_qubit_gates(circuit: QuantumCircuit) -> int:
@@ -68,15 +37,20 @@ def two_qubit_gates(circuit: QuantumCircuit) -> int:
 
 
 def mid_circuit_measurement(circuit: QuantumCircuit) -> bool:
-    """Control flow, or a measurement followed by an operation other than a measurement or a barrier."""
-    if any(isinstance(inst.operation, ControlFlowOp) for inst in circuit.data):
-        return True
-    dag = circuit_to_dag(circuit)
-    for node in dag.op_nodes():
-        if node.op.name == "measure":
-            for later in dag.descendants(node):
-                if isinstance(later, DAGOpNode) and later.op.name not in ("measure", "barrier"):
-                    return True
+    """Control flow, or a measurement with a later operation other than a measurement or a barrier among
+    its descendants (found in one pass: wires a measurement reached stay marked)."""
+    reached: set = set()
+    for inst in circuit.data:
+        op = inst.operation
+        if isinstance(op, ControlFlowOp):
+            return True
+        wires = (*inst.qubits, *inst.clbits)
+        if op.name == "measure":
+            reached.update(wires)
+        elif any(w in reached for w in wires):
+            if op.name != "barrier":
+                return True
+            reached.update(wires)
     return False
 
 
@@ -94,10 +68,21 @@ def final_measurements(circuit: QuantumCircuit) -> list[int] | None:
     return [source[c] for c in range(circuit.num_clbits)]
 
 
-def ideal_distribution(circuit: QuantumCircuit, measured: list[int]) -> np.ndarray:
-    """Exact outcome probabilities, index = the outcome read as a binary number (clbit 0 lowest)."""
-    unitary_part = circuit.remove_final_measurements(inplace=False)
-    return Statevector(unitary_part).probabilities(qargs=measured)
+def ideal_distributions(
+    circuits: Sequence[QuantumCircuit], measured: Sequence[list[int]]
+) -> list[np.ndarray]:
+    """Exact outcome probabilities of each circuit, index = the outcome read as a binary number (clbit 0
+    lowest), computed by Aer's statevector simulator in one batch."""
+    unitary = native_gates().run([c.remove_final_measurements(inplace=False) for c in circuits])
+    for circuit, qubits in zip(unitary, measured, strict=True):
+        circuit.save_probabilities(qubits=qubits, label="p")
+    result = _statevector().run(unitary, shots=1).result()
+    return [np.asarray(result.data(i)["p"]) for i in range(len(unitary))]
+
+
+@cache
+def _statevector() -> AerSimulator:
+    return AerSimulator(method="statevector")
 
 
 def counts_vector(counts: dict[str, int], bits: int) -> np.ndarray:
@@ -143,26 +128,30 @@ def hellinger_fidelity(p: np.ndarray, q: np.ndarray) -> float:
 
 
 def record(
-    circuit: QuantumCircuit,
-    transpiled: QuantumCircuit,
-    counts: dict[str, int],
+    circuits: Sequence[QuantumCircuit],
+    transpiled: Sequence[QuantumCircuit],
+    counts: Sequence[dict[str, int]],
     shots: int,
     confusion: Confusion,
-) -> CircuitRecord:
-    """Record and, where it can be, score one circuit the method sent."""
-    base = {"qubits": circuit.num_qubits, "two_qubit_gates": two_qubit_gates(transpiled), "shots": shots}
-    why = _unscorable(circuit)
-    if why:
-        return CircuitRecord(**base, unscored=why)
-    measured = final_measurements(circuit)
-    physical = final_measurements(transpiled)
-    try:
-        ideal = ideal_distribution(circuit, measured)
-    except Exception as e:  # a reset or another non-unitary operation before the measurements
-        return CircuitRecord(**base, unscored=f"no ideal distribution: {type(e).__name__}")
-    observed = counts_vector(counts, len(measured))
-    mitigated = nearest_probability(unfold_readout(observed, [confusion(q) for q in physical]))
-    return CircuitRecord(**base, fidelity=hellinger_fidelity(ideal, mitigated))
+) -> list[CircuitRecord]:
+    """Record every circuit a method sent in one call and score those that can be scored."""
+    out: list[CircuitRecord | None] = []
+    scorable = []
+    for i, (circuit, sent) in enumerate(zip(circuits, transpiled, strict=True)):
+        base = {"qubits": circuit.num_qubits, "two_qubit_gates": two_qubit_gates(sent), "shots": shots}
+        why = _unscorable(circuit)
+        out.append(CircuitRecord(**base, unscored=why) if why else None)
+        if not why:
+            scorable.append((i, base))
+    if scorable:
+        chosen = [circuits[i] for i, _ in scorable]
+        ideals = ideal_distributions(chosen, [final_measurements(c) for c in chosen])
+        for (i, base), ideal in zip(scorable, ideals, strict=True):
+            physical = final_measurements(transpiled[i])
+            observed = counts_vector(counts[i], len(physical))
+            mitigated = nearest_probability(unfold_readout(observed, [confusion(q) for q in physical]))
+            out[i] = CircuitRecord(**base, fidelity=hellinger_fidelity(ideal, mitigated))
+    return out
 
 
 def _unscorable(circuit: QuantumCircuit) -> str | None:
@@ -172,4 +161,6 @@ def _unscorable(circuit: QuantumCircuit) -> str | None:
         return "mid-circuit measurement"
     if final_measurements(circuit) is None:
         return "not every classical bit is measured exactly once"
+    if any(inst.operation.name in NON_UNITARY for inst in circuit.data):
+        return "a reset or initialisation: no exact ideal distribution"
     return None

@@ -27,6 +27,8 @@ class SandboxSummary(BaseModel):
     timeout_s: int
     memory_mb: int
     seconds: float
+    methods_s: float | None = None  # inside the workflow's methods (circuit scoring not counted)
+    scoring_s: float | None = None
     died: str | None = None
     log_tail: str = ""
 
@@ -80,6 +82,8 @@ def validate(
         log_tail=outcome.log_tail,
     )
     if outcome.report is not None:
+        report.sandbox.methods_s = outcome.report["timing"]["methods_s"]
+        report.sandbox.scoring_s = outcome.report["timing"]["scoring_s"]
         report.gates = [GateResult.model_validate(g) for g in outcome.report["gates"]]
         report.cases = [CaseResult.model_validate(c) for c in outcome.report["cases"]]
     else:  # the job died: judge what needs no run, and fail cases_pass with why

@@ -35,15 +35,18 @@ class Backend(ABC):
 
     def transpile(self, circuits: Sequence[QuantumCircuit], seed: int) -> list[QuantumCircuit]:
         """The circuits as this target runs them, with a fixed transpiler seed."""
-        cache = self.__dict__.setdefault("_pass_managers", {})
-        if seed not in cache:
-            cache[seed] = self.pass_manager(seed)
-        out = cache[seed].run(list(circuits))
+        out = self._pass_manager(seed).run(list(circuits))
         return out if isinstance(out, list) else [out]
 
     @abstractmethod
     def execute(self, transpiled: Sequence[QuantumCircuit], shots: int, seed: int) -> list[dict[str, int]]:
         """Counts of each transpiled circuit, keys highest clbit first."""
+
+    def _pass_manager(self, seed: int) -> PassManager:
+        cache = self.__dict__.setdefault("_pass_managers", {})
+        if seed not in cache:
+            cache[seed] = self.pass_manager(seed)
+        return cache[seed]
 
     def confusion(self, qubit: int) -> np.ndarray | None:
         """``A[j, i] = P(read j | prepared i)`` for a physical qubit; ``None`` for ideal readout."""

@@ -95,9 +95,9 @@ class FakeDevice(Backend):
         props = self._backend.properties()
         out = []
         for q in range(self._backend.num_qubits):
-            qp = props.qubit_property(q) if props is not None else {}
+            qp = {n.name: n.value for n in props.qubits[q]} if props is not None else {}
             if "prob_meas1_prep0" in qp and "prob_meas0_prep1" in qp:
-                pair = (qp["prob_meas1_prep0"][0], qp["prob_meas0_prep1"][0])
+                pair = (qp["prob_meas1_prep0"], qp["prob_meas0_prep1"])
             else:
                 err = self._backend.target["measure"][(q,)].error or 0.0
                 pair = (err, err)

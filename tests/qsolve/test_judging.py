@@ -21,8 +21,7 @@ from qsolve.judging import (
 )
 from qsolve.manifest import Metric
 from qsolve.module_loader import load_module
-from qsolve.results import MethodOutcome
-from qsolve.scoring import Quality
+from qsolve.results import MethodOutcome, Quality
 from qsolve.workflow import load_workflow
 from tests.conftest import WorkflowDir
 

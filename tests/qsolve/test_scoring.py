@@ -7,15 +7,14 @@ import pytest
 from qiskit import QuantumCircuit
 from qiskit.quantum_info import hellinger_fidelity as qiskit_hellinger
 
+from qsolve.results import CircuitRecord, quality
 from qsolve.scoring import (
-    CircuitRecord,
     counts_vector,
     final_measurements,
     hellinger_fidelity,
-    ideal_distribution,
+    ideal_distributions,
     mid_circuit_measurement,
     nearest_probability,
-    quality,
     record,
     two_qubit_gates,
     unfold_readout,
@@ -63,7 +62,7 @@ def test_ideal_distribution_in_counts_bit_order() -> None:
     qc.measure(1, 0)
     measured = final_measurements(qc)
     assert measured == [1, 0]
-    ideal = ideal_distribution(qc, measured)
+    (ideal,) = ideal_distributions([qc], [measured])
     assert np.allclose(ideal, counts_vector({"10": 5}, 2))
 
 
@@ -94,7 +93,7 @@ def test_two_qubit_gates_count_inside_control_flow() -> None:
 
 def test_record_scores_a_perfect_run_and_refuses_what_it_cannot() -> None:
     qc = ghz(3)
-    r = record(qc, qc, {"000": 50, "111": 50}, 100, lambda q: None)
+    (r,) = record([qc], [qc], [{"000": 50, "111": 50}], 100, lambda q: None)
     assert (r.qubits, r.two_qubit_gates, r.shots, r.fidelity, r.unscored) == (
         3,
         2,
@@ -103,7 +102,7 @@ def test_record_scores_a_perfect_run_and_refuses_what_it_cannot() -> None:
         None,
     )
     big = ghz(21)
-    r = record(big, big, {"0" * 21: 10}, 10, lambda q: None)
+    (r,) = record([big], [big], [{"0" * 21: 10}], 10, lambda q: None)
     assert r.fidelity is None and r.unscored == "21 qubits (at most 20 are scored)"
 
 
@@ -116,3 +115,12 @@ def test_quality_is_shot_weighted() -> None:
     q = quality(records, (90, 100))
     assert q.fidelity == pytest.approx(0.8) and q.coverage == pytest.approx(0.8) and q.postselection == 0.9
     assert quality([], None).fidelity is None
+
+
+def test_a_circuit_with_a_reset_is_recorded_unscored() -> None:
+    qc = QuantumCircuit(1)
+    qc.h(0)
+    qc.reset(0)
+    qc.measure_all()
+    (r,) = record([qc], [qc], [{"0": 10}], 10, lambda q: None)
+    assert (r.fidelity, r.unscored) == (None, "a reset or initialisation: no exact ideal distribution")

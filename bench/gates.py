@@ -1,0 +1,67 @@
+"""How much of `qsolve test` is the platform's own time.
+
+For each example workflow, runs `qsolve test DIR --json` as a user would (a new process) and prints
+the whole command's wall time, the time inside the workflow's methods (as the sandbox job measured it,
+the re-run of the first case included, circuit scoring excluded), and the platform's share: everything
+else (start-up and imports, the sandbox, scoring, the gates' bookkeeping).
+
+    python bench/gates.py [WORKFLOW ...]        target: max-cut's platform share at most 20%
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def measure(folder: Path) -> dict:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "qsolve.cli", "test", str(folder), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    wall = time.perf_counter() - start
+    report = json.loads(proc.stdout)
+    sandbox = report["sandbox"] or {}
+    methods = sandbox.get("methods_s") or 0.0
+    return {
+        "workflow": folder.name,
+        "exit": proc.returncode,
+        "wall_s": wall,
+        "methods_s": methods,
+        "scoring_s": sandbox.get("scoring_s") or 0.0,
+        "sandbox_s": sandbox.get("seconds") or 0.0,
+        "platform_s": wall - methods,
+        "share": (wall - methods) / wall,
+        "gates": sum(g["passed"] for g in report["gates"]),
+        "of": len(report["gates"]),
+    }
+
+
+def main(names: list[str]) -> None:
+    folders = (
+        [REPO / "workflows" / n for n in names]
+        if names
+        else sorted(p for p in (REPO / "workflows").iterdir() if (p / "manifest.yaml").is_file())
+    )
+    print(
+        f"{'workflow':28} {'gates':>5} {'wall s':>7} {'methods s':>9} {'scoring s':>9} {'platform s':>10} "
+        f"{'share':>6}"
+    )
+    for folder in folders:
+        m = measure(folder)
+        print(
+            f"{m['workflow']:28} {m['gates']}/{m['of']:<3} {m['wall_s']:7.2f} {m['methods_s']:9.2f} "
+            f"{m['scoring_s']:9.2f} {m['platform_s']:10.2f} {m['share']:6.1%}"
+        )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
