@@ -40,8 +40,12 @@ def add_commands(subparsers: Any) -> None:
         help="verify a job's signed receipt (exit 0 valid, 1 not valid, 2 misuse or a trust list refused)",
         description="Verify a job's receipt as quantum-provider-protocol §8.4 says, every reason reported.",
     )
-    p.add_argument("job", metavar="JOB.json", help="the job's text: {request, result}; - reads standard input")
-    p.add_argument("--trust", metavar="KEYS.json", help="a trust list (wai.quantum.receipt-keys/1) to hold it to")
+    p.add_argument(
+        "job", metavar="JOB.json", help="the job's text: {request, result}; - reads standard input"
+    )
+    p.add_argument(
+        "--trust", metavar="KEYS.json", help="a trust list (wai.quantum.receipt-keys/1) to hold it to"
+    )
     p.add_argument("--at", metavar="MS|now", help="a time to hold it to: milliseconds since 1970, or now")
     p.add_argument("--skew-ms", metavar="MS", help="how far the receipt's issue may pass --at (default 0)")
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
@@ -50,7 +54,7 @@ def add_commands(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "receipt-key",
         help="print the host's receipt key and a trust list holding it",
-        description="The host's Ed25519 public key (made on first use in QSOLVE_HOME/keys/) and a trust list.",
+        description="The host's Ed25519 public key (made on first use in QSOLVE_HOME/keys/), a trust list.",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_receipt_key)

@@ -67,7 +67,7 @@ def test_a_non_finite_number_has_no_canonical_text() -> None:
 
 
 def test_strings_escape_what_rfc_8785_escapes_and_nothing_else() -> None:
-    value = "\"\\\b\t\n\f\r\x00\x1f\x7f/é€😂\ufdd0"
+    value = '"\\\b\t\n\f\r\x00\x1f\x7f/é€😂\ufdd0'
     assert canonical_text(value) == '"\\"\\\\\\b\\t\\n\\f\\r\\u0000\\u001f\x7f/é€😂\ufdd0"'
     assert canonical_text("A\u030a") == '"A\u030a"'  # not normalised
 
@@ -135,7 +135,7 @@ numbers = (
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.sampled_from([0.0, -0.0, 1.0, 1e-7, 1e21, 2.0**53, 5e-324])
 )
-names = st.text(alphabet=st.sampled_from("ab\ue000\U0001f602é\x00\""), max_size=4)
+names = st.text(alphabet=st.sampled_from('ab\ue000\U0001f602é\x00"'), max_size=4)
 json_values = st.recursive(
     st.none() | st.booleans() | numbers | st.text(),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(names, children, max_size=4),

@@ -58,7 +58,9 @@ def test_a_time_goes_inside_the_digest_under_0x03() -> None:
     assert receipt["time"] == {"issued_ms": 1_700_000_000_000, "not_after_ms": 1_800_000_000_000}
     body = {k: v for k, v in job["result"].items() if k != "receipt"}
     v = b'{"issued_ms":1700000000000,"not_after_ms":1800000000000}'
-    assert receipt["digest"] == _by_hand(0x03, canonical_bytes(job["request"]), canonical_bytes(body), v).hex()
+    assert (
+        receipt["digest"] == _by_hand(0x03, canonical_bytes(job["request"]), canonical_bytes(body), v).hex()
+    )
     verdict = verify(json.dumps(job))
     assert verdict.valid
     assert verdict.time == {"sealed": True, "issued_ms": 1_700_000_000_000, "not_after_ms": 1_800_000_000_000}

@@ -8,7 +8,7 @@ from typing import Any
 import nacl.bindings
 import pytest
 
-from qsolve.receipts.signature import L, SMALL_ORDER_ENCODINGS, key_is_strict, verify_strict
+from qsolve.receipts.signature import SMALL_ORDER_ENCODINGS, L, key_is_strict, verify_strict
 from tests.conftest import SHARED
 from tests.qsolve.receipts.builders import KEY
 
@@ -40,7 +40,9 @@ def test_libsodium_alone_takes_speccheck_case_3_which_the_subgroup_check_refuses
     assert not key_is_strict(key)
 
 
-@pytest.mark.parametrize(("pk", "case"), _wycheproof_cases(), ids=lambda v: str(v["tcId"]) if isinstance(v, dict) else "")
+@pytest.mark.parametrize(
+    ("pk", "case"), _wycheproof_cases(), ids=lambda v: str(v["tcId"]) if isinstance(v, dict) else ""
+)
 def test_every_wycheproof_case_is_answered_as_labelled(pk: str, case: dict[str, Any]) -> None:
     got = verify_strict(bytes.fromhex(pk), bytes.fromhex(case["sig"]), bytes.fromhex(case["msg"]))
     assert got is (case["result"] == "valid"), case["comment"]

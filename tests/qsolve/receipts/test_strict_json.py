@@ -1,4 +1,4 @@
-"""Strict reading (quantum-provider-protocol §8.2 "Reading"), against JSONTestSuite and the rules one by one."""
+"""Strict reading (quantum-provider-protocol §8.2 "Reading"): JSONTestSuite, then the rules one by one."""
 
 from __future__ import annotations
 
@@ -208,7 +208,9 @@ json_values = st.recursive(
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -226,7 +228,9 @@ def _same(a: object, b: object) -> bool:
 
 
 @given(json_values, st.booleans(), st.sampled_from([None, 1, 2]))
-def test_what_a_json_writer_writes_reads_back_the_same(value: object, ascii_only: bool, indent: int | None) -> None:
+def test_what_a_json_writer_writes_reads_back_the_same(
+    value: object, ascii_only: bool, indent: int | None
+) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only, indent=indent)
     assert _same(read_value(text.encode("utf-8")), value)
 
