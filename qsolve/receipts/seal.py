@@ -57,9 +57,21 @@ def digest(form: Form, q: bytes, t: bytes, v: bytes | None = None) -> bytes:
     return h.digest()
 
 
+SET_FORMAT = "wai.quantum.set/1"
+
+
 def sealed_part(result: dict[str, Any]) -> dict[str, Any]:
     """A result less its ``receipt``: what ``T`` is the text of."""
     return {k: v for k, v in result.items() if k != "receipt"}
+
+
+def head_of(result: dict[str, Any]) -> dict[str, Any]:
+    """A set's result less ``items`` and ``receipt``: what its receipt seals beside its request (§8.6)."""
+    return {k: v for k, v in result.items() if k not in ("items", "receipt")}
+
+
+def is_set(result: dict[str, Any]) -> bool:
+    return result.get("format") == SET_FORMAT
 
 
 def job_digest(request: Any, sealed: Any, form: Form, time: Any = None, doc: Document | None = None) -> bytes:
@@ -151,21 +163,27 @@ def seal(
 
     ``issued_ms`` (the signer's clock, read by the caller) seals a time; with none, no time is sealed
     and the same key and job give the same receipt byte for byte. A ``receipt`` already in ``result``
-    is replaced.
+    is replaced. A set's result (``sets.seal_set`` makes one) is sealed by its head, its items kept.
     """
     if type(request) is not dict or type(result) is not dict:
         raise Unsealable("a job's request and result are both objects")
     request = _check_sealable(request, "request", request=True)
     body = _check_sealable(sealed_part(result), "result", request=False)
+    digested = head_of(body) if is_set(body) else body
     receipt: dict[str, Any] = {"alg": ALG, "canon": CANON, "key": signer.public_hex}
     if issued_ms is None:
         if not_after_ms is not None:
             raise Unsealable("a receipt's end is sealed only with the time it was issued")
-        d = job_digest(request, body, Form.CANONICAL)
+        d = job_digest(request, digested, Form.CANONICAL)
     else:
         time = _check_time(issued_ms, not_after_ms)
-        d = job_digest(request, body, Form.TIMED, time)
+        d = job_digest(request, digested, Form.TIMED, time)
         receipt["time"] = time
     receipt["digest"] = d.hex()
     receipt["signature"] = signer.sign(d).hex()
     return {"request": request, "result": {**body, "receipt": receipt}}
+
+
+def check_sealable_request(request: Any, where: str = "request") -> Any:
+    """A request fit to seal (its whole numbers within ±(2^53 - 1)), or :class:`Unsealable`."""
+    return _check_sealable(request, where, request=True)

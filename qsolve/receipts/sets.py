@@ -20,24 +20,27 @@ from typing import Any
 
 from blake3 import blake3
 
-from qsolve.receipts.seal import Form, job_digest, sealed_part
+from qsolve.receipts.seal import (
+    SET_FORMAT,
+    Form,
+    Signer,
+    check_sealable_request,
+    head_of,
+    is_set,
+    job_digest,
+    seal,
+    sealed_part,
+)
 from qsolve.receipts.signature import is_lower_hex
 from qsolve.receipts.strict_json import Document
 from qsolve.receipts.values import MISSING, member, same, whole
 
-SET_FORMAT = "wai.quantum.set/1"
 LEAF_DOMAIN = b"moq-jwp:merkle-leaf\x01"
 NODE_DOMAIN = b"moq-jwp:merkle-node\x01"
 _NOT_IN_ITEM_REQUEST = ("programs", "sweep", "dry_run")
 
 
-def is_set(result: dict[str, Any]) -> bool:
-    return result.get("format") == SET_FORMAT
-
-
-def head_of(result: dict[str, Any]) -> dict[str, Any]:
-    """A set's result less ``items`` and ``receipt``: what its receipt seals beside its request."""
-    return {k: v for k, v in result.items() if k not in ("items", "receipt")}
+__all__ = ["SET_FORMAT", "head_of", "is_set", "merkle_path", "merkle_root", "seal_set", "set_reasons"]
 
 
 # --- the tree --------------------------------------------------------------------------------------
@@ -245,3 +248,31 @@ def set_reasons(
 def set_key_member(result: dict[str, Any]) -> Any:
     """The set's receipt's ``key`` member as it stands."""
     return member(result.get("receipt"), "key")
+
+
+def seal_set(
+    request: dict[str, Any],
+    head: dict[str, Any],
+    items: list[tuple[dict[str, Any], dict[str, Any] | str]],
+    signer: Signer,
+    *,
+    issued_ms: int | None = None,
+) -> dict[str, Any]:
+    """A set sealed: each item ``(its request, its result or its error)``, each result sealed over its own
+    request; ``count``, ``root`` and each item's ``path`` written; the head and request sealed (§8.6)."""
+    if not items:
+        raise ValueError("a set has at least one item")
+    written: list[dict[str, Any]] = []
+    for index, (item_request, outcome) in enumerate(items):
+        if isinstance(outcome, str):
+            written.append(
+                {"index": index, "request": check_sealable_request(item_request), "error": outcome}
+            )
+        else:
+            job = seal(item_request, outcome, signer)
+            written.append({"index": index, "request": job["request"], "result": job["result"]})
+    leaves = [item_leaf(item) for item in written]
+    for item in written:
+        item["path"] = [h.hex() for h in merkle_path(leaves, item["index"])]
+    result = {**head, "format": SET_FORMAT, "count": len(written), "root": merkle_root(leaves).hex()}
+    return seal(request, {**result, "items": written}, signer, issued_ms=issued_ms)

@@ -30,8 +30,8 @@ from qsolve.receipts.provider_rules import (
     provider_reasons,
 )
 from qsolve.receipts.receipt import check_receipt, has_inexact_number, time_statement
-from qsolve.receipts.seal import Form, sealed_part
-from qsolve.receipts.sets import head_of, is_set, set_key_member, set_reasons
+from qsolve.receipts.seal import Form, head_of, is_set, sealed_part
+from qsolve.receipts.sets import set_key_member, set_reasons
 from qsolve.receipts.strict_json import Document, Unreadable, read
 from qsolve.receipts.trust import HeldTo, held_reasons
 from qsolve.receipts.unchecked import Unchecked, no_contract_reasons, unchecked_rules
