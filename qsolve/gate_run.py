@@ -108,6 +108,26 @@ def run_gates(
     return inputs
 
 
+def run_one(
+    root: Path, case_name: str, target: str, emit: Emit, proceed: Callable[[], bool]
+) -> CaseResult | None:
+    """One case as a platform run: its estimate first (emitted), then, if ``proceed()``, the case.
+
+    ``None`` when the run was not allowed to go on. A workflow that does not read is the platform's to
+    refuse before this; here it raises :class:`WorkflowInvalid`.
+    """
+    workflow = load_workflow(root)
+    case = next((c for c in workflow.cases.cases if c.name == case_name), None)
+    if case is None:
+        raise LookupError(f"no case named {case_name!r}")
+    runner = _Runner(workflow, target)
+    said, error = runner.estimate(case) if runner.module is not None else (None, None)
+    emit({"event": "estimate", "estimate": said, "error": error})
+    if not proceed():
+        return None
+    return runner.run(case)
+
+
 def gate_report(inputs: GateInputs) -> dict[str, Any]:
     """The job's answer, as JSON: the gates, every case's result, and where the time went."""
     runs = inputs.results + ([inputs.rerun] if inputs.rerun else [])

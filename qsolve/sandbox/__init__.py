@@ -131,7 +131,31 @@ def run_job(
 ) -> Outcome:
     """Run the gates of the workflow at ``root`` in a sandboxed child process. ``limits`` overrides
     the manifest's resources (tests use seconds where the seed's floor is 300)."""
-    limits = limits or Limits.of(resources)
+    job = {"mode": "gates", "target": target, "case": case}
+    return _run(root, job, limits or Limits.of(resources), on_event)
+
+
+def run_case_job(
+    root: Path,
+    case: str,
+    target: str,
+    limits: Limits,
+    approve: Callable[[dict[str, Any]], bool],
+    on_event: Event = lambda e: None,
+) -> Outcome:
+    """Run one case as a platform run: the child sends the case's estimate, ``approve(event)`` decides
+    (a credit hold, say) before anything of the case runs, and only then does it run. The report's
+    ``result`` is the case's result; ``report`` is ``None`` when the run was not approved."""
+    return _run(root, {"mode": "case", "target": target, "case": case}, limits, on_event, approve)
+
+
+def _run(
+    root: Path,
+    job: dict[str, Any],
+    limits: Limits,
+    on_event: Event,
+    approve: Callable[[dict[str, Any]], bool] | None = None,
+) -> Outcome:
     network = network_isolation()
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="qsolve-sandbox-") as tmp_name:
@@ -159,15 +183,26 @@ def run_job(
                 preexec_fn=_limit(limits.memory_mb),
             )
         os.close(write_fd)
-        job = {"root": str(work), "target": target, "case": case, "network": network}
+        job = {**job, "root": str(work), "network": network}
+
+        def send(line: str, close: bool) -> None:
+            with contextlib.suppress(BrokenPipeError, ValueError):
+                proc.stdin.write(line.encode() + b"\n")
+                proc.stdin.flush()
+                if close:
+                    proc.stdin.close()
+
+        def handle(event: dict[str, Any]) -> None:
+            if event.get("event") == "estimate" and approve is not None:
+                send("go" if approve(event) else "stop", close=True)
+            on_event(event)
+
+        send(json.dumps(job), close=approve is None)
         try:
-            proc.stdin.write(json.dumps(job).encode())
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        report, events, timed_out = _collect(read_fd, start + limits.timeout_s, on_event)
-        _kill_group(proc)
-        returncode = proc.wait()
+            report, events, timed_out = _collect(read_fd, start + limits.timeout_s, handle)
+        finally:
+            _kill_group(proc)
+            returncode = proc.wait()
         died = None
         if timed_out:
             died = f"the sandbox job was stopped at its time limit of {limits.timeout_s} s"

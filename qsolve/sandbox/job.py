@@ -1,7 +1,9 @@
 """The sandbox job's entry point: ``python -m qsolve.sandbox.job`` in the child process.
 
-Reads its job (JSON) on standard input and writes events and its report, one JSON object a line, to
-the file descriptor in ``QSOLVE_RESULT_FD``; what the workflow prints goes to the job's log instead.
+Reads its job (one JSON line) on standard input and writes events and its report, one JSON object a
+line, to the file descriptor in ``QSOLVE_RESULT_FD``; what the workflow prints goes to the job's log.
+A ``gates`` job runs the gates; a ``case`` job sends its case's estimate, waits for ``go`` (or
+``stop``) on standard input, then runs the one case.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from pathlib import Path
 
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md: a later thread segfaults otherwise)
 
-from qsolve.gate_run import gate_report, run_gates
+from qsolve.gate_run import gate_report, run_gates, run_one
 from qsolve.sandbox import guard
 
 
 def main() -> None:
-    job = json.loads(sys.stdin.read())
+    job = json.loads(sys.stdin.readline())
     channel = os.fdopen(int(os.environ["QSOLVE_RESULT_FD"]), "w", buffering=1)
 
     def emit(event: dict) -> None:
@@ -28,8 +30,19 @@ def main() -> None:
     guard.install(
         write_roots=[job["root"], os.environ["TMPDIR"]], block_network=job["network"] != "namespace"
     )
-    inputs = run_gates(Path(job["root"]), job["target"], job.get("case"), emit)
-    emit({"event": "report", **gate_report(inputs)})
+    if job["mode"] == "case":
+        result = run_one(
+            Path(job["root"]),
+            job["case"],
+            job["target"],
+            emit,
+            proceed=lambda: sys.stdin.readline().strip() == "go",
+        )
+        if result is not None:
+            emit({"event": "report", "result": result.model_dump(mode="json")})
+    else:
+        inputs = run_gates(Path(job["root"]), job["target"], job.get("case"), emit)
+        emit({"event": "report", **gate_report(inputs)})
     channel.close()
 
 

@@ -135,3 +135,25 @@ def test_limits_follow_the_seed() -> None:
 )
 def test_network_isolation_is_a_namespace_here() -> None:
     assert network_isolation() == "namespace"
+
+
+def test_a_case_job_waits_for_approval_of_its_estimate(wf: WorkflowDir) -> None:
+    from qsolve.sandbox import run_case_job
+
+    wf.write(
+        "workflow.py",
+        MODULE.format(body="    pass")
+        + "\n\ndef estimate(input, params):\n    return {'circuits': 1, 'shots': 10}\n",
+    )
+    wf.save()
+    seen = []
+
+    def approve(event):
+        seen.append(event["estimate"])
+        return True
+
+    outcome = run_case_job(wf.root, "one", "sim-cpu", FAST, approve)
+    assert seen == [{"circuits": 1, "shots": 10}]
+    assert outcome.report["result"]["passed"] and outcome.report["result"]["shots"] == 10
+    refused = run_case_job(wf.root, "one", "sim-cpu", FAST, lambda event: False)
+    assert refused.report is None and refused.died is not None
