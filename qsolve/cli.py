@@ -112,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object (DESIGN.md §5)")
     p.set_defaults(func=cmd_test)
 
+    from qsolve.receipts.commands import add_commands as add_receipt_commands
+
+    add_receipt_commands(sub)
+
     p = sub.add_parser("check", help="the submission checks of every case, as the platform runs them")
     p.add_argument("dir", metavar="DIR")
     p.set_defaults(func=cmd_check)
