@@ -17,7 +17,7 @@ from blake3 import blake3
 
 from qsolve.receipts.execution import counts_source_reason, execution_reason
 from qsolve.receipts.signature import is_lower_hex
-from qsolve.receipts.values import MAX_WHOLE, MISSING, member, same, whole, whole_at_least
+from qsolve.receipts.values import MAX_WHOLE, MISSING, member, obj, same, whole, whole_at_least
 
 Rule = Callable[[dict[str, Any], dict[str, Any]], bool]
 
@@ -122,7 +122,7 @@ def counts(request: dict[str, Any], result: dict[str, Any]) -> bool:
             length = len(outcome)
         if len(outcome) != length or outcome.strip("01"):
             return True
-        n = whole(count)
+        n = count if type(count) is int and 1 <= count <= MAX_WHOLE else whole(count)
         if n is None or not 1 <= n <= MAX_WHOLE:
             return True
         total += n
@@ -180,7 +180,7 @@ def _qubit_names_wrong(result: dict[str, Any], compiled: Any) -> bool:
 
 
 def _whole_list(v: Any) -> bool:
-    return type(v) is list and all(whole_at_least(x, 0) for x in v)
+    return type(v) is list and all((type(x) is int and x >= 0) or whole_at_least(x, 0) for x in v)
 
 
 def provider_members(request: dict[str, Any], result: dict[str, Any]) -> bool:
@@ -191,8 +191,10 @@ def provider_members(request: dict[str, Any], result: dict[str, Any]) -> bool:
     compiled = result.get("compiled", MISSING)
     if type(provider) is not dict or type(compiled) is not dict:
         return True
-    if not all(_nonempty_str(provider.get(m)) for m in ("name", "kind", "protocol", "device")):
-        return True
+    for name in ("name", "kind", "protocol", "device"):
+        value = provider.get(name)
+        if type(value) is not str or not value:
+            return True
     if class_by_provenance(provider.get("provenance")) is None:
         return True
     if not is_lower_hex(provider.get("describe"), 64) or not whole_at_least(
@@ -207,53 +209,56 @@ def provider_members(request: dict[str, Any], result: dict[str, Any]) -> bool:
         return True
     if not is_lower_hex(compiled.get("program"), 64) or type(compiled.get("qasm3")) is not str:
         return True
-    if not all(
-        whole_at_least(compiled.get(m, MISSING), 0) for m in ("native_gates", "two_qubit_gates", "swaps")
-    ):
-        return True
+    for name in ("native_gates", "two_qubit_gates", "swaps"):
+        if not whole_at_least(compiled.get(name), 0):
+            return True
     if not (_whole_list(compiled.get("layout")) and _whole_list(compiled.get("final_layout"))):
         return True
     if type(compiled.get("checked")) is not str or _qubit_names_wrong(result, compiled):
         return True
-    job = result.get("job", MISSING)
-    if not _nonempty_str(member(job, "id")) or not whole_at_least(member(job, "polls"), 0):
+    job = obj(result.get("job"))
+    if not _nonempty_str(job.get("id")) or not whole_at_least(job.get("polls"), 0):
         return True
-    if type(member(result.get("ideal"), "computed")) is not bool:
+    if type(obj(result.get("ideal")).get("computed")) is not bool:
         return True
-    cost = result.get("cost", MISSING)
-    if type(member(cost, "free")) is not bool or type(member(cost, "confirmed")) is not bool:
+    cost = obj(result.get("cost"))
+    if type(cost.get("free")) is not bool or type(cost.get("confirmed")) is not bool:
         return True
-    if type(member(cost, "estimate")) is not dict:
+    if type(cost.get("estimate")) is not dict:
         return True
-    charged = member(cost, "charged")
+    charged = cost.get("charged", MISSING)
     if charged is not None and not (
         type(charged) is dict and type(charged.get("amount")) is str and type(charged.get("currency")) is str
     ):
         return True
-    energy = result.get("energy", MISSING)
-    if type(member(energy, "unmetered")) is not str:
+    energy = obj(result.get("energy"))
+    if type(energy.get("unmetered")) is not str:
         return True
     if "service_kwh" in energy and type(energy.get("service_kwh_is")) is not str:
         return True
     if result.get("schema", MISSING) != RESULT_SCHEMA:
         return True
-    engine = result.get("engine", MISSING)
-    return member(engine, "name") != ENGINE_NAME or type(member(engine, "version")) is not str
+    engine = obj(result.get("engine"))
+    return engine.get("name") != ENGINE_NAME or type(engine.get("version")) is not str
 
 
 def counts_source(request: dict[str, Any], result: dict[str, Any]) -> bool:
     """``counts_source`` is not one of §8.3's values, or not one its kind's rows give for its provenance."""
-    provider = result.get("provider")
+    provider = obj(result.get("provider"))
     return counts_source_reason(
-        member(provider, "kind"), member(provider, "provenance"), result.get("counts_source", MISSING)
+        provider.get("kind", MISSING),
+        provider.get("provenance", MISSING),
+        result.get("counts_source", MISSING),
     )
 
 
 def execution(request: dict[str, Any], result: dict[str, Any]) -> bool:
     """``execution`` breaks a rule of §8.3, or is not its kind's row (nor stated by ``nobody``), or, on
     ``http`` and ``process``, is not stated by ``provider`` or ``nobody``."""
-    provider = result.get("provider")
-    return execution_reason(member(provider, "kind"), member(provider, "provenance"), result.get("execution"))
+    provider = obj(result.get("provider"))
+    return execution_reason(
+        provider.get("kind", MISSING), provider.get("provenance", MISSING), result.get("execution")
+    )
 
 
 def compiled_program(request: dict[str, Any], result: dict[str, Any]) -> bool:

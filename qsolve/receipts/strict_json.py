@@ -43,7 +43,9 @@ _MINUS_ZERO = re.compile(r"-0(?![.eE0-9])")
 
 
 def _maybe_special_int(raw: bytes, text: str) -> bool:
-    return _SIXTEEN_DIGITS in raw.translate(_DIGITS_AS_ZERO) or _MINUS_ZERO.search(text) is not None
+    if _SIXTEEN_DIGITS in raw.translate(_DIGITS_AS_ZERO):
+        return True
+    return b"-0" in raw and _MINUS_ZERO.search(text) is not None
 
 
 class Unreadable(QsolveError):

@@ -7,6 +7,8 @@ compared as JSON values: members in any order, numbers by value, a boolean only 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 from qsolve.receipts.strict_json import EXACT_LIMIT
@@ -23,6 +25,14 @@ MISSING: Final = _Missing()
 """An absent member, told apart from ``null``."""
 
 MAX_WHOLE = 2**53 - 1
+
+
+_EMPTY: Final = MappingProxyType({})
+
+
+def obj(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is an object, else an empty one: read its members with ``.get``."""
+    return value if type(value) is dict else _EMPTY
 
 
 def member(obj: Any, name: str) -> Any:

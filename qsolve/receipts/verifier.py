@@ -35,7 +35,7 @@ from qsolve.receipts.sets import set_key_member, set_reasons
 from qsolve.receipts.strict_json import Document, Unreadable, read
 from qsolve.receipts.trust import HeldTo, held_reasons
 from qsolve.receipts.unchecked import Unchecked, no_contract_reasons, unchecked_rules
-from qsolve.receipts.values import member
+from qsolve.receipts.values import member, obj
 from qsolve.receipts.verdict import ProviderStated, ReadAtMost, UncheckedRules, Verdict
 
 VERIFY_LIMITS = ReadAtMost(bytes=384 * 2**20, values=2**22)
@@ -44,6 +44,7 @@ SERVICE_LIMITS = ReadAtMost(bytes=4 * 2**20, values=2**19)
 """What the job service's ``POST /v1/verify`` and ``/mcp`` read: 4 MiB and 2^19 values."""
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_COUNTED = b",:[{"
 
 
 def count_values(data: bytes, limit: int | None = None) -> int:
@@ -52,11 +53,11 @@ def count_values(data: bytes, limit: int | None = None) -> int:
     With ``limit``, a count at most ``limit`` may be answered from a bound that counts those inside
     strings too, without reading the strings out.
     """
-    bound = 1 + data.count(b",") + data.count(b":") + data.count(b"[") + data.count(b"{")
+    bound = 1 + len(data) - len(data.translate(None, _COUNTED))
     if limit is not None and bound <= limit:
         return bound
     outside = _STRING.sub(b"", data)
-    return 1 + outside.count(b",") + outside.count(b":") + outside.count(b"[") + outside.count(b"{")
+    return 1 + len(outside) - len(outside.translate(None, _COUNTED))
 
 
 @dataclass
@@ -93,20 +94,20 @@ def _check_job(doc: Document | None, request: dict[str, Any], result: dict[str, 
 def _provider_stated(result: dict[str, Any]) -> ProviderStated | None:
     if not is_provider_result(result):
         return None
-    provider = result.get("provider")
-    cls = class_by_provenance(member(provider, "provenance"))
+    provider = obj(result.get("provider"))
+    cls = class_by_provenance(provider.get("provenance"))
     if not is_stated(result):
         return ProviderStated(
             form="earlier",
             class_=cls,
             notes=["the earlier form: it states neither where its counts come from nor its execution"],
         )
-    kind = member(provider, "kind")
+    kind = provider.get("kind")
     word = "host" if kind in KINDS_WITH_ROWS else "provider" if kind in OPEN_KINDS else None
     source = result.get("counts_source")
     execution = result.get("execution")
     notes = []
-    if member(execution, "stated_by") == "nobody":
+    if obj(execution).get("stated_by") == "nobody":
         notes.append("nobody stated its execution: it says nothing of what was sent")
     return ProviderStated(
         form="stated", class_=cls, counts_source=source, execution=execution, counts_word=word, notes=notes
