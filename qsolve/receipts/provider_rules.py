@@ -16,6 +16,7 @@ from typing import Any
 from blake3 import blake3
 
 from qsolve.receipts.execution import counts_source_reason, execution_reason
+from qsolve.receipts.seal import ENGINE_NAME
 from qsolve.receipts.signature import is_lower_hex
 from qsolve.receipts.values import MAX_WHOLE, MISSING, member, obj, same, whole, whole_at_least
 
@@ -27,7 +28,6 @@ LISTED_OUTCOMES = 65_536
 BASES = frozenset({"rzsxxcz", "prxcz", "gpizz", "prxrzxx"})
 SIGNOFF_FORMAT = "wai.quantum.signoff/1"
 RESULT_SCHEMA = "wai.quantum.job-result/1"
-ENGINE_NAME = "wai-quantum"
 QUBIT_NAMES_REQUIRED = frozenset({"cloud-tasks", "prx-circuits"})
 _DOLLAR_INDEX = re.compile(r"\$([0-9]+)")
 

@@ -13,6 +13,7 @@ seals, its own verifier accepts"). A time is sealed only when asked for.
 
 from __future__ import annotations
 
+import importlib.metadata
 import math
 from enum import Enum
 from typing import Any, Protocol
@@ -23,6 +24,9 @@ from qsolve.errors import QsolveError
 from qsolve.receipts.canonical import canonical_bytes
 from qsolve.receipts.first_form import first_form_bytes
 from qsolve.receipts.strict_json import EXACT_LIMIT, Document
+
+ENGINE_NAME = "wai-quantum"
+"""``engine.name``: the protocol's constant, which every conforming verifier requires (§8.1)."""
 
 DOMAIN = b"wai:quantum-service-receipt"
 ALG = "ed25519"
@@ -36,6 +40,15 @@ class Form(Enum):
     FIRST = 0x01
     CANONICAL = 0x02
     TIMED = 0x03
+
+
+def engine() -> dict[str, str]:
+    """The ``engine`` member of a result this host seals: ``wai-quantum``, and ``qsolve/<version>``."""
+    try:
+        version = importlib.metadata.version("qsolve")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return {"name": ENGINE_NAME, "version": f"qsolve/{version}"}
 
 
 def _u64(n: int) -> bytes:

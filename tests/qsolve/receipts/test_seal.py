@@ -111,3 +111,11 @@ def test_a_request_and_result_are_objects() -> None:
 def test_a_receipt_already_there_is_replaced() -> None:
     job = seal(request(), {**result(), "receipt": {"alg": "none"}}, KEY)
     assert job["result"]["receipt"]["alg"] == "ed25519" and verify(json.dumps(job)).valid
+
+
+def test_the_engine_names_the_protocol_and_us() -> None:
+    from qsolve.receipts.seal import engine
+
+    made = engine()
+    assert made["name"] == "wai-quantum" and made["version"].startswith("qsolve/")
+    assert verify(json.dumps(seal(request(), {**result(), "engine": made}, KEY))).valid
