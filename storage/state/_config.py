@@ -1,0 +1,101 @@
+"""Where the state lives, and the credit settings: the price table and the per-run limits.
+
+The settings come, strongest first, from arguments, the environment (``QSOLVE_CREDITS_*``; the price
+table as JSON in ``QSOLVE_CREDITS_PRICES``), a TOML file (``QSOLVE_CREDITS_FILE``, by default
+``QSOLVE_HOME/credits.toml``), and the defaults below. A price table that is given is laid over the
+default one, target by target.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from decimal import Decimal
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from storage.state._errors import UnpricedTarget
+from storage.state._models import MICRO, RunLimits, Source, from_micro, to_micro
+
+HOME_VARIABLE = "QSOLVE_HOME"
+DEFAULT_HOME = ".qsolve"
+DATABASE_URL_VARIABLE = "QSOLVE_DATABASE_URL"
+CREDITS_FILE_VARIABLE = "QSOLVE_CREDITS_FILE"
+
+
+def qsolve_home() -> Path:
+    """``QSOLVE_HOME``, by default ``./.qsolve``."""
+    return Path(os.environ.get(HOME_VARIABLE) or DEFAULT_HOME)
+
+
+class Price(BaseModel):
+    """Credits per circuit sent and per shot taken on one target (or family of targets)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    per_circuit: Decimal = Field(default=Decimal(0), ge=0)
+    per_shot: Decimal = Field(default=Decimal(0), ge=0)
+
+    def estimate(self, circuits: int, shots: int) -> Decimal:
+        """``shots`` counts every shot of every circuit; the price is rounded up to a micro-credit."""
+        if circuits < 0 or shots < 0:
+            raise ValueError(f"circuits and shots must not be negative: {circuits}, {shots}")
+        return from_micro(to_micro(self.per_circuit * circuits + self.per_shot * shots))
+
+
+DEFAULT_PRICES: dict[str, Price] = {
+    "sim-cpu": Price(per_circuit=Decimal("0.001"), per_shot=Decimal("0.00001")),
+    "fake:": Price(per_circuit=Decimal("0.002"), per_shot=Decimal("0.00002")),
+    "provider:": Price(per_circuit=Decimal("0.05"), per_shot=Decimal("0.0005")),
+    "ibm:": Price(per_circuit=Decimal("0.5"), per_shot=Decimal("0.002")),
+}
+
+
+class CreditSettings(BaseSettings):
+    """The price table and the limits (benchmarks-and-gates.md, "How they run" 4 and "How results enter")."""
+
+    model_config = SettingsConfigDict(env_prefix="QSOLVE_CREDITS_", extra="forbid", frozen=True)
+
+    per_run_limit: Decimal = Field(default=Decimal(50), ge=0)
+    history_run_limit: Decimal = Field(default=Decimal(20), ge=0)
+    history_run_seconds: int = Field(default=900, gt=0)
+    prices: dict[str, Price] = Field(default_factory=dict)  # laid over DEFAULT_PRICES, target by target
+
+    @property
+    def price_table(self) -> dict[str, Price]:
+        return {**DEFAULT_PRICES, **self.prices}
+
+    @classmethod
+    def load(cls, home: Path | None = None) -> CreditSettings:
+        """The environment over the TOML file over the defaults."""
+        path = Path(os.environ.get(CREDITS_FILE_VARIABLE) or (home or qsolve_home()) / "credits.toml")
+        from_file = tomllib.loads(path.read_text()) if path.is_file() else {}
+        from_env = cls()
+        given = from_env.model_dump(include=from_env.model_fields_set)
+        if "prices" in given:
+            given["prices"] = {**from_file.get("prices", {}), **given["prices"]}
+        return cls(**{**from_file, **given})
+
+    def price(self, target: str) -> Price:
+        """The target's own price, else that of its family (``ibm:`` for ``ibm:ibm_fez``)."""
+        table = self.price_table
+        if target in table:
+            return table[target]
+        family = target.split(":", 1)[0] + ":" if ":" in target else None
+        if family in table:
+            return table[family]
+        raise UnpricedTarget(f"no price for target {target!r} in the price table", target=target)
+
+    def estimate_price(self, target: str, circuits: int, shots: int) -> Decimal:
+        return self.price(target).estimate(circuits, shots)
+
+    def limits(self, source: Source | str) -> RunLimits:
+        """History runs: 20 credits and 900 seconds a case; others: the per-run limit, their own time."""
+        if Source(source) is Source.HISTORY:
+            return RunLimits(credits=self.history_run_limit, seconds=self.history_run_seconds)
+        return RunLimits(credits=self.per_run_limit, seconds=None)
+
+    def limit_micro(self, source: Source | str) -> int:
+        return int(self.limits(source).credits * MICRO)

@@ -1,0 +1,239 @@
+"""The state database: published versions and runs. Credits are in ``_ledger``.
+
+Every change is one transaction whose guard is in the database (a unique constraint, or an UPDATE
+conditioned on the row's status), never in this process: several processes and machines may share
+the database (DESIGN.md §7).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from storage.state._config import DATABASE_URL_VARIABLE, CreditSettings, qsolve_home
+from storage.state._engine import make_engine
+from storage.state._errors import NotFound, VersionConflict
+from storage.state._ledger import Ledger
+from storage.state._migrate import migrate
+from storage.state._models import WORKFLOW_REASONS, FailureReason, Run, RunStatus, Source, Version
+from storage.state._rows import (
+    RECORDABLE,
+    RUNS,
+    move_run,
+    now,
+    reason_of,
+    run_of,
+    run_row,
+    version_of,
+    version_row,
+)
+from storage.state._tables import runs, versions, workflows
+
+
+def connect(
+    url: str | None = None, home: Path | None = None, *, settings: CreditSettings | None = None
+) -> StateDB:
+    """Open the state database, migrated to the latest schema.
+
+    ``url`` wins, then ``QSOLVE_DATABASE_URL``, then SQLite at ``home/state.db`` (``home`` defaulting to
+    ``QSOLVE_HOME``, itself ``./.qsolve``). Credit settings load from the environment and
+    ``home/credits.toml`` unless given.
+    """
+    home = Path(home) if home is not None else qsolve_home()
+    url = url or os.environ.get(DATABASE_URL_VARIABLE) or f"sqlite:///{(home / 'state.db').as_posix()}"
+    engine = make_engine(url)
+    try:
+        migrate(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return StateDB(engine, settings or CreditSettings.load(home))
+
+
+def _json_document(value: Any, what: str) -> Any:
+    """A strict-JSON copy: NaN and infinities are refused here rather than by the backend."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what} is not JSON: {e}") from e
+
+
+class StateDB(Ledger):
+    """Workflows, versions, runs, credit accounts and the ledger, quotes. Use as a context manager."""
+
+    # versions
+
+    def publish_version(
+        self, name: str, version: str, digest: str, hardware_cases: list[Mapping[str, Any]]
+    ) -> tuple[Version, bool]:
+        """Publish, or find the same content published: ``(version, created)``.
+
+        Other content under a version number already published raises VersionConflict.
+        """
+        cases = _json_document(list(hardware_cases), "hardware_cases")
+        try:
+            with self._write() as connection:
+                existing = version_row(connection, name, version)
+                if existing is None:
+                    known = sa.select(workflows.c.name).where(workflows.c.name == name)
+                    if connection.execute(known).first() is None:
+                        connection.execute(workflows.insert().values(name=name, created_at=now()))
+                    connection.execute(
+                        versions.insert().values(
+                            workflow=name,
+                            version=version,
+                            digest=digest,
+                            published_at=now(),
+                            hardware_cases=cases,
+                        )
+                    )
+                    return version_of(version_row(connection, name, version)), True
+        except IntegrityError:  # another process published it at the same moment
+            with self._read() as connection:
+                existing = version_row(connection, name, version)
+            if existing is None:
+                raise
+        if existing.digest != digest:
+            raise VersionConflict(
+                f"{name} {version} is already published with other content (digest {existing.digest[:16]}, "
+                f"not {digest[:16]}): publish changed content under a new version number",
+                workflow=name,
+                version=version,
+                published_digest=existing.digest,
+                digest=digest,
+            )
+        return version_of(existing), False
+
+    def get_version(self, name: str, version: str | None = None) -> Version:
+        """A published version; without ``version``, the latest published."""
+        query = sa.select(versions).where(versions.c.workflow == name)
+        if version is not None:
+            query = query.where(versions.c.version == version)
+        query = query.order_by(versions.c.published_at.desc(), versions.c.id.desc()).limit(1)
+        with self._read() as connection:
+            row = connection.execute(query).first()
+        if row is None:
+            raise NotFound(f"no published version {name} {version or ''}".rstrip(), kind="version", key=name)
+        return version_of(row)
+
+    def has_recorded_results(self, version: Version) -> bool:
+        """Whether a run of this version ended in a result the track record keeps (filed or not yet)."""
+        query = sa.select(runs.c.id).where(runs.c.version_id == version.id, RECORDABLE).limit(1)
+        with self._read() as connection:
+            return connection.execute(query).first() is not None
+
+    # runs
+
+    def create_run(self, version: Version, case_name: str, target: str, source: Source | str) -> Run:
+        """A new run, ``created``: hold its credits, then start it."""
+        run_id = uuid.uuid4().hex
+        with self._write() as connection:
+            connection.execute(
+                runs.insert().values(
+                    id=run_id,
+                    version_id=version.id,
+                    case_name=case_name,
+                    target=target,
+                    source=Source(source).value,
+                    status=RunStatus.CREATED.value,
+                    created_at=now(),
+                )
+            )
+            return run_of(run_row(connection, run_id))
+
+    def get_run(self, run_id: str) -> Run:
+        with self._read() as connection:
+            return run_of(run_row(connection, run_id))
+
+    def list_runs(self, version: Version) -> list[Run]:
+        """The version's runs, oldest first."""
+        query = RUNS.where(runs.c.version_id == version.id).order_by(runs.c.created_at, runs.c.id)
+        with self._read() as connection:
+            return [run_of(row) for row in connection.execute(query)]
+
+    def start_run(self, run_id: str) -> Run:
+        """``created`` to ``running``; a run refused before it started (a failed one) never starts."""
+        return self._move_run(
+            run_id,
+            {RunStatus.CREATED},
+            status=RunStatus.RUNNING.value,
+            started_at=now(),
+        )
+
+    def finish_run(
+        self,
+        run_id: str,
+        status: RunStatus | str,
+        *,
+        reason: FailureReason | str | None = None,
+        result: Mapping[str, Any] | None = None,
+        detail: str | None = None,
+    ) -> Run:
+        """End a run: ``finished`` from ``running``, or ``failed`` with a reason.
+
+        A platform reason may end a run that never started; ``crash`` and ``timeout`` (the workflow's own
+        failures) only a running one.
+        """
+        status = RunStatus(status)
+        if status is RunStatus.FINISHED:
+            if reason is not None:
+                raise ValueError(f"a finished run has no failure reason, got {reason!r}")
+            allowed = {RunStatus.RUNNING}
+        elif status is RunStatus.FAILED:
+            reason = reason_of(reason)
+            allowed = (
+                {RunStatus.RUNNING} if reason in WORKFLOW_REASONS else {RunStatus.CREATED, RunStatus.RUNNING}
+            )
+        else:
+            raise ValueError(f"a run ends finished or failed, not {status.value}")
+        document = None if result is None else _json_document(dict(result), "result")
+        return self._move_run(
+            run_id,
+            allowed,
+            status=status.value,
+            reason=None if reason is None else reason.value,
+            result=document,
+            detail=detail,
+            finished_at=now(),
+        )
+
+    def _move_run(self, run_id: str, allowed: set[RunStatus], **values: Any) -> Run:
+        with self._write() as connection:
+            return move_run(connection, run_id, allowed, **values)
+
+    def unfiled_runs(self, limit: int = 20) -> list[Run]:
+        """Ended runs the track record keeps and has not filed yet, oldest first.
+
+        Runs failed for platform reasons are never listed: they say nothing about the workflow.
+        """
+        query = (
+            RUNS.where(runs.c.filed_at.is_(None), RECORDABLE)
+            .order_by(runs.c.finished_at, runs.c.id)
+            .limit(limit)
+        )
+        with self._read() as connection:
+            return [run_of(row) for row in connection.execute(query)]
+
+    def mark_filed(self, run_ids: Iterable[str]) -> int:
+        """Mark ended runs filed; already filed ones keep their time. Returns how many were newly marked."""
+        ids = list(dict.fromkeys(run_ids))
+        if not ids:
+            return 0
+        with self._write() as connection:
+            result = connection.execute(
+                runs.update()
+                .where(
+                    runs.c.id.in_(ids),
+                    runs.c.filed_at.is_(None),
+                    runs.c.status.in_([RunStatus.FINISHED.value, RunStatus.FAILED.value]),
+                )
+                .values(filed_at=now())
+            )
+            return result.rowcount

@@ -1,0 +1,61 @@
+"""Engines: SQLite by default, PostgreSQL through ``QSOLVE_DATABASE_URL`` (DESIGN.md §6, §7).
+
+SQLite is set up for several processes at once: WAL, a 30-second busy timeout, foreign keys on, and
+every writing transaction opened with ``BEGIN IMMEDIATE``, so two writers queue for the lock instead of
+one failing when it upgrades a read to a write. Reading transactions open with a plain ``BEGIN``.
+PostgreSQL URLs without a driver (``postgresql://``, ``postgres://``) use psycopg 3.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.pool import StaticPool
+
+BUSY_TIMEOUT_S = 30
+READ_ONLY = "qsolve_read_only"  # execution option: open the transaction with a deferred BEGIN
+
+
+def resolve_url(url: str) -> URL:
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def make_engine(url: str) -> Engine:
+    parsed = resolve_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed)
+    return sa.create_engine(parsed, pool_pre_ping=True)
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    memory = url.database in (None, "", ":memory:")
+    if not memory:
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(
+        url,
+        connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
+        **({"poolclass": StaticPool} if memory else {}),
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        if not memory:
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: sa.Connection) -> None:
+        read_only = connection.get_execution_options().get(READ_ONLY, False)
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+    return engine

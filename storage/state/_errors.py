@@ -1,0 +1,77 @@
+"""The state database's errors, grouped by what callers catch.
+
+    StateError                  (a QsolveError)
+    ├── NotFound                no such workflow version, run or account
+    ├── VersionConflict         other content under a version number already published
+    ├── RunStateError           a run asked to move in a way its status forbids
+    └── CreditError
+        ├── InsufficientCredits the account cannot cover the hold; the run failed `insufficient_credits`
+        ├── NoHold              settlement of a run that holds nothing
+        └── UnpricedTarget      no price for the target in the price table
+
+Each error carries its subject, and survives pickling (Prefect moves errors between processes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from decimal import Decimal
+
+from qsolve.errors import QsolveError
+from storage.state._models import FailureReason
+
+
+def _rebuild(cls: type, values: dict) -> StateError:
+    return cls(**values)
+
+
+@dataclass
+class StateError(QsolveError):
+    """Base of every error the state database raises on purpose."""
+
+    def __reduce__(self):
+        return _rebuild, (type(self), {f.name: getattr(self, f.name) for f in fields(self)})
+
+
+@dataclass
+class NotFound(StateError):
+    kind: str = ""
+    key: str = ""
+
+
+@dataclass
+class VersionConflict(StateError):
+    workflow: str = ""
+    version: str = ""
+    published_digest: str = ""
+    digest: str = ""
+
+
+@dataclass
+class RunStateError(StateError):
+    run_id: str = ""
+    status: str = ""
+
+
+@dataclass
+class CreditError(StateError):
+    """A credit operation that cannot be carried out."""
+
+
+@dataclass
+class InsufficientCredits(CreditError):
+    account: str = ""
+    run_id: str = ""
+    needed: Decimal = Decimal(0)
+    available: Decimal = Decimal(0)
+    reason: FailureReason = FailureReason.INSUFFICIENT_CREDITS
+
+
+@dataclass
+class NoHold(CreditError):
+    run_id: str = ""
+
+
+@dataclass
+class UnpricedTarget(CreditError):
+    target: str = ""

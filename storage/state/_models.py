@@ -1,0 +1,153 @@
+"""What the state database hands out: plain, frozen values, and the run's vocabulary.
+
+The failure reasons are the seed's (benchmarks-and-gates.md, "How they run", step 5): six say nothing
+about the workflow and are never recorded; ``crash`` and ``timeout`` are the workflow's own and are
+recorded as failed runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import ROUND_CEILING, Decimal
+from enum import StrEnum
+from typing import Any
+
+MICRO = 1_000_000  # the ledger counts micro-credits, as integers, on every backend
+
+
+class Source(StrEnum):
+    """Why a run exists: the history stage after publication, or a confirmed hardware quote."""
+
+    HISTORY = "history"
+    HARDWARE = "hardware"
+
+
+class RunStatus(StrEnum):
+    CREATED = "created"  # priced and held, or waiting for its hold; not started
+    RUNNING = "running"
+    FINISHED = "finished"  # ran to a result (which may pass or fail its case)
+    FAILED = "failed"  # stopped, with a FailureReason
+
+
+class FailureReason(StrEnum):
+    PLATFORM_ERROR = "platform_error"
+    BACKEND_UNAVAILABLE = "backend_unavailable"
+    RUN_TOO_LARGE = "run_too_large"
+    INSUFFICIENT_CREDITS = "insufficient_credits"
+    UNSUPPORTED_TARGET = "unsupported_target"
+    CANCELLED = "cancelled"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+
+
+WORKFLOW_REASONS = frozenset({FailureReason.CRASH, FailureReason.TIMEOUT})
+PLATFORM_REASONS = frozenset(FailureReason) - WORKFLOW_REASONS
+
+
+class QuoteStatus(StrEnum):
+    PENDING = "pending"
+    CONFIRMED = "confirmed"
+    REFUSED = "refused"
+    EXPIRED = "expired"
+
+
+def to_micro(credits: Decimal | int | float | str) -> int:
+    """Credits as whole micro-credits, rounded up (a price is never rounded in the payer's favour)."""
+    value = Decimal(str(credits)) if isinstance(credits, float) else Decimal(credits)
+    if not value.is_finite():
+        raise ValueError(f"credits must be a finite number, not {credits!r}")
+    return int((value * MICRO).to_integral_value(rounding=ROUND_CEILING))
+
+
+def from_micro(micro: int) -> Decimal:
+    """Micro-credits as credits, without trailing zeros (``Decimal('2.5')``, ``Decimal('50')``)."""
+    credits = Decimal(micro) / MICRO
+    return credits.quantize(Decimal(1)) if credits == credits.to_integral_value() else credits.normalize()
+
+
+@dataclass(frozen=True)
+class Version:
+    """A published version of a workflow; its hardware cases are fixed, inputs written inline."""
+
+    id: int
+    workflow: str
+    version: str
+    digest: str
+    published_at: datetime
+    hardware_cases: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One platform run of one case on one target."""
+
+    id: str
+    version_id: int
+    workflow: str
+    version: str
+    case_name: str
+    target: str
+    source: Source
+    status: RunStatus
+    reason: FailureReason | None
+    detail: str | None
+    result: dict[str, Any] | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    estimated_credits: Decimal | None
+    actual_credits: Decimal | None
+    filed_at: datetime | None
+
+    @property
+    def done(self) -> bool:
+        return self.status in (RunStatus.FINISHED, RunStatus.FAILED)
+
+    @property
+    def recordable(self) -> bool:
+        """Finished, or failed through the workflow's own fault: the track record keeps it."""
+        return self.status is RunStatus.FINISHED or self.reason in WORKFLOW_REASONS
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """What one run may take: credits, and seconds (``None``: the workflow's own time limit)."""
+
+    credits: Decimal
+    seconds: int | None
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Credits set aside for a run before it starts; ``closed`` once settled or released."""
+
+    run_id: str
+    account: str
+    amount: Decimal
+    created_at: datetime
+    closed: bool
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """How a hold ended: ``charged`` went to the platform, ``released`` back to the account."""
+
+    run_id: str
+    account: str
+    held: Decimal
+    charged: Decimal
+    released: Decimal
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One movement of credits: two ledger entries, ``-amount`` from one account, ``+amount`` to another."""
+
+    id: int
+    kind: str
+    run_id: str | None
+    source: str
+    destination: str
+    amount: Decimal
+    created_at: datetime

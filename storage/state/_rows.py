@@ -1,0 +1,111 @@
+"""Rows to values, and the run's guarded moves, shared by the runs and the ledger."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+
+from storage.state._errors import NotFound, RunStateError
+from storage.state._models import (
+    WORKFLOW_REASONS,
+    FailureReason,
+    Run,
+    RunStatus,
+    Source,
+    Version,
+    from_micro,
+)
+from storage.state._tables import runs, versions
+
+RECORDABLE = sa.or_(
+    runs.c.status == RunStatus.FINISHED.value,
+    runs.c.reason.in_([r.value for r in WORKFLOW_REASONS]),
+)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def reason_of(reason: FailureReason | str | None) -> FailureReason:
+    try:
+        return FailureReason(reason)
+    except ValueError:
+        known = ", ".join(r.value for r in FailureReason)
+        raise ValueError(f"unknown failure reason {reason!r}: one of {known}") from None
+
+
+def move_run(connection: sa.Connection, run_id: str, allowed: set[RunStatus], **values: Any) -> Run:
+    """A conditional UPDATE: the run moves only from an allowed status, whoever else tries at once."""
+    moved = connection.execute(
+        runs.update()
+        .where(runs.c.id == run_id, runs.c.status.in_([s.value for s in allowed]))
+        .values(**values)
+    )
+    row = run_row(connection, run_id)
+    if moved.rowcount != 1:
+        now_status = row.status + (f" ({row.reason})" if row.reason else "")
+        wanted = values.get("status")
+        raise RunStateError(
+            f"run {run_id} is {now_status}: it cannot become {wanted}", run_id=run_id, status=row.status
+        )
+    return run_of(row)
+
+
+def version_row(connection: sa.Connection, name: str, version: str) -> sa.Row | None:
+    query = sa.select(versions).where(versions.c.workflow == name, versions.c.version == version)
+    return connection.execute(query).first()
+
+
+def version_of(row: sa.Row) -> Version:
+    return Version(
+        id=row.id,
+        workflow=row.workflow,
+        version=row.version,
+        digest=row.digest,
+        published_at=row.published_at,
+        hardware_cases=row.hardware_cases,
+    )
+
+
+RUNS = sa.select(runs, versions.c.workflow, versions.c.version).join(
+    versions, runs.c.version_id == versions.c.id
+)
+
+
+def run_row(connection: sa.Connection, run_id: str) -> sa.Row:
+    row = connection.execute(RUNS.where(runs.c.id == run_id)).first()
+    if row is None:
+        raise NotFound(f"no run {run_id}", kind="run", key=run_id)
+    return row
+
+
+def run_of(row: sa.Row) -> Run:
+    return Run(
+        id=row.id,
+        version_id=row.version_id,
+        workflow=row.workflow,
+        version=row.version,
+        case_name=row.case_name,
+        target=row.target,
+        source=Source(row.source),
+        status=RunStatus(row.status),
+        reason=None if row.reason is None else FailureReason(row.reason),
+        detail=row.detail,
+        result=row.result,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        estimated_credits=None
+        if row.estimated_microcredits is None
+        else from_micro(row.estimated_microcredits),
+        actual_credits=None if row.actual_microcredits is None else from_micro(row.actual_microcredits),
+        filed_at=row.filed_at,
+    )
+
+
+def _credits(micro: int | None) -> Decimal | None:
+    return None if micro is None else from_micro(micro)

@@ -1,0 +1,154 @@
+"""The tables, in SQLAlchemy Core. The migrations in ``migrations/versions/`` build the same schema.
+
+Credits are integers of micro-credits. The ledger is double-entry: a transfer is one movement and owns
+exactly two entries, ``-amount`` and ``+amount``; a balance is the sum of an account's entries and is
+stored nowhere else. A run has at most one transfer of each kind (hold, charge, release): that unique
+constraint is what makes settling twice take nothing twice, across processes and machines.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Dialect
+
+from storage.state._models import FailureReason, QuoteStatus, RunStatus, Source
+
+
+class UTCDateTime(sa.TypeDecorator):
+    """An aware UTC datetime on every backend (SQLite keeps naive text, so the zone is put back)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: pass an aware one")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+JSONDoc = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # SQLite autoincrements INTEGER keys only
+
+
+def _one_of(column: str, values) -> str:
+    return f"{column} IN ({', '.join(repr(str(v)) for v in values)})"
+
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+workflows = sa.Table(
+    "workflows",
+    metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+)
+
+versions = sa.Table(
+    "versions",
+    metadata,
+    sa.Column("id", Id, primary_key=True, autoincrement=True),
+    sa.Column("workflow", sa.String(200), sa.ForeignKey("workflows.name"), nullable=False),
+    sa.Column("version", sa.String(100), nullable=False),
+    sa.Column("digest", sa.String(128), nullable=False),
+    sa.Column("published_at", UTCDateTime, nullable=False),
+    sa.Column("hardware_cases", JSONDoc, nullable=False),
+    sa.UniqueConstraint("workflow", "version"),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("version_id", Id, sa.ForeignKey("versions.id"), nullable=False),
+    sa.Column("case_name", sa.String(200), nullable=False),
+    sa.Column("target", sa.String(200), nullable=False),
+    sa.Column("source", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("reason", sa.String(32), nullable=True),
+    sa.Column("detail", sa.Text, nullable=True),
+    sa.Column("result", JSONDoc, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=True),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.Column("estimated_microcredits", sa.BigInteger, nullable=True),
+    sa.Column("actual_microcredits", sa.BigInteger, nullable=True),
+    sa.Column("filed_at", UTCDateTime, nullable=True),
+    sa.CheckConstraint(_one_of("source", Source), name="source"),
+    sa.CheckConstraint(_one_of("status", RunStatus), name="status"),
+    sa.CheckConstraint(f"reason IS NULL OR {_one_of('reason', FailureReason)}", name="reason"),
+    sa.CheckConstraint("(status = 'failed') = (reason IS NOT NULL)", name="reason_iff_failed"),
+    sa.Index(None, "version_id"),
+    sa.Index(None, "filed_at", "finished_at"),
+)
+
+accounts = sa.Table(
+    "accounts",
+    metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.CheckConstraint("kind IN ('user', 'system', 'ledger')", name="kind"),
+)
+
+transfers = sa.Table(
+    "transfers",
+    metadata,
+    sa.Column("id", Id, primary_key=True, autoincrement=True),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.id"), nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("memo", sa.Text, nullable=True),
+    sa.CheckConstraint("kind IN ('grant', 'hold', 'charge', 'release')", name="kind"),
+    sa.CheckConstraint("(kind = 'grant') = (run_id IS NULL)", name="run_iff_not_grant"),
+    sa.UniqueConstraint("run_id", "kind"),
+    sa.Index(None, "kind", "created_at"),
+)
+
+entries = sa.Table(
+    "entries",
+    metadata,
+    sa.Column("id", Id, primary_key=True, autoincrement=True),
+    sa.Column("transfer_id", Id, sa.ForeignKey("transfers.id"), nullable=False),
+    sa.Column("account", sa.String(200), sa.ForeignKey("accounts.name"), nullable=False),
+    sa.Column("microcredits", sa.BigInteger, nullable=False),
+    sa.UniqueConstraint("transfer_id", "account"),
+    sa.Index(None, "account"),
+)
+
+quotes = sa.Table(
+    "quotes",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("batch_id", sa.String(32), nullable=False),
+    sa.Column("version_id", Id, sa.ForeignKey("versions.id"), nullable=False),
+    sa.Column("case_name", sa.String(200), nullable=False),
+    sa.Column("target", sa.String(200), nullable=False),
+    sa.Column("account", sa.String(200), sa.ForeignKey("accounts.name"), nullable=False),
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.id"), nullable=True),
+    sa.Column("price_microcredits", sa.BigInteger, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("confirmed_at", UTCDateTime, nullable=True),
+    sa.CheckConstraint(_one_of("status", QuoteStatus), name="status"),
+    sa.Index(None, "batch_id"),
+    sa.Index(None, "version_id"),
+)
