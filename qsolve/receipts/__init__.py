@@ -25,17 +25,17 @@ from qsolve.receipts.verdict import Verdict
 from qsolve.receipts.verifier import SERVICE_LIMITS, VERIFY_LIMITS, verify
 
 __all__ = [
-    "SERVICE_LIMITS",
-    "VERIFY_LIMITS",
     "Document",
     "Form",
     "HeldTo",
     "HostKey",
     "KeyFileExposed",
+    "SERVICE_LIMITS",
     "TrustList",
     "TrustListRefused",
     "Unreadable",
     "Unsealable",
+    "VERIFY_LIMITS",
     "Verdict",
     "canonical_bytes",
     "canonical_text",
