@@ -170,10 +170,10 @@ def _sent_ok(sent: Any) -> bool:
     for name in fields:
         if type(name) is not str:
             return False
-        encoded = name.encode("utf-8")
-        if previous is not None and previous >= encoded:
+        # UTF-8 keeps the order of code points, so strings compare as their UTF-8 bytes do.
+        if previous is not None and previous >= name:
             return False  # each once, in increasing order of their UTF-8 bytes
-        previous = encoded
+        previous = name
     return all(_settings_key_ok(key, fields) for key in settings)
 
 

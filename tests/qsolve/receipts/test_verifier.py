@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from blake3 import blake3
+from hypothesis import given
+from hypothesis import strategies as st
 
 from qsolve.receipts.first_form import first_form_bytes
 from qsolve.receipts.seal import Form, digest, seal, sealed_part
@@ -562,3 +564,9 @@ def test_a_wasmq_provider_job_is_held_to_the_provider_rules_too() -> None:
     job = seal(request(), {**result(), "format": "wai.quantum.wasmq.result/1", "shots": 7}, KEY)
     v = verify(_text(job))
     assert {"counts", "request_shots"} <= set(v.reasons) and v.unchecked[0].reasons == ["wasmq_form"]
+
+
+@given(st.text(), st.text())
+def test_strings_order_as_their_utf8_bytes(a: str, b: str) -> None:
+    # sent.fields is held to the order of UTF-8 bytes by comparing strings: the same order
+    assert (a < b) == (a.encode("utf-8") < b.encode("utf-8"))
