@@ -95,6 +95,32 @@ def cmd_test(args: argparse.Namespace) -> int:
     return EXIT_OK if report.passed else EXIT_FAILED
 
 
+def cmd_submit(args: argparse.Namespace) -> int:
+    root = _folder(args.dir)
+    from flows.submission import submission_flow
+    from storage.state import qsolve_home
+
+    state = submission_flow(str(root), return_state=True)
+    report = state.result(raise_on_failure=False)
+    if isinstance(report, BaseException):  # the flow itself crashed
+        print(f"qsolve: the submission flow failed: {type(report).__name__}: {report}", file=sys.stderr)
+        return EXIT_FAILED
+    print(report.markdown())
+    if report.published:
+        home = qsolve_home().resolve()
+        name = report.published.name
+        print(f"Results: the state database and the track record are under {home}")
+        print(f"  qsolve page {name}")
+        print(
+            f'  qsolve query "select case_name, target, passed, gap, accuracy, verdict from current '
+            f"where workflow = '{name}'\""
+        )
+        print(
+            f"  duckdb {home / 'trackrecord.duckdb'} \"select * from track_record where workflow = '{name}'\""
+        )
+    return EXIT_OK if report.accepted else EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qsolve", description="Publish quantum workflows with an honest track record."
@@ -111,6 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--case", metavar="NAME", help="run only this case")
     p.add_argument("--json", action="store_true", help="print one JSON object (DESIGN.md §5)")
     p.set_defaults(func=cmd_test)
+
+    p = sub.add_parser(
+        "submit", help="the submission flow on Prefect: lint, checks, gates, publication, history"
+    )
+    p.add_argument("dir", metavar="DIR")
+    p.set_defaults(func=cmd_submit)
 
     from qsolve.receipts.commands import add_commands as add_receipt_commands
 

@@ -1,18 +1,16 @@
-"""A version is its content: the digest and archive of a workflow folder (issue 5, "Publication").
+"""A version is its content: the canonical listing of a workflow folder, and its digest (issue 5).
 
 The listing is every regular file under the folder, by relative POSIX path in byte order, less caches
-(``__pycache__``, ``*.pyc``, ``.git``). The digest is BLAKE3 over, for each file in that order, its
-path, a NUL, its size in decimal, a NUL and its bytes. A link is followed only while it stays inside
-the folder; one that leaves it is refused. The archive is a tar of the same listing with every
-timestamp, owner and mode fixed, so the same content always gives the same bytes.
+(``__pycache__``, ``*.pyc``, ``.git``); a link is followed only while it stays inside the folder. Its
+bytes are, for each file in that order: the path in UTF-8, a NUL, the size in decimal, a NUL, the
+file's bytes. The version's digest is BLAKE3 of those bytes, and the same bytes are the published
+archive (kept in the blob store under that digest): the same content always gives the same digest,
+on any machine.
 """
 
 from __future__ import annotations
 
-import io
-import json
-import tarfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from blake3 import blake3
 
@@ -23,56 +21,55 @@ SKIPPED_SUFFIXES = {".pyc"}
 
 
 class PublicationError(QsolveError):
-    """The folder cannot be published as it is."""
+    """The folder cannot be published as it is, or an archive does not read."""
 
 
 def listing(root: Path) -> list[tuple[str, Path]]:
     base = root.resolve()
     out = []
-    for path in sorted(root.rglob("*")):
+    for path in root.rglob("*"):
         rel = path.relative_to(root)
         if any(part in SKIPPED_DIRS for part in rel.parts) or path.suffix in SKIPPED_SUFFIXES:
             continue
         real = path.resolve()
         if not real.is_relative_to(base):
-            raise PublicationError(
-                f"{rel.as_posix()}: a link that leaves the workflow folder cannot be published"
-            )
+            raise PublicationError(f"{rel.as_posix()}: a link that leaves the workflow folder cannot be published")
         if real.is_file():
             out.append((rel.as_posix(), real))
     return sorted(out, key=lambda item: item[0].encode())
 
 
-def content_digest(root: Path) -> str:
-    h = blake3()
+def pack(root: Path) -> bytes:
+    """The canonical listing's bytes: the archive of the folder."""
+    parts = []
     for rel, path in listing(root):
         data = path.read_bytes()
-        h.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0")
-        h.update(data)
-    return h.hexdigest()
+        parts += [rel.encode(), b"\0", str(len(data)).encode(), b"\0", data]
+    return b"".join(parts)
 
 
-def archive(root: Path) -> tuple[str, bytes]:
-    """``(digest, tar bytes)`` of the folder's listing."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for rel, path in listing(root):
-            data = path.read_bytes()
-            info = tarfile.TarInfo(rel)
-            info.size, info.mtime, info.mode, info.uid, info.gid = len(data), 0, 0o644, 0, 0
-            info.uname = info.gname = ""
-            tar.addfile(info, io.BytesIO(data))
-    return content_digest(root), buffer.getvalue()
+def digest_of(packed: bytes) -> str:
+    return blake3(packed).hexdigest()
 
 
-def extract(data: bytes, dest: Path) -> Path:
-    """Unpack an archive made by :func:`archive` into ``dest`` (regular files only, nothing outside it)."""
+def content_digest(root: Path) -> str:
+    return digest_of(pack(root))
+
+
+def unpack(packed: bytes, dest: Path) -> Path:
+    """Write an archive made by :func:`pack` into ``dest``; refuse any path that would leave it."""
     dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(dest, filter="data")
+    at = 0
+    while at < len(packed):
+        name_end = packed.index(b"\0", at)
+        size_end = packed.index(b"\0", name_end + 1)
+        rel = packed[at:name_end].decode()
+        size = int(packed[name_end + 1 : size_end])
+        pure = PurePosixPath(rel)
+        if pure.is_absolute() or ".." in pure.parts or not rel:
+            raise PublicationError(f"archive entry {rel!r} would leave the folder")
+        target = dest / pure
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(packed[size_end + 1 : size_end + 1 + size])
+        at = size_end + 1 + size
     return dest
-
-
-def inline_hardware_cases(cases: list) -> str:
-    """The hardware cases as a version keeps them: inputs written inline, as canonical JSON text."""
-    return json.dumps([c.inline() for c in cases], sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from qsolve import sandbox
-from qsolve.checks import check_submission
+from qsolve.checks import SubmissionChecks, check_submission
 from qsolve.gates import GateInputs, GateResult, judge
 from qsolve.results import CaseResult
 
@@ -62,7 +62,18 @@ class ValidationReport(BaseModel):
 def validate(
     root: Path, target: str = "sim-cpu", case: str | None = None, on_event: sandbox.Event = lambda e: None
 ) -> ValidationReport:
-    checks = check_submission(root)
+    """The submission checks, then (when they pass) the gates in the sandbox."""
+    return run_gates(root, check_submission(root), target, case, on_event)
+
+
+def run_gates(
+    root: Path,
+    checks: SubmissionChecks,
+    target: str = "sim-cpu",
+    case: str | None = None,
+    on_event: sandbox.Event = lambda e: None,
+) -> ValidationReport:
+    """The gates stage, given the checks' outcome: one sandbox job, or nothing when the checks failed."""
     wf = checks.workflow
     report = ValidationReport(
         workflow=wf.name if wf else None,

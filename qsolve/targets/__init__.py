@@ -27,6 +27,16 @@ def check_target(spec: str) -> None:
     )
 
 
+def device_of(spec: str) -> str:
+    """The device a target runs on, as the track record names it (without opening the target)."""
+    check_target(spec)
+    if spec == "sim-cpu":
+        return "aer_simulator"
+    if m := _FAKE.fullmatch(spec):
+        return "fake_" + m.group(1).removeprefix("ibm_").lower()
+    return spec.split(":", 1)[1]
+
+
 @cache
 def open_target(spec: str, *, device_access: bool = False) -> Backend:
     """The backend of a target string. Validation (``device_access=False``) refuses ``ibm:`` and
@@ -55,4 +65,4 @@ def open_target(spec: str, *, device_access: bool = False) -> Backend:
     raise TargetUnavailable(f"{spec}: running on this target is not available yet")
 
 
-__all__ = ["Backend", "TargetUnavailable", "UnknownTarget", "check_target", "open_target"]
+__all__ = ["Backend", "TargetUnavailable", "UnknownTarget", "check_target", "device_of", "open_target"]

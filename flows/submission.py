@@ -1,0 +1,83 @@
+"""The submission flow: lint, submission checks, gates, publication, history (issue 5).
+
+A stage that fails stops the flow; the report names the stage and every reason. The flow's final state
+carries the report, which is also published as a markdown and a table artifact.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md: a later thread segfaults otherwise)
+from prefect import flow
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.states import Completed, Failed, State
+
+from flows.history import history_flow
+from qsolve.submission import HistoryOutcome, SubmissionReport
+from tasks.checks import checks_stage
+from tasks.gates import gates_stage
+from tasks.lint import lint_stage
+from tasks.publication import publication_stage
+
+
+@flow(name="submission", log_prints=True)
+def submission_flow(folder: str, run_history: bool = True) -> State:
+    report = SubmissionReport(folder=str(folder))
+    lint = lint_stage(folder)
+    report.lint = [str(i) for i in lint.issues]
+    if not lint.ok:
+        return _finish(report.fail("lint", [str(i) for i in lint.errors]))
+
+    checks = checks_stage(folder)
+    report.warnings = checks.warnings
+    if checks.workflow is not None:
+        report.workflow, report.version = checks.workflow.name, checks.workflow.version
+    if not checks.ok:
+        report.rejected_cases = [e for e in checks.errors if ": cases[" in e or ": hardware_cases[" in e]
+        return _finish(report.fail("checks", checks.errors))
+
+    validation = gates_stage(folder, checks)
+    report.gates = validation.gates
+    if not validation.passed:
+        return _finish(
+            report.fail("gates", [f"{g.name}: {g.message}" for g in validation.gates if not g.passed])
+        )
+
+    published = publication_stage(folder, checks)
+    report.published = published.published
+    if published.error:
+        return _finish(report.fail("publication", [published.error]))
+
+    if run_history:
+        report.history = _history(published.published.name, published.published.version)
+    return _finish(report)
+
+
+def _history(workflow: str, version: str) -> HistoryOutcome:
+    """The history stage as a subflow; if it fails as a whole it shows as skipped, the version published."""
+    state = history_flow(workflow, version, return_state=True)
+    if state.is_completed():
+        return state.result()
+    try:
+        state.result()
+    except BaseException as e:  # noqa: BLE001 - whatever it was, the stage is skipped and says why
+        return HistoryOutcome(status="skipped", message=f"{type(e).__name__}: {e}")
+    return HistoryOutcome(status="skipped", message=state.message)
+
+
+def _finish(report: SubmissionReport) -> State:
+    create_markdown_artifact(report.markdown(), key="submission-report", description="The submission report")
+    if report.gates:
+        create_table_artifact(report.gate_table(), key="submission-gates", description="The eight gates")
+    if report.accepted:
+        return Completed(message="accepted", data=report)
+    return Failed(
+        message=f"rejected at the {report.failed_stage} stage: " + "; ".join(report.reasons), data=report
+    )
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(submission_flow(str(Path(sys.argv[1]))))

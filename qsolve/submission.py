@@ -1,0 +1,97 @@
+"""What a submission produced, stage by stage, and how the report reads (issue 5).
+
+The submission flow fills it in; ``qsolve submit`` prints it and the flow publishes it as Prefect
+artifacts (a markdown report and a table of the gates).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from qsolve.gates import GateResult
+
+Stage = Literal["lint", "checks", "gates", "publication", "history"]
+
+
+class NotRun(BaseModel):
+    case: str
+    reason: str
+
+
+class HistoryOutcome(BaseModel):
+    """The history stage: which cases became track-record rows and which the platform could not run."""
+
+    status: Literal["ran", "skipped", "already recorded"]
+    recorded: list[str] = Field(default_factory=list)
+    not_run: list[NotRun] = Field(default_factory=list)
+    credits: float = 0.0
+    message: str | None = None
+
+
+class Published(BaseModel):
+    name: str
+    version: str
+    digest: str
+    created: bool  # False when identical content was already published
+
+
+class SubmissionReport(BaseModel):
+    folder: str
+    workflow: str | None = None
+    version: str | None = None
+    failed_stage: Stage | None = None
+    reasons: list[str] = Field(default_factory=list)
+    lint: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    rejected_cases: list[str] = Field(default_factory=list)
+    gates: list[GateResult] = Field(default_factory=list)
+    published: Published | None = None
+    history: HistoryOutcome | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.failed_stage is None
+
+    def fail(self, stage: Stage, reasons: list[str]) -> SubmissionReport:
+        self.failed_stage = stage
+        self.reasons = list(reasons)
+        return self
+
+    def gate_table(self) -> list[dict[str, str]]:
+        return [
+            {"gate": g.name, "result": "pass" if g.passed else "FAIL", "message": g.message}
+            for g in self.gates
+        ]
+
+    def markdown(self) -> str:
+        title = f"{self.workflow or self.folder} {self.version or ''}".strip()
+        out = [f"# Submission of {title}", ""]
+        if self.accepted:
+            out.append("**Accepted.**" if self.published else "**Passed.**")
+        else:
+            out += [f"**Rejected at the {self.failed_stage} stage.**", ""]
+            out += [f"- {r}" for r in self.reasons]
+        out += ["", "## Lint", ""]
+        out += [f"- `{line}`" for line in self.lint] or ["No lint issue."]
+        if self.warnings:
+            out += ["", "## Warnings", ""] + [f"- {w}" for w in self.warnings]
+        if self.rejected_cases:
+            out += ["", "## Rejected cases", ""] + [f"- {c}" for c in self.rejected_cases]
+        if self.gates:
+            out += ["", "## Gates", "", "| gate | result | message |", "|---|---|---|"]
+            out += [f"| {g['gate']} | {g['result']} | {g['message']} |" for g in self.gate_table()]
+        if self.published:
+            p = self.published
+            state = "published" if p.created else "already published with identical content; nothing changed"
+            out += ["", "## Version", "", f"{p.name} {p.version}: {state} (digest `{p.digest[:16]}`)"]
+        if self.history:
+            h = self.history
+            out += ["", "## History stage", "", f"{h.status}" + (f": {h.message}" if h.message else "")]
+            if h.recorded:
+                out.append(f"{len(h.recorded)} cases recorded in the track record ({h.credits:g} credits).")
+            if h.not_run:
+                out += [f"{len(h.not_run)} cases the platform could not run (not recorded):"]
+                out += [f"- {n.case}: {n.reason}" for n in h.not_run]
+        return "\n".join(out) + "\n"

@@ -1,0 +1,46 @@
+"""The publication stage: the version is its content, kept in the blob store, hardware cases inline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from qsolve.checks import SubmissionChecks
+from qsolve.publication import PublicationError, digest_of, pack
+from qsolve.submission import Published
+from storage.blobs import BlobStore
+from storage.state import VersionConflict, connect, qsolve_home
+
+
+@dataclass(frozen=True)
+class PublicationOutcome:
+    published: Published | None
+    error: str | None = None
+
+
+def publish(folder: Path, checks: SubmissionChecks) -> PublicationOutcome:
+    manifest = checks.workflow.manifest
+    try:
+        packed = pack(folder)
+    except PublicationError as e:
+        return PublicationOutcome(None, str(e))
+    digest = digest_of(packed)
+    BlobStore(qsolve_home()).put(packed)
+    try:
+        with connect() as db:
+            version, created = db.publish_version(
+                manifest.name, manifest.version, digest, [c.inline() for c in checks.hardware_cases]
+            )
+    except VersionConflict as e:
+        return PublicationOutcome(None, str(e))
+    return PublicationOutcome(
+        Published(name=version.workflow, version=version.version, digest=digest, created=created)
+    )
+
+
+@task(name="publication", cache_policy=NO_CACHE)
+def publication_stage(folder: str, checks: SubmissionChecks) -> PublicationOutcome:
+    return publish(Path(folder), checks)

@@ -1,0 +1,176 @@
+"""One case as an ordinary platform run: estimate, credit hold, sandbox, settlement (seed: "How
+results enter the track record"). Plain functions over the domain core and storage; the Prefect tasks
+that call them stay thin.
+
+A run the platform could not run (a target it cannot reach, credits it could not hold, a sandbox that
+would not start) ends ``failed`` with the platform's reason and is not recorded. A run that failed
+because of the workflow (it raised, crashed the job, or ran out of time) is recorded as failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from qsolve.cases import Case
+from qsolve.manifest import Resources
+from qsolve.results import CaseResult
+from qsolve.sandbox import Limits, run_case_job
+from qsolve.targets import TargetUnavailable, UnknownTarget, check_target, device_of, open_target
+from storage.state import (
+    CreditError,
+    FailureReason,
+    InsufficientCredits,
+    Run,
+    RunStatus,
+    Source,
+    StateDB,
+    UnpricedTarget,
+    Version,
+)
+from storage.trackrecord.row import TrackRecordRow
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    case: str
+    run_id: str
+    recorded: bool
+    status: str  # finished, or failed
+    reason: str | None = None  # the failure reason (platform's or the workflow's)
+    detail: str | None = None
+    credits: Decimal = Decimal(0)
+
+
+def run_case(
+    db: StateDB,
+    folder: Path,
+    version: Version,
+    case: Case,
+    source: Source,
+    account: str,
+    resources: Resources,
+    default_target: str = "sim-cpu",
+) -> RunOutcome:
+    target = case.target or default_target
+    run = db.create_run(version, case.name, target, source)
+    limits = db.settings.limits(source)
+
+    def refuse(reason: FailureReason, detail: str) -> RunOutcome:
+        db.finish_run(run.id, RunStatus.FAILED, reason=reason, detail=detail)
+        return RunOutcome(case.name, run.id, False, "failed", reason.value, detail)
+
+    try:
+        check_target(target)
+        if not target.startswith(("sim-", "fake:")):
+            open_target(target)  # ibm: and provider: are refused here: no device access for platform runs yet
+        db.settings.price(target)
+    except (UnknownTarget, TargetUnavailable, UnpricedTarget) as e:
+        return refuse(FailureReason.UNSUPPORTED_TARGET, str(e))
+
+    refused: list[tuple[FailureReason, str]] = []
+
+    def approve(event: dict[str, Any]) -> bool:
+        said = event.get("estimate") or {}
+        try:
+            if "circuits" in said and "shots" in said:
+                price = db.estimate_price(target, int(said["circuits"]), int(said["shots"]))
+            else:
+                price = limits.credits  # no estimate: hold the most the run may cost
+            db.hold(account, run.id, price)
+            db.start_run(run.id)
+            return True
+        except InsufficientCredits as e:
+            refused.append((FailureReason.INSUFFICIENT_CREDITS, str(e)))
+        except (CreditError, ValueError, TypeError) as e:
+            refused.append((FailureReason.PLATFORM_ERROR, f"the run could not be priced: {e}"))
+        return False
+
+    seconds = limits.seconds or resources.timeout_s
+    job_limits = Limits(timeout_s=seconds, memory_mb=Limits.of(resources).memory_mb)
+    try:
+        outcome = run_case_job(folder, case.name, target, job_limits, approve)
+    except OSError as e:
+        return refuse(FailureReason.PLATFORM_ERROR, f"the sandbox did not start: {e}")
+
+    current = db.get_run(run.id)
+    if current.status is RunStatus.FAILED:  # refused before it started (insufficient_credits)
+        reason, detail = refused[0] if refused else (current.reason, current.detail)
+        return RunOutcome(case.name, run.id, False, "failed", str(reason), detail)
+    if current.status is RunStatus.CREATED:  # never approved: not priced, or the job died first
+        reason, detail = (
+            refused[0] if refused else (FailureReason.PLATFORM_ERROR, outcome.died or "no estimate")
+        )
+        return refuse(reason, detail)
+
+    if outcome.report is not None:
+        result = CaseResult.model_validate(outcome.report["result"])
+        cost = db.estimate_price(target, result.circuits, result.shots)
+        settled = db.settle(run.id, cost)
+        if result.ran:
+            db.finish_run(run.id, RunStatus.FINISHED, result=result.model_dump(mode="json"))
+            status, reason = "finished", None
+        else:  # the case raised before it had a result: the workflow's failure
+            db.finish_run(
+                run.id,
+                RunStatus.FAILED,
+                reason=FailureReason.CRASH,
+                result=result.model_dump(mode="json"),
+                detail=result.message,
+            )
+            status, reason = "failed", FailureReason.CRASH
+    else:  # the job died: out of time, or crashed
+        timed_out = outcome.died and "time limit" in outcome.died
+        reason = FailureReason.TIMEOUT if timed_out else FailureReason.CRASH
+        settled = db.settle(run.id, db.get_hold(run.id).amount)  # the time was used: charge the hold
+        result = CaseResult(
+            name=case.name,
+            target=target,
+            seed=case.seed,
+            params=case.params,
+            passed=False,
+            message=f"FAIL {reason.value}: {outcome.died}",
+            ran=False,
+        ).with_hash()
+        db.finish_run(
+            run.id,
+            RunStatus.FAILED,
+            reason=reason,
+            result=result.model_dump(mode="json"),
+            detail=outcome.died,
+        )
+        status = "failed"
+    return RunOutcome(
+        case.name,
+        run.id,
+        True,
+        status,
+        None if reason is None else reason.value,
+        result.message,
+        settled.charged,
+    )
+
+
+def row_of(run: Run) -> TrackRecordRow:
+    """The track-record row of an ended run the track record keeps (its result stored with it)."""
+    result = CaseResult.model_validate(run.result)
+    status = None
+    if run.reason in (FailureReason.CRASH, FailureReason.TIMEOUT):
+        status = run.reason.value
+    seconds = (
+        (run.finished_at - run.started_at).total_seconds() if run.started_at and run.finished_at else None
+    )
+    return TrackRecordRow.from_result(
+        result,
+        workflow=run.workflow,
+        version=run.version,
+        source=run.source.value,
+        run_id=run.id,
+        device=device_of(run.target),
+        credits=run.actual_credits or 0,
+        run_seconds=seconds,
+        recorded_at=run.finished_at,
+        status=status,
+    )
