@@ -8,6 +8,8 @@ PostgreSQL URLs without a driver (``postgresql://``, ``postgres://``) use psycop
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -50,7 +52,7 @@ def _sqlite_engine(url: URL) -> Engine:
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
         cursor.execute("PRAGMA foreign_keys = ON")
         if not memory:
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _write_ahead_log(cursor)
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -59,3 +61,21 @@ def _sqlite_engine(url: URL) -> Engine:
         connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
     return engine
+
+
+def _write_ahead_log(cursor: sqlite3.Cursor) -> None:
+    """Switch a fresh file to WAL. The switch needs the file to itself and does not wait for it (no busy
+    handler), so several processes opening a new database retry until one has switched it."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            if cursor.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
+                return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e):
+                raise
+        if time.monotonic() > deadline:
+            raise sqlite3.OperationalError("database is locked: could not switch it to WAL")
+        time.sleep(0.01)
