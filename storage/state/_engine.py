@@ -17,6 +17,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import StaticPool
 
+from storage.state._errors import StateError
+
 BUSY_TIMEOUT_S = 30
 READ_ONLY = "qsolve_read_only"  # execution option: open the transaction with a deferred BEGIN
 
@@ -32,7 +34,13 @@ def make_engine(url: str) -> Engine:
     parsed = resolve_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed)
-    return sa.create_engine(parsed, pool_pre_ping=True)
+    try:
+        return sa.create_engine(parsed, pool_pre_ping=True)
+    except ImportError as e:
+        raise StateError(
+            f"{parsed.render_as_string(hide_password=True)}: its driver does not import ({e}); for "
+            "PostgreSQL install psycopg 3: pip install 'psycopg[binary]'"
+        ) from e
 
 
 def _sqlite_engine(url: URL) -> Engine:

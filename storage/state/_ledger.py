@@ -18,7 +18,18 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from storage.state._errors import CreditError, InsufficientCredits, NoHold, NotFound, RunStateError
-from storage.state._models import FailureReason, Hold, RunStatus, Settlement, Transfer, from_micro, to_micro
+from storage.state._models import (
+    Credits,
+    FailureReason,
+    Hold,
+    RunLimits,
+    RunStatus,
+    Settlement,
+    Source,
+    Transfer,
+    from_micro,
+    to_micro,
+)
 from storage.state._rows import move_run, now, run_row
 from storage.state._store import Store
 from storage.state._tables import accounts, entries, runs, transfers
@@ -45,7 +56,7 @@ class Ledger(Store):
         except IntegrityError:  # opened by another process at the same moment
             pass
 
-    def grant(self, account: str, credits: Decimal | int | str, memo: str | None = None) -> Transfer:
+    def grant(self, account: str, credits: Credits, memo: str | None = None) -> Transfer:
         """Give an account credits (operators, tests); opens a user's account that does not exist yet."""
         amount = to_micro(credits)
         if amount <= 0:
@@ -77,9 +88,13 @@ class Ledger(Store):
         """Credits for ``circuits`` circuits and ``shots`` shots in all on ``target`` (UnpricedTarget)."""
         return self.settings.estimate_price(target, circuits, shots)
 
+    def limits(self, source: Source | str) -> RunLimits:
+        """What one run may take: history runs 20 credits and 900 s a case, others the per-run limit."""
+        return self.settings.limits(source)
+
     # holds and settlement
 
-    def hold(self, account: str, run_id: str, estimated: Decimal | int | str) -> Hold:
+    def hold(self, account: str, run_id: str, estimated: Credits) -> Hold:
         """Hold the run's estimated price, capped at its limit, before the run starts.
 
         Holding again for the same run returns the first hold. When the account cannot cover it, the run
@@ -142,7 +157,7 @@ class Ledger(Store):
         with self._read() as connection:
             return _hold(connection, run_id)
 
-    def settle(self, run_id: str, actual: Decimal | int | str) -> Settlement:
+    def settle(self, run_id: str, actual: Credits) -> Settlement:
         """Charge the run's actual cost, never more than its hold, and release the rest.
 
         Settling again, here or in another process, takes nothing and returns the first settlement. A

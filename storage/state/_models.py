@@ -15,6 +15,8 @@ from typing import Any
 
 MICRO = 1_000_000  # the ledger counts micro-credits, as integers, on every backend
 
+Credits = Decimal | int | float | str  # what the API takes as an amount of credits
+
 
 class Source(StrEnum):
     """Why a run exists: the history stage after publication, or a confirmed hardware quote."""
@@ -52,7 +54,7 @@ class QuoteStatus(StrEnum):
     EXPIRED = "expired"
 
 
-def to_micro(credits: Decimal | int | float | str) -> int:
+def to_micro(credits: Credits) -> int:
     """Credits as whole micro-credits, rounded up (a price is never rounded in the payer's favour)."""
     value = Decimal(str(credits)) if isinstance(credits, float) else Decimal(credits)
     if not value.is_finite():

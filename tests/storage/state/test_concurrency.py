@@ -15,7 +15,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from storage.state import SYSTEM_ACCOUNT, InsufficientCredits, RunStatus, StateDB, connect
+from storage.state import SYSTEM_ACCOUNT, InsufficientCredits, RunStatus, StateDB, VersionConflict, connect
 from storage.state._migrate import HEAD
 from tests.storage.state.conftest import assert_ledger_balanced, default_settings
 
@@ -75,6 +75,16 @@ def hold_run_settle(barrier, url: str, account: str, run_ids: list[str]) -> dict
             db.settle(run_id, "0.5")
             done[run_id] = "settled"
     return done
+
+
+def publish(barrier, url: str, digest: str) -> tuple:
+    with connect(url, settings=default_settings()) as db:
+        barrier.wait(timeout=60)
+        try:
+            version, created = db.publish_version("max-cut", "1.0.0", digest, [])
+        except VersionConflict as e:
+            return ("refused", e.published_digest)
+        return (version.id, version.digest, created)
 
 
 def connect_and_grant(barrier, url: str, account: str) -> None:
@@ -154,3 +164,14 @@ def test_processes_connecting_to_a_fresh_database_migrate_it_once(database_url: 
         assert db.balance(SYSTEM_ACCOUNT) == 1_000_000
         assert all(db.balance(name) == 1 for name in accounts)
         assert_ledger_balanced(db)
+
+
+def test_processes_publishing_one_version_at_once_publish_it_once(db: StateDB) -> None:
+    url = _url(db)
+    outcomes = race([(publish, (url, digest)) for digest in ("a" * 64, "a" * 64, "a" * 64, "b" * 64)])
+    published = [o for o in outcomes if o[0] != "refused"]
+    winner = db.get_version("max-cut", "1.0.0")
+    assert sum(1 for o in published if o[2]) == 1  # created once
+    assert all(o[:2] == (winner.id, winner.digest) for o in published)
+    assert all(o == ("refused", winner.digest) for o in outcomes if o[0] == "refused")
+    assert len(published) == (3 if winner.digest == "a" * 64 else 1)

@@ -69,7 +69,8 @@ def test_a_hardware_hold_is_capped_at_the_per_run_limit(db: StateDB, version: Ve
 def test_a_history_hold_is_capped_at_20_credits(db: StateDB, version: Version) -> None:
     run = db.create_run(version, "ring-6", "sim-cpu", "history")
     assert db.hold(SYSTEM_ACCOUNT, run.id, 35).amount == 20
-    assert db.settings.limits("history").seconds == 900
+    assert db.limits("history").seconds == 900
+    assert db.limits("hardware").credits == 50
     assert db.balance(SYSTEM_ACCOUNT) == 1_000_000 - 20
 
 
