@@ -1,6 +1,7 @@
 """Several processes on one database: no hold spent twice, no settlement taken twice, no entry lost.
 
-The workers are forked processes, each with its own engine and connections, started together at a
+The workers are processes forked from a clean fork server (the pytest process may run threads, which
+forking it directly would not survive), each with its own engine and connections, started together at a
 barrier so that they really race.
 """
 
@@ -19,7 +20,8 @@ from storage.state import SYSTEM_ACCOUNT, InsufficientCredits, RunStatus, StateD
 from storage.state._migrate import HEAD
 from tests.storage.state.conftest import assert_ledger_balanced, default_settings
 
-FORK = multiprocessing.get_context("fork")
+FORK = multiprocessing.get_context("forkserver")
+FORK.set_forkserver_preload([__name__])
 
 
 def _child(work: Callable, args: tuple, barrier, results, index: int) -> None:
