@@ -1,0 +1,81 @@
+"""``qsolve query`` and ``qsolve page`` (DESIGN.md §5; issue 4, item 5).
+
+    qsolve query SQL [--format table|csv|json|parquet] [--output PATH]
+    qsolve page NAME [--version V] [--json]
+
+Both read ``QSOLVE_HOME`` (default ``./.qsolve``). Exit 0 when the command did what was asked; 2 for SQL
+DuckDB refused, an unknown workflow or version, or an output that cannot be written, with the reason on
+standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .errors import QueryFailed, UnknownWorkflow
+from .query import FORMATS
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``query`` and ``page`` to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "query",
+        help="DuckDB SQL over the track record's views (docs/trackrecord.md)",
+        description="Run DuckDB SQL over the track record: rows, current, history, track_record, "
+        "noise_model_estimate, on_hardware, earlier_results, workflow_cards, versions.",
+    )
+    p.add_argument("sql", metavar="SQL", help="for example: SELECT * FROM workflow_cards")
+    p.add_argument("--format", choices=FORMATS, default="table", help="default: a table on the terminal")
+    p.add_argument("--output", metavar="PATH", help="write to this file instead of standard output")
+    p.set_defaults(func=cmd_query)
+
+    p = subparsers.add_parser(
+        "page",
+        help="the workflow page: track record, noise-model estimate, hardware, earlier results",
+        description="A workflow's page: headline accuracy (median over the track record), then the four "
+        "sections with each row's verdict.",
+    )
+    p.add_argument("name", metavar="NAME", help="the workflow's name")
+    p.add_argument("--version", metavar="V", help="show this version (default: the current one)")
+    p.add_argument("--json", action="store_true", help="print the page as one JSON object")
+    p.set_defaults(func=cmd_page)
+
+
+def _fail(command: str, message: str) -> int:
+    print(f"qsolve {command}: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from .query import query
+
+    if args.format == "parquet" and args.output is None and sys.stdout.isatty():
+        return _fail("query", "--format parquet writes binary: give --output PATH or pipe it")
+    try:
+        query(args.sql, fmt=args.format, output=args.output)
+    except QueryFailed as e:
+        return _fail("query", str(e))
+    except OSError as e:
+        return _fail("query", f"{args.output}: {e.strerror or e}")
+    return EXIT_OK
+
+
+def cmd_page(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from .page import page, render_page
+
+    try:
+        p = page(args.name, args.version)
+    except UnknownWorkflow as e:
+        return _fail("page", str(e))
+    if args.json:
+        print(json.dumps(p.model_dump(mode="json"), indent=2))
+    else:
+        render_page(p, Console(width=None if sys.stdout.isatty() else 160))
+    return EXIT_OK

@@ -1,0 +1,39 @@
+"""The track record's errors, grouped by what callers catch.
+
+TrackRecordError
+├── NotRecorded        a run that failed for platform reasons: it says nothing about the workflow
+├── QueryFailed        SQL that DuckDB refused (bad syntax, an unknown column or view)
+└── UnknownWorkflow    a page asked for a workflow (or a version of it) with no recorded rows
+"""
+
+from __future__ import annotations
+
+
+class TrackRecordError(Exception):
+    """Anything the track record refuses."""
+
+
+class NotRecorded(TrackRecordError):
+    """A run that failed for platform reasons is not recorded (benchmarks-and-gates.md, "How they run" 5)."""
+
+    def __init__(self, run_id: str, status: str) -> None:
+        super().__init__(f"run {run_id}: {status} is a platform failure and is not recorded")
+        self.run_id, self.status = run_id, status
+
+
+class QueryFailed(TrackRecordError):
+    """DuckDB refused the SQL; the message is DuckDB's."""
+
+    def __init__(self, sql: str, message: str) -> None:
+        super().__init__(message)
+        self.sql = sql
+
+
+class UnknownWorkflow(TrackRecordError):
+    """No recorded rows for this workflow, or for this version of it."""
+
+    def __init__(self, workflow: str, version: str | None = None, known: list[str] | None = None) -> None:
+        what = f"{workflow} version {version}" if version else workflow
+        hint = f" (recorded versions: {', '.join(known)})" if known else ""
+        super().__init__(f"no track record for {what}{hint}")
+        self.workflow, self.version = workflow, version

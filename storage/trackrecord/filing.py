@@ -1,0 +1,137 @@
+"""Filing runs into the track record: whole Parquet files, never rewritten (DESIGN.md §6).
+
+A batch is written under a temporary name in the track record's folder, fsynced, linked to its final
+name (``b-<digest of its run ids>.parquet``) and the folder fsynced. A crash at any point leaves either
+no file or the whole file under its final name, plus perhaps a temporary file the views never read.
+Filing the same runs again finds the file there and adds nothing; a run filed again in another batch
+is a second copy that the ``rows`` view shows once (benchmarks-and-gates.md, "How results enter the
+track record": the track record is never duplicated).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .layout import BATCH, TEMPORARY_PREFIX, Layout
+from .row import SCHEMA, TrackRecordRow, conform, to_table
+
+COMPRESSION = "zstd"
+ROW_GROUP_ROWS = 122_880
+SORT_KEYS = [
+    ("workflow", "ascending"),
+    ("version", "ascending"),
+    ("case_name", "ascending"),
+    ("target", "ascending"),
+    ("recorded_at", "ascending"),
+]
+
+
+@dataclass(frozen=True)
+class Filed:
+    """What one filing did: the file that holds the batch, its rows, and whether it was new."""
+
+    path: Path | None
+    rows: int
+    new: bool
+
+
+def file_rows(rows: Iterable[TrackRecordRow], home: Path | str | None = None) -> Filed:
+    """File these rows as one batch under ``QSOLVE_HOME/trackrecord/``; see the module's docstring."""
+    return file_table(to_table(rows), home)
+
+
+def file_table(table: pa.Table, home: Path | str | None = None) -> Filed:
+    """File an Arrow table of the track record's columns (``row.SCHEMA``) as one batch."""
+    from .views import ensure_views
+
+    layout = Layout(home)
+    table = one_copy_per_run(conform(table))
+    if table.num_rows == 0:
+        return Filed(None, 0, False)
+    layout.folder.mkdir(parents=True, exist_ok=True)
+    ensure_schema_file(layout)
+    path = layout.data_file(BATCH, table.column("run_id").to_pylist())
+    new = False
+    if not path.exists():
+        table = table.sort_by(SORT_KEYS)
+        new = write_whole(path, lambda f: write_parquet(table, f))
+    ensure_views(layout)
+    return Filed(path, table.num_rows, new)
+
+
+def one_copy_per_run(table: pa.Table) -> pa.Table:
+    """A batch holds a run once: of two copies, the later ``recorded_at`` (then ``result_hash``) stays,
+    as the ``rows`` view would choose."""
+    ids = table.column("run_id")
+    if pc.count_distinct(ids).as_py() == table.num_rows:
+        return table
+    order = pc.sort_indices(
+        table,
+        sort_keys=[("run_id", "ascending"), ("recorded_at", "descending"), ("result_hash", "descending")],
+    )
+    ordered = table.take(order)
+    run = ordered.column("run_id").to_pylist()
+    keep = [i for i in range(len(run)) if i == 0 or run[i] != run[i - 1]]
+    return ordered.take(pa.array(keep, pa.int64()))
+
+
+def write_parquet(table: pa.Table, f: BinaryIO) -> None:
+    pq.write_table(table, f, compression=COMPRESSION, row_group_size=ROW_GROUP_ROWS)
+
+
+def ensure_schema_file(layout: Layout) -> None:
+    """The empty file the views read first, so they bind to the fixed schema with no runs filed."""
+    if not layout.schema_file.exists():
+        layout.folder.mkdir(parents=True, exist_ok=True)
+        write_whole(layout.schema_file, lambda f: write_parquet(SCHEMA.empty_table(), f))
+
+
+def write_whole(path: Path, write: Callable[[BinaryIO], None]) -> bool:
+    """Write ``path`` whole: a temporary file in its folder, fsync, link into place, fsync the folder.
+    Never replaces a file already there; returns whether this call made it."""
+    tmp = path.parent / f"{TEMPORARY_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+    try:
+        with open(tmp, "xb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        made = _link_no_clobber(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    fsync_folder(path.parent)
+    return made
+
+
+def _link_no_clobber(tmp: Path, path: Path) -> bool:
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as e:  # a file system without hard links: rename, after a look (the race is benign:
+        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):  # same runs)
+            raise
+        if path.exists():
+            return False
+        os.rename(tmp, path)
+        return True
+
+
+def fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,70 @@
+"""Where the track record lives under ``QSOLVE_HOME`` (DESIGN.md §6), and how its files are named.
+
+    QSOLVE_HOME/
+      trackrecord.duckdb                the views, for analysts (rebuilt whole when stale)
+      trackrecord/
+        schema-v1.parquet               no rows: the fixed schema, so the views work with no runs filed
+        b-<digest>.parquet              a batch as filed
+        h-<digest>.parquet              heads: after a compaction, the latest row of each case and target
+        o-<digest>.parquet              older: after a compaction, rows some newer row of theirs replaced
+        .tmp-*                          a file being written (or left by a crash); never read
+
+A file's digest is BLAKE3 over its sorted run ids, so filing the same runs again finds its file already
+there. Every file is written whole under a temporary name, fsynced and linked into place: no file is ever
+rewritten. ``b-`` and ``h-`` files together hold the latest row of every case and target (compaction
+keeps it so), which is what makes ``current`` quick.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from blake3 import blake3
+
+from .row import SCHEMA_VERSION
+
+HOME_VARIABLE = "QSOLVE_HOME"
+DEFAULT_HOME = ".qsolve"
+FOLDER = "trackrecord"
+DATABASE = "trackrecord.duckdb"
+TEMPORARY_PREFIX = ".tmp-"
+BATCH, HEAD, OLDER = "b", "h", "o"
+
+
+def qsolve_home(home: Path | str | None = None) -> Path:
+    """``home`` if given, else ``QSOLVE_HOME``, else ``./.qsolve``; always absolute."""
+    if home is None:
+        home = os.environ.get(HOME_VARIABLE) or DEFAULT_HOME
+    return Path(home).expanduser().absolute()
+
+
+class Layout:
+    """The track record's paths under one ``QSOLVE_HOME``."""
+
+    def __init__(self, home: Path | str | None = None) -> None:
+        self.home = qsolve_home(home)
+        self.folder = self.home / FOLDER
+        self.database = self.home / DATABASE
+        self.schema_file = self.folder / f"schema-v{SCHEMA_VERSION}.parquet"
+
+    def data_file(self, kind: str, run_ids: Iterable[str]) -> Path:
+        return self.folder / f"{kind}-{run_ids_digest(run_ids)}.parquet"
+
+    def files(self, *kinds: str) -> list[Path]:
+        """The data files of these kinds (all kinds by default), sorted by name."""
+        kinds = kinds or (BATCH, HEAD, OLDER)
+        if not self.folder.is_dir():
+            return []
+        return sorted(p for k in kinds for p in self.folder.glob(f"{k}-*.parquet"))
+
+    def globs(self, *kinds: str) -> list[str]:
+        """What the views read: the schema file, then a glob per kind (absolute paths)."""
+        return [str(self.schema_file)] + [str(self.folder / f"{k}-*.parquet") for k in kinds]
+
+
+def run_ids_digest(run_ids: Iterable[str]) -> str:
+    """BLAKE3 (128 bits, hex) over the sorted run ids, one a line."""
+    text = "\n".join(sorted(run_ids)).encode()
+    return blake3(text).hexdigest(length=16)

@@ -1,0 +1,214 @@
+"""The workflow page (benchmarks-and-gates.md, "What the workflow page shows"): the track record, the
+noise-model estimate, the results on quantum hardware and the earlier results, with the headline
+accuracy (the median over the track-record rows) and each row's verdict.
+
+The page reads one workflow's rows into memory and builds the same views as ``trackrecord.duckdb`` over
+them (views.py), so the page and an analyst's query agree. ``version`` shows that version's ``sim-`` and
+``fake:`` results as if it were current; the hardware sections are the workflow's, whatever the version
+(every version's hardware results stay on the page until replaced).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+from pydantic import BaseModel, ConfigDict
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from .errors import UnknownWorkflow
+from .filing import ensure_schema_file
+from .layout import BATCH, HEAD, OLDER, Layout
+from .row import COLUMNS, TrackRecordRow
+from .views import Sources, create_views, parquet_source, quiet
+
+ROW_COLUMNS = ", ".join(name for name, _, _ in COLUMNS)
+
+
+class EarlierResult(TrackRecordRow):
+    """An older row, with the section whose case and target it is an earlier result of."""
+
+    section: str
+
+
+class WorkflowPage(BaseModel):
+    """One workflow's page, for its current version or the one asked for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workflow: str
+    version: str  # the version the page shows
+    current_version: str  # the newest published version (views.py says how it is known)
+    versions: list[str]  # every recorded version, oldest first
+    headline_accuracy: float | None  # the median accuracy over the track-record rows
+    passed: int  # track-record rows (sim- targets) that passed
+    total: int  # track-record rows
+    track_record: list[TrackRecordRow]
+    noise_model_estimate: list[TrackRecordRow]
+    on_hardware: list[TrackRecordRow]
+    earlier_results: list[EarlierResult]
+
+
+def page(name: str, version: str | None = None, home: Path | str | None = None) -> WorkflowPage:
+    """The page of workflow ``name``; raises :class:`UnknownWorkflow` when it (or ``version``) has no rows."""
+    layout = Layout(home)
+    ensure_schema_file(layout)
+    con = quiet(duckdb.connect())
+    try:
+        source = parquet_source(layout.globs(BATCH, HEAD, OLDER))
+        con.execute(f"CREATE TEMP TABLE page_filed AS SELECT * FROM {source} WHERE workflow = ?", [name])
+        scoped = Sources(filed="page_filed", candidates="page_filed")
+        create_views(con, scoped, temp=True)
+        versions = con.sql("SELECT version, is_current FROM versions ORDER BY first_recorded_at, version")
+        listed = versions.fetchall()
+        if not listed:
+            raise UnknownWorkflow(name)
+        known = [v for v, _ in listed]
+        current = next(v for v, is_current in listed if is_current)
+        if version is not None and version not in known:
+            raise UnknownWorkflow(name, version, known)
+        if version is not None and version != current:
+            create_views(con, scoped, temp=True, version=version)
+        card = con.execute("SELECT passed, total, headline_accuracy FROM workflow_cards").fetchall()[0]
+        return WorkflowPage(
+            workflow=name,
+            version=version or current,
+            current_version=current,
+            versions=known,
+            headline_accuracy=card[2],
+            passed=card[0],
+            total=card[1],
+            track_record=_rows(con, "track_record", "case_name, target"),
+            noise_model_estimate=_rows(con, "noise_model_estimate", "case_name, target"),
+            on_hardware=_rows(con, "on_hardware", "case_name, target"),
+            earlier_results=[
+                EarlierResult(**r)
+                for r in con.sql(
+                    f"SELECT {ROW_COLUMNS}, section FROM earlier_results"
+                    " ORDER BY section DESC, case_name, target, recorded_at DESC, run_id"
+                )
+                .to_arrow_table()
+                .to_pylist()
+            ],
+        )
+    finally:
+        con.close()
+
+
+def _rows(con: duckdb.DuckDBPyConnection, view: str, order: str) -> list[TrackRecordRow]:
+    table = con.sql(f"SELECT {ROW_COLUMNS} FROM {view} ORDER BY {order}").to_arrow_table()
+    return [TrackRecordRow(**r) for r in table.to_pylist()]
+
+
+# --- the terminal ---------------------------------------------------------------------------------------
+
+
+def render_page(p: WorkflowPage, console: Console | None = None) -> None:
+    """Print the page: a heading with the headline accuracy, then the four sections."""
+    console = console or Console()
+    shown = p.version + (
+        " (current)" if p.version == p.current_version else f" (current: {p.current_version})"
+    )
+    head = Text.assemble((p.workflow, "bold"), " ", shown)
+    if p.headline_accuracy is None:
+        headline = "Headline accuracy: none yet (no track-record row with an accuracy)"
+    else:
+        n = sum(1 for r in p.track_record if r.accuracy is not None)
+        headline = f"Headline accuracy {percent(p.headline_accuracy)} (median of {n} track-record rows)"
+    matches = sum(1 for r in p.track_record if r.verdict and r.verdict.startswith("Matches"))
+    summary = (
+        f"{headline}; {p.passed} of {p.total} cases passed on sim- targets; "
+        f"{matches} of {p.total} match the best classical answer"
+    )
+    console.print(Group(head, Text(summary)))
+    _section(console, "Track record", p.track_record, _TRACK)
+    _section(console, "Noise-model estimate (not in the headline)", p.noise_model_estimate, _NOISE)
+    _section(
+        console,
+        "On quantum hardware (not in the headline)",
+        p.on_hardware,
+        _hardware_columns(p.current_version),
+    )
+    _section(console, "Earlier results", p.earlier_results, _EARLIER)
+
+
+def percent(x: float | None, pm: float | None = None) -> str:
+    if x is None:
+        return ""
+    return f"{100 * x:.1f}%" + (f" ± {100 * pm:.1f}%" if pm is not None else "")
+
+
+def _num(x: float | int | None, fmt: str = ".4g") -> str:
+    return "" if x is None else format(x, fmt)
+
+
+def _result(r: TrackRecordRow) -> Text:
+    if r.passed:
+        return Text("pass", style="green")
+    label = "FAIL" if r.status == "failed" else r.status.upper()
+    return Text(label + (f": {r.message}" if r.message else ""), style="red")
+
+
+_COMMON = [
+    ("case", lambda r: r.case_name),
+    ("target", lambda r: r.target),
+    ("result", _result),
+    ("accuracy", lambda r: percent(r.accuracy, r.accuracy_pm)),
+    ("verdict", lambda r: r.verdict or ""),
+]
+_TRACK = _COMMON + [
+    ("gap", lambda r: _num(r.gap)),
+    ("credits", lambda r: _num(r.credits, ".2f")),
+    ("circuits", lambda r: str(r.circuits)),
+    ("shots", lambda r: str(r.shots)),
+    ("2q gates", lambda r: _num(r.max_two_qubit_gates, "d")),
+    ("seconds", lambda r: _num(r.run_seconds, ".1f")),
+]
+_NOISE = _COMMON + [
+    ("fidelity", lambda r: _num(r.fidelity, ".3f")),
+    ("scored", lambda r: percent(r.coverage)),
+    ("kept", lambda r: percent(r.postselection)),
+    ("2q gates", lambda r: _num(r.max_two_qubit_gates, "d")),
+]
+
+
+def _hardware_columns(current: str) -> list:
+    return [
+        ("case", lambda r: r.case_name),
+        ("target", lambda r: r.target),
+        ("version", lambda r: r.version + ("" if r.version == current else " (earlier)")),
+        ("result", _result),
+        ("accuracy", lambda r: percent(r.accuracy, r.accuracy_pm)),
+        ("verdict", lambda r: r.verdict or ""),
+        ("fidelity", lambda r: _num(r.fidelity, ".3f")),
+        ("kept", lambda r: percent(r.postselection)),
+        ("credits", lambda r: _num(r.credits, ".2f")),
+        ("recorded", lambda r: r.recorded_at.strftime("%Y-%m-%d %H:%M")),
+    ]
+
+
+_EARLIER = [
+    ("of", lambda r: r.section.replace("_", " ")),
+    ("case", lambda r: r.case_name),
+    ("target", lambda r: r.target),
+    ("version", lambda r: r.version),
+    ("recorded", lambda r: r.recorded_at.strftime("%Y-%m-%d %H:%M")),
+    ("result", _result),
+    ("accuracy", lambda r: percent(r.accuracy, r.accuracy_pm)),
+    ("verdict", lambda r: r.verdict or ""),
+]
+
+
+def _section(console: Console, title: str, rows: list, columns: list) -> None:
+    console.print()
+    if not rows:
+        console.print(Text(title, style="bold"), Text(": none", style="dim"))
+        return
+    table = Table(title=title, title_justify="left", title_style="bold", header_style="bold")
+    for name, _ in columns:
+        table.add_column(name, overflow="fold")
+    for r in rows:
+        table.add_row(*(fn(r) for _, fn in columns))
+    console.print(table)

@@ -1,0 +1,241 @@
+"""One row of the track record: one recorded run of one case on one target (benchmarks-and-gates.md,
+"How results enter the track record"), and the fixed Arrow schema every Parquet file is written with.
+
+A run that failed for platform reasons (``platform_error``, ``backend_unavailable``, ``run_too_large``,
+``insufficient_credits``, ``unsupported_target``, ``cancelled``) says nothing about the workflow and is
+never a row; a run that failed because of the workflow is a row with ``passed`` false and the status
+``failed``, ``crash`` or ``timeout`` ("How they run", step 5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+import pyarrow as pa
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from qsolve.results import CaseResult, canonical_json, to_json_value
+
+from .errors import NotRecorded
+
+Status = Literal["passed", "failed", "crash", "timeout"]
+Source = Literal["history", "hardware"]
+
+STATUSES: tuple[str, ...] = ("passed", "failed", "crash", "timeout")
+SOURCES: tuple[str, ...] = ("history", "hardware")
+PLATFORM_FAILURES: tuple[str, ...] = (
+    "platform_error",
+    "backend_unavailable",
+    "run_too_large",
+    "insufficient_credits",
+    "unsupported_target",
+    "cancelled",
+)
+SCHEMA_VERSION = "1"
+
+# The columns in file order, with their Arrow types. Every file has exactly these (``SCHEMA``).
+COLUMNS: tuple[tuple[str, pa.DataType, bool], ...] = (
+    # name, type, nullable
+    ("workflow", pa.string(), False),
+    ("version", pa.string(), False),
+    ("case_name", pa.string(), False),
+    ("target", pa.string(), False),
+    ("device", pa.string(), False),
+    ("source", pa.string(), False),
+    ("run_id", pa.string(), False),
+    ("recorded_at", pa.timestamp("us", tz="UTC"), False),
+    ("status", pa.string(), False),
+    ("passed", pa.bool_(), False),
+    ("message", pa.string(), True),
+    ("quantum", pa.float64(), True),
+    ("baseline", pa.float64(), True),
+    ("gap", pa.float64(), True),
+    ("abs_error", pa.float64(), True),
+    ("accuracy", pa.float64(), True),
+    ("accuracy_pm", pa.float64(), True),
+    ("verdict", pa.string(), True),
+    ("fidelity", pa.float64(), True),
+    ("coverage", pa.float64(), True),
+    ("postselection", pa.float64(), True),
+    ("max_two_qubit_gates", pa.int64(), True),
+    ("circuits", pa.int64(), False),
+    ("shots", pa.int64(), False),
+    ("run_seconds", pa.float64(), False),
+    ("credits", pa.float64(), False),
+    ("seed", pa.int64(), False),
+    ("params", pa.string(), False),
+    ("result_hash", pa.string(), False),
+    ("receipt_digest", pa.string(), False),
+)
+
+SCHEMA = pa.schema(
+    [pa.field(name, typ, nullable=nullable) for name, typ, nullable in COLUMNS],
+    metadata={b"qsolve.trackrecord.schema": SCHEMA_VERSION.encode()},
+)
+
+
+class TrackRecordRow(BaseModel):
+    """One recorded run. ``params`` is the run's parameters as canonical JSON text (sorted keys)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workflow: str = Field(min_length=1)
+    version: str = Field(min_length=1)
+    case_name: str = Field(min_length=1)
+    target: str = Field(min_length=1)
+    device: str
+    source: Source
+    run_id: str = Field(min_length=1)
+    recorded_at: AwareDatetime
+    status: Status
+    passed: bool
+    message: str | None = None
+    quantum: float | None = None
+    baseline: float | None = None
+    gap: float | None = None
+    abs_error: float | None = None
+    accuracy: float | None = None
+    accuracy_pm: float | None = None
+    verdict: str | None = None
+    fidelity: float | None = None
+    coverage: float | None = None
+    postselection: float | None = None
+    max_two_qubit_gates: int | None = None
+    circuits: int = Field(default=0, ge=0)
+    shots: int = Field(default=0, ge=0)
+    run_seconds: float = Field(default=0.0, ge=0)
+    credits: float = Field(default=0.0, ge=0)
+    seed: int = 0
+    params: str = "{}"
+    result_hash: str = ""
+    receipt_digest: str = ""  # empty until device receipts exist
+
+    @field_validator("recorded_at")
+    @classmethod
+    def _utc(cls, v: datetime) -> datetime:
+        return v.astimezone(UTC)
+
+    @model_validator(mode="after")
+    def _status_agrees(self) -> TrackRecordRow:
+        if self.passed != (self.status == "passed"):
+            raise ValueError(f"status {self.status!r} disagrees with passed={self.passed}")
+        return self
+
+    @classmethod
+    def from_result(
+        cls,
+        result: CaseResult,
+        *,
+        workflow: str,
+        version: str,
+        source: Source,
+        run_id: str,
+        device: str,
+        credits: float | Decimal | int,
+        run_seconds: float | None = None,
+        recorded_at: datetime | None = None,
+        status: str | None = None,
+    ) -> TrackRecordRow:
+        """The row of a finished run. ``status`` defaults to ``passed`` or ``failed`` from the result;
+        ``crash`` and ``timeout`` are the workflow's own failures and are recorded as failed. A platform
+        failure raises :class:`NotRecorded`. ``run_seconds`` defaults to the methods' seconds summed,
+        ``recorded_at`` to now (pass the run's finish time so that filing it again is the same row)."""
+        if status in PLATFORM_FAILURES:
+            raise NotRecorded(run_id, status)
+        if status is None:
+            status = "passed" if result.passed else "failed"
+        if status not in STATUSES:
+            raise ValueError(f"run {run_id}: unknown status {status!r} (one of {', '.join(STATUSES)})")
+        if status != "passed" and result.passed:
+            raise ValueError(f"run {run_id}: status {status!r} for a result that passed")
+        if run_seconds is None:
+            run_seconds = sum(m.seconds for m in result.methods)
+        return cls(
+            workflow=workflow,
+            version=version,
+            case_name=result.name,
+            target=result.target,
+            device=device,
+            source=source,
+            run_id=run_id,
+            recorded_at=recorded_at or datetime.now(UTC),
+            status=status,
+            passed=status == "passed",
+            message=result.message,
+            quantum=result.quantum,
+            baseline=result.baseline,
+            gap=result.gap,
+            abs_error=result.abs_error,
+            accuracy=result.accuracy,
+            accuracy_pm=result.accuracy_pm,
+            verdict=result.verdict,
+            fidelity=result.fidelity,
+            coverage=result.coverage,
+            postselection=result.postselection,
+            max_two_qubit_gates=result.max_two_qubit_gates,
+            circuits=result.circuits,
+            shots=result.shots,
+            run_seconds=run_seconds,
+            credits=float(credits),
+            seed=result.seed,
+            params=params_text(result.params),
+            result_hash=result.result_hash,
+        )
+
+
+def params_text(params: dict[str, Any]) -> str:
+    """Parameters as canonical JSON text: sorted keys, no spaces, non-finite numbers by name."""
+    return canonical_json(to_json_value(params)).decode()
+
+
+def to_table(rows: Iterable[TrackRecordRow]) -> pa.Table:
+    """Rows as an Arrow table of ``SCHEMA``."""
+    rows = list(rows)
+    columns = {name: [getattr(r, name) for r in rows] for name, _, _ in COLUMNS}
+    return pa.table(columns, schema=SCHEMA)
+
+
+def from_table(table: pa.Table) -> list[TrackRecordRow]:
+    """Rows back from an Arrow table holding the columns of ``SCHEMA`` (others are ignored)."""
+    names = [name for name, _, _ in COLUMNS]
+    return [TrackRecordRow(**d) for d in table.select(names).to_pylist()]
+
+
+def conform(table: pa.Table) -> pa.Table:
+    """``table`` as ``SCHEMA``: the same columns in order, cast to their types; nulls only where allowed."""
+    missing = [name for name, _, _ in COLUMNS if name not in table.column_names]
+    if missing:
+        raise ValueError(f"track record table lacks columns: {', '.join(missing)}")
+    table = table.select([name for name, _, _ in COLUMNS]).cast(SCHEMA)
+    for name, _, nullable in COLUMNS:
+        if not nullable and table.column(name).null_count:
+            raise ValueError(f"track record column {name} holds nulls")
+    return table
+
+
+def rows_per_run(rows: Sequence[TrackRecordRow]) -> list[TrackRecordRow]:
+    """One row per run id, the first given; a batch never holds a run twice."""
+    seen: set[str] = set()
+    out = []
+    for r in rows:
+        if r.run_id not in seen:
+            seen.add(r.run_id)
+            out.append(r)
+    return out
+
+
+__all__ = [
+    "COLUMNS",
+    "PLATFORM_FAILURES",
+    "SCHEMA",
+    "SOURCES",
+    "STATUSES",
+    "TrackRecordRow",
+    "conform",
+    "from_table",
+    "params_text",
+    "to_table",
+]
