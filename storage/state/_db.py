@@ -66,7 +66,7 @@ def _json_document(value: Any, what: str) -> Any:
 
 
 class StateDB(Ledger):
-    """Workflows, versions, runs, credit accounts and the ledger, quotes. Use as a context manager."""
+    """Versions, runs, credit accounts and the ledger (the quotes table awaits its API). A context manager."""
 
     # versions
 
