@@ -16,7 +16,7 @@ from qsolve.submission import HistoryOutcome, NotRun
 from qsolve.workflow import load_workflow
 from storage.blobs import BlobStore
 from storage.state import connect, qsolve_home
-from storage.trackrecord import file_rows
+from storage.trackrecord.filing import file_rows
 from tasks.history import history_case
 from tasks.runs import row_of
 

@@ -35,13 +35,22 @@ def case_params(manifest: Manifest, case: Case) -> dict[str, Any]:
     return run_params.merge(manifest.params, case.params)
 
 
-def run_case(manifest: Manifest, module: ModuleType, case: Case, input: dict, run_target: str) -> CaseResult:
+def run_case(
+    manifest: Manifest,
+    module: ModuleType,
+    case: Case,
+    input: dict,
+    run_target: str,
+    output_schema: dict[str, Any] | None = None,
+) -> CaseResult:
     """Run every method of the workflow on one case and decide it. Never raises for the workflow's faults."""
     target = case.target or run_target
     try:
         params = case_params(manifest, case)
         backend = open_target(target)
-        outcomes = [run_method(module, m, input, params, case.seed, backend) for m in manifest.methods]
+        outcomes = [
+            run_method(module, m, input, params, case.seed, backend, output_schema) for m in manifest.methods
+        ]
     except Exception as e:  # the case raised before it had a result
         return CaseResult(
             name=case.name,
@@ -56,7 +65,13 @@ def run_case(manifest: Manifest, module: ModuleType, case: Case, input: dict, ru
 
 
 def run_method(
-    module: ModuleType, method: Method, input: dict, params: dict, seed: int, backend: Backend
+    module: ModuleType,
+    method: Method,
+    input: dict,
+    params: dict,
+    seed: int,
+    backend: Backend,
+    output_schema: dict[str, Any] | None = None,
 ) -> MethodOutcome:
     """One method, timed. One that raises is unavailable: ``failed: Type: message`` if it crashed."""
     ctx = QuantumContext(seed, backend) if method.kind == "quantum" else ClassicalContext(seed)
@@ -71,7 +86,7 @@ def run_method(
     except (Exception, SystemExit) as e:
         fields["unavailable"] = f"failed: {type(e).__name__}: {e}"
     else:
-        fields.update(_recompute(module, input, result))
+        fields.update(_recompute(module, input, result, output_schema))
     fields["seconds"] = time.perf_counter() - start
     if isinstance(ctx, QuantumContext):
         fields["circuits"] = ctx.records
@@ -81,8 +96,11 @@ def run_method(
     return MethodOutcome(**fields)
 
 
-def _recompute(module: ModuleType, input: dict, result: MethodResult) -> dict[str, Any]:
-    """The platform's number: ``evaluate(solution)`` where there is a solution, else the method's own."""
+def _recompute(
+    module: ModuleType, input: dict, result: MethodResult, output_schema: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The platform's number: ``evaluate(solution)`` where there is a solution, else the method's own.
+    A solution that does not match the output schema makes the method fail (``SolutionInvalid``)."""
     out: dict[str, Any] = {
         "stderr": result.stderr,
         "solution": to_json_value(result.solution),
@@ -92,6 +110,12 @@ def _recompute(module: ModuleType, input: dict, result: MethodResult) -> dict[st
         out["objective"] = _finite_or_none(result.objective)
         return out
     out["claimed"] = _finite_or_none(result.objective)
+    problem = run_params.schema_error(output_schema, out["solution"]) if output_schema is not None else None
+    if problem:
+        out["unavailable"] = (
+            f"failed: SolutionInvalid: the solution does not match the output schema {problem}"
+        )
+        return out
     try:
         out["objective"] = _finite_or_none(float(module.evaluate(copy.deepcopy(input), result.solution)))
     except Exception as e:

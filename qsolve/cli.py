@@ -96,11 +96,14 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    import os
+
     root = _folder(args.dir)
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # no telemetry from an offline machine
     from flows.submission import submission_flow
     from storage.state import qsolve_home
 
-    state = submission_flow(str(root), return_state=True)
+    state = submission_flow(str(root), run_history=not args.no_history, return_state=True)
     report = state.result(raise_on_failure=False)
     if isinstance(report, BaseException):  # the flow itself crashed
         print(f"qsolve: the submission flow failed: {type(report).__name__}: {report}", file=sys.stderr)
@@ -142,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         "submit", help="the submission flow on Prefect: lint, checks, gates, publication, history"
     )
     p.add_argument("dir", metavar="DIR")
+    p.add_argument("--no-history", action="store_true", help="publish without running the history stage")
     p.set_defaults(func=cmd_submit)
 
     from qsolve.receipts.commands import add_commands as add_receipt_commands

@@ -52,7 +52,8 @@ class _Runner:
             value = case_input(self.workflow.root, case)
         except Exception as e:
             return _failed(case, self.target, e)
-        return run_case(self.workflow.manifest, self.module, case, value, self.target)
+        wf = self.workflow
+        return run_case(wf.manifest, self.module, case, value, self.target, wf.output_schema)
 
     def estimate(self, case: Case) -> tuple[dict[str, Any] | None, str | None]:
         fn = getattr(self.module, "estimate", None)

@@ -33,7 +33,9 @@ def listing(root: Path) -> list[tuple[str, Path]]:
             continue
         real = path.resolve()
         if not real.is_relative_to(base):
-            raise PublicationError(f"{rel.as_posix()}: a link that leaves the workflow folder cannot be published")
+            raise PublicationError(
+                f"{rel.as_posix()}: a link that leaves the workflow folder cannot be published"
+            )
         if real.is_file():
             out.append((rel.as_posix(), real))
     return sorted(out, key=lambda item: item[0].encode())

@@ -82,7 +82,7 @@ def ideal_distributions(
 
 @cache
 def _statevector() -> AerSimulator:
-    return AerSimulator(method="statevector")
+    return AerSimulator(method="statevector", max_parallel_threads=1)
 
 
 def counts_vector(counts: dict[str, int], bits: int) -> np.ndarray:

@@ -74,6 +74,9 @@ def run_case(
 
     def approve(event: dict[str, Any]) -> bool:
         said = event.get("estimate") or {}
+        if event.get("error"):
+            refused.append((FailureReason.PLATFORM_ERROR, f"the run could not be priced: {event['error']}"))
+            return False
         try:
             if "circuits" in said and "shots" in said:
                 price = db.estimate_price(target, int(said["circuits"]), int(said["shots"]))

@@ -88,7 +88,9 @@ class FakeDevice(Backend):
 
     def _simulator(self, qubits: tuple[int, ...]) -> AerSimulator:
         if qubits not in self._sims:
-            self._sims[qubits] = AerSimulator(noise_model=self._build_noise_model(qubits))
+            self._sims[qubits] = AerSimulator(
+                noise_model=self._build_noise_model(qubits), max_parallel_threads=1
+            )
         return self._sims[qubits]
 
     def _readout_errors(self) -> list[tuple[float, float]]:

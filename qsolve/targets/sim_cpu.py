@@ -35,7 +35,7 @@ class SimCpu(Backend):
     device = "aer_simulator"
 
     def __init__(self) -> None:
-        self._sim = AerSimulator()
+        self._sim = AerSimulator(max_parallel_threads=1)
 
     def pass_manager(self, seed: int) -> PassManager:
         return native_gates()

@@ -268,3 +268,31 @@ def test_module_importable_by_path(tmp_path: Path) -> None:
     (tmp_path / "helper.py").write_text("VALUE = 7\n")
     (tmp_path / "wf.py").write_text("from helper import VALUE\n")
     assert load_module(tmp_path / "wf.py").VALUE == 7
+
+
+def test_a_solution_not_matching_the_output_schema_fails_the_method(wf: WorkflowDir) -> None:
+    wf.write(
+        "schemas/output.json", {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+    )
+    wf.write(
+        "workflow.py",
+        HEADER
+        + "\n\ndef quantum(input, params, ctx):\n"
+        + SAMPLE_AND_ANSWER.replace("solution={'x': 1}", "solution={'y': 1}")
+        + "\n",
+    )
+    wf.cases["cases"] = [{"name": "c", "input": {"x": 1}}]
+    wf.save()
+    workflow = load_workflow(wf.root)
+    r = run_case(
+        workflow.manifest,
+        load_module(workflow.module_path),
+        workflow.cases.cases[0],
+        {"x": 1},
+        "sim-cpu",
+        workflow.output_schema,
+    )
+    assert r.methods[0].unavailable.startswith(
+        "failed: SolutionInvalid: the solution does not match the output schema at $: 'x' is a required"
+    )
+    assert r.message == "no headline metric: quantum and reference could not be compared"

@@ -1,0 +1,29 @@
+"""Serve every deployment from one process: ``python deployments/serve.py``.
+
+Needs a Prefect server (``prefect server start``, with ``PREFECT_API_URL`` pointing at it): schedules
+and cancellation need one. Then trigger a deployment from the UI or with
+``prefect deployment run 'submission/submission' --param folder=workflows/max-cut``.
+"""
+
+from __future__ import annotations
+
+import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md)
+from prefect import serve
+
+from flows.history import history_flow
+from flows.submission import submission_flow
+
+
+def deployments() -> list:
+    return [
+        submission_flow.to_deployment(
+            name="submission", description="Lint, checks, gates, publication and history of a workflow folder"
+        ),
+        history_flow.to_deployment(
+            name="history", description="Run a published version's cases again as track-record runs"
+        ),
+    ]
+
+
+if __name__ == "__main__":
+    serve(*deployments())
