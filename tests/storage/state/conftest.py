@@ -53,7 +53,8 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         return
     problem = postgres_problem()
     if problem:
-        pytest.skip(f"no PostgreSQL server at 127.0.0.1:5432: {problem}")
+        server = sa.make_url(POSTGRES_URL)
+        pytest.skip(f"no PostgreSQL server at {server.host}:{server.port or 5432}: {problem}")
     schema = f"qsolve_test_{uuid.uuid4().hex[:12]}"
     with _admin().connect() as connection:
         connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
