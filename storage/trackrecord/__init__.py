@@ -23,13 +23,13 @@ from .row import SCHEMA, TrackRecordRow
 from .views import connect, ensure_views
 
 __all__ = [
-    "FORMATS",
-    "SCHEMA",
     "Compacted",
+    "FORMATS",
     "Filed",
     "Layout",
     "NotRecorded",
     "QueryFailed",
+    "SCHEMA",
     "TrackRecordError",
     "TrackRecordRow",
     "UnknownWorkflow",

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .filing import COMPRESSION, ROW_GROUP_ROWS, ensure_schema_file, fsync_folder, write_whole
-from .layout import BATCH, HEAD, OLDER, TEMPORARY_PREFIX, Layout
+from .layout import BATCH, DATABASE, HEAD, OLDER, TEMPORARY_PREFIX, Layout
 from .row import COLUMNS, SCHEMA
 from .views import COPY_ORDER, GROUP, LATEST_ORDER, parquet_source, quiet
 
@@ -138,8 +138,13 @@ def _remove(layout: Layout, files: list[Path], keep: set[Path | None]) -> None:
 
 
 def _remove_stale_temporary(layout: Layout, age_s: float) -> int:
+    """Temporary files a crash left: data files in the folder, databases being built in the home."""
     now, n = time.time(), 0
-    for p in layout.folder.glob(f"{TEMPORARY_PREFIX}*"):
+    stale = [
+        *layout.folder.glob(f"{TEMPORARY_PREFIX}*"),
+        *layout.home.glob(f"{TEMPORARY_PREFIX}{DATABASE}.*"),
+    ]
+    for p in stale:
         with contextlib.suppress(FileNotFoundError):
             if now - p.stat().st_mtime > age_s:
                 p.unlink()

@@ -1,0 +1,128 @@
+"""``qsolve query`` and ``qsolve page`` through their argparse wiring: formats, outputs, exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from storage.trackrecord import file_rows
+from storage.trackrecord.commands import add_commands
+
+from .builders import scenario
+
+
+def run(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="qsolve")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+@pytest.fixture
+def filed(home):
+    file_rows(scenario(), home)
+    return home
+
+
+SQL = "SELECT workflow, passed, total, headline_accuracy FROM workflow_cards ORDER BY workflow"
+
+
+def test_query_prints_a_table(filed, capsys):
+    assert run("query", SQL) == 0
+    out = capsys.readouterr().out
+    assert "max-cut" in out and "qubo" in out and "0.95" in out and "2 rows" in out
+
+
+def test_query_as_csv_and_json(filed, capsys):
+    assert run("query", SQL, "--format", "csv") == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["workflow"], r["passed"], r["total"]) for r in rows] == [
+        ("max-cut", "2", "3"),
+        ("qubo", "2", "3"),
+    ]
+    assert (
+        run("query", "SELECT run_id, recorded_at, passed FROM rows WHERE run_id = 'r01'", "--format", "json")
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out) == [
+        {"run_id": "r01", "recorded_at": "2026-01-01T00:00:00+00:00", "passed": True}
+    ]
+
+
+def test_query_to_files(filed, tmp_path, capsys):
+    out = tmp_path / "current.parquet"
+    assert run("query", "SELECT * FROM current", "--format", "parquet", "--output", str(out)) == 0
+    assert pq.read_table(out).num_rows == 14
+    out = tmp_path / "cards.json"
+    assert run("query", SQL, "--format", "json", "--output", str(out)) == 0
+    assert [c["workflow"] for c in json.loads(out.read_text())] == ["max-cut", "qubo"]
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    "sql, message",
+    [
+        ("SELEC 1", "syntax error"),
+        ("SELECT nope FROM rows", "nope"),
+        ("SELECT * FROM no_such_view", "no_such_view"),
+    ],
+)
+def test_bad_sql_exits_2_with_the_reason(filed, capsys, sql, message):
+    assert run("query", sql) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qsolve query: ") and message in err
+
+
+def test_query_output_that_cannot_be_written(filed, tmp_path, capsys):
+    assert run("query", SQL, "--format", "csv", "--output", str(tmp_path / "no" / "such" / "x.csv")) == 2
+    assert "No such file" in capsys.readouterr().err
+
+
+def test_page_prints_the_four_sections(filed, capsys):
+    assert run("page", "max-cut") == 0
+    out = capsys.readouterr().out
+    assert "max-cut 1.1.0 (current)" in out
+    assert (
+        "Headline accuracy 95.0% (median of 3 track-record rows); 2 of 3 cases passed on sim- targets" in out
+    )
+    for title in ["Track record", "Noise-model estimate", "On quantum hardware", "Earlier results"]:
+        assert title in out
+    assert "Matches the best classical answer" in out and "1.0.0 (earlier)" in out
+
+
+def test_page_of_a_version_and_as_json(filed, capsys):
+    assert run("page", "max-cut", "--version", "1.0.0", "--json") == 0
+    page = json.loads(capsys.readouterr().out)
+    assert (page["version"], page["current_version"], page["passed"], page["total"]) == (
+        "1.0.0",
+        "1.1.0",
+        1,
+        2,
+    )
+    assert sorted(r["run_id"] for r in page["track_record"]) == ["r02", "r03"]
+
+
+def test_page_of_an_unknown_workflow_or_version_exits_2(filed, capsys):
+    assert run("page", "nope") == 2
+    assert capsys.readouterr().err == "qsolve page: no track record for nope\n"
+    assert run("page", "max-cut", "--version", "7") == 2
+    assert "recorded versions: 1.0.0, 1.1.0" in capsys.readouterr().err
+
+
+def test_no_prefect_is_imported():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, storage.trackrecord, storage.trackrecord.commands;"
+        "print(any(m.split('.')[0] in ('prefect', 'qiskit') for m in sys.modules))"
+    )
+    repo = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=repo)
+    assert done.stdout == "False\n", done.stderr
