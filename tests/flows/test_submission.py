@@ -1,0 +1,124 @@
+"""The submission flow end to end: publish max-cut with its track record, resubmit it, reject a gate
+failure, count a history case the platform could not price."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import REPO, WorkflowDir
+
+
+def submit(folder: Path):
+    from flows.submission import submission_flow
+
+    state = submission_flow(str(folder), return_state=True)
+    return state, state.result(raise_on_failure=False)
+
+
+def rows(home: Path, workflow: str) -> list[tuple]:
+    with duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True) as con:
+        return con.execute(
+            "select case_name, target, passed from rows where workflow = ? order by case_name", [workflow]
+        ).fetchall()
+
+
+@pytest.fixture(scope="module")
+def max_cut(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("wf") / "max-cut"
+    shutil.copytree(REPO / "workflows" / "max-cut", folder)
+    return folder
+
+
+def test_submit_publishes_and_builds_the_track_record(prefect, qsolve_home: Path, max_cut: Path) -> None:
+    state, report = submit(max_cut)
+    assert state.is_completed(), report.markdown()
+    assert report.accepted and report.published.created and report.published.name == "max-cut"
+    assert [g.passed for g in report.gates] == [True] * 8
+    assert report.history.status == "ran" and report.history.not_run == []
+    recorded = rows(qsolve_home, "max-cut")
+    assert len(recorded) == 6 == len(report.history.recorded)
+    assert {t for _, t, _ in recorded} == {"sim-cpu", "fake:fez@1.6"}
+
+
+def test_a_second_submit_changes_nothing(prefect, qsolve_home: Path, max_cut: Path) -> None:
+    before = rows(qsolve_home, "max-cut")
+    state, report = submit(max_cut)
+    assert state.is_completed()
+    assert report.published.created is False
+    assert report.history.status == "already recorded"
+    assert rows(qsolve_home, "max-cut") == before
+
+
+def test_other_content_under_a_published_version_is_refused(prefect, max_cut: Path, tmp_path: Path) -> None:
+    changed = tmp_path / "max-cut"
+    shutil.copytree(max_cut, changed)
+    (changed / "examples" / "extra.json").write_text('{"nodes": 2, "edges": [[0, 1, 2.0]]}')
+    state, report = submit(changed)
+    assert state.is_failed() and report.failed_stage == "publication"
+    assert "already published with other content" in report.reasons[0]
+
+
+GATE_FAILING = """\
+from qiskit import QuantumCircuit
+from qsolve import MethodResult
+
+
+def evaluate(input, solution):
+    return -float(solution["x"])
+
+
+def reference(input, params, ctx):
+    return MethodResult(-float(input["x"]), solution={"x": input["x"]})
+
+
+def quantum(input, params, ctx):
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 100)
+    return MethodResult(-float(input["x"]), solution={"x": input["x"]})
+"""
+
+
+def test_a_workflow_failing_a_gate_is_not_published(prefect, qsolve_home: Path, wf: WorkflowDir) -> None:
+    wf.write("workflow.py", GATE_FAILING)  # no noise-model case: fidelity_checked fails
+    state, report = submit(wf.root)
+    assert state.is_failed()
+    assert report.failed_stage == "gates" and report.published is None
+    (reason,) = report.reasons
+    assert reason.startswith(
+        "fidelity_checked: no case sets a non-zero min_fidelity on a fake: or ibm: target"
+    )
+    assert "Rejected at the gates stage" in report.markdown()
+    assert rows(qsolve_home, "tiny") == []
+
+
+def test_a_history_case_that_cannot_be_priced_is_counted_not_recorded(prefect, qsolve_home, wf) -> None:
+    estimate = """
+
+def estimate(input, params):
+    if input['x'] == 2:
+        raise ValueError('too big to price')
+    return {'circuits': 1, 'shots': 100}
+"""
+    wf.write("workflow.py", GATE_FAILING + estimate)
+    wf.manifest["name"] = "priced"
+    wf.cases["cases"] = [
+        {"name": "one", "input": {"x": 1}, "target": "fake:fez@1.6", "expect": {"min_fidelity": 0.5}},
+        {"name": "two", "input": {"x": 2}},
+    ]
+    wf.save()
+    state, report = submit(wf.root)
+    assert state.is_completed(), report.markdown()
+    assert report.history.recorded == ["one"]
+    assert [(n.case, n.reason) for n in report.history.not_run] == [
+        (
+            "two",
+            "platform_error: the run could not be priced: estimate() failed: ValueError: too big to price",
+        )
+    ]
+    assert [r[0] for r in rows(qsolve_home, "priced")] == ["one"]
