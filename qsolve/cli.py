@@ -149,7 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_submit)
 
     from qsolve.receipts.commands import add_commands as add_receipt_commands
+    from storage.trackrecord.commands import add_commands as add_trackrecord_commands
 
+    add_trackrecord_commands(sub)
     add_receipt_commands(sub)
 
     p = sub.add_parser("check", help="the submission checks of every case, as the platform runs them")
