@@ -201,6 +201,9 @@ _EARLIER = [
 ]
 
 
+_NO_WRAP = {"case", "target", "version", "recorded", "accuracy"}
+
+
 def _section(console: Console, title: str, rows: list, columns: list) -> None:
     console.print()
     if not rows:
@@ -208,7 +211,7 @@ def _section(console: Console, title: str, rows: list, columns: list) -> None:
         return
     table = Table(title=title, title_justify="left", title_style="bold", header_style="bold")
     for name, _ in columns:
-        table.add_column(name, overflow="fold")
+        table.add_column(name, no_wrap=name in _NO_WRAP, overflow="fold")
     for r in rows:
         table.add_row(*(fn(r) for _, fn in columns))
     console.print(table)

@@ -136,6 +136,8 @@ def _csv_cell(v: Any) -> Any:
     v = _json_value(v)
     if v is None:
         return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
     if isinstance(v, dict | list):
         return json.dumps(v)
     return v

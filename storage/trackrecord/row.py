@@ -144,6 +144,8 @@ class TrackRecordRow(BaseModel):
         ``crash`` and ``timeout`` are the workflow's own failures and are recorded as failed. A platform
         failure raises :class:`NotRecorded`. ``run_seconds`` defaults to the methods' seconds summed,
         ``recorded_at`` to now (pass the run's finish time so that filing it again is the same row)."""
+        if status is not None:
+            status = str(getattr(status, "value", status))  # a str enum of the state database, or text
         if status in PLATFORM_FAILURES:
             raise NotRecorded(run_id, status)
         if status is None:

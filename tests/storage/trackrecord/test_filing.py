@@ -110,3 +110,16 @@ def test_small_older_files_are_merged(home):
     assert len(layout.files("o")) <= 2
     assert run_ids(home) == sorted([f"a{i}" for i in range(4)] + [f"b{i}" for i in range(4)])
     assert run_ids(home, "current") == ["b3"]
+
+
+def test_rows_filed_out_of_time_order_around_compactions(home):
+    file_rows([row("t10", minute=10)], home)
+    compact(home)
+    file_rows([row("t5", minute=5)], home)  # finished earlier, filed later
+    assert run_ids(home, "current") == ["t10"]
+    compact(home)
+    file_rows([row("t1", minute=1), row("t20", minute=20)], home)
+    assert run_ids(home, "current") == ["t20"]
+    compact(home)
+    assert run_ids(home, "current") == ["t20"]
+    assert run_ids(home, "history") == ["t1", "t10", "t5"]

@@ -93,3 +93,16 @@ def test_table_round_trip_has_the_fixed_schema():
         pa.types.is_timestamp(SCHEMA.field("recorded_at").type)
         and SCHEMA.field("recorded_at").type.tz == "UTC"
     )
+
+
+def test_status_may_be_the_state_databases_enum():
+    from enum import StrEnum
+
+    class Reason(StrEnum):
+        CRASH = "crash"
+        CANCELLED = "cancelled"
+
+    crashed = result(passed=False, message="FAIL RuntimeError: x")
+    assert TrackRecordRow.from_result(crashed, **KW, status=Reason.CRASH).status == "crash"
+    with pytest.raises(NotRecorded):
+        TrackRecordRow.from_result(crashed, **KW, status=Reason.CANCELLED)

@@ -26,8 +26,10 @@ def file_scenario(home, how: str) -> None:
 LAYOUTS = ["one batch", "overlapping batches", "compacted midway", "compacted"]
 
 
-@pytest.fixture(params=LAYOUTS)
-def con(request, home):
+@pytest.fixture(scope="module", params=LAYOUTS)
+def con(request, tmp_path_factory):
+    """The views over the scenario, filed one way; read only, so shared by the module's tests."""
+    home = tmp_path_factory.mktemp("home")
     file_scenario(home, request.param)
     c = connect(home)
     yield c

@@ -1,0 +1,263 @@
+"""The track record at scale (issue 4, item 6): filing, compaction, the ``current`` view, a page, a batch.
+
+For each size, in a fresh temporary QSOLVE_HOME: generates that many rows across many workflows,
+versions, cases and targets (2,000 workflows at 1e7, 4 versions each published in turn, 20 cases, sim-,
+fake: and ibm: targets), files them in batches of 250,000 rows, compacts, and measures
+
+- rows filed per second (Arrow batches through ``file_table``) and bytes per row on disk;
+- the compaction that merges the batches (what a maintenance pass runs);
+- ``SELECT * FROM current`` materialised as an Arrow table, and ``count(*)`` over it;
+- a workflow page (``page(name)``: one workflow's rows read, every view built over them);
+- filing a batch of 20 runs (``TrackRecordRow.from_result`` then ``file_rows``), median of 20;
+- for scale, ``count(*)`` over ``rows`` (every run once, copies ranked), ``current`` before compacting,
+  and a maintenance pass's compaction (the heads rewritten with 21 new batch files).
+
+    python bench/trackrecord.py [--rows 1e6,1e7] [--keep]
+
+Targets on this machine: ``current`` over 1e7 rows under 2 s; filing 20 runs under 200 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import binascii
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from qsolve.results import CaseResult, MethodOutcome  # noqa: E402
+from storage.trackrecord import (  # noqa: E402
+    SCHEMA,
+    Layout,
+    TrackRecordRow,
+    compact,
+    connect,
+    file_rows,
+    file_table,
+    page,
+)
+
+CHUNK = 250_000
+CASES, VERSIONS = 20, 4
+TARGETS = np.array(["sim-cpu", "fake:fez@1.6", "ibm:ibm_fez", "ibm:ibm_torino"])
+DEVICES = np.array(["aer_simulator", "fake_fez", "ibm_fez", "ibm_torino"])
+TARGET_SHARE = [0.6, 0.25, 0.1, 0.05]
+T0_US = 1_767_225_600_000_000  # 2026-01-01
+SPAN_US = 3.0e13  # about a year
+CURRENT_LIMIT_S, BATCH_LIMIT_S = 2.0, 0.2
+
+
+def _numbered(prefix: str, start: int, n: int, width: int) -> pa.Array:
+    digits = pc.utf8_lpad(pa.array(np.arange(start, start + n)).cast(pa.string()), width, "0")
+    return pc.binary_join_element_wise(pa.scalar(prefix), digits, "")
+
+
+def _hex_digests(rng: np.random.Generator, n: int) -> pa.Array:
+    text = binascii.hexlify(rng.bytes(32 * n))
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(64), n, [None, pa.py_buffer(text)])
+    return fixed.cast(pa.binary()).cast(pa.string())
+
+
+def synthetic(start: int, n: int, total: int, rng: np.random.Generator) -> pa.Table:
+    """Rows ``start`` to ``start + n`` of ``total``, in time order; versions are published in turn."""
+    workflows = max(10, total // 5000)
+    frac = np.arange(start, start + n) / total
+    w = rng.integers(0, workflows, n)
+    v = np.minimum(VERSIONS - 1, (frac * VERSIONS + rng.random(n) * 0.2).astype(int))
+    t = rng.choice(len(TARGETS), n, p=TARGET_SHARE)
+    passed = rng.random(n) < 0.85
+    accuracy = 1 - rng.random(n) * 0.1
+    hardware = t >= 2
+    columns = {
+        "workflow": _numbered("wf-", 0, workflows, 5).take(pa.array(w)),
+        "version": pc.binary_join_element_wise(
+            pa.scalar("1."), pa.array(v).cast(pa.string()), pa.scalar(".0"), ""
+        ),
+        "case_name": _numbered("case-", 0, CASES, 3).take(pa.array(rng.integers(0, CASES, n))),
+        "target": pa.array(TARGETS[t]),
+        "device": pa.array(DEVICES[t]),
+        "source": pa.array(np.where(hardware, "hardware", "history")),
+        "run_id": _numbered("run-", start, n, 12),
+        "recorded_at": pa.array(
+            (T0_US + frac * SPAN_US + rng.integers(0, 1_000_000, n)).astype("int64"),
+            pa.timestamp("us", "UTC"),
+        ),
+        "status": pa.array(np.where(passed, "passed", "failed")),
+        "passed": pa.array(passed),
+        "message": pa.array(np.where(passed, None, "fidelity 0.91 < 0.97"), pa.string()),
+        "quantum": pa.array(-rng.random(n) * 10),
+        "baseline": pa.array(-rng.random(n) * 10),
+        "gap": pa.array(rng.random(n) * 0.05),
+        "abs_error": pa.array(rng.random(n) * 0.1),
+        "accuracy": pa.array(accuracy),
+        "accuracy_pm": pa.nulls(n, pa.float64()),
+        "verdict": pa.array(
+            np.where(accuracy > 0.95, "Matches the best classical answer", "Below the best classical answer")
+        ),
+        "fidelity": pa.array(np.where(t == 0, np.nan, 0.9 + rng.random(n) * 0.1)),
+        "coverage": pa.array(np.ones(n)),
+        "postselection": pa.nulls(n, pa.float64()),
+        "max_two_qubit_gates": pa.array(rng.integers(4, 60, n)),
+        "circuits": pa.array(rng.integers(1, 30, n)),
+        "shots": pa.array(rng.integers(1, 30, n) * 1000),
+        "run_seconds": pa.array(rng.random(n) * 30),
+        "credits": pa.array(np.round(rng.random(n) * 20, 3)),
+        "seed": pa.array(rng.integers(0, 5, n)),
+        "params": pa.array(
+            np.array(['{"layers":1,"shots":4000}', '{"layers":2,"shots":4000}', '{"shots":20000}'])[
+                rng.integers(0, 3, n)
+            ]
+        ),
+        "result_hash": _hex_digests(rng, n),
+        "receipt_digest": pa.array([""]).take(pa.array(np.zeros(n, dtype=np.int64))),
+    }
+    table = pa.table(columns)
+    fidelity = table.column("fidelity")
+    table = table.set_column(
+        table.schema.get_field_index("fidelity"), "fidelity", pc.if_else(pc.is_nan(fidelity), None, fidelity)
+    )
+    return table.cast(SCHEMA)
+
+
+def _timed(fn: Callable[[], object], repeat: int = 3) -> float:
+    """The median wall time of ``repeat`` calls, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _batch(i: int) -> list[TrackRecordRow]:
+    rows = []
+    for j in range(20):
+        result = CaseResult(
+            name=f"case-{j:03d}",
+            target="sim-cpu",
+            seed=1,
+            params={"shots": 4000, "layers": 1},
+            passed=True,
+            message=None,
+            quantum=-9.0,
+            baseline=-9.0,
+            gap=0.0,
+            abs_error=0.0,
+            accuracy=1.0,
+            verdict="Matches the best classical answer",
+            circuits=2,
+            shots=8000,
+            methods=[MethodOutcome(name="qaoa", kind="quantum", objective=-9.0, seconds=1.0)],
+        ).with_hash()
+        rows.append(
+            TrackRecordRow.from_result(
+                result,
+                workflow="wf-00001",
+                version="1.3.0",
+                source="history",
+                run_id=f"bench-{i:04d}-{j:02d}",
+                device="aer_simulator",
+                credits=0.4,
+            )
+        )
+    return rows
+
+
+def measure(total: int, home: Path) -> dict[str, float]:
+    rng = np.random.default_rng(total)
+    figures: dict[str, float] = {}
+    filing = 0.0
+    for start in range(0, total, CHUNK):
+        table = synthetic(start, min(CHUNK, total - start), total, rng)
+        began = time.perf_counter()
+        file_table(table, home)
+        filing += time.perf_counter() - began
+    figures["rows filed per second"] = total / filing
+    layout = Layout(home)
+
+    def current_arrow() -> None:
+        con = connect(home)
+        con.sql("SELECT * FROM current").to_arrow_table()
+        con.close()
+
+    def count(view: str) -> Callable[[], None]:
+        def run() -> None:
+            con = connect(home)
+            con.sql(f"SELECT count(*) FROM {view}").fetchall()
+            con.close()
+
+        return run
+
+    figures["current, before compacting: count(*) s"] = _timed(count("current"), repeat=1)
+    began = time.perf_counter()
+    compact(home)
+    figures["compaction s"] = time.perf_counter() - began
+    figures["bytes per row"] = sum(p.stat().st_size for p in layout.files()) / total
+    figures["current: SELECT * as Arrow s"] = _timed(current_arrow)
+    figures["current: count(*) s"] = _timed(count("current"))
+    figures["workflow page s"] = _timed(lambda: page("wf-00007", home=home))
+    figures["rows: count(*) s"] = _timed(count("rows"), repeat=1)
+    batches = [_batch(i) for i in range(21)]
+    file_rows(batches[0], home)
+    times = []
+    for rows in batches[1:]:
+        began = time.perf_counter()
+        file_rows(rows, home)
+        times.append(time.perf_counter() - began)
+    figures["filing 20 runs s"] = statistics.median(times)
+    figures["filing 20 runs, worst s"] = max(times)
+    figures["current after 21 more batch files: SELECT * s"] = _timed(current_arrow)
+    began = time.perf_counter()
+    compact(home)
+    figures["compaction of those 21 batch files s"] = time.perf_counter() - began
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="1e6,1e7", help="sizes, comma-separated (default 1e6,1e7)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary homes")
+    args = parser.parse_args()
+    sizes = [int(float(s)) for s in args.rows.split(",")]
+    results = {}
+    for total in sizes:
+        home = Path(tempfile.mkdtemp(prefix=f"qsolve-bench-trackrecord-{total}-"))
+        try:
+            print(f"{total:,} rows in {home} ...", flush=True)
+            results[total] = measure(total, home)
+        finally:
+            if not args.keep:
+                shutil.rmtree(home, ignore_errors=True)
+    names = list(next(iter(results.values())))
+    print()
+    print(f"{'':48}" + "".join(f"{f'{n:,} rows':>17}" for n in sizes))
+    for name in names:
+        print(f"{name:48}" + "".join(f"{results[n][name]:>17,.3f}" for n in sizes))
+    print()
+    largest = max(sizes)
+    current = results[largest]["current: SELECT * as Arrow s"]
+    batch = max(r["filing 20 runs s"] for r in results.values())
+    print(
+        f"target: current over {largest:,} rows under {CURRENT_LIMIT_S} s: {current:.3f} s "
+        f"({current / CURRENT_LIMIT_S:.0%} of the limit)"
+    )
+    print(
+        f"target: filing 20 runs under {BATCH_LIMIT_S * 1000:.0f} ms: {batch * 1000:.1f} ms "
+        f"({batch / BATCH_LIMIT_S:.0%} of the limit)"
+    )
+
+
+if __name__ == "__main__":
+    main()
