@@ -6,6 +6,7 @@ This runs workflow code; the platform runs it only inside the sandbox (:mod:`qso
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -40,10 +41,12 @@ class _Runner:
         self.workflow, self.target = workflow, target
         self.module: ModuleType | None = None
         self.import_error: BaseException | None = None
+        start = time.perf_counter()
         try:
             self.module = load_module(workflow.module_path)
         except (Exception, SystemExit) as e:
             self.import_error = e
+        self.import_seconds = time.perf_counter() - start  # the workflow's own top-level code
 
     def run(self, case: Case) -> CaseResult:
         if self.import_error is not None:
@@ -106,6 +109,7 @@ def run_gates(
         emit({"event": "rerun", "name": first.name})
         inputs.rerun = runner.run(first)
         inputs.estimate, inputs.estimate_error = runner.estimate(first)
+    inputs.module_seconds = runner.import_seconds
     return inputs
 
 
@@ -137,5 +141,9 @@ def gate_report(inputs: GateInputs) -> dict[str, Any]:
     return {
         "gates": [g.model_dump(mode="json") for g in judge(inputs)],
         "cases": [r.model_dump(mode="json") for r in inputs.results],
-        "timing": {"methods_s": sum(m.seconds for m in methods) - scoring, "scoring_s": scoring},
+        "timing": {
+            "methods_s": sum(m.seconds for m in methods) - scoring,
+            "scoring_s": scoring,
+            "module_s": inputs.module_seconds,
+        },
     }

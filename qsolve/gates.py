@@ -46,6 +46,7 @@ class GateInputs:
     estimate: dict[str, Any] | None = None  # what estimate() said for the first case that ran
     estimate_error: str | None = None
     died: str | None = None  # why the sandbox job died, when it did
+    module_seconds: float = 0.0  # importing the workflow's module
 
     @property
     def first_ran(self) -> CaseResult | None:

@@ -16,7 +16,7 @@ from qiskit.circuit import ControlFlowOp
 from qiskit_aer import AerSimulator
 
 from qsolve.results import CircuitRecord
-from qsolve.targets.sim_cpu import native_gates
+from qsolve.targets.sim_cpu import NATIVE, native_gates
 
 MAX_SCORED_QUBITS = 20
 NON_UNITARY = {"reset", "initialize"}
@@ -72,8 +72,17 @@ def ideal_distributions(
     circuits: Sequence[QuantumCircuit], measured: Sequence[list[int]]
 ) -> list[np.ndarray]:
     """Exact outcome probabilities of each circuit, index = the outcome read as a binary number (clbit 0
-    lowest), computed by Aer's statevector simulator in one batch."""
-    unitary = native_gates().run([c.remove_final_measurements(inplace=False) for c in circuits])
+    lowest), computed by Aer's statevector simulator in one batch. The circuits' measurements are all
+    final (scorable circuits have no other), so dropping them leaves the unitary part."""
+    unitary = []
+    for circuit in circuits:
+        u = circuit.copy_empty_like()
+        for inst in circuit.data:
+            if inst.operation.name not in ("measure", "barrier"):
+                u._append(inst)
+        unitary.append(u)
+    if any(inst.operation.name not in NATIVE for u in unitary for inst in u.data):
+        unitary = native_gates().run(unitary)
     for circuit, qubits in zip(unitary, measured, strict=True):
         circuit.save_probabilities(qubits=qubits, label="p")
     result = _statevector().run(unitary, shots=1).result()
@@ -139,27 +148,27 @@ def record(
     scorable = []
     for i, (circuit, sent) in enumerate(zip(circuits, transpiled, strict=True)):
         base = {"qubits": circuit.num_qubits, "two_qubit_gates": two_qubit_gates(sent), "shots": shots}
-        why = _unscorable(circuit)
+        measured = final_measurements(circuit)
+        why = _unscorable(circuit, measured)
         out.append(CircuitRecord(**base, unscored=why) if why else None)
         if not why:
-            scorable.append((i, base))
+            scorable.append((i, base, measured))
     if scorable:
-        chosen = [circuits[i] for i, _ in scorable]
-        ideals = ideal_distributions(chosen, [final_measurements(c) for c in chosen])
-        for (i, base), ideal in zip(scorable, ideals, strict=True):
+        ideals = ideal_distributions([circuits[i] for i, _, _ in scorable], [m for _, _, m in scorable])
+        for (i, base, measured), ideal in zip(scorable, ideals, strict=True):
             physical = final_measurements(transpiled[i])
-            observed = counts_vector(counts[i], len(physical))
+            observed = counts_vector(counts[i], len(measured))
             mitigated = nearest_probability(unfold_readout(observed, [confusion(q) for q in physical]))
             out[i] = CircuitRecord(**base, fidelity=hellinger_fidelity(ideal, mitigated))
     return out
 
 
-def _unscorable(circuit: QuantumCircuit) -> str | None:
+def _unscorable(circuit: QuantumCircuit, measured: list[int] | None) -> str | None:
     if circuit.num_qubits > MAX_SCORED_QUBITS:
         return f"{circuit.num_qubits} qubits (at most {MAX_SCORED_QUBITS} are scored)"
     if mid_circuit_measurement(circuit):
         return "mid-circuit measurement"
-    if final_measurements(circuit) is None:
+    if measured is None:
         return "not every classical bit is measured exactly once"
     if any(inst.operation.name in NON_UNITARY for inst in circuit.data):
         return "a reset or initialisation: no exact ideal distribution"

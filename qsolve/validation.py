@@ -29,6 +29,7 @@ class SandboxSummary(BaseModel):
     seconds: float
     methods_s: float | None = None  # inside the workflow's methods (circuit scoring not counted)
     scoring_s: float | None = None
+    module_s: float | None = None  # importing the workflow's module (its own top-level code)
     died: str | None = None
     log_tail: str = ""
 
@@ -95,6 +96,7 @@ def run_gates(
     if outcome.report is not None:
         report.sandbox.methods_s = outcome.report["timing"]["methods_s"]
         report.sandbox.scoring_s = outcome.report["timing"]["scoring_s"]
+        report.sandbox.module_s = outcome.report["timing"]["module_s"]
         report.gates = [GateResult.model_validate(g) for g in outcome.report["gates"]]
         report.cases = [CaseResult.model_validate(c) for c in outcome.report["cases"]]
     else:  # the job died: judge what needs no run, and fail cases_pass with why

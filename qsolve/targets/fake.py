@@ -67,31 +67,33 @@ class FakeDevice(Backend):
         self.device = self._backend.name
         self.name = f"fake:{device}@{scale:g}"
         self._readout = self._readout_errors()
-        self._sims: dict[tuple[int, ...], AerSimulator] = {}
+        self._sims: dict[frozenset, AerSimulator] = {}
 
     def pass_manager(self, seed: int) -> PassManager:
         return generate_preset_pass_manager(optimization_level=1, backend=self._backend, seed_transpiler=seed)
 
     def execute(self, transpiled: Sequence[QuantumCircuit], shots: int, seed: int) -> list[dict[str, int]]:
-        used = tuple(sorted({q for c in transpiled for q in _used_qubits(c)}))
-        compact = [_compact(c, used) for c in transpiled]
-        result = self._simulator(used).run(compact, shots=shots, seed_simulator=seed).result()
+        ops = frozenset(op for c in transpiled for op in _operations(c))
+        qubits = tuple(sorted({q for _, qargs in ops for q in qargs}))
+        compact = [_compact(c, qubits) for c in transpiled]
+        result = self._simulator(qubits, ops).run(compact, shots=shots, seed_simulator=seed).result()
         return [dict(result.get_counts(i)) for i in range(len(compact))]
 
     def confusion(self, qubit: int) -> np.ndarray:
         p1_given_0, p0_given_1 = self._readout[qubit]
         return np.array([[1 - p1_given_0, p0_given_1], [p1_given_0, 1 - p0_given_1]])
 
-    def noise_model(self, qubits: Sequence[int]) -> NoiseModel:
-        """The scaled noise of these physical qubits only, on qubits renumbered 0, 1, ... in that order."""
-        return self._simulator(tuple(qubits)).options.noise_model
+    def noise_model(self, circuits: Sequence[QuantumCircuit]) -> NoiseModel:
+        """The scaled noise of what these transpiled circuits use, on their qubits renumbered 0, 1, ..."""
+        ops = frozenset(op for c in circuits for op in _operations(c))
+        return self._simulator(tuple(sorted({q for _, qargs in ops for q in qargs})), ops).options.noise_model
 
-    def _simulator(self, qubits: tuple[int, ...]) -> AerSimulator:
-        if qubits not in self._sims:
-            self._sims[qubits] = AerSimulator(
-                noise_model=self._build_noise_model(qubits), max_parallel_threads=1
-            )
-        return self._sims[qubits]
+    def _simulator(self, qubits: tuple[int, ...], ops: frozenset) -> AerSimulator:
+        """One simulator per set of (instruction, physical qubits) used, built once."""
+        if ops not in self._sims:
+            model = self._build_noise_model(qubits, ops)
+            self._sims[ops] = AerSimulator(noise_model=model, max_parallel_threads=1)
+        return self._sims[ops]
 
     def _readout_errors(self) -> list[tuple[float, float]]:
         props = self._backend.properties()
@@ -106,7 +108,8 @@ class FakeDevice(Backend):
             out.append(tuple(min(p * self.scale, READOUT_CAP) for p in pair))
         return out
 
-    def _build_noise_model(self, qubits: tuple[int, ...]) -> NoiseModel:
+    def _build_noise_model(self, qubits: tuple[int, ...], ops: frozenset) -> NoiseModel:
+        """Errors of exactly the (instruction, qubits) pairs used: building each costs ~10 ms."""
         full = self._backend.target
         s = self.scale
         index = {q: i for i, q in enumerate(qubits)}
@@ -130,7 +133,7 @@ class FakeDevice(Backend):
                     error=None if ip.error is None else min(ip.error * s, _gate_cap(len(qargs))),
                 )
                 for qargs, ip in props.items()
-                if qargs is not None and ip is not None and all(q in index for q in qargs)
+                if ip is not None and (name, qargs) in ops
             }
             if kept:
                 small.add_instruction(op, kept)
@@ -145,12 +148,13 @@ class FakeDevice(Backend):
         return model
 
 
-def _used_qubits(circuit: QuantumCircuit) -> set[int]:
-    used: set[int] = set()
-    for inst in circuit.data:
-        if inst.operation.name != "barrier":
-            used.update(circuit.find_bit(q).index for q in inst.qubits)
-    return used
+def _operations(circuit: QuantumCircuit) -> set[tuple[str, tuple[int, ...]]]:
+    """The (instruction, physical qubits) pairs a transpiled circuit uses, barriers aside."""
+    return {
+        (inst.operation.name, tuple(circuit.find_bit(q).index for q in inst.qubits))
+        for inst in circuit.data
+        if inst.operation.name != "barrier"
+    }
 
 
 def _compact(circuit: QuantumCircuit, qubits: tuple[int, ...]) -> QuantumCircuit:

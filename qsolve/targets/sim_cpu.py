@@ -19,12 +19,19 @@ from qiskit_aer.backends.backend_utils import BASIS_GATES
 
 from qsolve.targets.base import Backend
 
+#: The standard gates Aer simulates natively, and the other instructions it takes.
+NATIVE = frozenset(set(BASIS_GATES["statevector"]) & set(get_standard_gate_name_mapping())) | {
+    "measure",
+    "reset",
+    "barrier",
+    "delay",
+}
+
 
 @cache
 def native_gates() -> PassManager:
     """A pass manager that writes a circuit in the standard gates Aer simulates natively."""
-    basis = sorted(set(BASIS_GATES["statevector"]) & set(get_standard_gate_name_mapping()))
-    basis += ["measure", "reset", "barrier", "delay"]
+    basis = sorted(NATIVE)
     return PassManager(
         [HighLevelSynthesis(basis_gates=basis), BasisTranslator(SessionEquivalenceLibrary, basis)]
     )
