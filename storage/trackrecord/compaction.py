@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from .filing import COMPRESSION, ROW_GROUP_ROWS, ensure_schema_file, fsync_folder, write_whole
 from .layout import BATCH, DATABASE, HEAD, OLDER, TEMPORARY_PREFIX, Layout
 from .row import COLUMNS, SCHEMA
-from .views import COPY_ORDER, GROUP, LATEST_ORDER, parquet_source, quiet
+from .views import COPY_ORDER, GROUP, LATEST_ORDER, parquet_source, session
 
 ORDER = f"{GROUP}, recorded_at, run_id"
 BATCH_ROWS = 1 << 17
@@ -59,7 +59,7 @@ def compact(
     inputs = layout.files(BATCH, HEAD)
     merged = heads = older = 0
     skipped = None
-    con = quiet(duckdb.connect())
+    con = session(duckdb.connect())
     try:
         if len(inputs) > 1 or layout.files(BATCH):
             try:

@@ -22,7 +22,7 @@ from .errors import UnknownWorkflow
 from .filing import ensure_schema_file
 from .layout import BATCH, HEAD, OLDER, Layout
 from .row import COLUMNS, TrackRecordRow
-from .views import Sources, create_views, parquet_source, quiet
+from .views import Sources, create_views, parquet_source, session
 
 ROW_COLUMNS = ", ".join(name for name, _, _ in COLUMNS)
 
@@ -55,7 +55,7 @@ def page(name: str, version: str | None = None, home: Path | str | None = None) 
     """The page of workflow ``name``; raises :class:`UnknownWorkflow` when it (or ``version``) has no rows."""
     layout = Layout(home)
     ensure_schema_file(layout)
-    con = quiet(duckdb.connect())
+    con = session(duckdb.connect())
     try:
         source = parquet_source(layout.globs(BATCH, HEAD, OLDER))
         con.execute(f"CREATE TEMP TABLE page_filed AS SELECT * FROM {source} WHERE workflow = ?", [name])

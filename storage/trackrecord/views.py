@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,8 +154,10 @@ def create_views(
         con.execute(f"CREATE OR REPLACE {kind} {name} AS {select}")
 
 
-def quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+def session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """No progress bar; times in UTC, whatever the machine's zone, so outputs are the same everywhere."""
     con.execute("SET enable_progress_bar = false")
+    con.execute("SET TimeZone = 'UTC'")
     return con
 
 
@@ -167,7 +168,7 @@ def connect(home: Path | str | Layout | None = None) -> duckdb.DuckDBPyConnectio
 
     layout = home if isinstance(home, Layout) else Layout(home)
     ensure_schema_file(layout)
-    con = quiet(duckdb.connect())
+    con = session(duckdb.connect())
     create_views(con, Sources.of(layout), temp=True)
     return con
 
@@ -190,7 +191,7 @@ def ensure_views(home: Path | str | Layout | None = None, *, force: bool = False
         _fresh.add(key)
         return False
     tmp = layout.home / f"{TEMPORARY_PREFIX}{layout.database.name}.{os.getpid()}.{secrets.token_hex(4)}"
-    con = quiet(duckdb.connect(str(tmp)))
+    con = session(duckdb.connect(str(tmp)))
     try:
         create_views(con, Sources.of(layout))
         con.execute(f"CREATE TABLE {META_TABLE} (key VARCHAR PRIMARY KEY, value VARCHAR)")
@@ -216,8 +217,10 @@ def _up_to_date(layout: Layout) -> bool:
         return False
     try:
         con = duckdb.connect(str(layout.database), read_only=True)
+    except duckdb.IOException as e:  # held open for writing by someone: leave it (its views read the
+        return "lock" in str(e).lower()  # same files); any other failure: build it again
     except duckdb.Error:
-        return True  # held open for writing by someone: leave it; its views read the same files
+        return False  # not a database this DuckDB reads: build it again
     try:
         meta = dict(con.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
     except duckdb.Error:
@@ -225,12 +228,3 @@ def _up_to_date(layout: Layout) -> bool:
     finally:
         con.close()
     return meta.get("views_version") == VIEWS_VERSION and meta.get("folder") == str(layout.folder)
-
-
-@contextlib.contextmanager
-def connection(home: Path | str | Layout | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    con = connect(home)
-    try:
-        yield con
-    finally:
-        con.close()

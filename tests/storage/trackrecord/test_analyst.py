@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from storage.trackrecord import compact, ensure_views, file_rows
+from storage.trackrecord import compact, ensure_views, file_rows, views
 
 from .builders import EXPECTED, EXPECTED_CARDS, row, scenario
 
@@ -75,8 +75,19 @@ def test_a_moved_home_gets_its_views_rebuilt(home, tmp_path):
 def test_filing_does_not_wait_for_an_analyst_holding_the_database(home):
     file_rows([row("a")], home)
     held = duckdb.connect(str(home / "trackrecord.duckdb"))  # read-write: an exclusive lock
+    views._fresh.clear()  # as a new filing process would find it
     try:
         file_rows([row("b")], home)
         assert held.sql("SELECT run_id FROM rows ORDER BY 1").fetchall() == [("a",), ("b",)]
     finally:
         held.close()
+
+
+def test_a_database_that_does_not_read_is_rebuilt(home):
+    file_rows([row("a")], home)
+    (home / "trackrecord.duckdb").write_bytes(b"not a database")
+    views._fresh.clear()  # as a new process would find it
+    assert ensure_views(home)
+    con = duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True)
+    assert con.sql("SELECT run_id FROM rows").fetchall() == [("a",)]
+    con.close()
