@@ -2,25 +2,59 @@
 the DuckDB views over them (issue 4; DESIGN.md §6; benchmarks-and-gates.md, "How results enter the
 track record" and "What the workflow page shows").
 
-    row          TrackRecordRow, the fixed Arrow schema
-    layout       where the files live and how they are named
-    filing       file_rows / file_table: whole files, never rewritten, the same runs never twice
-    compaction   compact: merge batch files, keep the latest rows apart (what makes ``current`` quick)
-    views        the views, in trackrecord.duckdb for analysts and in memory for the commands
-    page         the workflow page's four sections, headline accuracy and verdicts
-    query        SQL over the views, as a table, CSV, JSON or Parquet
-    commands     ``qsolve query`` and ``qsolve page`` (add_commands)
-    errors       the error tree
+    row            TrackRecordRow, the fixed Arrow schema
+    layout         where the files live and how they are named
+    filing         file_rows / file_table: whole files, never rewritten, the same runs never twice
+    compaction     compact: merge batch files, keep the latest rows apart (what makes ``current`` quick)
+    views          the views, in trackrecord.duckdb for analysts and in memory for the commands
+    workflow_page  page: the workflow page's four sections, headline accuracy and verdicts
+    sql            query: SQL over the views, as a table, CSV, JSON or Parquet
+    commands       ``qsolve query`` and ``qsolve page`` (add_commands)
+    errors         the error tree
 """
 
-from .compaction import Compacted, compact
-from .errors import NotRecorded, QueryFailed, TrackRecordError, UnknownWorkflow
-from .filing import Filed, file_rows, file_table
-from .layout import Layout, qsolve_home
-from .page import WorkflowPage, page, render_page
-from .query import FORMATS, query
-from .row import SCHEMA, TrackRecordRow
-from .views import connect, ensure_views
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Names load on first use, so that ``qsolve`` building its parser (commands.add_commands) loads neither
+# DuckDB nor Arrow: each name is found in its module.
+_HOMES = {
+    "Compacted": "compaction",
+    "compact": "compaction",
+    "NotRecorded": "errors",
+    "QueryFailed": "errors",
+    "TrackRecordError": "errors",
+    "UnknownWorkflow": "errors",
+    "Filed": "filing",
+    "file_rows": "filing",
+    "file_table": "filing",
+    "Layout": "layout",
+    "qsolve_home": "layout",
+    "WorkflowPage": "workflow_page",
+    "page": "workflow_page",
+    "render_page": "workflow_page",
+    "FORMATS": "sql",
+    "query": "sql",
+    "SCHEMA": "row",
+    "TrackRecordRow": "row",
+    "connect": "views",
+    "ensure_views": "views",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "Compacted",

@@ -16,9 +16,9 @@ import sys
 from typing import Any
 
 from .errors import QueryFailed, UnknownWorkflow
-from .query import FORMATS
 
 EXIT_OK, EXIT_USAGE = 0, 2
+FORMATS = ("table", "csv", "json", "parquet")  # sql.FORMATS, here so the parser loads no DuckDB
 
 
 def add_commands(subparsers: Any) -> None:
@@ -52,7 +52,7 @@ def _fail(command: str, message: str) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from .query import query
+    from .sql import query
 
     if args.format == "parquet" and args.output is None and sys.stdout.isatty():
         return _fail("query", "--format parquet writes binary: give --output PATH or pipe it")
@@ -68,7 +68,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_page(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from .page import page, render_page
+    from .workflow_page import page, render_page
 
     try:
         p = page(args.name, args.version)

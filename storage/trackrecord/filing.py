@@ -10,10 +10,13 @@ track record": the track record is never duplicated).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,8 +96,25 @@ def write_parquet(table: pa.Table, f: BinaryIO) -> None:
 def ensure_schema_file(layout: Layout) -> None:
     """The empty file the views read first, so they bind to the fixed schema with no runs filed."""
     if not layout.schema_file.exists():
-        layout.folder.mkdir(parents=True, exist_ok=True)
+        layout.schema_file.parent.mkdir(parents=True, exist_ok=True)
         write_whole(layout.schema_file, lambda f: write_parquet(SCHEMA.empty_table(), f))
+
+
+_reading_schema: list[Path] = []
+
+
+def for_reading(layout: Layout) -> Layout:
+    """``layout``, or, where nothing was ever filed, the same layout with its schema file in a temporary
+    folder of this process: reading (``qsolve query``, ``qsolve page``) creates nothing in the home."""
+    if layout.schema_file.exists():
+        return layout
+    if not _reading_schema:
+        folder = Path(tempfile.mkdtemp(prefix="qsolve-trackrecord-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _reading_schema.append(folder / layout.schema_file.name)
+    reading = Layout(layout.home, schema_file=_reading_schema[0])
+    ensure_schema_file(reading)
+    return reading
 
 
 def write_whole(path: Path, write: Callable[[BinaryIO], None]) -> bool:

@@ -31,6 +31,7 @@ FOLDER = "trackrecord"
 DATABASE = "trackrecord.duckdb"
 TEMPORARY_PREFIX = ".tmp-"
 BATCH, HEAD, OLDER = "b", "h", "o"
+SCHEMA_FILE = f"schema-v{SCHEMA_VERSION}.parquet"
 
 
 def qsolve_home(home: Path | str | None = None) -> Path:
@@ -43,11 +44,11 @@ def qsolve_home(home: Path | str | None = None) -> Path:
 class Layout:
     """The track record's paths under one ``QSOLVE_HOME``."""
 
-    def __init__(self, home: Path | str | None = None) -> None:
+    def __init__(self, home: Path | str | None = None, *, schema_file: Path | None = None) -> None:
         self.home = qsolve_home(home)
         self.folder = self.home / FOLDER
         self.database = self.home / DATABASE
-        self.schema_file = self.folder / f"schema-v{SCHEMA_VERSION}.parquet"
+        self.schema_file = schema_file or self.folder / SCHEMA_FILE
 
     def data_file(self, kind: str, run_ids: Iterable[str]) -> Path:
         return self.folder / f"{kind}-{run_ids_digest(run_ids)}.parquet"

@@ -164,10 +164,9 @@ def session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 def connect(home: Path | str | Layout | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with every view over the Parquet files (no lock on ``trackrecord.duckdb``,
     so an analyst holding it open never blocks ``qsolve query``)."""
-    from .filing import ensure_schema_file
+    from .filing import for_reading
 
-    layout = home if isinstance(home, Layout) else Layout(home)
-    ensure_schema_file(layout)
+    layout = for_reading(home if isinstance(home, Layout) else Layout(home))
     con = session(duckdb.connect())
     create_views(con, Sources.of(layout), temp=True)
     return con

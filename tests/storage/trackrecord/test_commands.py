@@ -126,3 +126,10 @@ def test_no_prefect_is_imported():
     repo = Path(__file__).resolve().parents[3]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=repo)
     assert done.stdout == "False\n", done.stderr
+
+
+def test_reading_an_empty_home_creates_nothing(home, capsys):
+    assert run("query", "SELECT * FROM workflow_cards") == 0
+    assert "0 rows" in capsys.readouterr().out
+    assert run("page", "max-cut") == 2
+    assert not home.exists()

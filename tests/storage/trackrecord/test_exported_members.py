@@ -1,13 +1,40 @@
-import types
+import importlib
+import subprocess
+import sys
+from pathlib import Path
 
 import storage.trackrecord as trackrecord
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_exported_members():
     assert trackrecord.__all__ == sorted(trackrecord.__all__)
-    public = {
-        n
-        for n in dir(trackrecord)
-        if not n.startswith("_") and not isinstance(getattr(trackrecord, n), types.ModuleType)
-    }
-    assert public == set(trackrecord.__all__)
+    for name in trackrecord.__all__:
+        value = getattr(trackrecord, name)
+        assert getattr(value, "__module__", "storage.trackrecord").startswith("storage.trackrecord"), name
+    assert set(trackrecord.__all__) <= set(dir(trackrecord))
+
+
+def test_page_and_query_are_the_functions_whatever_was_imported_first():
+    importlib.import_module("storage.trackrecord.workflow_page")
+    importlib.import_module("storage.trackrecord.sql")
+    from storage.trackrecord import page, query
+
+    assert callable(page) and page.__name__ == "page"
+    assert callable(query) and query.__name__ == "query"
+
+
+PARSER_ONLY = """
+import argparse, sys
+from storage.trackrecord.commands import FORMATS, add_commands
+add_commands(argparse.ArgumentParser().add_subparsers())
+heavy = [m for m in ("duckdb", "pyarrow", "prefect") if m in sys.modules]
+from storage.trackrecord.sql import FORMATS as SQL_FORMATS
+print(heavy, FORMATS == SQL_FORMATS)
+"""
+
+
+def test_the_command_line_parser_loads_no_duckdb_or_arrow():
+    done = subprocess.run([sys.executable, "-c", PARSER_ONLY], capture_output=True, text=True, cwd=REPO)
+    assert done.stdout == "[] True\n", done.stderr

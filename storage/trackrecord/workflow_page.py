@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .errors import UnknownWorkflow
-from .filing import ensure_schema_file
+from .filing import for_reading
 from .layout import BATCH, HEAD, OLDER, Layout
 from .row import COLUMNS, TrackRecordRow
 from .views import Sources, create_views, parquet_source, session
@@ -53,8 +53,7 @@ class WorkflowPage(BaseModel):
 
 def page(name: str, version: str | None = None, home: Path | str | None = None) -> WorkflowPage:
     """The page of workflow ``name``; raises :class:`UnknownWorkflow` when it (or ``version``) has no rows."""
-    layout = Layout(home)
-    ensure_schema_file(layout)
+    layout = for_reading(Layout(home))
     con = session(duckdb.connect())
     try:
         source = parquet_source(layout.globs(BATCH, HEAD, OLDER))
