@@ -16,19 +16,13 @@ from pathlib import Path
 import nacl.signing
 
 from qsolve.errors import QsolveError
+from qsolve.home import qsolve_home
 
 KEY_FILE = "receipt-ed25519.seed"
-HOME_VARIABLE = "QSOLVE_HOME"
-DEFAULT_HOME = ".qsolve"
 
 
 class KeyFileExposed(QsolveError):
     """The key file (or its folder) can be read by someone other than its owner, or does not read."""
-
-
-def qsolve_home() -> Path:
-    """``QSOLVE_HOME``, by default ``./.qsolve``."""
-    return Path(os.environ.get(HOME_VARIABLE) or DEFAULT_HOME)
 
 
 class HostKey:

@@ -16,18 +16,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from qsolve.home import qsolve_home
 from storage.state._errors import UnpricedTarget
 from storage.state._models import MICRO, RunLimits, Source, from_micro, to_micro
 
-HOME_VARIABLE = "QSOLVE_HOME"
-DEFAULT_HOME = ".qsolve"
 DATABASE_URL_VARIABLE = "QSOLVE_DATABASE_URL"
 CREDITS_FILE_VARIABLE = "QSOLVE_CREDITS_FILE"
-
-
-def qsolve_home() -> Path:
-    """``QSOLVE_HOME``, by default ``./.qsolve``."""
-    return Path(os.environ.get(HOME_VARIABLE) or DEFAULT_HOME)
 
 
 class Price(BaseModel):

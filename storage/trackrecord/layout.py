@@ -17,16 +17,15 @@ keeps it so), which is what makes ``current`` quick.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from blake3 import blake3
 
+from qsolve.home import qsolve_home as core_home
+
 from .row import SCHEMA_VERSION
 
-HOME_VARIABLE = "QSOLVE_HOME"
-DEFAULT_HOME = ".qsolve"
 FOLDER = "trackrecord"
 DATABASE = "trackrecord.duckdb"
 TEMPORARY_PREFIX = ".tmp-"
@@ -35,10 +34,8 @@ SCHEMA_FILE = f"schema-v{SCHEMA_VERSION}.parquet"
 
 
 def qsolve_home(home: Path | str | None = None) -> Path:
-    """``home`` if given, else ``QSOLVE_HOME``, else ``./.qsolve``; always absolute."""
-    if home is None:
-        home = os.environ.get(HOME_VARIABLE) or DEFAULT_HOME
-    return Path(home).expanduser().absolute()
+    """The home (:func:`qsolve.home.qsolve_home`), always absolute: the views name files by path."""
+    return core_home(home).absolute()
 
 
 class Layout:

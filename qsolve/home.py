@@ -1,0 +1,16 @@
+"""Where everything lives: ``QSOLVE_HOME``, by default ``./.qsolve`` (DESIGN.md §6)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+HOME_VARIABLE = "QSOLVE_HOME"
+DEFAULT_HOME = ".qsolve"
+
+
+def qsolve_home(home: Path | str | None = None) -> Path:
+    """``home`` if given, else ``QSOLVE_HOME``, else ``./.qsolve`` (relative to the working directory)."""
+    if home is None:
+        home = os.environ.get(HOME_VARIABLE) or DEFAULT_HOME
+    return Path(home).expanduser()
