@@ -52,15 +52,7 @@ def run_case(
             run_method(module, m, input, params, case.seed, backend, output_schema) for m in manifest.methods
         ]
     except Exception as e:  # the case raised before it had a result
-        return CaseResult(
-            name=case.name,
-            target=target,
-            seed=case.seed,
-            params=case.params,
-            passed=False,
-            message=f"FAIL {type(e).__name__}: {e}",
-            ran=False,
-        ).with_hash()
+        return CaseResult.failed(case, target, f"{type(e).__name__}: {e}")
     return decide(manifest, case, target, params, outcomes)
 
 

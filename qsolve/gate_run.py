@@ -25,15 +25,7 @@ Emit = Callable[[dict[str, Any]], None]
 
 
 def _failed(case: Case, target: str, e: BaseException) -> CaseResult:
-    return CaseResult(
-        name=case.name,
-        target=case.target or target,
-        seed=case.seed,
-        params=case.params,
-        passed=False,
-        message=f"FAIL {type(e).__name__}: {e}",
-        ran=False,
-    ).with_hash()
+    return CaseResult.failed(case, case.target or target, f"{type(e).__name__}: {e}")
 
 
 class _Runner:

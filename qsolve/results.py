@@ -102,6 +102,19 @@ class CaseResult(BaseModel):
     ran: bool = True  # False when the case raised before it had a result
     result_hash: str = ""
 
+    @classmethod
+    def failed(cls, case: Any, target: str, message: str) -> CaseResult:
+        """The result of a case that raised (or died) before it had one: ``FAIL <Type>: <message>``."""
+        return cls(
+            name=case.name,
+            target=target,
+            seed=case.seed,
+            params=case.params,
+            passed=False,
+            message=f"FAIL {message}",
+            ran=False,
+        ).with_hash()
+
     def with_hash(self) -> CaseResult:
         return self.model_copy(update={"result_hash": result_hash(self)})
 

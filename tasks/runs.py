@@ -128,15 +128,7 @@ def run_case(
         timed_out = outcome.died and "time limit" in outcome.died
         reason = FailureReason.TIMEOUT if timed_out else FailureReason.CRASH
         settled = db.settle(run.id, db.get_hold(run.id).amount)  # the time was used: charge the hold
-        result = CaseResult(
-            name=case.name,
-            target=target,
-            seed=case.seed,
-            params=case.params,
-            passed=False,
-            message=f"FAIL {reason.value}: {outcome.died}",
-            ran=False,
-        ).with_hash()
+        result = CaseResult.failed(case, target, f"{reason.value}: {outcome.died}")
         db.finish_run(
             run.id,
             RunStatus.FAILED,

@@ -122,3 +122,11 @@ def estimate(input, params):
         )
     ]
     assert [r[0] for r in rows(qsolve_home, "priced")] == ["one"]
+
+
+def test_a_history_stage_that_fails_as_a_whole_shows_as_skipped(prefect) -> None:
+    from flows.submission import _history
+
+    outcome = _history("never-published", "0.0.1")
+    assert outcome.status == "skipped"
+    assert outcome.message.startswith("NotFound: no published version never-published 0.0.1")
