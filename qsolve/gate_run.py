@@ -19,6 +19,7 @@ from qsolve.errors import WorkflowInvalid
 from qsolve.gates import GateInputs, judge
 from qsolve.module_loader import load_module
 from qsolve.results import CaseResult
+from qsolve.targets import prefetch
 from qsolve.workflow import Workflow, load_workflow
 
 Emit = Callable[[dict[str, Any]], None]
@@ -78,8 +79,11 @@ def run_gates(
     except WorkflowInvalid as e:
         inputs.load_issues = e.issues
         return inputs
-    runner = _Runner(inputs.workflow, target)
     cases = [c for c in inputs.workflow.cases.cases if only_case is None or c.name == only_case]
+    for spec in {c.target or target for c in cases}:
+        if spec.startswith("fake:"):
+            prefetch(spec)  # loading a fake device overlaps the workflow's import and the first cases
+    runner = _Runner(inputs.workflow, target)
     ran: list[Case] = []
     for i, case in enumerate(cases):
         emit({"event": "case", "index": i, "total": len(cases), "name": case.name})

@@ -8,8 +8,10 @@ provider:<name>              a device brought over wai.quantum.provider/1
 
 from __future__ import annotations
 
+import contextlib
 import re
-from functools import cache
+import threading
+from concurrent.futures import Future
 
 from qsolve.targets.base import Backend, TargetUnavailable, UnknownTarget
 
@@ -37,10 +39,39 @@ def device_of(spec: str) -> str:
     return spec.split(":", 1)[1]
 
 
-@cache
+_opened: dict[tuple[str, bool], Future] = {}
+_opening = threading.Lock()
+
+
 def open_target(spec: str, *, device_access: bool = False) -> Backend:
-    """The backend of a target string. Validation (``device_access=False``) refuses ``ibm:`` and
-    ``provider:`` targets: it has no network and no device access."""
+    """The backend of a target string, opened once per process (safe from several threads).
+
+    Validation (``device_access=False``) refuses ``ibm:`` and ``provider:`` targets: it has no network
+    and no device access."""
+    key = (spec, device_access)
+    with _opening:
+        future, mine = _opened.get(key), False
+        if future is None:
+            future, mine = _opened.setdefault(key, Future()), True
+    if mine:
+        try:
+            future.set_result(_open(spec, device_access))
+        except BaseException as e:
+            future.set_exception(e)
+    return future.result()
+
+
+def prefetch(spec: str) -> None:
+    """Open a target in the background (a fake device takes ~1 s to load) while other work goes on."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            open_target(spec)
+
+    threading.Thread(target=run, name=f"open {spec}", daemon=True).start()
+
+
+def _open(spec: str, device_access: bool) -> Backend:
     check_target(spec)
     if spec == "sim-cpu":
         from qsolve.targets.sim_cpu import SimCpu
@@ -65,4 +96,12 @@ def open_target(spec: str, *, device_access: bool = False) -> Backend:
     raise TargetUnavailable(f"{spec}: running on this target is not available yet")
 
 
-__all__ = ["Backend", "TargetUnavailable", "UnknownTarget", "check_target", "device_of", "open_target"]
+__all__ = [
+    "Backend",
+    "TargetUnavailable",
+    "UnknownTarget",
+    "check_target",
+    "device_of",
+    "open_target",
+    "prefetch",
+]
