@@ -21,7 +21,8 @@ from qsolve.manifest import Manifest, Method
 from qsolve.method import MethodResult
 from qsolve.quantum_context import QuantumContext
 from qsolve.results import CaseResult, MethodOutcome, quality, to_json_value
-from qsolve.targets import Backend, open_target
+from qsolve.targets import open_target
+from qsolve.targets.base import Backend
 
 
 class ParamsInvalid(ValueError):

@@ -138,7 +138,7 @@ def gate_report(inputs: GateInputs) -> dict[str, Any]:
         "gates": [g.model_dump(mode="json") for g in judge(inputs)],
         "cases": [r.model_dump(mode="json") for r in inputs.results],
         "timing": {
-            "methods_s": sum(m.seconds for m in methods) - scoring,
+            "methods_s": sum(m.seconds for m in methods),
             "scoring_s": scoring,
             "module_s": inputs.module_seconds,
         },

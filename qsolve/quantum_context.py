@@ -17,14 +17,30 @@ from qsolve.targets.base import Backend
 
 
 class QuantumContext(Context):
-    """The context of a quantum method: circuits run on the run's target, each one recorded and scored."""
+    """The context of a quantum method: circuits run on the run's target, each one recorded and scored.
+
+    Scoring waits until :attr:`records` is read (after the method), so that every circuit the method
+    sent is scored in one batch, outside the method's time.
+    """
 
     def __init__(self, seed: int, backend: Backend) -> None:
         super().__init__(seed)
         self.backend = backend
-        self.records: list[CircuitRecord] = []
         self.dispatches = 0
-        self.scoring_seconds = 0.0  # the platform's own time inside sample()
+        self.scoring_seconds = 0.0
+        self._records: list[CircuitRecord] = []
+        self._sent: list[tuple[QuantumCircuit, QuantumCircuit, dict[str, int], int]] = []
+
+    @property
+    def records(self) -> list[CircuitRecord]:
+        """Every circuit sent so far, recorded and, where it can be, scored."""
+        if self._sent:
+            start = time.perf_counter()
+            circuits, transpiled, counts, shots = zip(*self._sent, strict=True)
+            self._records.extend(record(circuits, transpiled, counts, shots, self.backend.confusion))
+            self._sent.clear()
+            self.scoring_seconds += time.perf_counter() - start
+        return self._records
 
     def sample(self, circuits: Sequence[Any], shots: int) -> list[dict[str, int]]:
         batch = [circuits] if isinstance(circuits, QuantumCircuit) else list(circuits)
@@ -33,13 +49,14 @@ class QuantumContext(Context):
         if isinstance(shots, bool) or not isinstance(shots, int | np.integer) or not 1 <= shots <= MAX_SHOTS:
             raise ValueError(f"ctx.sample: shots must be an integer from 1 to {MAX_SHOTS:,}, got {shots!r}")
         for i, c in enumerate(batch):
-            if not any(inst.operation.name == "measure" for inst in c.data):
+            if "measure" not in c.count_ops():
                 raise ValueError(f"ctx.sample: circuit {i} ({c.name}) has no measurement")
         transpiled = self.backend.transpile(batch, seed=self.seed)
         sim_seed = int(np.random.SeedSequence([self.seed, self.dispatches]).generate_state(1)[0])
         counts = self.backend.execute(transpiled, int(shots), seed=sim_seed)
         self.dispatches += 1
-        start = time.perf_counter()
-        self.records.extend(record(batch, transpiled, counts, int(shots), self.backend.confusion))
-        self.scoring_seconds += time.perf_counter() - start
+        # a copy: the method may change its circuit object before the scoring reads it
+        self._sent.extend(
+            (c.copy(), t, k, int(shots)) for c, t, k in zip(batch, transpiled, counts, strict=True)
+        )
         return counts

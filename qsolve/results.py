@@ -64,7 +64,7 @@ class MethodOutcome(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
     unavailable: str | None = None
     seconds: float = 0.0
-    scoring_seconds: float = 0.0  # of ``seconds``, the platform's scoring of the circuits sent
+    scoring_seconds: float = 0.0  # the platform's scoring of the circuits sent, after the method
     circuits: list[CircuitRecord] = Field(default_factory=list)
     dispatches: int = 0
     postselection: tuple[int, int] | None = None  # shots kept, of shots checked

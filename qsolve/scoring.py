@@ -24,14 +24,22 @@ NON_UNITARY = {"reset", "initialize"}
 Confusion = Callable[[int], np.ndarray | None]
 
 
+CONTROL_FLOW = {"if_else", "while_loop", "for_loop", "switch_case", "box"}
+
+
+def _has_control_flow(circuit: QuantumCircuit) -> bool:
+    return any(name in CONTROL_FLOW for name in circuit.count_ops())
+
+
 def two_qubit_gates(circuit: QuantumCircuit) -> int:
     """Gates on two or more qubits, counted inside control-flow blocks too."""
+    if not _has_control_flow(circuit):
+        return circuit.num_nonlocal_gates()
     n = 0
     for inst in circuit.data:
-        op = inst.operation
-        if isinstance(op, ControlFlowOp):
-            n += sum(two_qubit_gates(block) for block in op.blocks)
-        elif len(inst.qubits) >= 2 and op.name not in ("barrier", "measure"):
+        if isinstance(inst.operation, ControlFlowOp):
+            n += sum(two_qubit_gates(block) for block in inst.operation.blocks)
+        elif len(inst.qubits) >= 2 and inst.name not in ("barrier", "measure"):
             n += 1
     return n
 
@@ -39,16 +47,15 @@ def two_qubit_gates(circuit: QuantumCircuit) -> int:
 def mid_circuit_measurement(circuit: QuantumCircuit) -> bool:
     """Control flow, or a measurement with a later operation other than a measurement or a barrier among
     its descendants (found in one pass: wires a measurement reached stay marked)."""
+    if _has_control_flow(circuit):
+        return True
     reached: set = set()
-    for inst in circuit.data:
-        op = inst.operation
-        if isinstance(op, ControlFlowOp):
-            return True
+    for inst in circuit.data:  # inst.name, not inst.operation.name: reading .operation builds a gate object
         wires = (*inst.qubits, *inst.clbits)
-        if op.name == "measure":
+        if inst.name == "measure":
             reached.update(wires)
-        elif any(w in reached for w in wires):
-            if op.name != "barrier":
+        elif reached and any(w in reached for w in wires):
+            if inst.name != "barrier":
                 return True
             reached.update(wires)
     return False
@@ -58,7 +65,7 @@ def final_measurements(circuit: QuantumCircuit) -> list[int] | None:
     """The qubit each classical bit measures, in clbit order; ``None`` unless every clbit is measured once."""
     source: dict[int, int] = {}
     for inst in circuit.data:
-        if inst.operation.name == "measure":
+        if inst.name == "measure":
             clbit = circuit.find_bit(inst.clbits[0]).index
             if clbit in source:
                 return None
@@ -78,10 +85,10 @@ def ideal_distributions(
     for circuit in circuits:
         u = circuit.copy_empty_like()
         for inst in circuit.data:
-            if inst.operation.name not in ("measure", "barrier"):
+            if inst.name not in ("measure", "barrier"):
                 u._append(inst)
         unitary.append(u)
-    if any(inst.operation.name not in NATIVE for u in unitary for inst in u.data):
+    if any(name not in NATIVE for u in unitary for name in u.count_ops()):
         unitary = native_gates().run(unitary)
     for circuit, qubits in zip(unitary, measured, strict=True):
         circuit.save_probabilities(qubits=qubits, label="p")
@@ -140,14 +147,14 @@ def record(
     circuits: Sequence[QuantumCircuit],
     transpiled: Sequence[QuantumCircuit],
     counts: Sequence[dict[str, int]],
-    shots: int,
+    shots: Sequence[int],
     confusion: Confusion,
 ) -> list[CircuitRecord]:
-    """Record every circuit a method sent in one call and score those that can be scored."""
+    """Record circuits a method sent (with the shots of each) and score those that can be scored."""
     out: list[CircuitRecord | None] = []
     scorable = []
-    for i, (circuit, sent) in enumerate(zip(circuits, transpiled, strict=True)):
-        base = {"qubits": circuit.num_qubits, "two_qubit_gates": two_qubit_gates(sent), "shots": shots}
+    for i, (circuit, sent, n) in enumerate(zip(circuits, transpiled, shots, strict=True)):
+        base = {"qubits": circuit.num_qubits, "two_qubit_gates": two_qubit_gates(sent), "shots": n}
         measured = final_measurements(circuit)
         why = _unscorable(circuit, measured)
         out.append(CircuitRecord(**base, unscored=why) if why else None)
@@ -170,6 +177,6 @@ def _unscorable(circuit: QuantumCircuit, measured: list[int] | None) -> str | No
         return "mid-circuit measurement"
     if measured is None:
         return "not every classical bit is measured exactly once"
-    if any(inst.operation.name in NON_UNITARY for inst in circuit.data):
+    if any(name in NON_UNITARY for name in circuit.count_ops()):
         return "a reset or initialisation: no exact ideal distribution"
     return None

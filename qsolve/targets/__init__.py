@@ -12,8 +12,12 @@ import contextlib
 import re
 import threading
 from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
-from qsolve.targets.base import Backend, TargetUnavailable, UnknownTarget
+from qsolve.targets.errors import TargetUnavailable, UnknownTarget
+
+if TYPE_CHECKING:
+    from qsolve.targets.base import Backend
 
 _FAKE = re.compile(r"fake:([A-Za-z0-9_]+)(?:@(.+))?")
 _IBM = re.compile(r"ibm:[A-Za-z0-9_.-]{1,60}")
@@ -94,6 +98,14 @@ def _open(spec: str, device_access: bool) -> Backend:
             "hardware_cases"
         )
     raise TargetUnavailable(f"{spec}: running on this target is not available yet")
+
+
+def __getattr__(name: str):  # Backend loads Qiskit: only when asked for
+    if name == "Backend":
+        from qsolve.targets.base import Backend
+
+        return Backend
+    raise AttributeError(name)
 
 
 __all__ = [

@@ -9,16 +9,6 @@ import numpy as np
 from qiskit import QuantumCircuit
 from qiskit.transpiler import PassManager
 
-from qsolve.errors import QsolveError
-
-
-class UnknownTarget(QsolveError):
-    """A target string that names no target this platform has (or a scale out of range)."""
-
-
-class TargetUnavailable(QsolveError):
-    """A real target that cannot be reached from here (validation has no device access)."""
-
 
 class Backend(ABC):
     """Where a quantum method's circuits run. Subclasses give :meth:`pass_manager`; transpiling uses

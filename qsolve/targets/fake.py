@@ -28,7 +28,8 @@ from qiskit_aer.noise import NoiseModel, ReadoutError
 from qiskit_aer.noise.device.models import basic_device_gate_errors
 from qiskit_ibm_runtime import fake_provider
 
-from qsolve.targets.base import Backend, UnknownTarget
+from qsolve.targets.base import Backend
+from qsolve.targets.errors import UnknownTarget
 
 SCALE_RANGE = (1.0, 10.0)
 READOUT_CAP = 0.5
@@ -151,9 +152,9 @@ class FakeDevice(Backend):
 def _operations(circuit: QuantumCircuit) -> set[tuple[str, tuple[int, ...]]]:
     """The (instruction, physical qubits) pairs a transpiled circuit uses, barriers aside."""
     return {
-        (inst.operation.name, tuple(circuit.find_bit(q).index for q in inst.qubits))
+        (inst.name, tuple(circuit.find_bit(q).index for q in inst.qubits))
         for inst in circuit.data
-        if inst.operation.name != "barrier"
+        if inst.name != "barrier"
     }
 
 

@@ -93,7 +93,7 @@ def test_two_qubit_gates_count_inside_control_flow() -> None:
 
 def test_record_scores_a_perfect_run_and_refuses_what_it_cannot() -> None:
     qc = ghz(3)
-    (r,) = record([qc], [qc], [{"000": 50, "111": 50}], 100, lambda q: None)
+    (r,) = record([qc], [qc], [{"000": 50, "111": 50}], [100], lambda q: None)
     assert (r.qubits, r.two_qubit_gates, r.shots, r.fidelity, r.unscored) == (
         3,
         2,
@@ -102,7 +102,7 @@ def test_record_scores_a_perfect_run_and_refuses_what_it_cannot() -> None:
         None,
     )
     big = ghz(21)
-    (r,) = record([big], [big], [{"0" * 21: 10}], 10, lambda q: None)
+    (r,) = record([big], [big], [{"0" * 21: 10}], [10], lambda q: None)
     assert r.fidelity is None and r.unscored == "21 qubits (at most 20 are scored)"
 
 
@@ -122,5 +122,5 @@ def test_a_circuit_with_a_reset_is_recorded_unscored() -> None:
     qc.h(0)
     qc.reset(0)
     qc.measure_all()
-    (r,) = record([qc], [qc], [{"0": 10}], 10, lambda q: None)
+    (r,) = record([qc], [qc], [{"0": 10}], [10], lambda q: None)
     assert (r.fidelity, r.unscored) == (None, "a reset or initialisation: no exact ideal distribution")

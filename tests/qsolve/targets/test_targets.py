@@ -98,3 +98,13 @@ def test_sample_refuses_bad_arguments() -> None:
     with pytest.raises(TypeError):
         ctx.sample(["not a circuit"], 10)
     assert ctx.dispatches == 0 and ctx.records == []
+
+
+def test_a_circuit_changed_after_it_was_sent_is_scored_as_sent() -> None:
+    ctx = QuantumContext(1, open_target("sim-cpu"))
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 200)
+    qc.h(0)  # the method reuses its circuit object
+    assert ctx.records[0].fidelity == pytest.approx(1.0)
