@@ -11,6 +11,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from qsolve.sandbox.process import JobProcess
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -63,6 +67,17 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
+    from qsolve.sandbox.process import JobProcess
+
+    root = _folder(args.dir)
+    process = JobProcess()  # the sandbox's child starts importing while the workflow is read
+    try:
+        return _test(args, root, process)
+    finally:
+        process.close()
+
+
+def _test(args: argparse.Namespace, root: Path, process: JobProcess) -> int:
     import json
 
     from rich.console import Console
@@ -72,7 +87,6 @@ def cmd_test(args: argparse.Namespace) -> int:
     from qsolve.validation import validate
     from qsolve.workflow import load_cases
 
-    root = _folder(args.dir)
     try:
         check_target(args.target)
     except UnknownTarget as e:

@@ -61,10 +61,15 @@ class ValidationReport(BaseModel):
 
 
 def validate(
-    root: Path, target: str = "sim-cpu", case: str | None = None, on_event: sandbox.Event = lambda e: None
+    root: Path,
+    target: str = "sim-cpu",
+    case: str | None = None,
+    on_event: sandbox.Event = lambda e: None,
+    process: sandbox.JobProcess | None = None,
 ) -> ValidationReport:
-    """The submission checks, then (when they pass) the gates in the sandbox."""
-    return run_gates(root, check_submission(root), target, case, on_event)
+    """The submission checks, then (when they pass) the gates in the sandbox (in ``process`` when one
+    was started ahead)."""
+    return run_gates(root, check_submission(root), target, case, on_event, process)
 
 
 def run_gates(
@@ -73,6 +78,7 @@ def run_gates(
     target: str = "sim-cpu",
     case: str | None = None,
     on_event: sandbox.Event = lambda e: None,
+    process: sandbox.JobProcess | None = None,
 ) -> ValidationReport:
     """The gates stage, given the checks' outcome: one sandbox job, or nothing when the checks failed."""
     wf = checks.workflow
@@ -84,7 +90,7 @@ def run_gates(
     )
     if not checks.ok:
         return report
-    outcome = sandbox.run_job(root, target, case, wf.manifest.resources, on_event)
+    outcome = sandbox.run_job(root, target, case, wf.manifest.resources, on_event, process=process)
     report.sandbox = SandboxSummary(
         network=outcome.network,
         timeout_s=outcome.limits.timeout_s,

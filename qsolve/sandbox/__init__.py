@@ -5,33 +5,29 @@ network is cut (a new network namespace where the kernel allows it, otherwise au
 sockets); memory is capped at ``resources.memory_mb`` (at most 8192); wall time is
 ``resources.timeout_s`` raised to at least 300 and capped at 7200, after which the job's whole process
 group is killed. A job that dies is reported with why. Results cross back as JSON, never pickles.
+The child itself is :class:`qsolve.sandbox.process.JobProcess`, which can be started ahead of its job.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import resource
 import select
 import shutil
 import signal
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from qsolve.manifest import Resources
+from qsolve.sandbox.process import LOG_MAX_BYTES, JobProcess, network_isolation
+
+if TYPE_CHECKING:
+    from qsolve.manifest import Resources
 
 TIMEOUT_RANGE = (300, 7200)
 MEMORY_MAX_MB = 8192
-LOG_MAX_BYTES = 64 * 2**20
-KEPT_ENV = ("LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMROOT")
 
 Event = Callable[[dict[str, Any]], None]
 
@@ -62,52 +58,6 @@ class Outcome:
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
-@cache
-def network_isolation() -> str:
-    """``namespace`` when ``unshare --net`` works here, else ``audit hook``."""
-    unshare = shutil.which("unshare")
-    if unshare:
-        try:
-            ok = subprocess.run([unshare, "--net", "true"], capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            ok = False
-        if ok:
-            return "namespace"
-    return "audit hook"
-
-
-def _environment(tmp: Path) -> dict[str, str]:
-    import qsolve
-
-    env = {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
-    env.update(
-        {
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(tmp),
-            "TMPDIR": str(tmp),
-            "PYTHONPATH": str(Path(qsolve.__file__).resolve().parents[1]),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONHASHSEED": "0",
-            "PYTHONUNBUFFERED": "1",
-            "QISKIT_PARALLEL": "FALSE",
-            "QISKIT_SETTINGS": str(tmp / "qiskit-settings.conf"),
-        }
-    )
-    env.setdefault("LANG", "C.UTF-8")
-    return env
-
-
-def _limit(memory_mb: int) -> Callable[[], None]:
-    def apply() -> None:
-        size = memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (size, size))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_MAX_BYTES, LOG_MAX_BYTES))
-        resource.setrlimit(resource.RLIMIT_NPROC, (512, 512))
-
-    return apply
-
-
 def _why(returncode: int, limits: Limits) -> str:
     if returncode < 0:
         sig = signal.Signals(-returncode)
@@ -128,11 +78,12 @@ def run_job(
     on_event: Event = lambda e: None,
     *,
     limits: Limits | None = None,
+    process: JobProcess | None = None,
 ) -> Outcome:
     """Run the gates of the workflow at ``root`` in a sandboxed child process. ``limits`` overrides
     the manifest's resources (tests use seconds where the seed's floor is 300)."""
     job = {"mode": "gates", "target": target, "case": case}
-    return _run(root, job, limits or Limits.of(resources), on_event)
+    return _run(root, job, limits or Limits.of(resources), on_event, process=process)
 
 
 def run_case_job(
@@ -155,64 +106,39 @@ def _run(
     limits: Limits,
     on_event: Event,
     approve: Callable[[dict[str, Any]], bool] | None = None,
+    process: JobProcess | None = None,
 ) -> Outcome:
-    network = network_isolation()
-    start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="qsolve-sandbox-") as tmp_name:
-        tmp = Path(tmp_name)
-        work = tmp / "workflow"
+    process = process or JobProcess()
+    start = process.started
+    try:
+        work = process.tmp / "workflow"
         shutil.copytree(
             root, work, ignore=shutil.ignore_patterns("__pycache__", ".git"), ignore_dangling_symlinks=True
         )
-        log_path = tmp / "job.log"
-        cmd = [sys.executable, "-m", "qsolve.sandbox.job"]
-        if network == "namespace":
-            cmd = [shutil.which("unshare"), "--net", "--", *cmd]
-        read_fd, write_fd = os.pipe()
-        env = _environment(tmp) | {"QSOLVE_RESULT_FD": str(write_fd)}
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.PIPE,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=work,
-                env=env,
-                pass_fds=(write_fd,),
-                start_new_session=True,
-                preexec_fn=_limit(limits.memory_mb),
-            )
-        os.close(write_fd)
-        job = {**job, "root": str(work), "network": network}
-
-        def send(line: str, close: bool) -> None:
-            with contextlib.suppress(BrokenPipeError, ValueError):
-                proc.stdin.write(line.encode() + b"\n")
-                proc.stdin.flush()
-                if close:
-                    proc.stdin.close()
+        job = {**job, "root": str(work), "network": process.network, "memory_mb": limits.memory_mb}
 
         def handle(event: dict[str, Any]) -> None:
             if event.get("event") == "estimate" and approve is not None:
-                send("go" if approve(event) else "stop", close=True)
+                process.send("go" if approve(event) else "stop", close=True)
             on_event(event)
 
-        send(json.dumps(job), close=approve is None)
+        process.send(json.dumps(job), close=approve is None)
         try:
-            report, events, timed_out = _collect(read_fd, start + limits.timeout_s, handle)
+            report, events, timed_out = _collect(process.channel, start + limits.timeout_s, handle)
         finally:
-            _kill_group(proc)
-            returncode = proc.wait()
+            returncode = process.kill()
         died = None
         if timed_out:
             died = f"the sandbox job was stopped at its time limit of {limits.timeout_s} s"
         elif report is None:
             died = _why(returncode, limits)
-        tail = _tail(log_path)
+        tail = process.log_tail()
+    finally:
+        process.close()
     return Outcome(
         report=report,
         died=died,
-        network=network,
+        network=process.network,
         limits=limits,
         seconds=time.monotonic() - start,
         log_tail=tail,
@@ -225,44 +151,30 @@ def _collect(fd: int, deadline: float, on_event: Event) -> tuple[dict | None, li
     buffer = b""
     report = None
     events: list[dict] = []
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return report, events, True
-            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-            if not ready:
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return report, events, True
+        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return report, events, False
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # not ours: the channel carries only JSON objects, one a line
+            if not isinstance(event, dict):
                 continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return report, events, False
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue  # not ours: the channel carries only JSON objects, one a line
-                if not isinstance(event, dict):
-                    continue
-                if event.get("event") == "report":
-                    report = event
-                else:
-                    events.append(event)
-                    on_event(event)
-    finally:
-        os.close(fd)
+            if event.get("event") == "report":
+                report = event
+            else:
+                events.append(event)
+                on_event(event)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _tail(path: Path, limit: int = 4000) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, path.stat().st_size - limit))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+__all__ = ["Event", "JobProcess", "Limits", "Outcome", "network_isolation", "run_case_job", "run_job"]

@@ -1,0 +1,121 @@
+"""The sandbox's child process, which can be started before its job is known (standard library only).
+
+Started early, the child imports Qiskit and the platform (most of a second) while the platform reads the
+workflow; it then waits for its job on standard input. Its environment is rebuilt from nothing; it runs in
+a new session (so its whole process group can be killed) and, where ``unshare --net`` works, in a new
+network namespace. Its memory cap comes with the job: the child lowers its own ``RLIMIT_AS`` before any
+workflow code runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+
+LOG_MAX_BYTES = 64 * 2**20
+KEPT_ENV = ("LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMROOT")
+SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the qsolve package
+
+
+@cache
+def network_isolation() -> str:
+    """``namespace`` when ``unshare --net`` works here, else ``audit hook``."""
+    unshare = shutil.which("unshare")
+    if unshare:
+        try:
+            ok = subprocess.run([unshare, "--net", "true"], capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:
+            return "namespace"
+    return "audit hook"
+
+
+def environment(tmp: Path) -> dict[str, str]:
+    """Only what Python needs: no platform setting, no credential crosses."""
+    env = {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
+    env.update(
+        {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp),
+            "TMPDIR": str(tmp),
+            "PYTHONPATH": str(SOURCE_ROOT),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+            "PYTHONUNBUFFERED": "1",
+            "QISKIT_PARALLEL": "FALSE",
+            "QISKIT_SETTINGS": str(tmp / "qiskit-settings.conf"),
+        }
+    )
+    env.setdefault("LANG", "C.UTF-8")
+    return env
+
+
+def _limits() -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_MAX_BYTES, LOG_MAX_BYTES))
+    resource.setrlimit(resource.RLIMIT_NPROC, (512, 512))
+
+
+class JobProcess:
+    """One sandbox child, in a temporary folder of its own (its HOME, TMPDIR and working directory)."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.tmp = Path(tempfile.mkdtemp(prefix="qsolve-sandbox-"))
+        self.network = network_isolation()
+        self.log_path = self.tmp / "job.log"
+        cmd = [sys.executable, "-m", "qsolve.sandbox.job"]
+        if self.network == "namespace":
+            cmd = [shutil.which("unshare"), "--net", "--", *cmd]
+        self.channel, write_fd = os.pipe()
+        env = environment(self.tmp) | {"QSOLVE_RESULT_FD": str(write_fd)}
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.tmp,
+                env=env,
+                pass_fds=(write_fd,),
+                start_new_session=True,
+                preexec_fn=_limits,
+            )
+        os.close(write_fd)
+
+    def send(self, line: str, close: bool = False) -> None:
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+            if close:
+                self.proc.stdin.close()
+
+    def kill(self) -> int:
+        """Kill the whole process group; the child's exit status."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        return self.proc.wait()
+
+    def close(self) -> None:
+        self.kill()
+        with contextlib.suppress(OSError):
+            os.close(self.channel)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def log_tail(self, limit: int = 4000) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, self.log_path.stat().st_size - limit))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
