@@ -67,10 +67,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    from qsolve.sandbox.process import JobProcess
+    from qsolve.sandbox.process import JobProcess, memory_of
 
     root = _folder(args.dir)
-    process = JobProcess()  # the sandbox's child starts importing while the workflow is read
+    process = JobProcess(memory_of(root))  # the sandbox's child starts importing while the workflow is read
     try:
         return _test(args, root, process)
     finally:

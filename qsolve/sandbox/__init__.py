@@ -108,14 +108,17 @@ def _run(
     approve: Callable[[dict[str, Any]], bool] | None = None,
     process: JobProcess | None = None,
 ) -> Outcome:
-    process = process or JobProcess()
+    if process is not None and process.memory_mb != limits.memory_mb:
+        process.close()  # started ahead with another memory cap: start again
+        process = None
+    process = process or JobProcess(limits.memory_mb)
     start = process.started
     try:
         work = process.tmp / "workflow"
         shutil.copytree(
             root, work, ignore=shutil.ignore_patterns("__pycache__", ".git"), ignore_dangling_symlinks=True
         )
-        job = {**job, "root": str(work), "network": process.network, "memory_mb": limits.memory_mb}
+        job = {**job, "root": str(work), "network": process.network}
 
         def handle(event: dict[str, Any]) -> None:
             if event.get("event") == "estimate" and approve is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 from pathlib import Path
 
@@ -22,8 +21,6 @@ from qsolve.sandbox import guard
 
 def main() -> None:
     job = json.loads(sys.stdin.readline())
-    size = job["memory_mb"] * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (size, size))  # before any workflow code runs
     channel = os.fdopen(int(os.environ["QSOLVE_RESULT_FD"]), "w", buffering=1)
 
     def emit(event: dict) -> None:

@@ -60,16 +60,36 @@ def environment(tmp: Path) -> dict[str, str]:
     return env
 
 
-def _limits() -> None:
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_MAX_BYTES, LOG_MAX_BYTES))
-    resource.setrlimit(resource.RLIMIT_NPROC, (512, 512))
+def memory_of(folder: Path, default: int = 2048, cap: int = 8192) -> int:
+    """``resources.memory_mb`` of a workflow's manifest (at most ``cap``), read without validating it;
+    ``default`` when it does not read: the checks say what is wrong before any job runs."""
+    import yaml
+
+    try:
+        value = yaml.safe_load((folder / "manifest.yaml").read_text())["resources"]["memory_mb"]
+    except Exception:
+        return default
+    return (
+        min(value, cap) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+    )
+
+
+def _limits(memory_mb: int):
+    def apply() -> None:
+        size = memory_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (size, size))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_MAX_BYTES, LOG_MAX_BYTES))
+        resource.setrlimit(resource.RLIMIT_NPROC, (512, 512))
+
+    return apply
 
 
 class JobProcess:
     """One sandbox child, in a temporary folder of its own (its HOME, TMPDIR and working directory)."""
 
-    def __init__(self) -> None:
+    def __init__(self, memory_mb: int) -> None:
+        self.memory_mb = memory_mb
         self.started = time.monotonic()
         self.tmp = Path(tempfile.mkdtemp(prefix="qsolve-sandbox-"))
         self.network = network_isolation()
@@ -89,7 +109,7 @@ class JobProcess:
                 env=env,
                 pass_fds=(write_fd,),
                 start_new_session=True,
-                preexec_fn=_limits,
+                preexec_fn=_limits(memory_mb),
             )
         os.close(write_fd)
 

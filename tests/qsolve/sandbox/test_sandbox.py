@@ -157,3 +157,26 @@ def test_a_case_job_waits_for_approval_of_its_estimate(wf: WorkflowDir) -> None:
     assert outcome.report["result"]["passed"] and outcome.report["result"]["shots"] == 10
     refused = run_case_job(wf.root, "one", "sim-cpu", FAST, lambda event: False)
     assert refused.report is None and refused.died is not None
+
+
+def test_memory_of_reads_the_manifest_without_validating_it(wf: WorkflowDir) -> None:
+    from qsolve.sandbox.process import memory_of
+
+    assert memory_of(wf.root) == 1024
+    wf.manifest["resources"] = {"memory_mb": 20000}
+    wf.save()
+    assert memory_of(wf.root) == 8192
+    wf.write("manifest.yaml", "not: [yaml")
+    assert memory_of(wf.root) == 2048
+
+
+def test_a_process_started_ahead_with_another_cap_is_replaced(wf: WorkflowDir) -> None:
+    from qsolve.sandbox.process import JobProcess
+
+    wf.write("workflow.py", MODULE.format(body="    pass"))
+    wf.cases["cases"] = [{"name": "one", "input": {"x": 1}}]
+    wf.save()
+    early = JobProcess(4096)
+    outcome = run_job(wf.root, "sim-cpu", None, Resources(), limits=FAST, process=early)
+    assert only_case(outcome)["passed"]
+    assert early.proc.poll() is not None  # the early one was stopped
