@@ -94,3 +94,12 @@ def test_test_stops_at_the_checks(wf: WorkflowDir, capsys) -> None:
     assert main(["test", str(wf.root)]) == 1
     out = capsys.readouterr().out
     assert "Submission checks failed" in out and "cases[0] (one): input does not match" in out
+
+
+def test_query_and_page_are_wired(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))
+    assert main(["query", "select count(*) as n from rows", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["n", "0"]
+    assert main(["page", "never-published"]) == 2
+    assert "never-published" in capsys.readouterr().err
+    assert main(["query", "select * from no_such_view"]) == 2
