@@ -91,8 +91,8 @@ def run_case(
             refused.append((FailureReason.PLATFORM_ERROR, f"the run could not be priced: {e}"))
         return False
 
-    seconds = limits.seconds or resources.timeout_s
-    job_limits = Limits(timeout_s=seconds, memory_mb=Limits.of(resources).memory_mb)
+    own = Limits.of(resources)  # the manifest's, raised to 300 s and capped as the seed says
+    job_limits = Limits(timeout_s=limits.seconds or own.timeout_s, memory_mb=own.memory_mb)
     try:
         outcome = run_case_job(folder, case.name, target, job_limits, approve)
     except OSError as e:
