@@ -11,7 +11,7 @@ formatted only at the edge: ``benchmarks/cases.yaml: cases[2].expect.max_gapp: u
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -109,14 +109,9 @@ def issues_from_validation(
             code = kind
         else:
             code = (codes or {}).get(kind, default_code)
-        loc = prefix + tuple(p for p in err["loc"] if not _is_union_tag(p))
+        loc = prefix + tuple(err["loc"])
         issues.append(Issue(file=file, loc=loc, message=message, code=code))
     return issues
-
-
-def _is_union_tag(part: str | int) -> bool:
-    # pydantic adds the member type of a union to loc ("int", "list[...]"); a key path has none.
-    return isinstance(part, str) and (part in {"int", "float", "str", "bool", "dict", "list"} or "[" in part)
 
 
 def _describe(err: dict) -> str:
@@ -142,7 +137,3 @@ def _describe(err: dict) -> str:
             shown = shown[:57] + "..."
         return f"{msg[0].lower()}{msg[1:]}, got {shown}"
     return msg[0].lower() + msg[1:] if msg else msg
-
-
-def first_error(issues: Iterable[Issue]) -> Issue | None:
-    return next((i for i in issues if i.severity == "error"), None)

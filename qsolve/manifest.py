@@ -204,7 +204,3 @@ class Manifest(_Strict):
         """The quantum method the verdict is about: ``quantum_method``, else the first quantum one."""
         name = self.quantum_method
         return next(m for m in self.methods if m.kind == "quantum" and (name is None or m.name == name))
-
-    @property
-    def reference(self) -> Method:
-        return next(m for m in self.methods if m.name == "reference")

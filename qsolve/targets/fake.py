@@ -84,11 +84,6 @@ class FakeDevice(Backend):
         p1_given_0, p0_given_1 = self._readout[qubit]
         return np.array([[1 - p1_given_0, p0_given_1], [p1_given_0, 1 - p0_given_1]])
 
-    def noise_model(self, circuits: Sequence[QuantumCircuit]) -> NoiseModel:
-        """The scaled noise of what these transpiled circuits use, on their qubits renumbered 0, 1, ..."""
-        ops = frozenset(op for c in circuits for op in _operations(c))
-        return self._simulator(tuple(sorted({q for _, qargs in ops for q in qargs})), ops).options.noise_model
-
     def _simulator(self, qubits: tuple[int, ...], ops: frozenset) -> AerSimulator:
         """One simulator per set of (instruction, physical qubits) used, built once."""
         if ops not in self._sims:
