@@ -96,27 +96,38 @@ def number_text(v: int | float) -> str:
     return es6_number(v)
 
 
-def _write(v: Any, out: list[str]) -> None:
+def canonical_names(members: dict) -> list[str]:
+    """Member names in the canonical order."""
+    return sorted(members, key=utf16_key)
+
+
+def write_json(
+    v: Any,
+    out: list[str],
+    names: Callable[[dict], Any] = canonical_names,
+    number: Callable[[int | float], str] = number_text,
+) -> None:
+    """Compact JSON text of ``v`` into ``out``: strings escaped as §8.2 says, members in the order
+    ``names`` gives, numbers as ``number`` writes them. The canonical text and the first form (its
+    writer, :mod:`qsolve.receipts.first_form`) differ only in those two."""
     t = type(v)
     if t is str:
         out.append(encode_basestring(v))
     elif t is dict:
         out.append("{")
-        first = True
-        for name in sorted(v, key=utf16_key):
-            if not first:
+        for i, name in enumerate(names(v)):
+            if i:
                 out.append(",")
-            first = False
             out.append(encode_basestring(name))
             out.append(":")
-            _write(v[name], out)
+            write_json(v[name], out, names, number)
         out.append("}")
     elif t is list:
         out.append("[")
         for i, item in enumerate(v):
             if i:
                 out.append(",")
-            _write(item, out)
+            write_json(item, out, names, number)
         out.append("]")
     elif v is None:
         out.append("null")
@@ -125,7 +136,7 @@ def _write(v: Any, out: list[str]) -> None:
     elif v is False:
         out.append("false")
     elif t is int or t is float:
-        out.append(number_text(v))
+        out.append(number(v))
     else:
         raise TypeError(f"{t.__name__} is not a JSON value")
 
@@ -133,7 +144,7 @@ def _write(v: Any, out: list[str]) -> None:
 def canonical_text(value: Any) -> str:
     """The canonical text of a JSON value (str, int, float, bool, None, list, dict with str keys)."""
     out: list[str] = []
-    _write(value, out)
+    write_json(value, out)
     return "".join(out)
 
 

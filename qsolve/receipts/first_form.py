@@ -9,10 +9,9 @@ with ``.0`` for whole values up to 16 digits of magnitude; ``0.`` and zeros down
 
 from __future__ import annotations
 
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
-from qsolve.receipts.canonical import decimal_parts
+from qsolve.receipts.canonical import decimal_parts, write_json
 
 INT_MIN = -(2**63)
 INT_MAX = 2**64 - 1
@@ -36,44 +35,22 @@ def first_form_number(x: float) -> str:
     return f"{sign}{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
 
 
-def _write(v: Any, out: list[str]) -> None:
-    t = type(v)
-    if t is str:
-        out.append(encode_basestring(v))
-    elif t is dict:
-        out.append("{")
-        for i, (name, item) in enumerate(v.items()):
-            if i:
-                out.append(",")
-            if type(name) is not str:
-                raise TypeError(f"a member name {name!r} is not a string")
-            out.append(encode_basestring(name))
-            out.append(":")
-            _write(item, out)
-        out.append("}")
-    elif t is list:
-        out.append("[")
-        for i, item in enumerate(v):
-            if i:
-                out.append(",")
-            _write(item, out)
-        out.append("]")
-    elif v is None:
-        out.append("null")
-    elif v is True:
-        out.append("true")
-    elif v is False:
-        out.append("false")
-    elif t is int:
-        out.append(str(v) if INT_MIN <= v <= INT_MAX else first_form_number(float(v)))
-    elif t is float:
-        out.append(first_form_number(v))
-    else:
-        raise TypeError(f"{t.__name__} is not a JSON value")
+def _names(members: dict) -> list[str]:
+    """Member names in the order the job gives them (each checked to be a string)."""
+    for name in members:
+        if type(name) is not str:
+            raise TypeError(f"a member name {name!r} is not a string")
+    return list(members)
+
+
+def _number(v: int | float) -> str:
+    if type(v) is int:
+        return str(v) if INT_MIN <= v <= INT_MAX else first_form_number(float(v))
+    return first_form_number(v)
 
 
 def first_form_bytes(value: Any) -> bytes:
     """The first form's text of a value read strictly, as UTF-8 bytes."""
     out: list[str] = []
-    _write(value, out)
+    write_json(value, out, _names, _number)
     return "".join(out).encode("utf-8")
