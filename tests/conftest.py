@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from qiskit import QuantumCircuit
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -27,6 +28,40 @@ def quantum(input, params, ctx):
 def reference(input, params, ctx):
     return MethodResult(-1.0, solution={"x": 1})
 """
+
+
+SAMPLING_MODULE = """\
+from qiskit import QuantumCircuit
+from qsolve import MethodResult
+
+CALLS = []
+
+
+def evaluate(input, solution):
+    return -float(solution["x"])
+
+
+def reference(input, params, ctx):
+    return MethodResult(-float(input["x"]), solution={"x": input["x"]})
+
+
+def quantum(input, params, ctx):
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc, qc], params["shots"])
+    return MethodResult(-float(input["x"]), solution={"x": input["x"]})
+"""
+
+
+def ghz(n: int) -> QuantumCircuit:
+    """An n-qubit GHZ circuit, every qubit measured."""
+    qc = QuantumCircuit(n)
+    qc.h(0)
+    for i in range(n - 1):
+        qc.cx(i, i + 1)
+    qc.measure_all()
+    return qc
 
 
 def base_manifest() -> dict[str, Any]:

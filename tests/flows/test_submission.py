@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import REPO, WorkflowDir
+from tests.conftest import REPO, SAMPLING_MODULE, WorkflowDir
 
 
 def submit(folder: Path):
@@ -62,26 +62,7 @@ def test_other_content_under_a_published_version_is_refused(prefect, max_cut: Pa
     assert "already published with other content" in report.reasons[0]
 
 
-GATE_FAILING = """\
-from qiskit import QuantumCircuit
-from qsolve import MethodResult
-
-
-def evaluate(input, solution):
-    return -float(solution["x"])
-
-
-def reference(input, params, ctx):
-    return MethodResult(-float(input["x"]), solution={"x": input["x"]})
-
-
-def quantum(input, params, ctx):
-    qc = QuantumCircuit(1)
-    qc.x(0)
-    qc.measure_all()
-    ctx.sample([qc], 100)
-    return MethodResult(-float(input["x"]), solution={"x": input["x"]})
-"""
+GATE_FAILING = SAMPLING_MODULE  # no noise-model case in the tiny workflow: fidelity_checked fails
 
 
 def test_a_workflow_failing_a_gate_is_not_published(prefect, qsolve_home: Path, wf: WorkflowDir) -> None:
@@ -103,7 +84,7 @@ def test_a_history_case_that_cannot_be_priced_is_counted_not_recorded(prefect, q
 def estimate(input, params):
     if input['x'] == 2:
         raise ValueError('too big to price')
-    return {'circuits': 1, 'shots': 100}
+    return {'circuits': 2, 'shots': 200}
 """
     wf.write("workflow.py", GATE_FAILING + estimate)
     wf.manifest["name"] = "priced"

@@ -4,30 +4,9 @@ from __future__ import annotations
 
 from qsolve.gate_run import run_gates
 from qsolve.gates import judge
-from tests.conftest import WorkflowDir
+from tests.conftest import SAMPLING_MODULE, WorkflowDir
 
-MODULE = """\
-from qiskit import QuantumCircuit
-from qsolve import MethodResult
-
-CALLS = []
-
-
-def evaluate(input, solution):
-    return -float(solution["x"])
-
-
-def reference(input, params, ctx):
-    return MethodResult(-float(input["x"]), solution={"x": input["x"]})
-
-
-def quantum(input, params, ctx):
-    qc = QuantumCircuit(1)
-    qc.x(0)
-    qc.measure_all()
-    ctx.sample([qc, qc], params["shots"])
-    return MethodResult(-float(input["x"]), solution={"x": input["x"]})
-"""
+MODULE = SAMPLING_MODULE
 
 NOISY_CASE = {"name": "noisy", "input": {"x": 1}, "target": "fake:fez@1.6", "expect": {"min_fidelity": 0.5}}
 

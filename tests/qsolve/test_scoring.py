@@ -19,15 +19,7 @@ from qsolve.scoring import (
     two_qubit_gates,
     unfold_readout,
 )
-
-
-def ghz(n: int) -> QuantumCircuit:
-    qc = QuantumCircuit(n)
-    qc.h(0)
-    for i in range(n - 1):
-        qc.cx(i, i + 1)
-    qc.measure_all()
-    return qc
+from tests.conftest import ghz
 
 
 def test_nearest_probability_is_a_distribution_and_keeps_a_valid_one() -> None:

@@ -12,16 +12,7 @@ from qiskit import QuantumCircuit
 from qsolve.quantum_context import QuantumContext
 from qsolve.results import quality
 from qsolve.targets import TargetUnavailable, UnknownTarget, check_target, open_target
-
-
-def ghz(n: int) -> QuantumCircuit:
-    qc = QuantumCircuit(n)
-    qc.h(0)
-    for i in range(n - 1):
-        qc.cx(i, i + 1)
-    qc.measure_all()
-    return qc
-
+from tests.conftest import ghz
 
 RUN = """
 import json, sys
