@@ -32,8 +32,8 @@ def history_flow(workflow: str, version: str, again: bool = False) -> HistoryOut
             )
     with tempfile.TemporaryDirectory(prefix="qsolve-history-") as tmp:
         folder = unpack(BlobStore(home).get(v.digest), Path(tmp) / "workflow")
-        cases = load_workflow(folder).cases.cases
-        futures = [history_case.submit(str(folder), workflow, version, c.name) for c in cases]
+        wf = load_workflow(folder)
+        futures = [history_case.submit(str(folder), v, c, wf.manifest.resources) for c in wf.cases.cases]
         outcomes = [f.result() for f in futures]
     with connect() as db:
         runs = [db.get_run(o.run_id) for o in outcomes if o.recorded]

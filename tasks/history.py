@@ -7,15 +7,13 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from qsolve.workflow import load_workflow
-from storage.state import SYSTEM_ACCOUNT, Source, connect
+from qsolve.cases import Case
+from qsolve.manifest import Resources
+from storage.state import SYSTEM_ACCOUNT, Source, Version, connect
 from tasks.runs import RunOutcome, run_case
 
 
-@task(name="history case", cache_policy=NO_CACHE)
-def history_case(folder: str, workflow: str, version: str, case_name: str) -> RunOutcome:
-    wf = load_workflow(Path(folder))
-    case = next(c for c in wf.cases.cases if c.name == case_name)
+@task(name="history case", cache_policy=NO_CACHE, task_run_name="history case {case.name}")
+def history_case(folder: str, version: Version, case: Case, resources: Resources) -> RunOutcome:
     with connect() as db:
-        v = db.get_version(workflow, version)
-        return run_case(db, Path(folder), v, case, Source.HISTORY, SYSTEM_ACCOUNT, wf.manifest.resources)
+        return run_case(db, Path(folder), version, case, Source.HISTORY, SYSTEM_ACCOUNT, resources)
