@@ -100,7 +100,11 @@ def _test(args: argparse.Namespace, root: Path, process: JobProcess) -> int:
             raise UsageError(f"no case named {args.case!r} in {root}/benchmarks/cases.yaml")
     err = Console(stderr=True)
     report = validate(
-        root, args.target, args.case, on_event=Progress(err) if not args.json else lambda e: None
+        root,
+        args.target,
+        args.case,
+        on_event=Progress(err) if not args.json else lambda e: None,
+        process=process,
     )
     if args.json:
         print(json.dumps(report.to_json(), indent=2))

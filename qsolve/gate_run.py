@@ -19,8 +19,7 @@ from qsolve.errors import WorkflowInvalid
 from qsolve.gates import GateInputs, judge
 from qsolve.module_loader import load_module
 from qsolve.results import CaseResult
-from qsolve.targets import prefetch
-from qsolve.workflow import Workflow, load_workflow
+from qsolve.workflow import Workflow, load_cases, load_workflow
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -80,9 +79,6 @@ def run_gates(
         inputs.load_issues = e.issues
         return inputs
     cases = [c for c in inputs.workflow.cases.cases if only_case is None or c.name == only_case]
-    for spec in {c.target or target for c in cases}:
-        if spec.startswith("fake:"):
-            prefetch(spec)  # loading a fake device overlaps the workflow's import and the first cases
     runner = _Runner(inputs.workflow, target)
     ran: list[Case] = []
     for i, case in enumerate(cases):
@@ -107,6 +103,16 @@ def run_gates(
         inputs.estimate, inputs.estimate_error = runner.estimate(first)
     inputs.module_seconds = runner.import_seconds
     return inputs
+
+
+def targets_of(root: Path, target: str, case: str | None = None) -> set[str]:
+    """The targets a job's cases run on (``case``: that case only); just ``target`` when the cases do
+    not read (the job itself then says what is wrong)."""
+    try:
+        cases = load_cases(root).cases
+    except Exception:
+        return {target}
+    return {c.target or target for c in cases if case is None or c.name == case} or {target}
 
 
 def run_one(

@@ -81,19 +81,38 @@ def ideal_distributions(
     """Exact outcome probabilities of each circuit, index = the outcome read as a binary number (clbit 0
     lowest), computed by Aer's statevector simulator in one batch. The circuits' measurements are all
     final (scorable circuits have no other), so dropping them leaves the unitary part."""
-    unitary = []
-    for circuit in circuits:
-        u = circuit.copy_empty_like()
-        for inst in circuit.data:
-            if inst.name not in ("measure", "barrier"):
-                u._append(inst)
-        unitary.append(u)
-    if any(name not in NATIVE for u in unitary for name in u.count_ops()):
-        unitary = native_gates().run(unitary)
-    for circuit, qubits in zip(unitary, measured, strict=True):
-        circuit.save_probabilities(qubits=qubits, label="p")
+    circuits = list(circuits)
+    if any(name not in NATIVE for c in circuits for name in c.count_ops()):
+        circuits = native_gates().run(circuits)
+    unitary = [
+        saving_probabilities(c, qubits, measure=False) for c, qubits in zip(circuits, measured, strict=True)
+    ]
     result = _statevector().run(unitary, shots=1).result()
     return [np.asarray(result.data(i)["p"]) for i in range(len(unitary))]
+
+
+def with_exact_distribution(circuit: QuantumCircuit) -> QuantumCircuit:
+    """For an ideal simulator: a scorable circuit with its exact distribution saved by the run that
+    samples it (:func:`saving_probabilities`); any other circuit as it is."""
+    measured = final_measurements(circuit)
+    return circuit if unscorable(circuit, measured) else saving_probabilities(circuit, measured)
+
+
+def saving_probabilities(circuit: QuantumCircuit, qubits: list[int], measure: bool = True) -> QuantumCircuit:
+    """The circuit with Aer's ``save_probabilities`` of ``qubits`` (labelled ``p``) where its final
+    measurements begin, barriers dropped; the measurements kept after it, or dropped."""
+    out = circuit.copy_empty_like()
+    measurements = []
+    for inst in circuit.data:
+        if inst.name == "measure":
+            measurements.append(inst)
+        elif inst.name != "barrier":
+            out._append(inst)
+    out.save_probabilities(qubits=qubits, label="p")
+    if measure:
+        for inst in measurements:
+            out._append(inst)
+    return out
 
 
 @cache
@@ -149,28 +168,35 @@ def record(
     counts: Sequence[dict[str, int]],
     shots: Sequence[int],
     confusion: Confusion,
+    ideals: Sequence[np.ndarray | None] | None = None,
 ) -> list[CircuitRecord]:
-    """Record circuits a method sent (with the shots of each) and score those that can be scored."""
+    """Record circuits a method sent (with the shots of each) and score those that can be scored.
+    ``ideals[i]``, where given, is circuit ``i``'s exact distribution, saved by the run that sampled it
+    (an ideal simulator); the others are computed here, in one batch."""
+    ideals = list(ideals) if ideals is not None else [None] * len(circuits)
     out: list[CircuitRecord | None] = []
     scorable = []
     for i, (circuit, sent, n) in enumerate(zip(circuits, transpiled, shots, strict=True)):
         base = {"qubits": circuit.num_qubits, "two_qubit_gates": two_qubit_gates(sent), "shots": n}
         measured = final_measurements(circuit)
-        why = _unscorable(circuit, measured)
+        why = unscorable(circuit, measured)
         out.append(CircuitRecord(**base, unscored=why) if why else None)
         if not why:
             scorable.append((i, base, measured))
-    if scorable:
-        ideals = ideal_distributions([circuits[i] for i, _, _ in scorable], [m for _, _, m in scorable])
-        for (i, base, measured), ideal in zip(scorable, ideals, strict=True):
-            physical = final_measurements(transpiled[i])
-            observed = counts_vector(counts[i], len(measured))
-            mitigated = nearest_probability(unfold_readout(observed, [confusion(q) for q in physical]))
-            out[i] = CircuitRecord(**base, fidelity=hellinger_fidelity(ideal, mitigated))
+    missing = [(i, measured) for i, _, measured in scorable if ideals[i] is None]
+    if missing:
+        computed = ideal_distributions([circuits[i] for i, _ in missing], [m for _, m in missing])
+        for (i, _), ideal in zip(missing, computed, strict=True):
+            ideals[i] = ideal
+    for i, base, measured in scorable:
+        physical = final_measurements(transpiled[i])
+        observed = counts_vector(counts[i], len(measured))
+        mitigated = nearest_probability(unfold_readout(observed, [confusion(q) for q in physical]))
+        out[i] = CircuitRecord(**base, fidelity=hellinger_fidelity(ideals[i], mitigated))
     return out
 
 
-def _unscorable(circuit: QuantumCircuit, measured: list[int] | None) -> str | None:
+def unscorable(circuit: QuantumCircuit, measured: list[int] | None) -> str | None:
     if circuit.num_qubits > MAX_SCORED_QUBITS:
         return f"{circuit.num_qubits} qubits (at most {MAX_SCORED_QUBITS} are scored)"
     if mid_circuit_measurement(circuit):

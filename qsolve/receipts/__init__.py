@@ -15,36 +15,41 @@ verifier         the verifier: every reason, as a set;  verdict: what it answers
 commands         ``qsolve verify`` and ``qsolve receipt-key``
 """
 
-from qsolve.receipts.canonical import canonical_bytes, canonical_text, es6_number
-from qsolve.receipts.keys import HostKey, KeyFileExposed, load_host_key, qsolve_home
-from qsolve.receipts.seal import Form, Unsealable, digest, seal
-from qsolve.receipts.signature import verify_strict
-from qsolve.receipts.strict_json import Document, Unreadable, read
-from qsolve.receipts.trust import HeldTo, TrustList, TrustListRefused
-from qsolve.receipts.verdict import Verdict
-from qsolve.receipts.verifier import SERVICE_LIMITS, VERIFY_LIMITS, verify
+from __future__ import annotations
 
-__all__ = [
-    "Document",
-    "Form",
-    "HeldTo",
-    "HostKey",
-    "KeyFileExposed",
-    "SERVICE_LIMITS",
-    "TrustList",
-    "TrustListRefused",
-    "Unreadable",
-    "Unsealable",
-    "VERIFY_LIMITS",
-    "Verdict",
-    "canonical_bytes",
-    "canonical_text",
-    "digest",
-    "es6_number",
-    "load_host_key",
-    "qsolve_home",
-    "read",
-    "seal",
-    "verify",
-    "verify_strict",
-]
+import importlib
+from typing import Any
+
+_HOMES = {
+    "Document": "strict_json",
+    "Form": "seal",
+    "HeldTo": "trust",
+    "HostKey": "keys",
+    "KeyFileExposed": "keys",
+    "SERVICE_LIMITS": "verifier",
+    "TrustList": "trust",
+    "TrustListRefused": "trust",
+    "Unreadable": "strict_json",
+    "Unsealable": "seal",
+    "VERIFY_LIMITS": "verifier",
+    "Verdict": "verdict",
+    "canonical_bytes": "canonical",
+    "canonical_text": "canonical",
+    "digest": "seal",
+    "es6_number": "canonical",
+    "load_host_key": "keys",
+    "qsolve_home": "keys",
+    "read": "strict_json",
+    "seal": "seal",
+    "verify": "verifier",
+    "verify_strict": "signature",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    """Names load on first use: ``qsolve``'s command line builds its parser without loading the verifier."""
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,6 +7,8 @@
 job needing rules not run here is not called valid, so 1), and 2 for a trust list refused whole or a
 misused command (a job file that cannot be opened, a time that is not a whole number of milliseconds).
 ``receipt-key`` prints the host's public key, made on first use, and a trust list holding it.
+
+The verifier's modules load when a command runs, not when the command line builds its parser.
 """
 
 from __future__ import annotations
@@ -16,15 +18,11 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from qsolve.receipts.keys import KeyFileExposed, key_path, load_host_key
-from qsolve.receipts.reasons import BY_CODE
-from qsolve.receipts.strict_json import Unreadable, read_value
-from qsolve.receipts.trust import FORMAT, HeldTo, TrustList, TrustListRefused
-from qsolve.receipts.values import MAX_WHOLE, whole
-from qsolve.receipts.verdict import Verdict
-from qsolve.receipts.verifier import VERIFY_LIMITS, verify
+if TYPE_CHECKING:
+    from qsolve.receipts.trust import HeldTo
+    from qsolve.receipts.verdict import Verdict
 
 EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -75,6 +73,9 @@ def _read_file(name: str, limit: int) -> bytes:
 
 
 def _milliseconds(text: str, option: str) -> int:
+    from qsolve.receipts.strict_json import Unreadable, read_value
+    from qsolve.receipts.values import MAX_WHOLE, whole
+
     try:
         n = whole(read_value(text))
     except Unreadable:
@@ -85,6 +86,9 @@ def _milliseconds(text: str, option: str) -> int:
 
 
 def _held(args: argparse.Namespace) -> HeldTo:
+    from qsolve.receipts.trust import HeldTo, TrustList, TrustListRefused
+    from qsolve.receipts.verifier import VERIFY_LIMITS
+
     trust = None
     if args.trust is not None:
         try:
@@ -103,6 +107,8 @@ def _held(args: argparse.Namespace) -> HeldTo:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from qsolve.receipts.verifier import VERIFY_LIMITS, verify
+
     try:
         held = _held(args)
         data = _read_file(args.job, VERIFY_LIMITS.bytes)
@@ -119,6 +125,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def _plain(name: str, verdict: Verdict) -> str:
     """The verdict for a person: valid or not, each reason with what it means, and what was found."""
+    from qsolve.receipts.reasons import BY_CODE
+
     if verdict.valid:
         lines = [f"{name}: valid"]
     elif verdict.reasons:
@@ -161,10 +169,14 @@ def _plain(name: str, verdict: Verdict) -> str:
 
 def trust_list_for(public_hex: str) -> dict[str, Any]:
     """A trust list of one entry: the key, with no window and no revocation (§8.8)."""
+    from qsolve.receipts.trust import FORMAT
+
     return {"format": FORMAT, "algorithm": "ed25519", "keys": [{"key": public_hex}]}
 
 
 def cmd_receipt_key(args: argparse.Namespace) -> int:
+    from qsolve.receipts.keys import KeyFileExposed, key_path, load_host_key
+
     try:
         key = load_host_key()
     except (KeyFileExposed, OSError) as e:

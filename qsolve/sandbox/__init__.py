@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qsolve.sandbox.process import LOG_MAX_BYTES, JobProcess, network_isolation
+from qsolve.home import qsolve_home
+from qsolve.sandbox.process import LOG_MAX_BYTES, JobProcess
 
 if TYPE_CHECKING:
     from qsolve.manifest import Resources
@@ -118,7 +119,9 @@ def _run(
         shutil.copytree(
             root, work, ignore=shutil.ignore_patterns("__pycache__", ".git"), ignore_dangling_symlinks=True
         )
-        job = {**job, "root": str(work), "network": process.network}
+        # fake devices' files (qsolve.targets.devices), written by the job before its guard is up
+        cache = qsolve_home().resolve() / "cache"
+        job = {**job, "root": str(work), "network": process.network, "cache": str(cache)}
 
         def handle(event: dict[str, Any]) -> None:
             if event.get("event") == "estimate" and approve is not None:
@@ -180,4 +183,4 @@ def _collect(fd: int, deadline: float, on_event: Event) -> tuple[dict | None, li
                 on_event(event)
 
 
-__all__ = ["Event", "JobProcess", "Limits", "Outcome", "network_isolation", "run_case_job", "run_job"]
+__all__ = ["Event", "JobProcess", "Limits", "Outcome", "run_case_job", "run_job"]

@@ -2,14 +2,15 @@
 
 Started early, the child imports Qiskit and the platform (most of a second) while the platform reads the
 workflow; it then waits for its job on standard input. Its environment is rebuilt from nothing; it runs in
-a new session (so its whole process group can be killed) and, where ``unshare --net`` works, in a new
-network namespace. Its memory cap comes with the job: the child lowers its own ``RLIMIT_AS`` before any
-workflow code runs.
+a new session (so its whole process group can be killed) and, where the kernel allows it, in a network
+namespace of its own. Its limits (``RLIMIT_AS`` at the workflow's ``memory_mb``) are set before it
+starts, so a child started ahead is started for one memory cap.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import resource
 import shutil
@@ -26,18 +27,19 @@ KEPT_ENV = ("LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMRO
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the qsolve package
 
 
+CLONE_NEWNET = 0x40000000
+
+
 @cache
-def network_isolation() -> str:
-    """``namespace`` when ``unshare --net`` works here, else ``audit hook``."""
-    unshare = shutil.which("unshare")
-    if unshare:
-        try:
-            ok = subprocess.run([unshare, "--net", "true"], capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            ok = False
-        if ok:
-            return "namespace"
-    return "audit hook"
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _network_namespace(pid: int | str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
 
 
 def environment(tmp: Path) -> dict[str, str]:
@@ -74,13 +76,18 @@ def memory_of(folder: Path, default: int = 2048, cap: int = 8192) -> int:
     )
 
 
-def _limits(memory_mb: int):
+def _prepare(memory_mb: int):
+    """What the child does between fork and exec: its limits, and a network namespace of its own where
+    the kernel allows it (``unshare(CLONE_NEWNET)``; the parent then sees which, in ``/proc``)."""
+    unshare = _libc().unshare  # looked up before the fork
+
     def apply() -> None:
         size = memory_mb * 2**20
         resource.setrlimit(resource.RLIMIT_AS, (size, size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_MAX_BYTES, LOG_MAX_BYTES))
         resource.setrlimit(resource.RLIMIT_NPROC, (512, 512))
+        unshare(CLONE_NEWNET)  # fails without privilege: the audit hook then refuses sockets
 
     return apply
 
@@ -92,11 +99,8 @@ class JobProcess:
         self.memory_mb = memory_mb
         self.started = time.monotonic()
         self.tmp = Path(tempfile.mkdtemp(prefix="qsolve-sandbox-"))
-        self.network = network_isolation()
         self.log_path = self.tmp / "job.log"
         cmd = [sys.executable, "-m", "qsolve.sandbox.job"]
-        if self.network == "namespace":
-            cmd = [shutil.which("unshare"), "--net", "--", *cmd]
         self.channel, write_fd = os.pipe()
         env = environment(self.tmp) | {"QSOLVE_RESULT_FD": str(write_fd)}
         with open(self.log_path, "wb") as log:
@@ -109,9 +113,13 @@ class JobProcess:
                 env=env,
                 pass_fds=(write_fd,),
                 start_new_session=True,
-                preexec_fn=_limits(memory_mb),
+                preexec_fn=_prepare(memory_mb),
             )
         os.close(write_fd)
+        own, its = _network_namespace("self"), _network_namespace(self.proc.pid)
+        #: ``namespace``: the child has a network of its own, with nothing in it; ``audit hook``: it
+        #: shares the host's, and the job's audit hook refuses sockets
+        self.network = "namespace" if own and its and own != its else "audit hook"
 
     def send(self, line: str, close: bool = False) -> None:
         with contextlib.suppress(BrokenPipeError, ValueError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
@@ -65,14 +66,16 @@ def open_target(spec: str, *, device_access: bool = False) -> Backend:
     return future.result()
 
 
-def prefetch(spec: str) -> None:
-    """Open a target in the background (a fake device takes ~1 s to load) while other work goes on."""
+def warm(specs: Iterable[str]) -> None:
+    """Load now the fake devices these targets name, so that their files in the cache
+    (:mod:`qsolve.targets.devices`) are written before any workflow code runs; a target that does not
+    open is left for its case to report."""
+    for spec in specs:
+        if m := _FAKE.fullmatch(spec):
+            from qsolve.targets.devices import device
 
-    def run() -> None:
-        with contextlib.suppress(Exception):
-            open_target(spec)
-
-    threading.Thread(target=run, name=f"open {spec}", daemon=True).start()
+            with contextlib.suppress(Exception):
+                device(m.group(1))
 
 
 def _open(spec: str, device_access: bool) -> Backend:

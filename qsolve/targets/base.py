@@ -18,6 +18,9 @@ class Backend(ABC):
     name: str
     #: the device, as recorded in the track record
     device: str
+    #: an ideal simulator: the run that samples a circuit can save its exact distribution too
+    #: (:meth:`execute_saving`)
+    ideal: bool = False
 
     @abstractmethod
     def pass_manager(self, seed: int) -> PassManager:
@@ -31,6 +34,13 @@ class Backend(ABC):
     @abstractmethod
     def execute(self, transpiled: Sequence[QuantumCircuit], shots: int, seed: int) -> list[dict[str, int]]:
         """Counts of each transpiled circuit, keys highest clbit first."""
+
+    def execute_saving(
+        self, circuits: Sequence[QuantumCircuit], shots: int, seed: int
+    ) -> tuple[list[dict[str, int]], list[np.ndarray | None]]:
+        """Counts, and what each circuit's ``save_probabilities`` (label ``p``) saved, where it has one;
+        only an :attr:`ideal` target gives exact distributions so."""
+        raise NotImplementedError(f"{self.name} is not an ideal simulator")
 
     def _pass_manager(self, seed: int) -> PassManager:
         cache = self.__dict__.setdefault("_pass_managers", {})

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 import numpy as np
 from qiskit import QuantumCircuit
 from qiskit.circuit import Gate
-from qiskit.providers.backend import BackendV2
 from qiskit.transpiler import (
     InstructionProperties,
     PassManager,
@@ -26,9 +25,9 @@ from qiskit.transpiler import (
 from qiskit_aer import AerSimulator
 from qiskit_aer.noise import NoiseModel, ReadoutError
 from qiskit_aer.noise.device.models import basic_device_gate_errors
-from qiskit_ibm_runtime import fake_provider
 
 from qsolve.targets.base import Backend
+from qsolve.targets.devices import device as load_device
 from qsolve.targets.errors import UnknownTarget
 
 SCALE_RANGE = (1.0, 10.0)
@@ -40,38 +39,24 @@ def _gate_cap(num_qubits: int) -> float:
     return d / (d + 1)
 
 
-def load_fake_backend(device: str) -> BackendV2:
-    """``fez`` (or ``ibm_fez``) -> ``FakeFez()``; an unknown name is refused, listing a few known ones."""
-    short = device.removeprefix("ibm_")
-    cls = getattr(fake_provider, "Fake" + short[:1].upper() + short[1:].lower(), None)
-    if not (isinstance(cls, type) and issubclass(cls, BackendV2)) or not short.isalnum():
-        known = sorted(
-            n[4:].lower()
-            for n in dir(fake_provider)
-            if n.startswith("Fake")
-            and not n.startswith("FakeProvider")
-            and not n.endswith("V2")
-            and isinstance(getattr(fake_provider, n), type)
-            and issubclass(getattr(fake_provider, n), BackendV2)
-        )
-        raise UnknownTarget(f"fake:{device}: no such fake device (known: {', '.join(known[:12])}, ...)")
-    return cls()
-
-
 class FakeDevice(Backend):
     def __init__(self, device: str, scale: float = 1.0) -> None:
         lo, hi = SCALE_RANGE
         if not lo <= scale <= hi:
             raise UnknownTarget(f"fake:{device}@{scale:g}: the scale must be from {lo:g} to {hi:g}")
-        self._backend = load_fake_backend(device)
+        self._device = load_device(device)
         self.scale = float(scale)
-        self.device = self._backend.name
+        self.device = self._device.name
         self.name = f"fake:{device}@{scale:g}"
-        self._readout = self._readout_errors()
+        self._readout = [
+            tuple(min(p * self.scale, READOUT_CAP) for p in pair) for pair in self._device.readout
+        ]
         self._sims: dict[frozenset, AerSimulator] = {}
 
     def pass_manager(self, seed: int) -> PassManager:
-        return generate_preset_pass_manager(optimization_level=1, backend=self._backend, seed_transpiler=seed)
+        return generate_preset_pass_manager(
+            optimization_level=1, target=self._device.target, seed_transpiler=seed
+        )
 
     def execute(self, transpiled: Sequence[QuantumCircuit], shots: int, seed: int) -> list[dict[str, int]]:
         ops = frozenset(op for c in transpiled for op in _operations(c))
@@ -91,22 +76,9 @@ class FakeDevice(Backend):
             self._sims[ops] = AerSimulator(noise_model=model, max_parallel_threads=1)
         return self._sims[ops]
 
-    def _readout_errors(self) -> list[tuple[float, float]]:
-        props = self._backend.properties()
-        out = []
-        for q in range(self._backend.num_qubits):
-            qp = {n.name: n.value for n in props.qubits[q]} if props is not None else {}
-            if "prob_meas1_prep0" in qp and "prob_meas0_prep1" in qp:
-                pair = (qp["prob_meas1_prep0"], qp["prob_meas0_prep1"])
-            else:
-                err = self._backend.target["measure"][(q,)].error or 0.0
-                pair = (err, err)
-            out.append(tuple(min(p * self.scale, READOUT_CAP) for p in pair))
-        return out
-
     def _build_noise_model(self, qubits: tuple[int, ...], ops: frozenset) -> NoiseModel:
         """Errors of exactly the (instruction, qubits) pairs used: building each costs ~10 ms."""
-        full = self._backend.target
+        full = self._device.target
         s = self.scale
         index = {q: i for i, q in enumerate(qubits)}
         qubit_props = []

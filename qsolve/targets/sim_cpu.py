@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 
+import numpy as np
 from qiskit import QuantumCircuit
 from qiskit.circuit.equivalence_library import SessionEquivalenceLibrary
 from qiskit.circuit.library import get_standard_gate_name_mapping
@@ -40,6 +41,7 @@ def native_gates() -> PassManager:
 class SimCpu(Backend):
     name = "sim-cpu"
     device = "aer_simulator"
+    ideal = True
 
     def __init__(self) -> None:
         self._sim = AerSimulator(max_parallel_threads=1)
@@ -48,5 +50,12 @@ class SimCpu(Backend):
         return native_gates()
 
     def execute(self, transpiled: Sequence[QuantumCircuit], shots: int, seed: int) -> list[dict[str, int]]:
-        result = self._sim.run(list(transpiled), shots=shots, seed_simulator=seed).result()
-        return [dict(result.get_counts(i)) for i in range(len(transpiled))]
+        return self.execute_saving(transpiled, shots, seed)[0]
+
+    def execute_saving(
+        self, circuits: Sequence[QuantumCircuit], shots: int, seed: int
+    ) -> tuple[list[dict[str, int]], list[np.ndarray | None]]:
+        result = self._sim.run(list(circuits), shots=shots, seed_simulator=seed).result()
+        indices = range(len(circuits))
+        counts = [dict(result.get_counts(i)) for i in indices]
+        return counts, [np.asarray(result.data(i)["p"]) if "p" in result.data(i) else None for i in indices]

@@ -8,6 +8,18 @@ from tests.conftest import REPO, WorkflowDir
 MAX_CUT = str(REPO / "workflows" / "max-cut")
 
 
+def test_the_parser_loads_no_command_it_does_not_run() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, qsolve.cli as c; c.build_parser(); "
+        "print(sorted(m for m in sys.modules if 'receipts.' in m))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['qsolve.receipts.commands']"
+
+
 def test_lint_clean_exits_0(capsys) -> None:
     assert main(["lint", MAX_CUT]) == 0
     assert "0 errors, 0 warnings" in capsys.readouterr().out
@@ -45,10 +57,22 @@ def test_check_passes_max_cut(capsys) -> None:
     assert "6 cases and 1 hardware case pass the submission checks" in capsys.readouterr().out
 
 
-def test_test_json_on_max_cut(capsys) -> None:
+def test_test_json_on_max_cut(capsys, monkeypatch) -> None:
     import json
 
+    from qsolve.sandbox import process
+
+    started = []
+
+    class Counted(process.JobProcess):
+        def __init__(self, memory_mb: int) -> None:
+            started.append(memory_mb)
+            super().__init__(memory_mb)
+
+    monkeypatch.setattr(process, "JobProcess", Counted)
+    monkeypatch.setattr("qsolve.sandbox.JobProcess", Counted)
     assert main(["test", MAX_CUT, "--json"]) == 0
+    assert started == [2048]  # the child started ahead is the one that runs the job
     report = json.loads(capsys.readouterr().out)
     assert set(report) >= {"workflow", "version", "target", "checks", "gates", "cases"}
     assert (report["workflow"], report["target"], report["checks"]) == (

@@ -18,6 +18,7 @@ from qsolve.scoring import (
     record,
     two_qubit_gates,
     unfold_readout,
+    with_exact_distribution,
 )
 from tests.conftest import ghz
 
@@ -56,6 +57,28 @@ def test_ideal_distribution_in_counts_bit_order() -> None:
     assert measured == [1, 0]
     (ideal,) = ideal_distributions([qc], [measured])
     assert np.allclose(ideal, counts_vector({"10": 5}, 2))
+
+
+def test_an_ideal_simulator_saves_the_exact_distribution_in_the_run_that_samples() -> None:
+    from qsolve.targets.sim_cpu import SimCpu
+
+    sim = SimCpu()
+    qc = QuantumCircuit(3, 3)
+    qc.ry(0.7, 0)
+    qc.cx(0, 1)
+    qc.rx(1.1, 2)
+    qc.barrier()
+    qc.measure([0, 1, 2], [2, 0, 1])  # clbits not in qubit order
+    (sent,) = sim.transpile([qc], seed=3)
+    counts, (saved,) = sim.execute_saving([with_exact_distribution(sent)], 2000, seed=11)
+    assert counts == sim.execute([sent], 2000, seed=11)  # saving the distribution draws nothing
+    (ideal,) = ideal_distributions([qc], [final_measurements(qc)])
+    assert np.allclose(saved, ideal, atol=1e-12)
+    unscorable = QuantumCircuit(1, 1)
+    unscorable.reset(0)
+    unscorable.measure(0, 0)
+    assert with_exact_distribution(unscorable) is unscorable
+    assert sim.execute_saving([unscorable], 10, seed=1)[1] == [None]
 
 
 def test_mid_circuit_measurement_detected() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from qsolve.manifest import Resources
-from qsolve.sandbox import Limits, network_isolation, run_job
+from qsolve.sandbox import JobProcess, Limits, run_job
 from tests.conftest import WorkflowDir
 
 MODULE = """\
@@ -66,7 +66,7 @@ def test_no_network(wf: WorkflowDir) -> None:
     outcome = job(wf, "    socket.create_connection(('127.0.0.1', 5432), timeout=2)")
     reason = quantum_failure(outcome)
     assert reason.startswith("failed: ")
-    if network_isolation() == "namespace":
+    if outcome.network == "namespace":
         assert "Network is unreachable" in reason or "Connection refused" in reason
     else:
         assert "sandbox: no network" in reason
@@ -130,11 +130,16 @@ def test_limits_follow_the_seed() -> None:
     assert Limits.of(Resources(timeout_s=7200, memory_mb=8192)) == Limits(timeout_s=7200, memory_mb=8192)
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or network_isolation() != "namespace", reason="needs unshare --net (root)"
-)
-def test_network_isolation_is_a_namespace_here() -> None:
-    assert network_isolation() == "namespace"
+def test_the_child_has_a_network_namespace_of_its_own_when_it_says_so() -> None:
+    process = JobProcess(512)
+    try:
+        own = os.readlink("/proc/self/ns/net")
+        its = os.readlink(f"/proc/{process.proc.pid}/ns/net")
+        assert (its != own) == (process.network == "namespace")
+        if os.geteuid() == 0:  # root may always unshare: the namespace is what the machine gives here
+            assert process.network == "namespace"
+    finally:
+        process.close()
 
 
 def test_a_case_job_waits_for_approval_of_its_estimate(wf: WorkflowDir) -> None:
