@@ -67,11 +67,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    from qsolve.sandbox.process import JobProcess, memory_of
+    from qsolve.sandbox.process import JobProcess
 
-    root = _folder(args.dir)
-    process = JobProcess(memory_of(root))  # the sandbox's child starts importing while the workflow is read
+    process = JobProcess()  # the sandbox's child starts importing while the workflow is read
     try:
+        root = _folder(args.dir)
         return _test(args, root, process)
     finally:
         process.close()

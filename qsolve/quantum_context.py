@@ -12,7 +12,7 @@ from qiskit import QuantumCircuit
 from qsolve.context import Context
 from qsolve.params import MAX_SHOTS
 from qsolve.results import CircuitRecord
-from qsolve.scoring import record, with_exact_distribution
+from qsolve.scoring import Readout, readout, record, with_exact_distribution
 from qsolve.targets.base import Backend
 
 
@@ -32,15 +32,18 @@ class QuantumContext(Context):
         self.scoring_seconds = 0.0
         self.scoring_in_method = 0.0
         self._records: list[CircuitRecord] = []
-        self._sent: list[tuple[QuantumCircuit, QuantumCircuit, dict[str, int], int, np.ndarray | None]] = []
+        self._sent: list[
+            tuple[QuantumCircuit, QuantumCircuit, dict[str, int], int, np.ndarray | None, Readout]
+        ] = []
 
     @property
     def records(self) -> list[CircuitRecord]:
         """Every circuit sent so far, recorded and, where it can be, scored."""
         if self._sent:
             start = time.perf_counter()
-            circuits, transpiled, counts, shots, ideals = zip(*self._sent, strict=True)
-            self._records.extend(record(circuits, transpiled, counts, shots, self.backend.confusion, ideals))
+            circuits, transpiled, counts, shots, ideals, readouts = zip(*self._sent, strict=True)
+            confusion = None if self.backend.ideal else self.backend.confusion
+            self._records.extend(record(circuits, transpiled, counts, shots, confusion, ideals, readouts))
             self._sent.clear()
             self.scoring_seconds += time.perf_counter() - start
         return self._records
@@ -56,18 +59,19 @@ class QuantumContext(Context):
                 raise ValueError(f"ctx.sample: circuit {i} ({c.name}) has no measurement")
         transpiled = self.backend.transpile(batch, seed=self.seed)
         sim_seed = int(np.random.SeedSequence([self.seed, self.dispatches]).generate_state(1)[0])
-        if self.backend.ideal:
-            start = time.perf_counter()
-            saving = [with_exact_distribution(t) for t in transpiled]
-            self.scoring_in_method += time.perf_counter() - start
+        start = time.perf_counter()
+        # the circuits as sent, copied: the method may change its circuit objects before scoring reads them
+        sent = [(c.copy(), readout(c)) for c in batch]
+        saving = [with_exact_distribution(t) for t in transpiled] if self.backend.ideal else None
+        self.scoring_in_method += time.perf_counter() - start
+        if saving is not None:
             counts, ideals = self.backend.execute_saving(saving, int(shots), seed=sim_seed)
         else:
             counts = self.backend.execute(transpiled, int(shots), seed=sim_seed)
             ideals = [None] * len(transpiled)
         self.dispatches += 1
-        # a copy: the method may change its circuit object before the scoring reads it
         self._sent.extend(
-            (c.copy(), t, k, int(shots), p)
-            for c, t, k, p in zip(batch, transpiled, counts, ideals, strict=True)
+            (c, t, k, int(shots), p, r)
+            for (c, r), t, k, p in zip(sent, transpiled, counts, ideals, strict=True)
         )
         return counts

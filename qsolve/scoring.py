@@ -8,12 +8,14 @@ the nearest probability distribution, Hellinger fidelity against the exact ideal
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 from qiskit import QuantumCircuit
-from qiskit.circuit import ControlFlowOp
+from qiskit.circuit import CircuitInstruction, ControlFlowOp
 from qiskit_aer import AerSimulator
+from qiskit_aer.library import SaveProbabilities
 
 from qsolve.results import CircuitRecord
 from qsolve.targets.sim_cpu import NATIVE, native_gates
@@ -44,35 +46,76 @@ def two_qubit_gates(circuit: QuantumCircuit) -> int:
     return n
 
 
-def mid_circuit_measurement(circuit: QuantumCircuit) -> bool:
-    """Control flow, or a measurement with a later operation other than a measurement or a barrier among
-    its descendants (found in one pass: wires a measurement reached stay marked)."""
+@dataclass(frozen=True)
+class Readout:
+    """What scoring needs to know of a circuit, found in one pass over it (:func:`readout`)."""
+
+    #: the qubit each classical bit reads, in clbit order; ``None`` unless every clbit is measured once
+    measured: list[int] | None
+    #: why the circuit is not scored; ``None`` when it is
+    unscored: str | None
+    #: where its exact distribution can be saved without moving anything: the index after its last
+    #: operation, when only measurements and barriers follow it; ``None`` otherwise
+    save_at: int | None = None
+
+
+def _scan(circuit: QuantumCircuit) -> tuple[list[int] | None, bool, int | None]:
+    """(the qubit each clbit reads or ``None``, whether a measurement is mid-circuit, where a save can go).
+
+    Mid-circuit: control flow, or a measurement with a later operation other than a measurement or a
+    barrier among its descendants (wires a measurement reached stay marked)."""
     if _has_control_flow(circuit):
-        return True
+        return None, True, None
+    source: dict[int, int] = {}
+    twice = False
     reached: set = set()
-    for inst in circuit.data:  # inst.name, not inst.operation.name: reading .operation builds a gate object
+    first_measure, last_op = None, -1
+    for k, inst in enumerate(circuit.data):  # inst.name, not inst.operation.name: .operation builds a gate
+        name = inst.name
+        if name == "measure":
+            reached.update(inst.qubits)
+            reached.update(inst.clbits)
+            clbit = circuit.find_bit(inst.clbits[0]).index
+            twice = twice or clbit in source
+            source[clbit] = circuit.find_bit(inst.qubits[0]).index
+            first_measure = k if first_measure is None else first_measure
+            continue
         wires = (*inst.qubits, *inst.clbits)
-        if inst.name == "measure":
+        if name != "barrier":
+            last_op = k
+        if reached and any(w in reached for w in wires):
+            if name != "barrier":
+                return None, True, None
             reached.update(wires)
-        elif reached and any(w in reached for w in wires):
-            if inst.name != "barrier":
-                return True
-            reached.update(wires)
-    return False
+    if twice or not source or sorted(source) != list(range(circuit.num_clbits)):
+        return None, False, None
+    measured = [source[c] for c in range(circuit.num_clbits)]
+    return measured, False, (last_op + 1 if first_measure is not None and first_measure > last_op else None)
+
+
+def readout(circuit: QuantumCircuit) -> Readout:
+    """Whether a circuit is scored (at most 20 qubits, no mid-circuit measurement, every clbit measured
+    once, no reset or initialisation: the first that fails is the reason), and what its scoring needs."""
+    if circuit.num_qubits > MAX_SCORED_QUBITS:
+        return Readout(None, f"{circuit.num_qubits} qubits (at most {MAX_SCORED_QUBITS} are scored)")
+    measured, mid, save_at = _scan(circuit)
+    if mid:
+        return Readout(None, "mid-circuit measurement")
+    if measured is None:
+        return Readout(None, "not every classical bit is measured exactly once")
+    if any(name in NON_UNITARY for name in circuit.count_ops()):
+        return Readout(measured, "a reset or initialisation: no exact ideal distribution")
+    return Readout(measured, None, save_at)
+
+
+def mid_circuit_measurement(circuit: QuantumCircuit) -> bool:
+    return _scan(circuit)[1]
 
 
 def final_measurements(circuit: QuantumCircuit) -> list[int] | None:
-    """The qubit each classical bit measures, in clbit order; ``None`` unless every clbit is measured once."""
-    source: dict[int, int] = {}
-    for inst in circuit.data:
-        if inst.name == "measure":
-            clbit = circuit.find_bit(inst.clbits[0]).index
-            if clbit in source:
-                return None
-            source[clbit] = circuit.find_bit(inst.qubits[0]).index
-    if not source or sorted(source) != list(range(circuit.num_clbits)):
-        return None
-    return [source[c] for c in range(circuit.num_clbits)]
+    """The qubit each classical bit measures, in clbit order; ``None`` unless every clbit is measured once
+    (or a measurement is mid-circuit)."""
+    return _scan(circuit)[0]
 
 
 def ideal_distributions(
@@ -94,13 +137,22 @@ def ideal_distributions(
 def with_exact_distribution(circuit: QuantumCircuit) -> QuantumCircuit:
     """For an ideal simulator: a scorable circuit with its exact distribution saved by the run that
     samples it (:func:`saving_probabilities`); any other circuit as it is."""
-    measured = final_measurements(circuit)
-    return circuit if unscorable(circuit, measured) else saving_probabilities(circuit, measured)
+    r = readout(circuit)
+    return circuit if r.unscored else saving_probabilities(circuit, r.measured, at=r.save_at)
 
 
-def saving_probabilities(circuit: QuantumCircuit, qubits: list[int], measure: bool = True) -> QuantumCircuit:
+def saving_probabilities(
+    circuit: QuantumCircuit, qubits: list[int], measure: bool = True, at: int | None = None
+) -> QuantumCircuit:
     """The circuit with Aer's ``save_probabilities`` of ``qubits`` (labelled ``p``) where its final
-    measurements begin, barriers dropped; the measurements kept after it, or dropped."""
+    measurements begin; the measurements kept after it, or dropped. ``at``: the index where they begin
+    when nothing but measurements and barriers follows (:attr:`Readout.save_at`): a copy with the save
+    put in; otherwise the circuit is rebuilt with the measurements moved after it."""
+    save = CircuitInstruction(SaveProbabilities(len(qubits), label="p"), [circuit.qubits[q] for q in qubits])
+    if at is not None and measure:
+        out = circuit.copy()
+        out.data.insert(at, save)
+        return out
     out = circuit.copy_empty_like()
     measurements = []
     for inst in circuit.data:
@@ -108,7 +160,7 @@ def saving_probabilities(circuit: QuantumCircuit, qubits: list[int], measure: bo
             measurements.append(inst)
         elif inst.name != "barrier":
             out._append(inst)
-    out.save_probabilities(qubits=qubits, label="p")
+    out._append(save)
     if measure:
         for inst in measurements:
             out._append(inst)
@@ -167,42 +219,33 @@ def record(
     transpiled: Sequence[QuantumCircuit],
     counts: Sequence[dict[str, int]],
     shots: Sequence[int],
-    confusion: Confusion,
+    confusion: Confusion | None,
     ideals: Sequence[np.ndarray | None] | None = None,
+    readouts: Sequence[Readout] | None = None,
 ) -> list[CircuitRecord]:
     """Record circuits a method sent (with the shots of each) and score those that can be scored.
+
+    ``confusion`` is the target's readout confusion of a physical qubit (``None``: ideal readout).
     ``ideals[i]``, where given, is circuit ``i``'s exact distribution, saved by the run that sampled it
-    (an ideal simulator); the others are computed here, in one batch."""
+    (an ideal simulator); the others are computed here, in one batch. ``readouts[i]``, where given, is
+    :func:`readout` of circuit ``i``, found when it was sent."""
     ideals = list(ideals) if ideals is not None else [None] * len(circuits)
+    readouts = list(readouts) if readouts is not None else [readout(c) for c in circuits]
     out: list[CircuitRecord | None] = []
     scorable = []
-    for i, (circuit, sent, n) in enumerate(zip(circuits, transpiled, shots, strict=True)):
+    for i, (circuit, sent, n, r) in enumerate(zip(circuits, transpiled, shots, readouts, strict=True)):
         base = {"qubits": circuit.num_qubits, "two_qubit_gates": two_qubit_gates(sent), "shots": n}
-        measured = final_measurements(circuit)
-        why = unscorable(circuit, measured)
-        out.append(CircuitRecord(**base, unscored=why) if why else None)
-        if not why:
-            scorable.append((i, base, measured))
+        out.append(CircuitRecord(**base, unscored=r.unscored) if r.unscored else None)
+        if not r.unscored:
+            scorable.append((i, base, r.measured))
     missing = [(i, measured) for i, _, measured in scorable if ideals[i] is None]
     if missing:
         computed = ideal_distributions([circuits[i] for i, _ in missing], [m for _, m in missing])
         for (i, _), ideal in zip(missing, computed, strict=True):
             ideals[i] = ideal
     for i, base, measured in scorable:
-        physical = final_measurements(transpiled[i])
         observed = counts_vector(counts[i], len(measured))
-        mitigated = nearest_probability(unfold_readout(observed, [confusion(q) for q in physical]))
-        out[i] = CircuitRecord(**base, fidelity=hellinger_fidelity(ideals[i], mitigated))
+        if confusion is not None:
+            observed = unfold_readout(observed, [confusion(q) for q in final_measurements(transpiled[i])])
+        out[i] = CircuitRecord(**base, fidelity=hellinger_fidelity(ideals[i], nearest_probability(observed)))
     return out
-
-
-def unscorable(circuit: QuantumCircuit, measured: list[int] | None) -> str | None:
-    if circuit.num_qubits > MAX_SCORED_QUBITS:
-        return f"{circuit.num_qubits} qubits (at most {MAX_SCORED_QUBITS} are scored)"
-    if mid_circuit_measurement(circuit):
-        return "mid-circuit measurement"
-    if measured is None:
-        return "not every classical bit is measured exactly once"
-    if any(name in NON_UNITARY for name in circuit.count_ops()):
-        return "a reset or initialisation: no exact ideal distribution"
-    return None

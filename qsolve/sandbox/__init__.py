@@ -109,10 +109,8 @@ def _run(
     approve: Callable[[dict[str, Any]], bool] | None = None,
     process: JobProcess | None = None,
 ) -> Outcome:
-    if process is not None and process.memory_mb != limits.memory_mb:
-        process.close()  # started ahead with another memory cap: start again
-        process = None
-    process = process or JobProcess(limits.memory_mb)
+    process = process or JobProcess()
+    process.limit_memory(limits.memory_mb)
     start = process.started
     try:
         work = process.tmp / "workflow"

@@ -3,8 +3,8 @@
 Started early, the child imports Qiskit and the platform (most of a second) while the platform reads the
 workflow; it then waits for its job on standard input. Its environment is rebuilt from nothing; it runs in
 a new session (so its whole process group can be killed) and, where the kernel allows it, in a network
-namespace of its own. Its limits (``RLIMIT_AS`` at the workflow's ``memory_mb``) are set before it
-starts, so a child started ahead is started for one memory cap.
+namespace of its own. Its memory cap (``RLIMIT_AS`` at the workflow's ``memory_mb``) is set by the
+parent with ``prlimit`` once the manifest has been read, before the child is sent its job.
 """
 
 from __future__ import annotations
@@ -62,28 +62,13 @@ def environment(tmp: Path) -> dict[str, str]:
     return env
 
 
-def memory_of(folder: Path, default: int = 2048, cap: int = 8192) -> int:
-    """``resources.memory_mb`` of a workflow's manifest (at most ``cap``), read without validating it;
-    ``default`` when it does not read: the checks say what is wrong before any job runs."""
-    import yaml
-
-    try:
-        value = yaml.safe_load((folder / "manifest.yaml").read_text())["resources"]["memory_mb"]
-    except Exception:
-        return default
-    return (
-        min(value, cap) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
-    )
-
-
-def _prepare(memory_mb: int):
-    """What the child does between fork and exec: its limits, and a network namespace of its own where
-    the kernel allows it (``unshare(CLONE_NEWNET)``; the parent then sees which, in ``/proc``)."""
+def _prepare():
+    """What the child does between fork and exec: its limits (its memory cap comes with its job,
+    :meth:`JobProcess.limit_memory`), and a network namespace of its own where the kernel allows it
+    (``unshare(CLONE_NEWNET)``; the parent then sees which, in ``/proc``)."""
     unshare = _libc().unshare  # looked up before the fork
 
     def apply() -> None:
-        size = memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (size, size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_MAX_BYTES, LOG_MAX_BYTES))
         resource.setrlimit(resource.RLIMIT_NPROC, (512, 512))
@@ -95,8 +80,8 @@ def _prepare(memory_mb: int):
 class JobProcess:
     """One sandbox child, in a temporary folder of its own (its HOME, TMPDIR and working directory)."""
 
-    def __init__(self, memory_mb: int) -> None:
-        self.memory_mb = memory_mb
+    def __init__(self) -> None:
+        self.memory_mb: int | None = None
         self.started = time.monotonic()
         self.tmp = Path(tempfile.mkdtemp(prefix="qsolve-sandbox-"))
         self.log_path = self.tmp / "job.log"
@@ -113,13 +98,20 @@ class JobProcess:
                 env=env,
                 pass_fds=(write_fd,),
                 start_new_session=True,
-                preexec_fn=_prepare(memory_mb),
+                preexec_fn=_prepare(),
             )
         os.close(write_fd)
         own, its = _network_namespace("self"), _network_namespace(self.proc.pid)
         #: ``namespace``: the child has a network of its own, with nothing in it; ``audit hook``: it
         #: shares the host's, and the job's audit hook refuses sockets
         self.network = "namespace" if own and its and own != its else "audit hook"
+
+    def limit_memory(self, memory_mb: int) -> None:
+        """Cap the child's address space (``RLIMIT_AS``), before it is sent its job."""
+        size = memory_mb * 2**20
+        with contextlib.suppress(ProcessLookupError):  # it died already: its job will say so
+            resource.prlimit(self.proc.pid, resource.RLIMIT_AS, (size, size))
+        self.memory_mb = memory_mb
 
     def send(self, line: str, close: bool = False) -> None:
         with contextlib.suppress(BrokenPipeError, ValueError):

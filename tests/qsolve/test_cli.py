@@ -65,14 +65,15 @@ def test_test_json_on_max_cut(capsys, monkeypatch) -> None:
     started = []
 
     class Counted(process.JobProcess):
-        def __init__(self, memory_mb: int) -> None:
-            started.append(memory_mb)
-            super().__init__(memory_mb)
+        def __init__(self) -> None:
+            started.append(self)
+            super().__init__()
 
     monkeypatch.setattr(process, "JobProcess", Counted)
     monkeypatch.setattr("qsolve.sandbox.JobProcess", Counted)
     assert main(["test", MAX_CUT, "--json"]) == 0
-    assert started == [2048]  # the child started ahead is the one that runs the job
+    assert len(started) == 1  # the child started ahead is the one that runs the job
+    assert started[0].memory_mb == 2048
     report = json.loads(capsys.readouterr().out)
     assert set(report) >= {"workflow", "version", "target", "checks", "gates", "cases"}
     assert (report["workflow"], report["target"], report["checks"]) == (

@@ -131,7 +131,7 @@ def test_limits_follow_the_seed() -> None:
 
 
 def test_the_child_has_a_network_namespace_of_its_own_when_it_says_so() -> None:
-    process = JobProcess(512)
+    process = JobProcess()
     try:
         own = os.readlink("/proc/self/ns/net")
         its = os.readlink(f"/proc/{process.proc.pid}/ns/net")
@@ -164,24 +164,15 @@ def test_a_case_job_waits_for_approval_of_its_estimate(wf: WorkflowDir) -> None:
     assert refused.report is None and refused.died is not None
 
 
-def test_memory_of_reads_the_manifest_without_validating_it(wf: WorkflowDir) -> None:
-    from qsolve.sandbox.process import memory_of
-
-    assert memory_of(wf.root) == 1024
-    wf.manifest["resources"] = {"memory_mb": 20000}
-    wf.save()
-    assert memory_of(wf.root) == 8192
-    wf.write("manifest.yaml", "not: [yaml")
-    assert memory_of(wf.root) == 2048
-
-
-def test_a_process_started_ahead_with_another_cap_is_replaced(wf: WorkflowDir) -> None:
+def test_a_process_started_ahead_runs_the_job_under_the_jobs_memory_cap(wf: WorkflowDir) -> None:
     from qsolve.sandbox.process import JobProcess
 
-    wf.write("workflow.py", MODULE.format(body="    pass"))
+    wf.write("workflow.py", MODULE.format(body="    bytearray(1500 * 2**20)"))
     wf.cases["cases"] = [{"name": "one", "input": {"x": 1}}]
     wf.save()
-    early = JobProcess(4096)
-    outcome = run_job(wf.root, "sim-cpu", None, Resources(), limits=FAST, process=early)
-    assert only_case(outcome)["passed"]
-    assert early.proc.poll() is not None  # the early one was stopped
+    early = JobProcess()  # started before the cap is known
+    outcome = run_job(
+        wf.root, "sim-cpu", None, Resources(), limits=Limits(timeout_s=60, memory_mb=1024), process=early
+    )
+    assert early.memory_mb == 1024
+    assert quantum_failure(outcome) == "failed: MemoryError: "
