@@ -29,8 +29,8 @@ Confusion = Callable[[int], np.ndarray | None]
 CONTROL_FLOW = {"if_else", "while_loop", "for_loop", "switch_case", "box"}
 
 
-def _has_control_flow(circuit: QuantumCircuit) -> bool:
-    return any(name in CONTROL_FLOW for name in circuit.count_ops())
+def _has_control_flow(circuit: QuantumCircuit, ops: dict[str, int] | None = None) -> bool:
+    return any(name in CONTROL_FLOW for name in (circuit.count_ops() if ops is None else ops))
 
 
 def two_qubit_gates(circuit: QuantumCircuit) -> int:
@@ -59,12 +59,14 @@ class Readout:
     save_at: int | None = None
 
 
-def _scan(circuit: QuantumCircuit) -> tuple[list[int] | None, bool, int | None]:
+def _scan(
+    circuit: QuantumCircuit, ops: dict[str, int] | None = None
+) -> tuple[list[int] | None, bool, int | None]:
     """(the qubit each clbit reads or ``None``, whether a measurement is mid-circuit, where a save can go).
 
     Mid-circuit: control flow, or a measurement with a later operation other than a measurement or a
     barrier among its descendants (wires a measurement reached stay marked)."""
-    if _has_control_flow(circuit):
+    if _has_control_flow(circuit, ops):
         return None, True, None
     source: dict[int, int] = {}
     twice = False
@@ -98,12 +100,13 @@ def readout(circuit: QuantumCircuit) -> Readout:
     once, no reset or initialisation: the first that fails is the reason), and what its scoring needs."""
     if circuit.num_qubits > MAX_SCORED_QUBITS:
         return Readout(None, f"{circuit.num_qubits} qubits (at most {MAX_SCORED_QUBITS} are scored)")
-    measured, mid, save_at = _scan(circuit)
+    ops = circuit.count_ops()
+    measured, mid, save_at = _scan(circuit, ops)
     if mid:
         return Readout(None, "mid-circuit measurement")
     if measured is None:
         return Readout(None, "not every classical bit is measured exactly once")
-    if any(name in NON_UNITARY for name in circuit.count_ops()):
+    if any(name in NON_UNITARY for name in ops):
         return Readout(measured, "a reset or initialisation: no exact ideal distribution")
     return Readout(measured, None, save_at)
 
@@ -172,11 +175,19 @@ def _statevector() -> AerSimulator:
     return AerSimulator(method="statevector", max_parallel_threads=1)
 
 
+def counts_support(counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The outcomes seen, as indices (the bitstring read as a binary number), and the share of each."""
+    index = np.fromiter((int(key.replace(" ", ""), 2) for key in counts), dtype=np.int64, count=len(counts))
+    n = np.fromiter(counts.values(), dtype=float, count=len(counts))
+    return index, n / n.sum()
+
+
 def counts_vector(counts: dict[str, int], bits: int) -> np.ndarray:
+    """The counts as a probability vector over all ``2**bits`` outcomes."""
+    index, share = counts_support(counts)
     vec = np.zeros(2**bits)
-    for key, n in counts.items():
-        vec[int(key.replace(" ", ""), 2)] += n
-    return vec / vec.sum()
+    vec[index] = share
+    return vec
 
 
 def unfold_readout(p: np.ndarray, confusions: Sequence[np.ndarray | None]) -> np.ndarray:
@@ -197,6 +208,8 @@ def nearest_probability(q: np.ndarray) -> np.ndarray:
     Smolin, Gambetta and Smith, PRL 108, 070502 (2012): drop the most negative entries and spread
     their weight evenly over the rest while any entry would go negative.
     """
+    if q.min() >= 0:
+        return q  # a distribution already
     order = np.argsort(q)
     values = q[order]
     n = len(values)
@@ -212,6 +225,13 @@ def nearest_probability(q: np.ndarray) -> np.ndarray:
 def hellinger_fidelity(p: np.ndarray, q: np.ndarray) -> float:
     """(sum sqrt(p q))^2, what ``qiskit.quantum_info.hellinger_fidelity`` gives for dictionaries."""
     return float(np.sum(np.sqrt(p * q)) ** 2)
+
+
+def counts_fidelity(ideal: np.ndarray, counts: dict[str, int]) -> float:
+    """:func:`hellinger_fidelity` of the counts themselves (ideal readout: nothing to unfold or
+    project), summed over the outcomes seen only: no ``2**n`` vector is made."""
+    index, share = counts_support(counts)
+    return float(np.sum(np.sqrt(ideal[index] * share)) ** 2)
 
 
 def record(
@@ -244,8 +264,11 @@ def record(
         for (i, _), ideal in zip(missing, computed, strict=True):
             ideals[i] = ideal
     for i, base, measured in scorable:
-        observed = counts_vector(counts[i], len(measured))
-        if confusion is not None:
+        if confusion is None:
+            fidelity = counts_fidelity(ideals[i], counts[i])
+        else:
+            observed = counts_vector(counts[i], len(measured))
             observed = unfold_readout(observed, [confusion(q) for q in final_measurements(transpiled[i])])
-        out[i] = CircuitRecord(**base, fidelity=hellinger_fidelity(ideals[i], nearest_probability(observed)))
+            fidelity = hellinger_fidelity(ideals[i], nearest_probability(observed))
+        out[i] = CircuitRecord(**base, fidelity=fidelity)
     return out

@@ -9,6 +9,7 @@ from qiskit.quantum_info import hellinger_fidelity as qiskit_hellinger
 
 from qsolve.results import CircuitRecord, quality
 from qsolve.scoring import (
+    counts_fidelity,
     counts_vector,
     final_measurements,
     hellinger_fidelity,
@@ -38,6 +39,20 @@ def test_unfold_readout_inverts_each_bit_confusion() -> None:
     observed = np.kron(a1, a0) @ true  # clbit 1 is the high bit
     assert np.allclose(unfold_readout(observed, [a0, a1]), true)
     assert np.allclose(unfold_readout(observed, [None, None]), observed)
+
+
+def test_fidelity_of_counts_equals_the_dense_computation() -> None:
+    rng = np.random.default_rng(5)
+    ideal = rng.dirichlet(np.ones(64))
+    counts = {
+        format(int(k), "06b"): int(n)
+        for k, n in zip(*np.unique(rng.choice(64, 300, p=ideal), return_counts=True), strict=True)
+    }
+    dense = hellinger_fidelity(ideal, nearest_probability(counts_vector(counts, 6)))
+    assert counts_fidelity(ideal, counts) == pytest.approx(dense, abs=1e-12)
+    assert counts_fidelity(ideal, {"00 1": 3, "00 0": 1}) == pytest.approx(
+        hellinger_fidelity(ideal[:2], np.array([0.25, 0.75]))
+    )
 
 
 def test_hellinger_matches_qiskit() -> None:
