@@ -35,6 +35,7 @@ def main() -> None:
     warm(targets_of(Path(job["root"]), job["target"], job.get("case")))  # writes the cache: before the guard
     gc.freeze()  # what the platform loaded is never collected: later collections skip it
     gc.enable()
+    sys.dont_write_bytecode = True  # the platform's modules were cached as they loaded; nothing else is
     guard.install(
         write_roots=[job["root"], os.environ["TMPDIR"]], block_network=job["network"] != "namespace"
     )

@@ -51,7 +51,6 @@ def environment(tmp: Path) -> dict[str, str]:
             "HOME": str(tmp),
             "TMPDIR": str(tmp),
             "PYTHONPATH": str(SOURCE_ROOT),
-            "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONHASHSEED": "0",
             "PYTHONUNBUFFERED": "1",
             "QISKIT_PARALLEL": "FALSE",
