@@ -11,6 +11,7 @@ import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md)
 from prefect import serve
 
 from flows.history import history_flow
+from flows.maintenance import maintenance_flow
 from flows.submission import submission_flow
 
 
@@ -21,6 +22,11 @@ def deployments() -> list:
         ),
         history_flow.to_deployment(
             name="history", description="Run a published version's cases again as track-record runs"
+        ),
+        maintenance_flow.to_deployment(
+            name="maintenance",
+            description="Abandoned runs ended, stale holds released, ended runs filed, compaction",
+            interval=60,
         ),
     ]
 

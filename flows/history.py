@@ -17,8 +17,8 @@ from qsolve.workflow import load_workflow
 from storage.blobs import BlobStore
 from storage.state import connect, qsolve_home
 from storage.trackrecord.filing import file_rows
+from storage.trackrecord.row import TrackRecordRow
 from tasks.history import history_case
-from tasks.runs import row_of
 
 
 @flow(name="history", task_runner=ThreadPoolTaskRunner(max_workers=3), log_prints=True)
@@ -37,7 +37,7 @@ def history_flow(workflow: str, version: str, again: bool = False) -> HistoryOut
         outcomes = [f.result() for f in futures]
     with connect() as db:
         runs = [db.get_run(o.run_id) for o in outcomes if o.recorded]
-        file_rows([row_of(r) for r in runs], home)
+        file_rows([TrackRecordRow.from_run(r) for r in runs], home)
         db.mark_filed(r.id for r in runs)
     return HistoryOutcome(
         status="ran",

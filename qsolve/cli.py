@@ -142,6 +142,22 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return EXIT_OK if report.accepted else EXIT_FAILED
 
 
+def cmd_maintenance(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # no telemetry from an offline machine
+    from flows.maintenance import maintenance_flow
+
+    state = maintenance_flow(return_state=True)
+    report = state.result(raise_on_failure=False)
+    if isinstance(report, BaseException):
+        print(f"qsolve: the maintenance pass failed: {type(report).__name__}: {report}", file=sys.stderr)
+        return EXIT_FAILED
+    print(json.dumps(report.model_dump(mode="json")) if args.json else report.summary())
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qsolve", description="Publish quantum workflows with an honest track record."
@@ -165,6 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--no-history", action="store_true", help="publish without running the history stage")
     p.set_defaults(func=cmd_submit)
+
+    p = sub.add_parser(
+        "maintenance",
+        help="one maintenance pass: abandoned runs ended, stale holds released, ended runs filed, compaction",
+    )
+    p.add_argument("--json", action="store_true", help="print the pass's report as one JSON object")
+    p.set_defaults(func=cmd_maintenance)
 
     from qsolve.receipts.commands import add_commands as add_receipt_commands
     from storage.trackrecord.commands import add_commands as add_trackrecord_commands

@@ -18,19 +18,17 @@ from qsolve.cases import Case
 from qsolve.manifest import Resources
 from qsolve.results import CaseResult
 from qsolve.sandbox import Limits, run_case_job
-from qsolve.targets import TargetUnavailable, UnknownTarget, check_target, device_of, open_target
+from qsolve.targets import TargetUnavailable, UnknownTarget, check_target, open_target
 from storage.state import (
     CreditError,
     FailureReason,
     InsufficientCredits,
-    Run,
     RunStatus,
     Source,
     StateDB,
     UnpricedTarget,
     Version,
 )
-from storage.trackrecord.row import TrackRecordRow
 
 
 @dataclass(frozen=True)
@@ -145,27 +143,4 @@ def run_case(
         None if reason is None else reason.value,
         result.message,
         settled.charged,
-    )
-
-
-def row_of(run: Run) -> TrackRecordRow:
-    """The track-record row of an ended run the track record keeps (its result stored with it)."""
-    result = CaseResult.model_validate(run.result)
-    status = None
-    if run.reason in (FailureReason.CRASH, FailureReason.TIMEOUT):
-        status = run.reason.value
-    seconds = (
-        (run.finished_at - run.started_at).total_seconds() if run.started_at and run.finished_at else None
-    )
-    return TrackRecordRow.from_result(
-        result,
-        workflow=run.workflow,
-        version=run.version,
-        source=run.source.value,
-        run_id=run.id,
-        device=device_of(run.target),
-        credits=run.actual_credits or 0,
-        run_seconds=seconds,
-        recorded_at=run.finished_at,
-        status=status,
     )

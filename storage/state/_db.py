@@ -11,6 +11,7 @@ import json
 import os
 import uuid
 from collections.abc import Iterable, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +219,22 @@ class StateDB(Ledger):
             .order_by(runs.c.finished_at, runs.c.id)
             .limit(limit)
         )
+        with self._read() as connection:
+            return [run_of(row) for row in connection.execute(query)]
+
+    def count_unfiled(self) -> int:
+        """How many ended runs the track record keeps are not filed yet."""
+        query = sa.select(sa.func.count()).select_from(runs).where(runs.c.filed_at.is_(None), RECORDABLE)
+        with self._read() as connection:
+            return connection.execute(query).scalar_one()
+
+    def unended_runs(self, older_than: timedelta) -> list[Run]:
+        """Runs created more than ``older_than`` ago that are still ``created`` or ``running``, oldest
+        first: past the longest a run may take, no job can still be running them."""
+        query = RUNS.where(
+            runs.c.status.in_([RunStatus.CREATED.value, RunStatus.RUNNING.value]),
+            runs.c.created_at < now() - older_than,
+        ).order_by(runs.c.created_at, runs.c.id)
         with self._read() as connection:
             return [run_of(row) for row in connection.execute(query)]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -20,6 +20,9 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 from qsolve.results import CaseResult, canonical_json, to_json_value
 
 from .errors import NotRecorded
+
+if TYPE_CHECKING:
+    from storage.state import Run
 
 Status = Literal["passed", "failed", "crash", "timeout"]
 Source = Literal["history", "hardware"]
@@ -124,6 +127,31 @@ class TrackRecordRow(BaseModel):
         if self.passed != (self.status == "passed"):
             raise ValueError(f"status {self.status!r} disagrees with passed={self.passed}")
         return self
+
+    @classmethod
+    def from_run(cls, run: Run) -> TrackRecordRow:
+        """The row of an ended run the track record keeps, from what the state database stored of it;
+        a run failed for a platform reason raises :class:`NotRecorded`."""
+        from qsolve.targets import device_of
+
+        if run.result is None:
+            raise NotRecorded(run.id, run.reason.value if run.reason else run.status.value)
+        reason = run.reason.value if run.reason is not None else None
+        seconds = (
+            (run.finished_at - run.started_at).total_seconds() if run.started_at and run.finished_at else None
+        )
+        return cls.from_result(
+            CaseResult.model_validate(run.result),
+            workflow=run.workflow,
+            version=run.version,
+            source=run.source.value,
+            run_id=run.id,
+            device=device_of(run.target),
+            credits=run.actual_credits or 0,
+            run_seconds=seconds,
+            recorded_at=run.finished_at,
+            status=reason,
+        )
 
     @classmethod
     def from_result(

@@ -1,0 +1,32 @@
+"""The maintenance pass as a Prefect flow, deployed on a schedule (``prefect.yaml``, every minute):
+abandoned runs ended, stale credit holds released, ended runs filed into the track record (20 a pass),
+the track record compacted. The report is the flow's result and a markdown artifact,
+``maintenance-report``."""
+
+from __future__ import annotations
+
+from prefect import flow
+from prefect.artifacts import create_markdown_artifact
+
+from storage.maintenance import MaintenanceReport
+from storage.state import qsolve_home
+from tasks.maintenance import compact_track_record, end_abandoned_runs, file_ended_runs, release_stale_holds
+
+
+@flow(name="maintenance", log_prints=True)
+def maintenance_flow(home: str | None = None) -> MaintenanceReport:
+    """One pass over ``home`` (default: the worker's ``QSOLVE_HOME``)."""
+    folder = qsolve_home(home).resolve()
+    abandoned = end_abandoned_runs(folder)
+    released = release_stale_holds(folder)
+    filed, waiting = file_ended_runs(folder)
+    report = MaintenanceReport(
+        abandoned=abandoned,
+        released=released,
+        filed=filed,
+        waiting=waiting,
+        compaction=compact_track_record(folder),
+    )
+    print(report.summary())
+    create_markdown_artifact(report.markdown(), key="maintenance-report", description="One maintenance pass")
+    return report

@@ -1,0 +1,111 @@
+"""One maintenance pass (DESIGN.md §5 ``qsolve maintenance``; benchmarks-and-gates.md, "How they run",
+step 5): what keeps the state database and the track record in order between runs.
+
+In this order, each step safe to run twice and alongside another pass:
+
+1. runs still ``created`` or ``running`` past the longest a run may take (a sandbox job's 7200 s and a
+   margin) were left by a worker that died: they end ``failed`` with ``platform_error``, which the
+   track record does not keep;
+2. credit holds older than that were never settled: released, the credits back to their account;
+3. ended runs the track record keeps and has not filed, oldest first, at most 20 a pass, are filed as
+   rows (a run failed for platform reasons never is; a crash or a timeout is, as failed);
+4. the track record is compacted (``storage.trackrecord.compact``), so ``current`` stays quick.
+
+The Prefect flow ``flows/maintenance.py`` runs the steps as tasks, in that order, on a schedule. The
+history stage files its own runs as it ends; a pass files whatever else has ended (hardware runs)
+and whatever a crash left unfiled. Filing again is harmless: a batch of the same runs is the same file.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from qsolve.sandbox import TIMEOUT_RANGE
+from storage.state import FailureReason, RunStateError, RunStatus, StateDB
+from storage.trackrecord.compaction import compact
+from storage.trackrecord.filing import file_rows
+from storage.trackrecord.row import TrackRecordRow
+
+RUNS_PER_PASS = 20
+#: past this, no job can still be running a run: the longest a sandbox job may take, and a margin
+ABANDONED_AFTER = timedelta(seconds=TIMEOUT_RANGE[1]) + timedelta(minutes=10)
+
+
+class MaintenanceReport(BaseModel):
+    """What one pass did."""
+
+    abandoned: list[str] = []  # runs ended platform_error: left by a worker that died
+    released: list[str] = []  # runs whose stale credit hold was released
+    filed: list[str] = []  # runs filed into the track record by this pass
+    waiting: int = 0  # runs still waiting to be filed: the next passes take them, 20 at a time
+    compaction: str = "not run"
+
+    def summary(self) -> str:
+        lines = [
+            f"filed {_runs(len(self.filed))} into the track record"
+            + (f"; {_runs(self.waiting)} wait for the next pass" if self.waiting else ""),
+            f"ended {_runs(len(self.abandoned))} left running by a worker that died (platform_error)",
+            f"released {len(self.released)} stale credit hold{'' if len(self.released) == 1 else 's'}",
+            f"compaction: {self.compaction}",
+        ]
+        return "\n".join(lines)
+
+    def markdown(self) -> str:
+        body = "\n".join(f"- {line}" for line in self.summary().splitlines())
+        listed = [
+            ("Filed", self.filed),
+            ("Ended as abandoned", self.abandoned),
+            ("Holds released", self.released),
+        ]
+        runs = "".join(f"\n\n{title}: " + ", ".join(f"`{r}`" for r in ids) for title, ids in listed if ids)
+        return f"# Maintenance pass\n\n{body}{runs}\n"
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'' if n == 1 else 's'}"
+
+
+def end_abandoned_runs(db: StateDB, older_than: timedelta = ABANDONED_AFTER) -> list[str]:
+    """End every run left ``created`` or ``running`` past ``older_than`` with ``platform_error``."""
+    ended = []
+    for run in db.unended_runs(older_than):
+        detail = (
+            f"abandoned: still {run.status.value} more than {older_than.total_seconds():.0f} s after it was "
+            "created, longer than any run may take (the worker running it stopped)"
+        )
+        try:
+            db.finish_run(run.id, RunStatus.FAILED, reason=FailureReason.PLATFORM_ERROR, detail=detail)
+        except RunStateError:  # it ended at this moment, or another pass ended it
+            continue
+        ended.append(run.id)
+    return ended
+
+
+def release_stale_holds(db: StateDB, older_than: timedelta = ABANDONED_AFTER) -> list[str]:
+    """Release credit holds never settled within ``older_than``; the runs' ids."""
+    return db.release_stale_holds(older_than)
+
+
+def file_ended_runs(db: StateDB, home: Path, limit: int = RUNS_PER_PASS) -> tuple[list[str], int]:
+    """File at most ``limit`` unfiled runs the track record keeps, oldest first; (their ids, how many
+    are still waiting). The rows are written before the runs are marked filed: a pass that stops
+    between the two files them again next time, as the same file."""
+    runs = db.unfiled_runs(limit)
+    if runs:
+        file_rows([TrackRecordRow.from_run(r) for r in runs], home)
+        db.mark_filed(r.id for r in runs)
+    return [r.id for r in runs], db.count_unfiled()
+
+
+def compact_track_record(home: Path) -> str:
+    done = compact(home)
+    if done.skipped:
+        return f"nothing to merge ({done.skipped})"
+    return (
+        f"merged {done.merged_files} file{'' if done.merged_files == 1 else 's'} into the latest rows "
+        f"({done.heads}) and older rows ({done.older})"
+        + (f"; merged {done.merged_older_files} older files" if done.merged_older_files else "")
+    )

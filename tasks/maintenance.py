@@ -1,0 +1,34 @@
+"""The maintenance pass's tasks: each a step of :mod:`storage.maintenance`, on a state database it opens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from storage import maintenance
+from storage.state import connect
+
+
+@task(name="end abandoned runs", cache_policy=NO_CACHE)
+def end_abandoned_runs(home: Path) -> list[str]:
+    with connect(home=home) as db:
+        return maintenance.end_abandoned_runs(db)
+
+
+@task(name="release stale holds", cache_policy=NO_CACHE)
+def release_stale_holds(home: Path) -> list[str]:
+    with connect(home=home) as db:
+        return maintenance.release_stale_holds(db)
+
+
+@task(name="file ended runs", cache_policy=NO_CACHE)
+def file_ended_runs(home: Path) -> tuple[list[str], int]:
+    with connect(home=home) as db:
+        return maintenance.file_ended_runs(db, home)
+
+
+@task(name="compact the track record", cache_policy=NO_CACHE)
+def compact_track_record(home: Path) -> str:
+    return maintenance.compact_track_record(home)
