@@ -62,12 +62,13 @@ class Readout:
 def _scan(
     circuit: QuantumCircuit, ops: dict[str, int] | None = None
 ) -> tuple[list[int] | None, bool, int | None]:
-    """(the qubit each clbit reads or ``None``, whether a measurement is mid-circuit, where a save can go).
+    """(the qubit each clbit reads, or ``None`` unless every clbit is measured once; whether a
+    measurement is mid-circuit; where a save can go, or ``None``).
 
     Mid-circuit: control flow, or a measurement with a later operation other than a measurement or a
-    barrier among its descendants (wires a measurement reached stay marked)."""
-    if _has_control_flow(circuit, ops):
-        return None, True, None
+    barrier among its descendants (wires a measurement reached stay marked). The clbits are read
+    whatever else follows: a routed circuit may swap a measured qubit after its measurement."""
+    mid = _has_control_flow(circuit, ops)
     source: dict[int, int] = {}
     twice = False
     reached: set = set()
@@ -82,17 +83,19 @@ def _scan(
             source[clbit] = circuit.find_bit(inst.qubits[0]).index
             first_measure = k if first_measure is None else first_measure
             continue
-        wires = (*inst.qubits, *inst.clbits)
         if name != "barrier":
             last_op = k
-        if reached and any(w in reached for w in wires):
-            if name != "barrier":
-                return None, True, None
-            reached.update(wires)
+        if not mid and reached:
+            wires = (*inst.qubits, *inst.clbits)
+            if any(w in reached for w in wires):
+                if name != "barrier":
+                    mid = True
+                reached.update(wires)
     if twice or not source or sorted(source) != list(range(circuit.num_clbits)):
-        return None, False, None
+        return None, mid, None
     measured = [source[c] for c in range(circuit.num_clbits)]
-    return measured, False, (last_op + 1 if first_measure is not None and first_measure > last_op else None)
+    suffix = not mid and first_measure is not None and first_measure > last_op
+    return measured, mid, last_op + 1 if suffix else None
 
 
 def readout(circuit: QuantumCircuit) -> Readout:
@@ -116,8 +119,7 @@ def mid_circuit_measurement(circuit: QuantumCircuit) -> bool:
 
 
 def final_measurements(circuit: QuantumCircuit) -> list[int] | None:
-    """The qubit each classical bit measures, in clbit order; ``None`` unless every clbit is measured once
-    (or a measurement is mid-circuit)."""
+    """The qubit each classical bit measures, in clbit order; ``None`` unless every clbit is measured once."""
     return _scan(circuit)[0]
 
 

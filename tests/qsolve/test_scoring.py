@@ -96,6 +96,32 @@ def test_an_ideal_simulator_saves_the_exact_distribution_in_the_run_that_samples
     assert sim.execute_saving([unscorable], 10, seed=1)[1] == [None]
 
 
+def test_the_clbits_are_read_whatever_follows_their_measurement() -> None:
+    qc = QuantumCircuit(2, 2)
+    qc.measure(0, 1)
+    qc.swap(0, 1)  # routing may move a measured qubit on after its measurement
+    qc.measure(0, 0)
+    assert final_measurements(qc) == [0, 0] and mid_circuit_measurement(qc)
+
+
+def test_a_circuit_measured_early_is_scored_on_a_fake_device() -> None:
+    from qsolve.quantum_context import QuantumContext
+    from qsolve.targets import open_target
+
+    qc = QuantumCircuit(4, 4)
+    qc.h(0)
+    qc.cx(0, 1)
+    qc.measure([0, 1], [0, 1])  # then gates on the other qubits only: not mid-circuit
+    qc.h(2)
+    qc.cx(2, 3)
+    qc.measure([2, 3], [2, 3])
+    for target in ("sim-cpu", "fake:fez"):
+        ctx = QuantumContext(3, open_target(target))
+        ctx.sample([qc], 2000)
+        (rec,) = ctx.records
+        assert rec.unscored is None and rec.fidelity > 0.9, target
+
+
 def test_mid_circuit_measurement_detected() -> None:
     assert not mid_circuit_measurement(ghz(3))
     qc = QuantumCircuit(1, 2)
