@@ -5,7 +5,7 @@ the track record compacted. The report is the flow's result and a markdown artif
 
 from __future__ import annotations
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
 from storage.maintenance import MaintenanceReport
@@ -13,7 +13,7 @@ from storage.state import qsolve_home
 from tasks.maintenance import compact_track_record, end_abandoned_runs, file_ended_runs, release_stale_holds
 
 
-@flow(name="maintenance", log_prints=True)
+@flow(name="maintenance")
 def maintenance_flow(home: str | None = None) -> MaintenanceReport:
     """One pass over ``home`` (default: the worker's ``QSOLVE_HOME``)."""
     folder = qsolve_home(home).resolve()
@@ -27,6 +27,13 @@ def maintenance_flow(home: str | None = None) -> MaintenanceReport:
         waiting=waiting,
         compaction=compact_track_record(folder),
     )
-    print(report.summary())
+    get_run_logger().info(
+        "filed %d runs (%d wait); ended %d abandoned runs; released %d holds; compaction: %s",
+        len(report.filed),
+        report.waiting,
+        len(report.abandoned),
+        len(report.released),
+        report.compaction,
+    )
     create_markdown_artifact(report.markdown(), key="maintenance-report", description="One maintenance pass")
     return report
