@@ -118,5 +118,5 @@ __all__ = [
     "check_target",
     "device_of",
     "open_target",
-    "prefetch",
+    "warm",
 ]

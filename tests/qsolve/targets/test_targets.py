@@ -99,3 +99,9 @@ def test_a_circuit_changed_after_it_was_sent_is_scored_as_sent() -> None:
     ctx.sample([qc], 200)
     qc.h(0)  # the method reuses its circuit object
     assert ctx.records[0].fidelity == pytest.approx(1.0)
+
+
+def test_every_exported_name_is_there() -> None:
+    import qsolve.targets as targets
+
+    assert all(hasattr(targets, name) for name in targets.__all__)
