@@ -31,14 +31,19 @@ class Progress:
             self.console.print(f"[dim]  [{event['index'] + 1}/{event['total']}] {event['name']} ...[/dim]")
         elif kind == "result":
             took = time.monotonic() - self.case_started
-            verdict = (
-                "[green]pass[/green]" if event["passed"] else f"[red]FAIL[/red] {event['message'] or ''}"
-            )
+            verdict = _result(event["passed"], event["message"])
             self.console.print(
                 f"  [{event['index'] + 1}/{event['total']}] {event['name']}: {verdict} ({took:.1f} s)"
             )
         elif kind == "rerun":
             self.console.print(f"[dim]  running {event['name']} again (reproducible) ...[/dim]")
+
+
+def _result(passed: bool, message: str | None) -> str:
+    """pass, or FAIL and why; a case that raised already says FAIL (``FAIL ValueError: ...``)."""
+    if passed:
+        return "[green]pass[/green]"
+    return f"[red]FAIL[/red] {(message or '').removeprefix('FAIL ')}"
 
 
 def show(report: ValidationReport, console: Console) -> None:
@@ -67,7 +72,7 @@ def show(report: ValidationReport, console: Console) -> None:
         ):
             table.add_column(col)
         for c in report.cases:
-            result = "[green]pass[/green]" if c.passed else f"[red]FAIL[/red] {c.message or ''}"
+            result = _result(c.passed, c.message)
             acc = (
                 ""
                 if c.accuracy is None

@@ -1,0 +1,55 @@
+"""What `qsolve test` prints while it runs and after."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from qsolve.report_view import Progress
+
+
+def printed(events: list[dict]) -> str:
+    out = io.StringIO()
+    progress = Progress(Console(file=out, width=200, color_system=None))
+    for event in events:
+        progress(event)
+    return out.getvalue()
+
+
+def test_progress_says_fail_once_with_why() -> None:
+    text = printed(
+        [
+            {"event": "case", "index": 0, "total": 2, "name": "a"},
+            {"event": "result", "index": 0, "total": 2, "name": "a", "passed": True, "message": None},
+            {"event": "case", "index": 1, "total": 2, "name": "b"},
+            {
+                "event": "result",
+                "index": 1,
+                "total": 2,
+                "name": "b",
+                "passed": False,
+                "message": "FAIL ValueError: bad input",
+            },
+            {"event": "rerun", "name": "a"},
+        ]
+    )
+    assert "[1/2] a: pass (" in text
+    assert "[2/2] b: FAIL ValueError: bad input (" in text and "FAIL FAIL" not in text
+    assert "running a again (reproducible)" in text
+
+
+def test_a_failed_check_is_shown_with_its_message() -> None:
+    text = printed(
+        [
+            {
+                "event": "result",
+                "index": 0,
+                "total": 1,
+                "name": "c",
+                "passed": False,
+                "message": "fidelity 0.91 < 0.97",
+            }
+        ]
+    )
+    assert "[1/1] c: FAIL fidelity 0.91 < 0.97 (" in text
