@@ -25,13 +25,33 @@ _IBM = re.compile(r"ibm:[A-Za-z0-9_.-]{1,60}")
 _PROVIDER = re.compile(r"provider:[A-Za-z0-9_.-]{1,60}")
 
 
+SCALE_RANGE = (1.0, 10.0)
+
+
 def check_target(spec: str) -> None:
-    """Refuse a target string that names no kind of target; say what the kinds are."""
-    if spec == "sim-cpu" or _FAKE.fullmatch(spec) or _IBM.fullmatch(spec) or _PROVIDER.fullmatch(spec):
+    """Refuse a target string that names no kind of target (say what the kinds are), or a fake device's
+    scale outside 1 to 10. Whether a device exists is found when the target is opened."""
+    if m := _FAKE.fullmatch(spec):
+        _scale(spec, m.group(2))
+        return
+    if spec == "sim-cpu" or _IBM.fullmatch(spec) or _PROVIDER.fullmatch(spec):
         return
     raise UnknownTarget(
         f"unknown target {spec!r}: use sim-cpu, fake:<device>[@<scale>], ibm:<device> or provider:<name>"
     )
+
+
+def _scale(spec: str, text: str | None) -> float:
+    if text is None:
+        return 1.0
+    try:
+        scale = float(text)
+    except ValueError:
+        raise UnknownTarget(f"{spec}: the scale {text!r} is not a number") from None
+    lo, hi = SCALE_RANGE
+    if not lo <= scale <= hi:
+        raise UnknownTarget(f"{spec}: the scale must be from {lo:g} to {hi:g}")
+    return scale
 
 
 def device_of(spec: str) -> str:
@@ -87,12 +107,7 @@ def _open(spec: str, device_access: bool) -> Backend:
     if m := _FAKE.fullmatch(spec):
         from qsolve.targets.fake import FakeDevice
 
-        scale_text = m.group(2)
-        try:
-            scale = 1.0 if scale_text is None else float(scale_text)
-        except ValueError:
-            raise UnknownTarget(f"{spec}: the scale {scale_text!r} is not a number") from None
-        backend = FakeDevice(m.group(1), scale)
+        backend = FakeDevice(m.group(1), _scale(spec, m.group(2)))
         backend.name = spec
         return backend
     if not device_access:

@@ -28,9 +28,7 @@ from qiskit_aer.noise.device.models import basic_device_gate_errors
 
 from qsolve.targets.base import Backend
 from qsolve.targets.devices import device as load_device
-from qsolve.targets.errors import UnknownTarget
 
-SCALE_RANGE = (1.0, 10.0)
 READOUT_CAP = 0.5
 
 
@@ -41,9 +39,6 @@ def _gate_cap(num_qubits: int) -> float:
 
 class FakeDevice(Backend):
     def __init__(self, device: str, scale: float = 1.0) -> None:
-        lo, hi = SCALE_RANGE
-        if not lo <= scale <= hi:
-            raise UnknownTarget(f"fake:{device}@{scale:g}: the scale must be from {lo:g} to {hi:g}")
         self._device = load_device(device)
         self.scale = float(scale)
         self.device = self._device.name

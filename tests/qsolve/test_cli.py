@@ -109,6 +109,8 @@ def test_test_json_on_max_cut(capsys, monkeypatch) -> None:
 
 def test_test_refuses_unknown_target_and_case(capsys) -> None:
     assert main(["test", MAX_CUT, "--target", "gpu"]) == 2
+    assert main(["test", MAX_CUT, "--target", "fake:fez@20"]) == 2
+    assert "fake:fez@20: the scale must be from 1 to 10" in capsys.readouterr().err
     assert main(["test", MAX_CUT, "--case", "no-such-case"]) == 2
     assert "no case named 'no-such-case'" in capsys.readouterr().err
 

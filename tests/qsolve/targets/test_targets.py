@@ -74,7 +74,13 @@ def test_refused_targets(target: str, error: type, message: str) -> None:
 
 
 def test_check_target_accepts_every_kind() -> None:
-    for spec in ("sim-cpu", "fake:fez", "fake:fez@1.6", "ibm:ibm_fez", "provider:lab-1"):
+    for spec in ("sim-cpu", "fake:fez", "fake:fez@1.6", "fake:fez@10", "ibm:ibm_fez", "provider:lab-1"):
+        check_target(spec)
+
+
+@pytest.mark.parametrize("spec", ["fake:fez@0.5", "fake:fez@11", "fake:fez@abc", "fake:fez@nan", "gpu"])
+def test_check_target_refuses_what_it_can_without_opening_anything(spec: str) -> None:
+    with pytest.raises(UnknownTarget, match=spec.replace(".", r"\.").split("@")[0] if "@" in spec else spec):
         check_target(spec)
 
 
