@@ -80,7 +80,7 @@ def test_check_target_accepts_every_kind() -> None:
 
 @pytest.mark.parametrize("spec", ["fake:fez@0.5", "fake:fez@11", "fake:fez@abc", "fake:fez@nan", "gpu"])
 def test_check_target_refuses_what_it_can_without_opening_anything(spec: str) -> None:
-    with pytest.raises(UnknownTarget, match=spec.replace(".", r"\.").split("@")[0] if "@" in spec else spec):
+    with pytest.raises(UnknownTarget, match="the scale|unknown target"):
         check_target(spec)
 
 
