@@ -3,7 +3,7 @@
 Opening ``FakeFez`` costs about a second: importing qiskit-ibm-runtime (0.7 s), building the device's
 156-qubit transpiler target (0.2 s) and its properties (0.1 s). A fake target needs three things of it:
 the device's name, that :class:`~qiskit.transpiler.Target`, and each qubit's readout errors. Those are
-kept in ``QSOLVE_HOME/cache/devices/``, one file per device and per version of qiskit and
+kept in ``QSOLVE_HOME/cache/devices/``, one file per device and per version of Python, qiskit and
 qiskit-ibm-runtime (a new version writes a new file; the folder can be deleted at any time), and read
 back in a few milliseconds. Transpiling against the cached target gives the same circuits, bit for bit,
 as against the backend (tested).
@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -61,7 +62,8 @@ def device(name: str) -> Device:
 def _file(short: str) -> Path | None:
     if _cache_folder is None:
         return None
-    versions = f"qiskit-{version('qiskit')}-runtime-{version('qiskit-ibm-runtime')}"
+    python = f"py{sys.version_info.major}.{sys.version_info.minor}"
+    versions = f"{python}-qiskit-{version('qiskit')}-runtime-{version('qiskit-ibm-runtime')}"
     return _cache_folder / f"{short}-{versions}.pickle"
 
 

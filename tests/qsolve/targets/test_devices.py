@@ -36,7 +36,7 @@ def _load(folder: Path) -> dict:
 def test_a_device_is_built_once_then_read_from_the_cache(tmp_path: Path) -> None:
     first = _load(tmp_path)
     files = list(tmp_path.iterdir())
-    assert first["runtime"] and len(files) == 1 and files[0].name.startswith("fez-qiskit-")
+    assert first["runtime"] and len(files) == 1 and files[0].name.startswith("fez-py3.")
     again = _load(tmp_path)
     assert not again["runtime"]  # read back without importing qiskit-ibm-runtime
     assert again == {**first, "runtime": False}
