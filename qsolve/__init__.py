@@ -10,23 +10,19 @@ child process) does not pay for all of it.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from qsolve.lazy import lazy_names
 
 _HOMES = {
-    "CircuitsRefused": "qsolve.errors",
-    "ClassicalContext": "qsolve.context",
-    "Context": "qsolve.context",
-    "MethodResult": "qsolve.method",
-    "MethodUnavailable": "qsolve.errors",
-    "QsolveError": "qsolve.errors",
-    "WorkflowInvalid": "qsolve.errors",
+    "CircuitsRefused": "errors",
+    "ClassicalContext": "context",
+    "Context": "context",
+    "MethodResult": "method",
+    "MethodUnavailable": "errors",
+    "QsolveError": "errors",
+    "WorkflowInvalid": "errors",
 }
 
 __all__ = sorted(_HOMES)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module 'qsolve' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -17,8 +17,7 @@ commands         ``qsolve verify`` and ``qsolve receipt-key``
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from qsolve.lazy import lazy_names
 
 _HOMES = {
     "Document": "strict_json",
@@ -48,8 +47,5 @@ _HOMES = {
 __all__ = sorted(_HOMES)
 
 
-def __getattr__(name: str) -> Any:
-    """Names load on first use: ``qsolve``'s command line builds its parser without loading the verifier."""
-    if name in _HOMES:
-        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the command line builds its parser without loading the verifier
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -65,14 +65,21 @@ def es6_number(x: float) -> str:
         return "0"
     if x.is_integer() and -EXACT_LIMIT <= x <= EXACT_LIMIT:
         return str(int(x))
+    return decimal_text(x, whole_up_to=21, fraction_above=-6)
+
+
+def decimal_text(x: float, *, whole_up_to: int, fraction_above: int, whole_suffix: str = "") -> str:
+    """A finite nonzero double in its fewest digits (:func:`decimal_parts`): whole numbers written out
+    while ``n <= whole_up_to`` (then ``whole_suffix``), fixed notation while ``fraction_above < n``,
+    else ``d.ddde±x``. ECMAScript's text and the first form's differ only in these three."""
     s, n = decimal_parts(x)
     k = len(s)
     sign = "-" if x < 0 else ""
-    if k <= n <= 21:
-        return sign + s + "0" * (n - k)
-    if 0 < n <= 21:
+    if k <= n <= whole_up_to:
+        return sign + s + "0" * (n - k) + whole_suffix
+    if 0 < n <= whole_up_to:
         return sign + s[:n] + "." + s[n:]
-    if -6 < n <= 0:
+    if fraction_above < n <= 0:
         return sign + "0." + "0" * -n + s
     e = n - 1
     mantissa = s[0] + ("." + s[1:] if k > 1 else "")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qsolve.receipts.canonical import decimal_parts, write_json
+from qsolve.receipts.canonical import decimal_text, write_json
 
 INT_MIN = -(2**63)
 INT_MAX = 2**64 - 1
@@ -21,18 +21,7 @@ def first_form_number(x: float) -> str:
     """A double as the first form's writer wrote it."""
     if x == 0:
         return "-0.0" if str(x)[0] == "-" else "0.0"
-    s, n = decimal_parts(x)
-    k = len(s)
-    sign = "-" if x < 0 else ""
-    if k <= n <= 16:
-        return sign + s + "0" * (n - k) + ".0"
-    if 0 < n <= 16:
-        return sign + s[:n] + "." + s[n:]
-    if -5 < n <= 0:
-        return sign + "0." + "0" * -n + s
-    e = n - 1
-    mantissa = s[0] + ("." + s[1:] if k > 1 else "")
-    return f"{sign}{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
+    return decimal_text(x, whole_up_to=16, fraction_above=-5, whole_suffix=".0")
 
 
 def _names(members: dict) -> list[str]:

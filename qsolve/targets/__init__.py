@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
+from qsolve.lazy import lazy_names
 from qsolve.targets.errors import TargetUnavailable, UnknownTarget
 
 if TYPE_CHECKING:
@@ -118,12 +119,7 @@ def _open(spec: str, device_access: bool) -> Backend:
     raise TargetUnavailable(f"{spec}: running on this target is not available yet")
 
 
-def __getattr__(name: str):  # Backend loads Qiskit: only when asked for
-    if name == "Backend":
-        from qsolve.targets.base import Backend
-
-        return Backend
-    raise AttributeError(name)
+__getattr__, __dir__ = lazy_names(__name__, {"Backend": "base"})  # Backend loads Qiskit: only when asked for
 
 
 __all__ = [

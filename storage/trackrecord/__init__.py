@@ -15,8 +15,7 @@ track record" and "What the workflow page shows").
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from qsolve.lazy import lazy_names
 
 # Names load on first use, so that ``qsolve`` building its parser (commands.add_commands) loads neither
 # DuckDB nor Arrow: each name is found in its module.
@@ -44,17 +43,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)
 
 __all__ = [
     "Compacted",
