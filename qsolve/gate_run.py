@@ -19,7 +19,7 @@ from qsolve.errors import WorkflowInvalid
 from qsolve.gates import GateInputs, judge
 from qsolve.module_loader import load_module
 from qsolve.results import CaseResult
-from qsolve.workflow import Workflow, load_cases, load_workflow
+from qsolve.workflow import Workflow, load_workflow
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -103,16 +103,6 @@ def run_gates(
         inputs.estimate, inputs.estimate_error = runner.estimate(first)
     inputs.module_seconds = runner.import_seconds
     return inputs
-
-
-def targets_of(root: Path, target: str, case: str | None = None) -> set[str]:
-    """The targets a job's cases run on (``case``: that case only); just ``target`` when the cases do
-    not read (the job itself then says what is wrong)."""
-    try:
-        cases = load_cases(root).cases
-    except Exception:
-        return {target}
-    return {c.target or target for c in cases if case is None or c.name == case} or {target}
 
 
 def run_one(

@@ -90,7 +90,10 @@ def run_gates(
     )
     if not checks.ok:
         return report
-    outcome = sandbox.run_job(root, target, case, wf.manifest.resources, on_event, process=process)
+    targets = {c.target or target for c in wf.cases.cases if case is None or c.name == case}
+    outcome = sandbox.run_job(
+        root, target, case, wf.manifest.resources, on_event, targets=targets, process=process
+    )
     report.sandbox = SandboxSummary(
         network=outcome.network,
         timeout_s=outcome.limits.timeout_s,

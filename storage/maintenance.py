@@ -6,7 +6,8 @@ In this order, each step safe to run twice and alongside another pass:
 1. runs still ``created`` or ``running`` past the longest a run may take (a sandbox job's 7200 s and a
    margin) were left by a worker that died: they end ``failed`` with ``platform_error``, which the
    track record does not keep;
-2. credit holds older than that were never settled: released, the credits back to their account;
+2. credit holds older than that were never settled: released (``StateDB.release_stale_holds``), the
+   credits back to their account;
 3. ended runs the track record keeps and has not filed, oldest first, at most 20 a pass, are filed as
    rows (a run failed for platform reasons never is; a crash or a timeout is, as failed);
 4. the track record is compacted (``storage.trackrecord.compact``), so ``current`` stays quick.
@@ -82,11 +83,6 @@ def end_abandoned_runs(db: StateDB, older_than: timedelta = ABANDONED_AFTER) -> 
             continue
         ended.append(run.id)
     return ended
-
-
-def release_stale_holds(db: StateDB, older_than: timedelta = ABANDONED_AFTER) -> list[str]:
-    """Release credit holds never settled within ``older_than``; the runs' ids."""
-    return db.release_stale_holds(older_than)
 
 
 def file_ended_runs(db: StateDB, home: Path, limit: int = RUNS_PER_PASS) -> tuple[list[str], int]:

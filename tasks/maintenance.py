@@ -20,7 +20,7 @@ def end_abandoned_runs(home: Path) -> list[str]:
 @task(name="release stale holds", cache_policy=NO_CACHE)
 def release_stale_holds(home: Path) -> list[str]:
     with connect(home=home) as db:
-        return maintenance.release_stale_holds(db)
+        return db.release_stale_holds(maintenance.ABANDONED_AFTER)
 
 
 @task(name="file ended runs", cache_policy=NO_CACHE)

@@ -16,7 +16,7 @@ import select
 import shutil
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,12 +78,14 @@ def run_job(
     resources: Resources,
     on_event: Event = lambda e: None,
     *,
+    targets: Iterable[str] = (),
     limits: Limits | None = None,
     process: JobProcess | None = None,
 ) -> Outcome:
-    """Run the gates of the workflow at ``root`` in a sandboxed child process. ``limits`` overrides
-    the manifest's resources (tests use seconds where the seed's floor is 300)."""
-    job = {"mode": "gates", "target": target, "case": case}
+    """Run the gates of the workflow at ``root`` in a sandboxed child process. ``targets``: those its
+    cases run on, whose fake devices the job loads (and caches) before any workflow code runs.
+    ``limits`` overrides the manifest's resources (tests use seconds where the seed's floor is 300)."""
+    job = {"mode": "gates", "target": target, "case": case, "targets": sorted(targets)}
     return _run(root, job, limits or Limits.of(resources), on_event, process=process)
 
 
@@ -98,7 +100,8 @@ def run_case_job(
     """Run one case as a platform run: the child sends the case's estimate, ``approve(event)`` decides
     (a credit hold, say) before anything of the case runs, and only then does it run. The report's
     ``result`` is the case's result; ``report`` is ``None`` when the run was not approved."""
-    return _run(root, {"mode": "case", "target": target, "case": case}, limits, on_event, approve)
+    job = {"mode": "case", "target": target, "case": case, "targets": [target]}
+    return _run(root, job, limits, on_event, approve)
 
 
 def _run(

@@ -19,7 +19,7 @@ def main() -> None:
     gc.disable()  # while the platform imports (~10% faster); on again, frozen, before workflow code runs
     import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md: a later thread segfaults otherwise)
 
-    from qsolve.gate_run import gate_report, run_gates, run_one, targets_of
+    from qsolve.gate_run import gate_report, run_gates, run_one
     from qsolve.sandbox import guard
     from qsolve.targets import devices, warm
 
@@ -32,7 +32,7 @@ def main() -> None:
 
     if job.get("cache"):
         devices.use_cache(Path(job["cache"]) / "devices")
-    warm(targets_of(Path(job["root"]), job["target"], job.get("case")))  # writes the cache: before the guard
+    warm(job["targets"])  # fake devices loaded, their cache written: before the guard
     gc.freeze()  # what the platform loaded is never collected: later collections skip it
     gc.enable()
     sys.dont_write_bytecode = True  # the platform's modules were cached as they loaded; nothing else is

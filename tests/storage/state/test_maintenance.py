@@ -80,7 +80,7 @@ def test_runs_left_by_a_dead_worker_end_as_platform_errors_and_their_holds_are_r
     done = finished(db, version, "c")
 
     assert maintenance.end_abandoned_runs(db) == []  # young runs may still be running
-    assert maintenance.release_stale_holds(db) == []
+    assert db.release_stale_holds(maintenance.ABANDONED_AFTER) == []
     assert db.balance("alice") == Decimal(70)
 
     assert maintenance.end_abandoned_runs(db, timedelta(0)) == [running.id, created.id]
@@ -95,9 +95,9 @@ def test_runs_left_by_a_dead_worker_end_as_platform_errors_and_their_holds_are_r
     assert db.get_run(done).status is RunStatus.FINISHED
     assert maintenance.end_abandoned_runs(db, timedelta(0)) == []
 
-    assert maintenance.release_stale_holds(db, timedelta(0)) == [running.id]
+    assert db.release_stale_holds(timedelta(0)) == [running.id]
     assert db.balance("alice") == Decimal(100)
-    assert maintenance.release_stale_holds(db, timedelta(0)) == []
+    assert db.release_stale_holds(timedelta(0)) == []
     assert_ledger_balanced(db)
 
 
