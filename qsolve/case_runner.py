@@ -6,21 +6,19 @@ what a method is given and may return.
 
 from __future__ import annotations
 
-import copy
 import math
 import time
-from types import ModuleType
 from typing import Any
 
 from qsolve import params as run_params
 from qsolve.cases import Case
 from qsolve.context import ClassicalContext
-from qsolve.errors import MethodUnavailable
+from qsolve.errors import WorkflowProcessFailed
 from qsolve.judging import Evidence, compare, first_failure, gap, meets_expect
 from qsolve.manifest import Manifest, Method
-from qsolve.method import MethodResult
 from qsolve.quantum_context import QuantumContext
-from qsolve.results import CaseResult, MethodOutcome, quality, to_json_value
+from qsolve.results import CaseResult, MethodOutcome, quality
+from qsolve.sandbox.calls import MethodReturn, WorkflowCode
 from qsolve.targets import open_target
 from qsolve.targets.base import Backend
 
@@ -38,27 +36,30 @@ def case_params(manifest: Manifest, case: Case) -> dict[str, Any]:
 
 def run_case(
     manifest: Manifest,
-    module: ModuleType,
+    code: WorkflowCode,
     case: Case,
     input: dict,
     run_target: str,
     output_schema: dict[str, Any] | None = None,
 ) -> CaseResult:
-    """Run every method of the workflow on one case and decide it. Never raises for the workflow's faults."""
+    """Run every method of the workflow on one case and decide it. Never raises for the workflow's
+    faults, but for a workflow process that can no longer be used (:class:`WorkflowProcessFailed`)."""
     target = case.target or run_target
     try:
         params = case_params(manifest, case)
         backend = open_target(target)
         outcomes = [
-            run_method(module, m, input, params, case.seed, backend, output_schema) for m in manifest.methods
+            run_method(code, m, input, params, case.seed, backend, output_schema) for m in manifest.methods
         ]
+    except WorkflowProcessFailed:
+        raise
     except Exception as e:  # the case raised before it had a result
         return CaseResult.failed(case, target, f"{type(e).__name__}: {e}")
     return decide(manifest, case, target, params, outcomes)
 
 
 def run_method(
-    module: ModuleType,
+    code: WorkflowCode,
     method: Method,
     input: dict,
     params: dict,
@@ -66,55 +67,59 @@ def run_method(
     backend: Backend,
     output_schema: dict[str, Any] | None = None,
 ) -> MethodOutcome:
-    """One method, timed. One that raises is unavailable: ``failed: Type: message`` if it crashed."""
+    """One method, timed, its circuits run by the platform's context. One that raised is unavailable."""
     ctx = QuantumContext(seed, backend) if method.kind == "quantum" else ClassicalContext(seed)
     fields: dict[str, Any] = {"name": method.name, "kind": method.kind}
     start = time.perf_counter()
-    try:
-        fn = getattr(module, method.function_name)
-        raw = fn(copy.deepcopy(input), dict(params), ctx)
-        result = raw if isinstance(raw, MethodResult) else MethodResult.model_validate(raw)
-    except MethodUnavailable as e:
-        fields["unavailable"] = str(e) or "unavailable"
-    except (Exception, SystemExit) as e:
-        fields["unavailable"] = f"failed: {type(e).__name__}: {e}"
+    returned = code.call(method.function_name, method.kind, input, params, ctx)
+    if returned.unavailable is not None:
+        fields["unavailable"] = returned.unavailable
     else:
-        fields.update(_recompute(module, input, result, output_schema))
+        fields.update(_recompute(code, input, returned, output_schema))
     fields["seconds"] = time.perf_counter() - start
     if isinstance(ctx, QuantumContext):
         fields["seconds"] -= ctx.scoring_in_method  # the platform's, not the method's
         fields["circuits"] = ctx.records
         fields["dispatches"] = ctx.dispatches
-        fields["postselection"] = ctx.postselection
+        fields["postselection"] = returned.postselection
         fields["scoring_seconds"] = ctx.scoring_seconds + ctx.scoring_in_method
     return MethodOutcome(**fields)
 
 
 def _recompute(
-    module: ModuleType, input: dict, result: MethodResult, output_schema: dict[str, Any] | None
+    code: WorkflowCode, input: dict, result: MethodReturn, output_schema: dict[str, Any] | None
 ) -> dict[str, Any]:
     """The platform's number: ``evaluate(solution)`` where there is a solution, else the method's own.
     A solution that does not match the output schema makes the method fail (``SolutionInvalid``)."""
-    out: dict[str, Any] = {
-        "stderr": result.stderr,
-        "solution": to_json_value(result.solution),
-        "details": to_json_value(result.details),
-    }
+    out: dict[str, Any] = {"stderr": result.stderr, "solution": result.solution, "details": result.details}
     if result.solution is None:
-        out["objective"] = _finite_or_none(result.objective)
+        out["objective"] = result.objective
         return out
-    out["claimed"] = _finite_or_none(result.objective)
-    problem = run_params.schema_error(output_schema, out["solution"]) if output_schema is not None else None
+    out["claimed"] = result.objective
+    problem = run_params.schema_error(output_schema, result.solution) if output_schema is not None else None
     if problem:
         out["unavailable"] = (
             f"failed: SolutionInvalid: the solution does not match the output schema {problem}"
         )
         return out
-    try:
-        out["objective"] = _finite_or_none(float(module.evaluate(copy.deepcopy(input), result.solution)))
-    except Exception as e:
-        out["unavailable"] = f"failed: {type(e).__name__}: {e} (in evaluate)"
+    answer = code.evaluate(input, result.solution)
+    if answer.error is not None:
+        out["unavailable"] = f"failed: {answer.error} (in evaluate)"
+    elif isinstance(answer.value, int | float) and not isinstance(answer.value, bool):
+        out["objective"] = _finite_or_none(float(answer.value))
+    else:
+        out["unavailable"] = f"failed: TypeError: evaluate() gave {type(answer.value).__name__}, not a number"
     return out
+
+
+def _n_test(details: dict[str, Any]) -> tuple[int | None, str | None]:
+    """``details["n_test"]``, the test-set size, when given: a whole number of at least 1, else why not."""
+    n = details.get("n_test")
+    if n is None:
+        return None, None
+    if isinstance(n, bool) or not isinstance(n, int | float) or n != int(n) or n < 1:
+        return None, f"details['n_test'] must be a whole number of at least 1, got {str(n)[:40]!r}"
+    return int(n), None
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -133,8 +138,9 @@ def decide(
     passed = False
     if quantum.usable and baseline.usable:
         q, r = quantum.objective, baseline.objective
-        n_test = quantum.details.get("n_test")
-        cmp = compare(manifest.metric, q, r, quantum.stderr, int(n_test) if n_test else None)
+        n_test, why = _n_test(quantum.details)
+        message = message or why
+        cmp = compare(manifest.metric, q, r, quantum.stderr, n_test)
         numbers = {
             "quantum": q,
             "baseline": r,

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from qsolve.errors import CircuitsRefused
+from qsolve.params import MAX_SHOTS
 
 
 class Context(ABC):
@@ -26,6 +27,23 @@ class Context(ABC):
     @abstractmethod
     def sample(self, circuits: Sequence[Any], shots: int) -> list[dict[str, int]]:
         """Run Qiskit circuits (with measurements); one counts dict per circuit, highest bit first."""
+
+    @staticmethod
+    def batch(circuits: Sequence[Any] | Any, shots: int) -> list[Any]:
+        """What ``sample`` was given, as a list, checked: circuits with measurements, and shots from 1 to
+        100,000. Both roles check: the workflow process for a clear error where the method is, the
+        platform because only its check counts."""
+        from qiskit import QuantumCircuit
+
+        batch = [circuits] if isinstance(circuits, QuantumCircuit) else list(circuits)
+        if not batch or not all(isinstance(c, QuantumCircuit) for c in batch):
+            raise TypeError("ctx.sample takes a non-empty list of qiskit QuantumCircuit")
+        if isinstance(shots, bool) or not isinstance(shots, int | np.integer) or not 1 <= shots <= MAX_SHOTS:
+            raise ValueError(f"ctx.sample: shots must be an integer from 1 to {MAX_SHOTS:,}, got {shots!r}")
+        for i, c in enumerate(batch):
+            if "measure" not in c.count_ops():
+                raise ValueError(f"ctx.sample: circuit {i} ({c.name}) has no measurement")
+        return batch
 
     def postselected(self, kept: int, total: int) -> None:
         """Report shots kept by the method's own error checks (adds up over calls)."""

@@ -3,7 +3,12 @@
     QsolveError
     ├── WorkflowInvalid      a workflow folder that does not read: carries its issues
     ├── MethodUnavailable    a method that cannot serve an input (raised by workflow code)
-    └── CircuitsRefused      a classical method's context was asked to run circuits
+    ├── CircuitsRefused      a classical method's context was asked to run circuits
+    └── WorkflowProcessFailed   the workflow process ended its use (qsolve.sandbox)
+        ├── ProcessDied         it died: a signal, or an exit in the middle of a call
+        ├── ProtocolBroken      it sent what the protocol does not allow: it is not used again
+        ├── OutOfTime           the job's time limit passed: the whole job ends
+        └── Unconfined          the platform needs the full boundary and the kernel did not give it
 
 An issue's location is a tuple built from the inside out, as pydantic builds `loc`, and is
 formatted only at the edge: ``benchmarks/cases.yaml: cases[2].expect.max_gapp: unknown key``.
@@ -78,6 +83,26 @@ class MethodUnavailable(Exception):  # noqa: N818 - the name workflows already u
 
 class CircuitsRefused(Exception):  # noqa: N818
     """Raised when a classical method's context is asked to run circuits."""
+
+
+class WorkflowProcessFailed(Exception):  # noqa: N818
+    """The workflow process can no longer be used; ``str(e)`` says why, for the case it was serving."""
+
+
+class ProcessDied(WorkflowProcessFailed):
+    pass
+
+
+class ProtocolBroken(WorkflowProcessFailed):
+    pass
+
+
+class OutOfTime(WorkflowProcessFailed):
+    pass
+
+
+class Unconfined(WorkflowProcessFailed):
+    pass
 
 
 _PYDANTIC_WORDING = {

@@ -1,77 +1,97 @@
-"""The body of the gates job: read the workflow, run its cases, run the first one again, judge the gates.
+"""The gates job, on the platform's side: read the workflow, run its cases, run the first one again in a
+fresh workflow process, judge the gates.
 
-This runs workflow code; the platform runs it only inside the sandbox (:mod:`qsolve.sandbox`).
+No workflow code runs here: every call goes to a workflow process (:mod:`qsolve.sandbox`), and every
+number judged is the platform's own, from what came back as data and the circuits it ran itself.
 """
 
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from qsolve.case_runner import case_params, run_case
 from qsolve.cases import Case
 from qsolve.checks import case_input
-from qsolve.errors import WorkflowInvalid
+from qsolve.errors import OutOfTime, Unconfined, WorkflowInvalid, WorkflowProcessFailed
 from qsolve.gates import GateInputs, judge
-from qsolve.module_loader import load_module
 from qsolve.results import CaseResult
+from qsolve.sandbox.calls import WorkflowCode
 from qsolve.workflow import Workflow, load_workflow
 
 Emit = Callable[[dict[str, Any]], None]
+#: a started workflow process's code (its module imported, or why it did not import)
+Start = Callable[[], Any]
 
 
-def _failed(case: Case, target: str, e: BaseException) -> CaseResult:
-    return CaseResult.failed(case, case.target or target, f"{type(e).__name__}: {e}")
+def _failed(case: Case, target: str, why: str) -> CaseResult:
+    return CaseResult.failed(case, case.target or target, why)
 
 
-class _Runner:
-    def __init__(self, workflow: Workflow, target: str) -> None:
-        self.workflow, self.target = workflow, target
-        self.module: ModuleType | None = None
-        self.import_error: BaseException | None = None
-        start = time.perf_counter()
-        try:
-            self.module = load_module(workflow.module_path)
-        except (Exception, SystemExit) as e:
-            self.import_error = e
-        self.import_seconds = time.perf_counter() - start  # the workflow's own top-level code
+class Runner:
+    """Runs cases in one workflow process at a time; a process that failed is replaced by a new one,
+    started by ``start()``, for the next case."""
+
+    def __init__(self, workflow: Workflow, target: str, start: Start) -> None:
+        self.workflow, self.target, self._start = workflow, target, start
+        self.code: Any = None
+        self.import_seconds = 0.0
+
+    def _code(self) -> Any:
+        if self.code is None:
+            self.code = self._start()
+            self.import_seconds += self.code.import_seconds
+        return self.code
 
     def run(self, case: Case) -> CaseResult:
-        if self.import_error is not None:
-            return _failed(case, self.target, self.import_error)
         try:
             value = case_input(self.workflow.root, case)
         except Exception as e:
-            return _failed(case, self.target, e)
-        wf = self.workflow
-        return run_case(wf.manifest, self.module, case, value, self.target, wf.output_schema)
+            return _failed(case, self.target, f"{type(e).__name__}: {e}")
+        try:
+            code = self._code()
+            if code.import_error is not None:
+                return _failed(case, self.target, code.import_error)
+            wf = self.workflow
+            return run_case(wf.manifest, code, case, value, self.target, wf.output_schema)
+        except (OutOfTime, Unconfined):
+            raise
+        except WorkflowProcessFailed as e:
+            self.code = None
+            return _failed(case, self.target, str(e))
 
     def estimate(self, case: Case) -> tuple[dict[str, Any] | None, str | None]:
-        fn = getattr(self.module, "estimate", None)
-        if fn is None:
-            return None, None
         try:
-            said = fn(
-                copy.deepcopy(case_input(self.workflow.root, case)), case_params(self.workflow.manifest, case)
-            )
-        except (Exception, SystemExit) as e:
+            code: WorkflowCode = self._code()
+            if code.import_error is not None:
+                return None, None
+            answer = code.estimate(copy.deepcopy(case_input(self.workflow.root, case)),
+                                   case_params(self.workflow.manifest, case))
+        except (OutOfTime, Unconfined):
+            raise
+        except WorkflowProcessFailed as e:
+            self.code = None
+            return None, f"estimate() failed: {e}"
+        except Exception as e:
             return None, f"estimate() failed: {type(e).__name__}: {e}"
-        if not isinstance(said, dict):
-            return (
-                None,
-                f"estimate() must return {{'circuits': int, 'shots': int}}, got {type(said).__name__}",
-            )
-        return said, None
+        if answer.error is not None:
+            return None, answer.error
+        if answer.absent:
+            return None, None
+        if not isinstance(answer.value, dict):
+            got = "NoneType" if answer.value is None else type(answer.value).__name__
+            return None, f"estimate() must return {{'circuits': int, 'shots': int}}, got {got}"
+        return answer.value, None
 
 
 def run_gates(
-    root: Path, target: str = "sim-cpu", only_case: str | None = None, emit: Emit = lambda event: None
+    root: Path, target: str, only_case: str | None, emit: Emit, start: Start, start_fresh: Start
 ) -> GateInputs:
-    """Everything the gates judge, gathered; :func:`qsolve.gates.judge` then gives the verdicts."""
+    """Everything the gates judge, gathered; :func:`qsolve.gates.judge` then gives the verdicts.
+    ``start()`` gives the code of the process the cases run in, ``start_fresh()`` that of the fresh
+    process the first case runs in again (and its estimate is asked of)."""
     inputs = GateInputs(root=root, run_target=target)
     try:
         inputs.workflow = load_workflow(root)
@@ -79,48 +99,44 @@ def run_gates(
         inputs.load_issues = e.issues
         return inputs
     cases = [c for c in inputs.workflow.cases.cases if only_case is None or c.name == only_case]
-    runner = _Runner(inputs.workflow, target)
+    runner = Runner(inputs.workflow, target, start)
     ran: list[Case] = []
-    for i, case in enumerate(cases):
-        emit({"event": "case", "index": i, "total": len(cases), "name": case.name})
-        result = runner.run(case)
-        inputs.results.append(result)
-        ran.append(case)
-        emit(
-            {
-                "event": "result",
-                "index": i,
-                "total": len(cases),
-                "name": case.name,
-                "passed": result.passed,
-                "message": result.message,
-            }
-        )
-    first = next((c for c, r in zip(ran, inputs.results, strict=True) if r.ran), None)
-    if first is not None:
-        emit({"event": "rerun", "name": first.name})
-        inputs.rerun = runner.run(first)
-        inputs.estimate, inputs.estimate_error = runner.estimate(first)
+    try:
+        for i, case in enumerate(cases):
+            emit({"event": "case", "index": i, "total": len(cases), "name": case.name})
+            result = runner.run(case)
+            inputs.results.append(result)
+            ran.append(case)
+            emit({"event": "result", "index": i, "total": len(cases), "name": case.name,
+                  "passed": result.passed, "message": result.message})
+        first = next((c for c, r in zip(ran, inputs.results, strict=True) if r.ran), None)
+        if first is not None:
+            emit({"event": "rerun", "name": first.name})
+            again = Runner(inputs.workflow, target, start_fresh)
+            inputs.rerun = again.run(first)
+            inputs.estimate, inputs.estimate_error = again.estimate(first)
+            runner.import_seconds += again.import_seconds
+    except OutOfTime as e:
+        inputs.died = str(e)
     inputs.module_seconds = runner.import_seconds
     return inputs
 
 
 def run_one(
-    root: Path, case_name: str, target: str, emit: Emit, proceed: Callable[[], bool]
+    root: Path, case_name: str, target: str, emit: Emit, proceed: Callable[[dict[str, Any]], bool],
+    start: Start,
 ) -> CaseResult | None:
-    """One case as a platform run: its estimate first (emitted), then, if ``proceed()``, the case.
-
-    ``None`` when the run was not allowed to go on. A workflow that does not read is the platform's to
-    refuse before this; here it raises :class:`WorkflowInvalid`.
-    """
+    """One case as a platform run: its estimate first (emitted, and given to ``proceed``), then, if
+    ``proceed(event)``, the case. ``None`` when the run was not allowed to go on."""
     workflow = load_workflow(root)
     case = next((c for c in workflow.cases.cases if c.name == case_name), None)
     if case is None:
         raise LookupError(f"no case named {case_name!r}")
-    runner = _Runner(workflow, target)
-    said, error = runner.estimate(case) if runner.module is not None else (None, None)
-    emit({"event": "estimate", "estimate": said, "error": error})
-    if not proceed():
+    runner = Runner(workflow, target, start)
+    said, error = runner.estimate(case)
+    event = {"event": "estimate", "estimate": said, "error": error}
+    emit(event)
+    if not proceed(event):
         return None
     return runner.run(case)
 

@@ -1,7 +1,8 @@
 """A version is its content: the canonical listing of a workflow folder, and its digest (issue 5).
 
 The listing is every regular file under the folder, by relative POSIX path in byte order, less caches
-(``__pycache__``, ``*.pyc``, ``.git``); a link is followed only while it stays inside the folder. Its
+(``__pycache__``, ``*.pyc``, ``.git``); a link is followed only while it stays inside the folder, and
+a special file (a device, a FIFO, a socket) is refused. Its
 bytes are, for each file in that order: the path in UTF-8, a NUL, the size in decimal, a NUL, the
 file's bytes. The version's digest is BLAKE3 of those bytes, and the same bytes are the published
 archive (kept in the blob store under that digest): the same content always gives the same digest,
@@ -38,6 +39,10 @@ def listing(root: Path) -> list[tuple[str, Path]]:
             )
         if real.is_file():
             out.append((rel.as_posix(), real))
+        elif not real.is_dir():
+            raise PublicationError(
+                f"{rel.as_posix()}: a special file (a device, FIFO or socket) cannot be published"
+            )
     return sorted(out, key=lambda item: item[0].encode())
 
 

@@ -10,7 +10,6 @@ import numpy as np
 from qiskit import QuantumCircuit
 
 from qsolve.context import Context
-from qsolve.params import MAX_SHOTS
 from qsolve.results import CircuitRecord
 from qsolve.scoring import Readout, readout, record, with_exact_distribution
 from qsolve.targets.base import Backend
@@ -49,14 +48,7 @@ class QuantumContext(Context):
         return self._records
 
     def sample(self, circuits: Sequence[Any], shots: int) -> list[dict[str, int]]:
-        batch = [circuits] if isinstance(circuits, QuantumCircuit) else list(circuits)
-        if not batch or not all(isinstance(c, QuantumCircuit) for c in batch):
-            raise TypeError("ctx.sample takes a non-empty list of qiskit QuantumCircuit")
-        if isinstance(shots, bool) or not isinstance(shots, int | np.integer) or not 1 <= shots <= MAX_SHOTS:
-            raise ValueError(f"ctx.sample: shots must be an integer from 1 to {MAX_SHOTS:,}, got {shots!r}")
-        for i, c in enumerate(batch):
-            if "measure" not in c.count_ops():
-                raise ValueError(f"ctx.sample: circuit {i} ({c.name}) has no measurement")
+        batch = self.batch(circuits, shots)
         transpiled = self.backend.transpile(batch, seed=self.seed)
         sim_seed = int(np.random.SeedSequence([self.seed, self.dispatches]).generate_state(1)[0])
         start = time.perf_counter()

@@ -12,8 +12,10 @@ from pydantic import BaseModel, Field
 
 from qsolve import sandbox
 from qsolve.checks import SubmissionChecks, check_submission
+from qsolve.errors import Unconfined
 from qsolve.gates import GateInputs, GateResult, judge
 from qsolve.results import CaseResult
+from qsolve.sandbox.confine import Protections
 
 
 class ChecksSummary(BaseModel):
@@ -24,6 +26,8 @@ class ChecksSummary(BaseModel):
 
 class SandboxSummary(BaseModel):
     network: str
+    confined: bool = False
+    protections: Protections | None = None  # what held in the workflow processes
     timeout_s: int
     memory_mb: int
     seconds: float
@@ -79,8 +83,11 @@ def run_gates(
     case: str | None = None,
     on_event: sandbox.Event = lambda e: None,
     process: sandbox.JobProcess | None = None,
+    require_confinement: bool = False,
 ) -> ValidationReport:
-    """The gates stage, given the checks' outcome: one sandbox job, or nothing when the checks failed."""
+    """The gates stage, given the checks' outcome: one sandbox job, or nothing when the checks failed.
+    ``require_confinement`` (the platform's flows): no workflow code runs without the full boundary;
+    the gates then fail naming what was missing."""
     wf = checks.workflow
     report = ValidationReport(
         workflow=wf.name if wf else None,
@@ -91,11 +98,18 @@ def run_gates(
     if not checks.ok:
         return report
     targets = {c.target or target for c in wf.cases.cases if case is None or c.name == case}
-    outcome = sandbox.run_job(
-        root, target, case, wf.manifest.resources, on_event, targets=targets, process=process
-    )
+    try:
+        outcome = sandbox.run_job(
+            root, target, case, wf.manifest.resources, on_event, targets=targets, process=process,
+            require_confinement=require_confinement,
+        )
+    except Unconfined as e:
+        report.gates = judge(GateInputs(root=root, run_target=target, workflow=wf, died=str(e)))
+        return report
     report.sandbox = SandboxSummary(
         network=outcome.network,
+        confined=outcome.protections.confined,
+        protections=outcome.protections,
         timeout_s=outcome.limits.timeout_s,
         memory_mb=outcome.limits.memory_mb,
         seconds=outcome.seconds,

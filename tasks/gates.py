@@ -8,6 +8,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from qsolve.checks import SubmissionChecks
+from qsolve.sandbox import confinement_required
 from qsolve.validation import ValidationReport, run_gates
 
 
@@ -20,4 +21,4 @@ def gates_stage(folder: str, checks: SubmissionChecks) -> ValidationReport:
             verdict = "pass" if event["passed"] else f"FAIL {event['message'] or ''}"
             logger.info("case %s/%s %s: %s", event["index"] + 1, event["total"], event["name"], verdict)
 
-    return run_gates(Path(folder), checks, on_event=progress)
+    return run_gates(Path(folder), checks, on_event=progress, require_confinement=confinement_required())

@@ -14,7 +14,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md): the cases are simulated here
+
 from qsolve.cases import Case
+from qsolve.errors import Unconfined
 from qsolve.manifest import Resources
 from qsolve.results import CaseResult
 from qsolve.sandbox import Limits, run_case_job
@@ -95,6 +98,8 @@ def run_case(
         outcome = run_case_job(folder, case.name, target, job_limits, approve)
     except OSError as e:
         return refuse(FailureReason.PLATFORM_ERROR, f"the sandbox did not start: {e}")
+    except Unconfined as e:
+        return refuse(FailureReason.PLATFORM_ERROR, str(e))
 
     current = db.get_run(run.id)
     if current.status is RunStatus.FAILED:  # refused before it started (insufficient_credits)

@@ -1,9 +1,9 @@
-"""Audit hooks installed in the sandbox job before workflow code is imported.
+"""Audit hooks installed in the workflow process before workflow code is imported.
 
-They refuse writes outside the allowed folders, starting or signalling processes, and (where no network
-namespace could be made) sockets to a network. An audit hook is a tripwire for ordinary Python code,
-not a security boundary: code that loads native libraries can step around it. The namespace, the
-resource limits and the process-group kill are the boundary.
+They refuse writes outside the scratch folder, starting or signalling processes, and sockets to a
+network, with a message that says so where the method is. An audit hook is a tripwire for ordinary
+Python code, not a security boundary: code that loads native libraries steps around it. The kernel's
+confinement (:mod:`qsolve.sandbox.confine`) is the boundary.
 """
 
 from __future__ import annotations

@@ -1,18 +1,21 @@
-"""The sandbox's child process, which can be started before its job is known (standard library only).
+"""Starting a workflow process, talking to it, and ending it (standard library only).
 
-Started early, the child imports Qiskit and the platform (most of a second) while the platform reads the
-workflow; it then waits for its job on standard input. Its environment is rebuilt from nothing; it runs in
-a new session (so its whole process group can be killed) and, where the kernel allows it, in a network
-namespace of its own. Its memory cap (``RLIMIT_AS`` at the workflow's ``memory_mb``) is set by the
-parent with ``prlimit`` once the manifest has been read, before the child is sent its job.
+The process (:mod:`qsolve.sandbox.child`) starts before its job is known, so that its imports overlap
+the platform's. Its environment is rebuilt from nothing; it runs in a session of its own and, where the
+kernel allows, in new network, PID, IPC, mount and UTS namespaces (``unshare`` between fork and exec;
+the platform then checks in ``/proc`` which it got). The platform reads from it only JSON objects of
+at most :data:`MAX_LINE` bytes a line, :data:`MAX_EVENTS` lines and :data:`MAX_BYTES` in all, each
+before a deadline; anything else ends the use of the process (:class:`~qsolve.errors.ProtocolBroken`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -21,13 +24,25 @@ import tempfile
 import time
 from functools import cache
 from pathlib import Path
+from typing import Any
+
+from qsolve.errors import OutOfTime, ProcessDied, ProtocolBroken
 
 LOG_MAX_BYTES = 64 * 2**20
+MAX_LINE = 24 * 2**20  # a batch of circuits of 16 MiB, in base64, and room
+MAX_EVENTS = 200_000
+MAX_BYTES = 1 << 30
 KEPT_ENV = ("LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMROOT")
-SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the qsolve package
+PACKAGE = Path(__file__).resolve().parents[1]  # the qsolve package: the one part of the platform it reads
 
-
-CLONE_NEWNET = 0x40000000
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+#: tried in this order until one is granted: all, then what an unprivileged user may still get
+NAMESPACES = (
+    CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWUTS,
+    CLONE_NEWNET | CLONE_NEWPID,
+    CLONE_NEWNET,
+)
 
 
 @cache
@@ -35,9 +50,9 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _network_namespace(pid: int | str) -> str | None:
+def _namespace(pid: int | str, kind: str) -> str | None:
     try:
-        return os.readlink(f"/proc/{pid}/ns/net")
+        return os.readlink(f"/proc/{pid}/ns/{kind}")
     except OSError:
         return None
 
@@ -45,16 +60,19 @@ def _network_namespace(pid: int | str) -> str | None:
 def environment(tmp: Path) -> dict[str, str]:
     """Only what Python needs: no platform setting, no credential crosses."""
     env = {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
+    scratch = tmp / "scratch"
     env.update(
         {
             "PATH": "/usr/bin:/bin",
-            "HOME": str(tmp),
-            "TMPDIR": str(tmp),
-            "PYTHONPATH": str(SOURCE_ROOT),
+            "HOME": str(scratch),
+            "TMPDIR": str(scratch),
+            "PYTHONPATH": str(tmp / "lib"),
             "PYTHONHASHSEED": "0",
             "PYTHONUNBUFFERED": "1",
             "QISKIT_PARALLEL": "FALSE",
-            "QISKIT_SETTINGS": str(tmp / "qiskit-settings.conf"),
+            "QISKIT_SETTINGS": str(scratch / "qiskit-settings.conf"),
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
         }
     )
     env.setdefault("LANG", "C.UTF-8")
@@ -62,65 +80,152 @@ def environment(tmp: Path) -> dict[str, str]:
 
 
 def _prepare():
-    """What the child does between fork and exec: its limits (its memory cap comes with its job,
-    :meth:`JobProcess.limit_memory`), and a network namespace of its own where the kernel allows it
-    (``unshare(CLONE_NEWNET)``; the parent then sees which, in ``/proc``)."""
+    """What the child does between fork and exec: its first limits, and namespaces of its own."""
     unshare = _libc().unshare  # looked up before the fork
 
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_MAX_BYTES, LOG_MAX_BYTES))
-        resource.setrlimit(resource.RLIMIT_NPROC, (512, 512))
-        unshare(CLONE_NEWNET)  # fails without privilege: the audit hook then refuses sockets
+        for flags in NAMESPACES:
+            if unshare(flags) == 0:
+                break
 
     return apply
 
 
+def why_it_died(returncode: int, memory_mb: int | None) -> str:
+    if returncode < 0:
+        sig = signal.Signals(-returncode)
+        hint = {
+            signal.SIGKILL: f" (out of memory? the limit is {memory_mb} MB)" if memory_mb else "",
+            signal.SIGXFSZ: f" (a file or the output grew past {LOG_MAX_BYTES // 2**20} MB)",
+            signal.SIGSEGV: " (a crash in native code)",
+            signal.SIGSYS: " (a system call the sandbox forbids)",
+        }.get(sig, "")
+        return f"the workflow process was killed by {sig.name}{hint}"
+    return f"the workflow process exited with status {returncode} in the middle of a call"
+
+
 class JobProcess:
-    """One sandbox child, in a temporary folder of its own (its HOME, TMPDIR and working directory)."""
+    """One workflow process, in a temporary folder of its own: ``workflow/`` (its copy, read only),
+    ``scratch/`` (its HOME, TMPDIR and working directory, the one place it may write), ``lib/`` (what
+    it imports of the platform) and ``job.log`` (what it prints)."""
 
     def __init__(self) -> None:
         self.memory_mb: int | None = None
         self.started = time.monotonic()
+        self.deadline = float("inf")
         self.tmp = Path(tempfile.mkdtemp(prefix="qsolve-sandbox-"))
+        (self.tmp / "scratch").mkdir()
+        (self.tmp / "lib").mkdir()
+        (self.tmp / "lib" / "qsolve").symlink_to(PACKAGE, target_is_directory=True)
         self.log_path = self.tmp / "job.log"
-        cmd = [sys.executable, "-m", "qsolve.sandbox.job"]
         self.channel, write_fd = os.pipe()
         env = environment(self.tmp) | {"QSOLVE_RESULT_FD": str(write_fd)}
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                cmd,
+                [sys.executable, "-s", "-m", "qsolve.sandbox.child"],
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                cwd=self.tmp,
+                cwd=self.tmp / "scratch",
                 env=env,
                 pass_fds=(write_fd,),
                 start_new_session=True,
                 preexec_fn=_prepare(),
             )
         os.close(write_fd)
-        own, its = _network_namespace("self"), _network_namespace(self.proc.pid)
-        #: ``namespace``: the child has a network of its own, with nothing in it; ``audit hook``: it
-        #: shares the host's, and the job's audit hook refuses sockets
-        self.network = "namespace" if own and its and own != its else "audit hook"
+        self.inner: int | None = None  # the process that runs the job, once it has said which
+        self._buffer = b""
+        self._events = 0
+        self._bytes = 0
 
-    def limit_memory(self, memory_mb: int) -> None:
-        """Cap the child's address space (``RLIMIT_AS``), before it is sent its job."""
-        size = memory_mb * 2**20
-        with contextlib.suppress(ProcessLookupError):  # it died already: its job will say so
-            resource.prlimit(self.proc.pid, resource.RLIMIT_AS, (size, size))
-        self.memory_mb = memory_mb
+    @property
+    def workflow(self) -> Path:
+        return self.tmp / "workflow"
 
-    def send(self, line: str, close: bool = False) -> None:
-        with contextlib.suppress(BrokenPipeError, ValueError):
-            self.proc.stdin.write(line.encode() + b"\n")
+    @property
+    def scratch(self) -> Path:
+        return self.tmp / "scratch"
+
+    def namespaces(self) -> dict[str, bool]:
+        """Which namespaces the process has of its own, as ``/proc`` shows them from here."""
+        pid = self.inner or self.proc.pid
+        out = {}
+        for kind in ("net", "pid", "ipc", "mnt"):
+            # the first process's own children are in its new PID namespace, not itself
+            theirs = "pid_for_children" if kind == "pid" and self.inner is None else kind
+            own, its = _namespace("self", kind), _namespace(pid, theirs)
+            out[kind] = bool(own and its and own != its)
+        return out
+
+    def status(self) -> dict[str, str]:
+        """``/proc/<pid>/status`` of the process that runs the job, as read from outside it."""
+        try:
+            text = Path(f"/proc/{self.inner or self.proc.pid}/status").read_text()
+        except OSError:
+            return {}
+        return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+
+    def send(self, message: dict[str, Any]) -> None:
+        try:
+            self.proc.stdin.write(json.dumps(message, allow_nan=False).encode() + b"\n")
             self.proc.stdin.flush()
-            if close:
-                self.proc.stdin.close()
+        except (BrokenPipeError, ValueError, OSError):
+            raise self._died() from None
 
-    def kill(self) -> int:
-        """Kill the whole process group; the child's exit status."""
+    def receive(self) -> dict[str, Any]:
+        """The next JSON object the process sends, by the deadline; the process's failure otherwise."""
+        while b"\n" not in self._buffer:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise OutOfTime(f"the sandbox job was stopped at its time limit of {self.timeout_s} s")
+            ready, _, _ = select.select([self.channel], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(self.channel, 1 << 20)
+            if not chunk:
+                raise self._died()
+            self._bytes += len(chunk)
+            self._buffer += chunk
+            if b"\n" not in self._buffer and len(self._buffer) > MAX_LINE:
+                raise self.broke(f"a line longer than {MAX_LINE // 2**20} MiB")
+            if self._bytes > MAX_BYTES:
+                raise self.broke(f"more than {MAX_BYTES // 2**20} MiB in all")
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        if len(line) > MAX_LINE:
+            raise self.broke(f"a line longer than {MAX_LINE // 2**20} MiB")
+        self._events += 1
+        if self._events > MAX_EVENTS:
+            raise self.broke(f"more than {MAX_EVENTS:,} messages")
+        try:
+            event = json.loads(line)
+        except ValueError:
+            raise self.broke(f"a line that is not JSON: {line[:60]!r}") from None
+        if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+            raise self.broke(f"a line that is not an event: {line[:60]!r}")
+        return event
+
+    @property
+    def timeout_s(self) -> int:
+        return round(self.deadline - self.started)
+
+    def broke(self, what: str) -> ProtocolBroken:
+        self.kill()
+        return ProtocolBroken(f"the workflow process broke the protocol: it sent {what}")
+
+    def _died(self) -> ProcessDied:
+        return ProcessDied(why_it_died(self.kill(wait=1.0), self.memory_mb))
+
+    def kill(self, wait: float | None = None) -> int:
+        """End the process and the one that runs its job; the exit status (``wait``: give it that
+        long to end on its own first, as it does when the channel closed because it exited)."""
+        if wait is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                return self.proc.wait(wait)
+        for pid in (self.inner, self.proc.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError, TypeError):
+                os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         return self.proc.wait()
@@ -129,6 +234,8 @@ class JobProcess:
         self.kill()
         with contextlib.suppress(OSError):
             os.close(self.channel)
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.stdin.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def log_tail(self, limit: int = 4000) -> str:

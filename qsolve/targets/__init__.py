@@ -88,15 +88,12 @@ def open_target(spec: str, *, device_access: bool = False) -> Backend:
 
 
 def warm(specs: Iterable[str]) -> None:
-    """Load now the fake devices these targets name, so that their files in the cache
-    (:mod:`qsolve.targets.devices`) are written before any workflow code runs; a target that does not
-    open is left for its case to report."""
+    """Open now the targets these strings name (a fake device read from its cache, Aer imported), so
+    that a job's first circuits do not wait for them; a target that does not open is left for its
+    case to report."""
     for spec in specs:
-        if m := _FAKE.fullmatch(spec):
-            from qsolve.targets.devices import device
-
-            with contextlib.suppress(Exception):
-                device(m.group(1))
+        with contextlib.suppress(Exception):
+            open_target(spec)
 
 
 def _open(spec: str, device_access: bool) -> Backend:

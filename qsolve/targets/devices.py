@@ -8,9 +8,9 @@ qiskit-ibm-runtime (a new version writes a new file; the folder can be deleted a
 back in a few milliseconds. Transpiling against the cached target gives the same circuits, bit for bit,
 as against the backend (tested).
 
-The files are pickles, so only the platform writes them: the sandbox's job fills the cache *before* it
-installs its guard and before any workflow code is imported (:func:`warm`), and the guard refuses
-workflow code any write outside its own folder.
+The files are pickles, so only the platform reads and writes them, in its own process: workflow code
+runs only in a workflow process, which Landlock keeps from reading or writing anything of
+``QSOLVE_HOME`` (:mod:`qsolve.sandbox.confine`), and which needs no device at all.
 """
 
 from __future__ import annotations

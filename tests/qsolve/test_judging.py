@@ -22,6 +22,7 @@ from qsolve.judging import (
 from qsolve.manifest import Metric
 from qsolve.module_loader import load_module
 from qsolve.results import MethodOutcome, Quality
+from qsolve.sandbox.calls import ModuleCode
 from qsolve.workflow import load_workflow
 from tests.conftest import WorkflowDir
 
@@ -54,8 +55,8 @@ def run(wf: WorkflowDir, quantum_body: str, expect: dict | None = None, extra: s
     wf.cases["cases"] = [{"name": "c", "input": {"x": 1}, "seed": 3, "expect": expect or {}, **case}]
     wf.save()
     workflow = load_workflow(wf.root)
-    module = load_module(workflow.module_path)
-    return run_case(workflow.manifest, module, workflow.cases.cases[0], {"x": 1}, "sim-cpu")
+    code = ModuleCode(load_module(workflow.module_path))
+    return run_case(workflow.manifest, code, workflow.cases.cases[0], {"x": 1}, "sim-cpu")
 
 
 SAMPLE_AND_ANSWER = "    ctx.sample([x_circuit()], 100)\n    return MethodResult(-1.0, solution={'x': 1})"
@@ -286,7 +287,7 @@ def test_a_solution_not_matching_the_output_schema_fails_the_method(wf: Workflow
     workflow = load_workflow(wf.root)
     r = run_case(
         workflow.manifest,
-        load_module(workflow.module_path),
+        ModuleCode(load_module(workflow.module_path)),
         workflow.cases.cases[0],
         {"x": 1},
         "sim-cpu",

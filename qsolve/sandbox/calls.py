@@ -1,0 +1,149 @@
+"""Calling a workflow's functions, and what comes back of each call, as data (DESIGN.md §3).
+
+What a method, ``evaluate`` or ``estimate`` returns crosses from the workflow process to the platform
+as one of these models, validated there: the platform builds every number it reports from them and
+from the circuits it ran itself, never from anything else the workflow process says.
+
+:class:`ModuleCode` calls an imported module; the workflow process serves the platform with it
+(:mod:`qsolve.sandbox.child`), and tests of the judging use it on trusted code. The platform's
+side of the same calls, over the process boundary, is :class:`qsolve.sandbox.workflow_process.Sandboxed`.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from qsolve.context import ClassicalContext, Context
+from qsolve.errors import MethodUnavailable
+from qsolve.method import MethodResult
+from qsolve.results import to_json_value
+
+MAX_TEXT = 4000  # characters of a reason or an error message kept
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
+
+
+class MethodReturn(BaseModel):
+    """What one method call gave: its result as JSON, or why it is unavailable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    objective: float | None = None  # None: not a finite number
+    solution: Any = None
+    stderr: float | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    postselection: tuple[int, int] | None = None
+    unavailable: str | None = None
+
+    @field_validator("postselection")
+    @classmethod
+    def _kept_of_total(cls, v: tuple[int, int] | None) -> tuple[int, int] | None:
+        if v is not None and not (0 <= v[0] <= v[1] and v[1] > 0):
+            raise ValueError("postselection must be (kept, total) with 0 <= kept <= total, total > 0")
+        return v
+
+    @field_validator("unavailable")
+    @classmethod
+    def _bounded(cls, v: str | None) -> str | None:
+        return None if v is None else _short(v)
+
+
+class Answer(BaseModel):
+    """What ``evaluate`` or ``estimate`` gave, as JSON, or the error it raised (``Type: message``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: Any = None
+    error: str | None = None
+    absent: bool = False  # the workflow has no such function (``estimate`` is optional)
+
+    @field_validator("error")
+    @classmethod
+    def _bounded(cls, v: str | None) -> str | None:
+        return None if v is None else _short(v)
+
+
+class WorkflowCode(Protocol):
+    """The workflow's functions, wherever they run."""
+
+    def call(self, function: str, kind: str, input: dict, params: dict, ctx: Context) -> MethodReturn: ...
+
+    def evaluate(self, input: dict, solution: Any) -> Answer: ...
+
+    def estimate(self, input: dict, params: dict) -> Answer: ...
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _raised(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
+class ModuleCode:
+    """A module's functions called in this process: for the workflow process, and for trusted code."""
+
+    def __init__(self, module: ModuleType | None, import_error: str | None = None) -> None:
+        self.module = module
+        self.import_error = import_error
+        self.import_seconds = 0.0
+
+    @classmethod
+    def load(cls, path: Path) -> ModuleCode:
+        """Import ``path`` afresh (trusted code only: this runs it in this process)."""
+        from qsolve.module_loader import load_module
+
+        start = time.perf_counter()
+        try:
+            code = cls(load_module(path))
+        except (Exception, SystemExit) as e:
+            code = cls(None, _raised(e))
+        code.import_seconds = time.perf_counter() - start
+        return code
+
+    def call(self, function: str, kind: str, input: dict, params: dict, ctx: Context) -> MethodReturn:
+        """One method; one that raises is unavailable: ``failed: Type: message`` if it crashed."""
+        try:
+            fn = getattr(self.module, function)
+            raw = fn(copy.deepcopy(input), dict(params), ctx)
+            result = raw if isinstance(raw, MethodResult) else MethodResult.model_validate(raw)
+            out = MethodReturn(
+                objective=_finite(float(result.objective)),
+                solution=to_json_value(result.solution),
+                stderr=None if result.stderr is None else _finite(float(result.stderr)),
+                details=to_json_value(result.details),
+                postselection=ctx.postselection,
+            )
+        except MethodUnavailable as e:
+            out = MethodReturn(unavailable=str(e) or "unavailable", postselection=ctx.postselection)
+        except (Exception, SystemExit) as e:
+            out = MethodReturn(unavailable=f"failed: {_raised(e)}", postselection=ctx.postselection)
+        return out
+
+    def evaluate(self, input: dict, solution: Any) -> Answer:
+        try:
+            return Answer(value=float(self.module.evaluate(copy.deepcopy(input), copy.deepcopy(solution))))
+        except (Exception, SystemExit) as e:
+            return Answer(error=_raised(e))
+
+    def estimate(self, input: dict, params: dict) -> Answer:
+        fn = getattr(self.module, "estimate", None)
+        if fn is None:
+            return Answer(absent=True)
+        try:
+            return Answer(value=to_json_value(fn(copy.deepcopy(input), dict(params))))
+        except (Exception, SystemExit) as e:
+            return Answer(error=f"estimate() failed: {_raised(e)}")
+
+
+__all__ = ["Answer", "ClassicalContext", "MethodReturn", "ModuleCode", "WorkflowCode"]

@@ -1,0 +1,244 @@
+"""Sandbox jobs: the gates run (seed: "Writing good cases"), and one case as a platform run.
+
+The workflow folder is copied into the job's workflow process's own folder (regular files only, no
+link that leaves it, at most :data:`COPY_MAX_BYTES`); the cases run with the workflow's code in that
+process and everything else here. The time limit is ``resources.timeout_s`` raised to at least 300 and
+capped at 7200, over the whole job; memory is ``resources.memory_mb`` (at most 8192) for each workflow
+process. The first case runs again in a fresh workflow process, so nothing of the first run carries
+over into the second.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import stat
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qsolve.errors import OutOfTime, Unconfined, WorkflowProcessFailed
+from qsolve.home import qsolve_home
+from qsolve.publication import PublicationError, listing
+from qsolve.sandbox.confine import Protections
+from qsolve.sandbox.process import JobProcess
+from qsolve.sandbox.remote import ACCEPT_UNCONFINED, RemoteCode
+
+if TYPE_CHECKING:
+    from qsolve.manifest import Resources
+
+TIMEOUT_RANGE = (300, 7200)
+MEMORY_MAX_MB = 8192
+COPY_MAX_BYTES = 256 * 2**20
+
+Event = Callable[[dict[str, Any]], None]
+
+
+def confinement_required() -> bool:
+    """Whether the platform's flows must refuse workflow code a process without the full boundary:
+    yes, unless the operator has set ``QSOLVE_ACCEPT_UNCONFINED_CODE=1``."""
+    return os.environ.get(ACCEPT_UNCONFINED, "").strip().lower() not in ("1", "true", "yes")
+
+
+class CopyRefused(ValueError):
+    """The workflow folder cannot go into the sandbox as it is."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: int
+    memory_mb: int
+
+    @classmethod
+    def of(cls, resources: Resources) -> Limits:
+        lo, hi = TIMEOUT_RANGE
+        return cls(
+            timeout_s=min(max(resources.timeout_s, lo), hi), memory_mb=min(resources.memory_mb, MEMORY_MAX_MB)
+        )
+
+
+@dataclass
+class Outcome:
+    """What came back: the job's report, or why it died; what held in its workflow processes; its
+    log's last lines."""
+
+    report: dict[str, Any] | None
+    died: str | None
+    protections: Protections
+    limits: Limits
+    seconds: float
+    log_tail: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def network(self) -> str:
+        return "namespace" if "net" in self.protections.namespaces else "none (Landlock, seccomp)"
+
+
+def copy_workflow(root: Path, dest: Path, limit: int = COPY_MAX_BYTES) -> None:
+    """The folder's regular files into ``dest``, as publication lists them: a link that leaves the folder
+    or a special file is refused, and so is a folder of more than ``limit`` bytes."""
+    try:
+        files = listing(root)
+    except PublicationError as e:
+        raise CopyRefused(f"{root}: {e}") from None
+    total = 0
+    for rel, path in files:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)  # a FIFO put in since: no wait
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise CopyRefused(f"{root}: {rel} is not a regular file")
+            data = f.read(limit - total + 1)
+        total += len(data)
+        if total > limit:
+            raise CopyRefused(f"{root}: the workflow folder is larger than {limit // 2**20} MiB")
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    dest.mkdir(parents=True, exist_ok=True)
+
+
+class _Processes:
+    """The job's workflow processes: each gets the copy and the job's limits when started."""
+
+    def __init__(
+        self, root: Path, limits: Limits, deadline: float, first: JobProcess | None, require: bool
+    ) -> None:
+        self.root, self.limits, self.deadline, self.require = root, limits, deadline, require
+        self.module = "workflow.py"
+        self.spare: list[JobProcess] = [first] if first else []
+        self.used: list[JobProcess] = []
+        self.protections: Protections | None = None
+        self.begun: RemoteCode | None = None
+
+    def ahead(self) -> None:
+        """Start one more process now, so that its imports overlap the cases still running."""
+        if not self.spare:
+            self.spare.append(JobProcess())
+
+    def begin(self) -> None:
+        """Send the first process its job now: it confines itself and imports the workflow's module
+        while the platform opens the targets."""
+        self.begun = self._begin()
+
+    def _begin(self) -> RemoteCode:
+        process = self.spare.pop(0) if self.spare else JobProcess()
+        self.used.append(process)
+        process.deadline = self.deadline
+        copy_workflow(self.root, process.workflow)
+        return RemoteCode(process).begin(self.module, self.limits.memory_mb)
+
+    def start(self) -> RemoteCode:
+        code, self.begun = (self.begun or self._begin()), None
+        code.ready(self.require)
+        if self.protections is None or len(code.protections.missing) > len(self.protections.missing):
+            self.protections = code.protections  # the weakest seen is what the report says held
+        return code
+
+    def close(self) -> str:
+        tail = self.used[-1].log_tail() if self.used else ""
+        for p in self.used + self.spare:
+            p.close()
+        return tail
+
+
+def _run(
+    root: Path,
+    limits: Limits,
+    body: Callable[[_Processes], dict[str, Any] | None],
+    process: JobProcess | None = None,
+    require: bool = False,
+) -> Outcome:
+    start = process.started if process else time.monotonic()
+    processes = _Processes(root, limits, start + limits.timeout_s, process, require)
+    died = None
+    report = None
+    try:
+        report = body(processes)
+    except OutOfTime as e:
+        died = str(e)
+    except Unconfined:
+        processes.close()
+        raise
+    except (WorkflowProcessFailed, CopyRefused) as e:
+        died = str(e)
+    finally:
+        tail = processes.close()
+    if report is not None and report.get("died"):
+        died, report = report["died"], None
+    return Outcome(
+        report=report,
+        died=died,
+        protections=processes.protections or Protections(missing=["no workflow process ran"]),
+        limits=limits,
+        seconds=time.monotonic() - start,
+        log_tail=tail,
+    )
+
+
+def run_job(
+    root: Path,
+    target: str,
+    case: str | None,
+    resources: Resources,
+    on_event: Event = lambda e: None,
+    *,
+    targets: Iterable[str] = (),
+    limits: Limits | None = None,
+    process: JobProcess | None = None,
+    require_confinement: bool = False,
+) -> Outcome:
+    """The gates of the workflow at ``root``, its code in workflow processes (the first in ``process``,
+    when one was started ahead). ``targets``: those its cases run on, opened first. ``limits``
+    overrides the manifest's resources (tests use seconds where the seed's floor is 300).
+    ``require_confinement``: refuse (:class:`~qsolve.errors.Unconfined`) to run workflow code in a
+    process that did not get the full boundary."""
+    from qsolve.gate_run import gate_report, run_gates
+    from qsolve.targets import devices, warm
+
+    limits = limits or Limits.of(resources)
+
+    def body(processes: _Processes) -> dict[str, Any]:
+        processes.begin()
+        devices.use_cache(qsolve_home().resolve() / "cache" / "devices")
+        warm(targets)
+        gc.freeze()  # what the platform loaded is never collected: the collections of the run skip it
+
+        def event(e: dict[str, Any]) -> None:
+            if e.get("event") == "result" and e["index"] == 0:
+                processes.ahead()  # the fresh process the first case runs again in
+            on_event(e)
+
+        inputs = run_gates(root, target, case, event, processes.start, processes.start)
+        return {**gate_report(inputs), "died": inputs.died}
+
+    return _run(root, limits, body, process, require_confinement)
+
+
+def run_case_job(
+    root: Path,
+    case: str,
+    target: str,
+    limits: Limits,
+    approve: Callable[[dict[str, Any]], bool],
+    on_event: Event = lambda e: None,
+    *,
+    require_confinement: bool | None = None,
+) -> Outcome:
+    """One case as a platform run: its estimate asked first, ``approve(event)`` decides (a credit hold,
+    say) before anything of the case runs, and only then does it run. The report's ``result`` is the
+    case's result; ``report`` is ``None`` when the run was not approved. A platform run refuses
+    workflow code a process without the full boundary (:func:`confinement_required`)."""
+    from qsolve.gate_run import run_one
+
+    def body(processes: _Processes) -> dict[str, Any] | None:
+        result = run_one(root, case, target, on_event, approve, processes.start)
+        return None if result is None else {"result": result.model_dump(mode="json")}
+
+    require = confinement_required() if require_confinement is None else require_confinement
+    outcome = _run(root, limits, body, require=require)
+    if outcome.report is None and outcome.died is None:
+        outcome.died = "the run was not approved"
+    return outcome
