@@ -39,6 +39,8 @@ def submission_flow(folder: str, run_history: bool = True) -> State:
 
     validation = gates_stage(folder, checks)
     report.gates = validation.gates
+    if validation.sandbox and validation.sandbox.protections:
+        report.sandbox = validation.sandbox.protections.summary()
     if not validation.passed:
         return _finish(
             report.fail("gates", [f"{g.name}: {g.message}" for g in validation.gates if not g.passed])

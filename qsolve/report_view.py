@@ -105,10 +105,17 @@ def show(report: ValidationReport, console: Console) -> None:
         console.print(table)
     if report.sandbox:
         s = report.sandbox
+        held = s.protections.summary() if s.protections else "unknown"
+        style = "dim" if s.confined else "yellow"
         console.print(
-            f"[dim]sandbox: network cut by {s.network}, {s.memory_mb} MB, {s.timeout_s} s limit; "
-            f"took {s.seconds:.1f} s[/dim]"
+            f"[{style}]sandbox: {held}; {s.timeout_s} s limit; took {s.seconds:.1f} s[/{style}]",
+            highlight=False,
         )
+        if not s.confined:
+            console.print(
+                "[yellow]this workflow's code ran without the full boundary: the platform's flows would "
+                "refuse it[/yellow]"
+            )
         if s.died and s.log_tail:
             console.print("[dim]last lines of the job's log:[/dim]")
             console.print(s.log_tail, markup=False, highlight=False)

@@ -47,6 +47,7 @@ class SubmissionReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     rejected_cases: list[str] = Field(default_factory=list)
     gates: list[GateResult] = Field(default_factory=list)
+    sandbox: str | None = None  # what held in the gates' workflow processes
     published: Published | None = None
     history: HistoryOutcome | None = None
 
@@ -82,6 +83,8 @@ class SubmissionReport(BaseModel):
         if self.gates:
             out += ["", "## Gates", "", "| gate | result | message |", "|---|---|---|"]
             out += [f"| {g['gate']} | {g['result']} | {g['message']} |" for g in self.gate_table()]
+        if self.sandbox:
+            out += ["", f"Sandbox: {self.sandbox}."]
         if self.published:
             p = self.published
             state = "published" if p.created else "already published with identical content; nothing changed"

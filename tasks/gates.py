@@ -18,7 +18,9 @@ def gates_stage(folder: str, checks: SubmissionChecks) -> ValidationReport:
 
     def progress(event: dict) -> None:
         if event.get("event") == "result":
-            verdict = "pass" if event["passed"] else f"FAIL {event['message'] or ''}"
+            message = event["message"] or ""
+            failed = message if message.startswith("FAIL") else f"FAIL {message}"  # a crash says FAIL already
+            verdict = "pass" if event["passed"] else failed
             logger.info("case %s/%s %s: %s", event["index"] + 1, event["total"], event["name"], verdict)
 
     return run_gates(Path(folder), checks, on_event=progress, require_confinement=confinement_required())

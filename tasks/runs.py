@@ -111,19 +111,23 @@ def run_case(
         )
         return refuse(reason, detail)
 
+    def record(result: CaseResult) -> dict[str, Any]:
+        """The run's record: its result, and what held in the sandbox it ran in."""
+        return result.model_dump(mode="json") | {"sandbox": outcome.protections.model_dump(mode="json")}
+
     if outcome.report is not None:
         result = CaseResult.model_validate(outcome.report["result"])
         cost = db.estimate_price(target, result.circuits, result.shots)
         settled = db.settle(run.id, cost)
         if result.ran:
-            db.finish_run(run.id, RunStatus.FINISHED, result=result.model_dump(mode="json"))
+            db.finish_run(run.id, RunStatus.FINISHED, result=record(result))
             status, reason = "finished", None
         else:  # the case raised before it had a result: the workflow's failure
             db.finish_run(
                 run.id,
                 RunStatus.FAILED,
                 reason=FailureReason.CRASH,
-                result=result.model_dump(mode="json"),
+                result=record(result),
                 detail=result.message,
             )
             status, reason = "failed", FailureReason.CRASH
@@ -136,7 +140,7 @@ def run_case(
             run.id,
             RunStatus.FAILED,
             reason=reason,
-            result=result.model_dump(mode="json"),
+            result=record(result),
             detail=outcome.died,
         )
         status = "failed"

@@ -136,6 +136,7 @@ class JobProcess:
             )
         os.close(write_fd)
         self.inner: int | None = None  # the process that runs the job, once it has said which
+        self._inner_fd: int | None = None  # a pidfd of it: a signal never reaches a reused pid
         self._buffer = b""
         self._events = 0
         self._bytes = 0
@@ -217,21 +218,42 @@ class JobProcess:
     def _died(self) -> ProcessDied:
         return ProcessDied(why_it_died(self.kill(wait=1.0), self.memory_mb))
 
+    def found(self, pid: int | None) -> None:
+        """The process that runs the job, as it said: kept only if it is this process's child."""
+        try:
+            if pid and pid != self.proc.pid and self._parent_of(pid) == self.proc.pid:
+                self._inner_fd, self.inner = os.pidfd_open(pid), pid
+        except OSError:
+            pass
+
+    @staticmethod
+    def _parent_of(pid: int) -> int | None:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("PPid:"):
+                return int(line.split()[1])
+        return None
+
     def kill(self, wait: float | None = None) -> int:
         """End the process and the one that runs its job; the exit status (``wait``: give it that
         long to end on its own first, as it does when the channel closed because it exited)."""
         if wait is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 return self.proc.wait(wait)
-        for pid in (self.inner, self.proc.pid):
-            with contextlib.suppress(ProcessLookupError, PermissionError, TypeError):
-                os.kill(pid, signal.SIGKILL)
+        if self._inner_fd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self._inner_fd, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         return self.proc.wait()
 
     def close(self) -> None:
         self.kill()
+        if self._inner_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._inner_fd)
+            self._inner_fd = None
         with contextlib.suppress(OSError):
             os.close(self.channel)
         with contextlib.suppress(OSError, ValueError):

@@ -89,7 +89,7 @@ class RemoteCode:
         p = self.process
         waited = time.perf_counter()
         said = self._expect("confined", Protections)
-        p.inner = said.pid if said.pid and said.pid > 1 else None
+        p.found(said.pid)
         self.protections = _checked(said, p)
         if require_confinement and not self.protections.confined:
             p.kill()

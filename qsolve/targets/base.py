@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
 from qiskit import QuantumCircuit
 from qiskit.transpiler import PassManager
+
+_TRANSPILING = threading.Lock()  # transpiling holds the GIL anyway: nothing is lost by taking turns
 
 
 class Backend(ABC):
@@ -27,8 +30,11 @@ class Backend(ABC):
         """A preset pass manager for this target with the transpiler seed fixed."""
 
     def transpile(self, circuits: Sequence[QuantumCircuit], seed: int) -> list[QuantumCircuit]:
-        """The circuits as this target runs them, with a fixed transpiler seed."""
-        out = self._pass_manager(seed).run(list(circuits))
+        """The circuits as this target runs them, with a fixed transpiler seed. One at a time per
+        target: the platform runs several cases on threads of one process (a Prefect task runner),
+        and a pass manager's passes are not safe to share between threads."""
+        with _TRANSPILING:
+            out = self._pass_manager(seed).run(list(circuits))
         return out if isinstance(out, list) else [out]
 
     @abstractmethod
