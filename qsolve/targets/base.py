@@ -33,8 +33,8 @@ class Backend(ABC):
         """The circuits as this target runs them, with a fixed transpiler seed. One at a time per
         target: the platform runs several cases on threads of one process (a Prefect task runner),
         and a pass manager's passes are not safe to share between threads."""
-        with _TRANSPILING:
-            out = self._pass_manager(seed).run(list(circuits))
+        with _TRANSPILING:  # in this process: Qiskit would fork a pool of the platform's process
+            out = self._pass_manager(seed).run(list(circuits), num_processes=1)
         return out if isinstance(out, list) else [out]
 
     @abstractmethod

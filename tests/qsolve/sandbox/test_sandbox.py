@@ -181,3 +181,57 @@ def test_a_process_started_ahead_runs_the_job_under_the_jobs_memory_cap(wf: Work
     )
     assert early.memory_mb == 1024
     assert quantum_failure(outcome) == "failed: MemoryError: "
+
+
+AS_AN_OLD_KERNEL = """
+import errno, json, sys
+from pathlib import Path
+from qsolve.sandbox import seccomp
+
+lib = seccomp._library()  # a kernel without Landlock: its three system calls answer ENOSYS
+ctx = lib.seccomp_init(seccomp.SCMP_ACT_ALLOW)
+for name in ("landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"):
+    number = lib.seccomp_syscall_resolve_name(name.encode())
+    assert lib.seccomp_rule_add_array(ctx, seccomp._fail_with(errno.ENOSYS), number, 0, None) == 0
+assert lib.seccomp_load(ctx) == 0
+
+from qsolve.checks import check_submission
+from qsolve.validation import run_gates
+
+root = Path(sys.argv[1])
+out = {}
+for required in (False, True):
+    report = run_gates(root, check_submission(root), require_confinement=required)
+    out[str(required)] = {
+        "confined": report.sandbox.confined if report.sandbox else None,
+        "missing": report.sandbox.protections.missing if report.sandbox else None,
+        "gates": {g.name: [g.passed, g.message] for g in report.gates},
+        "ran": [c.name for c in report.cases],
+    }
+print(json.dumps(out))
+"""
+
+
+def test_without_the_full_boundary_qsolve_test_says_so_and_the_platform_refuses(
+    wf: WorkflowDir, tmp_path: Path
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    wf.write("workflow.py", MODULE.format(body="    pass"))
+    wf.cases["cases"] = [{"name": "one", "input": {"x": 1}}]
+    wf.save()
+    env = {**os.environ, "QSOLVE_HOME": str(tmp_path / "home")}
+    proc = subprocess.run(
+        [sys.executable, "-c", AS_AN_OLD_KERNEL, str(wf.root)], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    developer, platform = out["False"], out["True"]
+    assert developer["confined"] is False and any("Landlock" in m for m in developer["missing"])
+    assert developer["ran"] == ["one"]  # a developer's own workflow still runs, said to be unconfined
+    passed, message = platform["gates"]["cases_pass"]
+    assert not passed
+    assert message.startswith("the sandbox is not a full boundary on this machine (no Landlock")
+    assert "QSOLVE_ACCEPT_UNCONFINED_CODE=1" in message and platform["ran"] == []
