@@ -18,6 +18,7 @@ from qiskit_aer import AerSimulator
 from qiskit_aer.library import SaveProbabilities
 
 from qsolve.results import CircuitRecord
+from qsolve.targets.base import SIMULATION_MB
 from qsolve.targets.sim_cpu import NATIVE, native_gates
 
 MAX_SCORED_QUBITS = 20
@@ -174,7 +175,7 @@ def saving_probabilities(
 
 @cache
 def _statevector() -> AerSimulator:
-    return AerSimulator(method="statevector", max_parallel_threads=1)
+    return AerSimulator(method="statevector", max_parallel_threads=1, max_memory_mb=SIMULATION_MB)
 
 
 def counts_support(counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:

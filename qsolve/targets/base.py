@@ -10,6 +10,10 @@ import numpy as np
 from qiskit import QuantumCircuit
 from qiskit.transpiler import PassManager
 
+#: the most memory one simulation may take in the platform's process: Aer refuses a circuit that needs
+#: more (a 28-qubit state vector is 4 GiB) with "Insufficient memory", which the method is told
+SIMULATION_MB = 4096
+
 _TRANSPILING = threading.Lock()  # transpiling holds the GIL anyway: nothing is lost by taking turns
 
 

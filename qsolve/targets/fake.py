@@ -26,7 +26,7 @@ from qiskit_aer import AerSimulator
 from qiskit_aer.noise import NoiseModel, ReadoutError
 from qiskit_aer.noise.device.models import basic_device_gate_errors
 
-from qsolve.targets.base import Backend
+from qsolve.targets.base import SIMULATION_MB, Backend
 from qsolve.targets.devices import device as load_device
 
 READOUT_CAP = 0.5
@@ -68,7 +68,9 @@ class FakeDevice(Backend):
         """One simulator per set of (instruction, physical qubits) used, built once."""
         if ops not in self._sims:
             model = self._build_noise_model(qubits, ops)
-            self._sims[ops] = AerSimulator(noise_model=model, max_parallel_threads=1)
+            self._sims[ops] = AerSimulator(
+                noise_model=model, max_parallel_threads=1, max_memory_mb=SIMULATION_MB
+            )
         return self._sims[ops]
 
     def _build_noise_model(self, qubits: tuple[int, ...], ops: frozenset) -> NoiseModel:

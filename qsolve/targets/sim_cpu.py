@@ -18,7 +18,7 @@ from qiskit.transpiler.passes import BasisTranslator, HighLevelSynthesis
 from qiskit_aer import AerSimulator
 from qiskit_aer.backends.backend_utils import BASIS_GATES
 
-from qsolve.targets.base import Backend
+from qsolve.targets.base import SIMULATION_MB, Backend
 
 #: The standard gates Aer simulates natively, and the other instructions it takes.
 NATIVE = frozenset(set(BASIS_GATES["statevector"]) & set(get_standard_gate_name_mapping())) | {
@@ -44,7 +44,7 @@ class SimCpu(Backend):
     ideal = True
 
     def __init__(self) -> None:
-        self._sim = AerSimulator(max_parallel_threads=1)
+        self._sim = AerSimulator(max_parallel_threads=1, max_memory_mb=SIMULATION_MB)
 
     def pass_manager(self, seed: int) -> PassManager:
         return native_gates()
