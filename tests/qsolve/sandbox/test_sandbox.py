@@ -235,3 +235,26 @@ def test_without_the_full_boundary_qsolve_test_says_so_and_the_platform_refuses(
     assert not passed
     assert message.startswith("the sandbox is not a full boundary on this machine (no Landlock")
     assert "QSOLVE_ACCEPT_UNCONFINED_CODE=1" in message and platform["ran"] == []
+
+
+def test_the_jobs_process_dies_with_the_process_the_platform_started(wf: WorkflowDir) -> None:
+    import signal
+    import time
+
+    from qsolve.sandbox.jobs import copy_workflow
+    from qsolve.sandbox.remote import RemoteCode
+
+    process = JobProcess()
+    try:
+        copy_workflow(wf.root, process.workflow)
+        RemoteCode(process).begin("workflow.py", 1024).ready()
+        inner = process.inner
+        assert inner and inner != process.proc.pid  # the first process of its own PID namespace
+        os.kill(process.proc.pid, signal.SIGKILL)  # as if the platform's own child were killed
+        process.proc.wait()
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{inner}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{inner}").exists()
+    finally:
+        process.close()
