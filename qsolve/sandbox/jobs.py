@@ -100,6 +100,17 @@ def copy_workflow(root: Path, dest: Path, limit: int = COPY_MAX_BYTES) -> None:
     dest.mkdir(parents=True, exist_ok=True)
 
 
+def _module_of(root: Path) -> str:
+    """The manifest's ``module`` (the gates report a manifest that does not read; the job then runs
+    no case)."""
+    from qsolve.workflow import load_manifest
+
+    try:
+        return load_manifest(root).module
+    except Exception:
+        return "workflow.py"
+
+
 class _Processes:
     """The job's workflow processes: each gets the copy and the job's limits when started."""
 
@@ -107,21 +118,17 @@ class _Processes:
         self, root: Path, limits: Limits, deadline: float, first: JobProcess | None, require: bool
     ) -> None:
         self.root, self.limits, self.deadline, self.require = root, limits, deadline, require
-        self.module = "workflow.py"
+        self.module = _module_of(root)
         self.spare: list[JobProcess] = [first] if first else []
         self.used: list[JobProcess] = []
         self.protections: Protections | None = None
-        self.begun: RemoteCode | None = None
-
-    def ahead(self) -> None:
-        """Start one more process now, so that its imports overlap the cases still running."""
-        if not self.spare:
-            self.spare.append(JobProcess())
+        self.begun: list[RemoteCode] = []
 
     def begin(self) -> None:
-        """Send the first process its job now: it confines itself and imports the workflow's module
-        while the platform opens the targets."""
-        self.begun = self._begin()
+        """Start a process (or take the one started ahead) and send it its job now: it confines itself
+        and imports the workflow's module while the platform goes on (opening the targets, running
+        the other cases); :meth:`start` then takes the processes begun, in order."""
+        self.begun.append(self._begin())
 
     def _begin(self) -> RemoteCode:
         process = self.spare.pop(0) if self.spare else JobProcess()
@@ -131,7 +138,7 @@ class _Processes:
         return RemoteCode(process).begin(self.module, self.limits.memory_mb)
 
     def start(self) -> RemoteCode:
-        code, self.begun = (self.begun or self._begin()), None
+        code = self.begun.pop(0) if self.begun else self._begin()
         code.ready(self.require)
         if self.protections is None or len(code.protections.missing) > len(self.protections.missing):
             self.protections = code.protections  # the weakest seen is what the report says held
@@ -208,7 +215,7 @@ def run_job(
 
         def event(e: dict[str, Any]) -> None:
             if e.get("event") == "result" and e["index"] == 0:
-                processes.ahead()  # the fresh process the first case runs again in
+                processes.begin()  # the fresh process the first case runs again in
             on_event(e)
 
         inputs = run_gates(root, target, case, event, processes.start, processes.start)
