@@ -15,7 +15,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from qsolve.publication import PublicationError, listing
 from qsolve.sandbox.confine import Protections
 from qsolve.sandbox.process import JobProcess
 from qsolve.sandbox.remote import ACCEPT_UNCONFINED, RemoteCode
+from qsolve.targets import devices
 
 if TYPE_CHECKING:
     from qsolve.manifest import Resources
@@ -70,7 +71,6 @@ class Outcome:
     limits: Limits
     seconds: float
     log_tail: str = ""
-    events: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def network(self) -> str:
@@ -163,11 +163,11 @@ def _run(
     died = None
     report = None
     try:
+        devices.use_cache(qsolve_home().resolve() / "cache" / "devices")  # the platform's own, only
         report = body(processes)
     except OutOfTime as e:
         died = str(e)
     except Unconfined:
-        processes.close()
         raise
     except (WorkflowProcessFailed, CopyRefused) as e:
         died = str(e)
@@ -203,15 +203,15 @@ def run_job(
     ``require_confinement``: refuse (:class:`~qsolve.errors.Unconfined`) to run workflow code in a
     process that did not get the full boundary."""
     from qsolve.gate_run import gate_report, run_gates
-    from qsolve.targets import devices, warm
+    from qsolve.targets import warm
 
     limits = limits or Limits.of(resources)
 
     def body(processes: _Processes) -> dict[str, Any]:
         processes.begin()
-        devices.use_cache(qsolve_home().resolve() / "cache" / "devices")
         warm(targets)
-        gc.freeze()  # what the platform loaded is never collected: the collections of the run skip it
+        if not gc.get_freeze_count():  # once a process: what the platform loaded stays, and the
+            gc.freeze()  # run's collections skip it (about a third of qsolve test's time otherwise)
 
         def event(e: dict[str, Any]) -> None:
             if e.get("event") == "result" and e["index"] == 0:
