@@ -32,6 +32,8 @@ LOG_MAX_BYTES = 64 * 2**20
 MAX_LINE = 24 * 2**20  # a batch of circuits of 16 MiB, in base64, and room
 MAX_EVENTS = 200_000
 MAX_BYTES = 1 << 30
+MAX_DEPTH = 64  # lists and objects within each other: the platform's own walks over them stay shallow
+PIPE_CHUNK = 1 << 16
 KEPT_ENV = ("LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMROOT")
 PACKAGE = Path(__file__).resolve().parents[1]  # the qsolve package: the one part of the platform it reads
 
@@ -55,6 +57,18 @@ def _namespace(pid: int | str, kind: str) -> str | None:
         return os.readlink(f"/proc/{pid}/ns/{kind}")
     except OSError:
         return None
+
+
+def _depth(value: Any) -> int:
+    """How deep lists and objects nest in a parsed JSON value (without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d)
+            if d <= MAX_DEPTH:
+                stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 def environment(tmp: Path) -> dict[str, str]:
@@ -135,6 +149,7 @@ class JobProcess:
                 preexec_fn=_prepare(),
             )
         os.close(write_fd)
+        os.set_blocking(self.proc.stdin.fileno(), False)  # send() waits for room by the deadline
         self.inner: int | None = None  # the process that runs the job, once it has said which
         self._inner_fd: int | None = None  # a pidfd of it: a signal never reaches a reused pid
         self._buffer = b""
@@ -169,18 +184,33 @@ class JobProcess:
         return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
 
     def send(self, message: dict[str, Any]) -> None:
-        try:
-            self.proc.stdin.write(json.dumps(message, allow_nan=False).encode() + b"\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, ValueError, OSError):
-            raise self._died() from None
+        """One line to the process, by the deadline: one that reads nothing cannot block the platform."""
+        data = memoryview(json.dumps(message, allow_nan=False).encode() + b"\n")
+        fd = self.proc.stdin.fileno()
+        while data:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise self._out_of_time()
+            _, ready, _ = select.select([], [fd], [], min(left, 1.0))
+            if not ready:
+                continue
+            try:
+                data = data[os.write(fd, data[:PIPE_CHUNK]) :]
+            except BlockingIOError:
+                continue
+            except OSError:
+                raise self._died() from None
+
+    def _out_of_time(self) -> OutOfTime:
+        self.kill()
+        return OutOfTime(f"the sandbox job was stopped at its time limit of {self.timeout_s} s")
 
     def receive(self) -> dict[str, Any]:
         """The next JSON object the process sends, by the deadline; the process's failure otherwise."""
         while b"\n" not in self._buffer:
             left = self.deadline - time.monotonic()
             if left <= 0:
-                raise OutOfTime(f"the sandbox job was stopped at its time limit of {self.timeout_s} s")
+                raise self._out_of_time()
             ready, _, _ = select.select([self.channel], [], [], min(left, 1.0))
             if not ready:
                 continue
@@ -201,10 +231,12 @@ class JobProcess:
             raise self.broke(f"more than {MAX_EVENTS:,} messages")
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise self.broke(f"a line that is not JSON: {line[:60]!r}") from None
         if not isinstance(event, dict) or not isinstance(event.get("event"), str):
             raise self.broke(f"a line that is not an event: {line[:60]!r}")
+        if _depth(event) > MAX_DEPTH:
+            raise self.broke(f"a value nested more than {MAX_DEPTH} deep")
         return event
 
     @property
