@@ -4,8 +4,9 @@ The process (:mod:`qsolve.sandbox.child`) starts before its job is known, so tha
 the platform's. Its environment is rebuilt from nothing; it runs in a session of its own and, where the
 kernel allows, in new network, PID, IPC, mount and UTS namespaces (``unshare`` between fork and exec;
 the platform then checks in ``/proc`` which it got). The platform reads from it only JSON objects of
-at most :data:`MAX_LINE` bytes a line, :data:`MAX_EVENTS` lines and :data:`MAX_BYTES` in all, each
-before a deadline; anything else ends the use of the process (:class:`~qsolve.errors.ProtocolBroken`).
+at most :data:`MAX_LINE` bytes and :data:`MAX_VALUES` values a line, nested at most :data:`MAX_DEPTH`
+deep, :data:`MAX_EVENTS` lines and :data:`MAX_BYTES` in all, each before a deadline; anything else
+ends the use of the process (:class:`~qsolve.errors.ProtocolBroken`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ LOG_MAX_BYTES = 64 * 2**20
 MAX_LINE = 24 * 2**20  # a batch of circuits of 16 MiB, in base64, and room
 MAX_EVENTS = 200_000
 MAX_BYTES = 1 << 30
+MAX_VALUES = 500_000  # in one line: Python objects of JSON cost 30 times its bytes
 MAX_DEPTH = 64  # lists and objects within each other: the platform's own walks over them stay shallow
 PIPE_CHUNK = 1 << 16
 KEPT_ENV = ("LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMROOT")
@@ -229,6 +231,8 @@ class JobProcess:
         self._events += 1
         if self._events > MAX_EVENTS:
             raise self.broke(f"more than {MAX_EVENTS:,} messages")
+        if line.count(b",") + line.count(b"[") + line.count(b"{") > MAX_VALUES:  # before it is built
+            raise self.broke(f"a line of more than {MAX_VALUES:,} values")
         try:
             event = json.loads(line)
         except (ValueError, RecursionError):
