@@ -48,6 +48,7 @@ class Job(BaseModel):
     memory_mb: int
     read: list[str]
     write: list[str]
+    require: bool = False  # import no workflow code unless every protection held
 
 
 class Protections(BaseModel):

@@ -135,11 +135,11 @@ class _Processes:
         self.used.append(process)
         process.deadline = self.deadline
         copy_workflow(self.root, process.workflow)
-        return RemoteCode(process).begin(self.module, self.limits.memory_mb)
+        return RemoteCode(process).begin(self.module, self.limits.memory_mb, self.require)
 
     def start(self) -> RemoteCode:
         code = self.begun.pop(0) if self.begun else self._begin()
-        code.ready(self.require)
+        code.ready()
         if self.protections is None or len(code.protections.missing) > len(self.protections.missing):
             self.protections = code.protections  # the weakest seen is what the report says held
         return code

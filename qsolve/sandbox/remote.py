@@ -67,9 +67,12 @@ class RemoteCode:
         self.protections = Protections()
         self.import_error: str | None = None
         self.import_seconds = 0.0
+        self.required = False
 
-    def begin(self, module: str, memory_mb: int) -> RemoteCode:
-        """Send the job: the process confines itself and imports the module while the platform goes on."""
+    def begin(self, module: str, memory_mb: int, require_confinement: bool = False) -> RemoteCode:
+        """Send the job: the process confines itself and imports the module while the platform goes on.
+        ``require_confinement``: it imports nothing unless every protection held (and the platform
+        ends it if ``/proc`` shows otherwise: :meth:`ready`)."""
         p = self.process
         p.memory_mb = memory_mb
         job = Job(
@@ -79,19 +82,22 @@ class RemoteCode:
             memory_mb=memory_mb,
             read=readable(p),
             write=[str(p.scratch), "/dev/null"],
+            require=require_confinement,
         )
+        self.required = require_confinement
         p.send(job.model_dump())
         return self
 
-    def ready(self, require_confinement: bool = False) -> RemoteCode:
-        """Wait until the process says what held, check it from outside, let it import the module (or,
-        when the full boundary is required and did not hold, end it first: :class:`Unconfined`)."""
+    def ready(self) -> RemoteCode:
+        """Wait until the process says what held and whether the module imported; check from outside
+        what ``/proc`` shows of it. When the full boundary was required and did not hold, the process
+        is ended (:class:`Unconfined`)."""
         p = self.process
         waited = time.perf_counter()
         said = self._expect("confined", Protections)
         p.found(said.pid)
         self.protections = _checked(said, p)
-        if require_confinement and not self.protections.confined:
+        if self.required and not self.protections.confined:
             p.kill()
             raise Unconfined(
                 "the sandbox is not a full boundary on this machine ("
@@ -99,7 +105,6 @@ class RemoteCode:
                 + f"): the platform runs no untrusted workflow code so; set {ACCEPT_UNCONFINED}=1 to "
                 "accept that"
             )
-        p.send({"op": "go"})
         loaded = self._expect("loaded", Loaded)
         # its own account of the import, never more than the platform saw it wait
         self.import_seconds = min(loaded.seconds, time.perf_counter() - waited)
