@@ -39,6 +39,9 @@ SYSTEM_READ = (
     "/dev/urandom",
     "/sys/devices/system/cpu",
     "/proc/self",
+    "/proc/meminfo",  # the machine's memory and CPU figures: qiskit_aer reads them before it simulates
+    "/proc/stat",
+    "/proc/cpuinfo",
 )
 
 

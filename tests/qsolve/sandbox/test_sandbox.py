@@ -258,3 +258,12 @@ def test_the_jobs_process_dies_with_the_process_the_platform_started(wf: Workflo
         assert not Path(f"/proc/{inner}").exists()
     finally:
         process.close()
+
+
+def test_a_workflow_may_simulate_with_aer_itself(wf: WorkflowDir) -> None:
+    body = (
+        "    from qiskit_aer import AerSimulator\n"
+        "    mine = QuantumCircuit(2)\n    mine.h(0)\n    mine.cx(0, 1)\n    mine.measure_all()\n"
+        "    assert set(AerSimulator().run(mine, shots=50).result().get_counts()) <= {'00', '11'}"
+    )
+    assert only_case(job(wf, body))["passed"]

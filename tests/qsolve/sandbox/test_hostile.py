@@ -1,0 +1,1059 @@
+"""Hostile workflows: what a workflow's code gets when it attacks the platform, and that the report stays
+the platform's.
+
+Each attack that worked against the old sandbox is tried from a workflow built in a temporary folder.
+Independent attacks share one job: the probe's quantum method tries each in turn and returns, in its
+``details``, ``refused: <error>`` or ``GOT: <what it got>`` per attack, so that each is asserted on its
+own; a control runs the same reads, writes and connections unconfined and sees them succeed. Attacks
+that end their workflow process (forged or malformed lines on the result channel) are cases of one job:
+a process that failed is replaced by a fresh one for the next case. An attack that still succeeds is
+marked ``xfail(strict=True)`` with what it gets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import resource
+import select
+import shutil
+import signal
+import socket
+import sqlite3
+import stat
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qsolve.manifest import Resources
+from qsolve.sandbox import Limits, Outcome, jobs, landlock, run_job, seccomp
+from qsolve.sandbox.process import MAX_VALUES
+from tests.conftest import REPO, WorkflowDir
+
+FAST = Limits(timeout_s=60, memory_mb=2048)
+SECRET = "secret-" + uuid.uuid4().hex
+GATES = [
+    "manifest",
+    "example_inputs",
+    "benchmark_cases",
+    "methods_declared",
+    "fidelity_checked",
+    "cases_pass",
+    "reproducible",
+    "estimate_honest",
+]
+#: what a refusal by the sandbox says: the kernel's EPERM / EACCES (ESRCH: a pid outside its PID
+#: namespace), or the audit hooks' early error
+DENIED = (
+    "Permission denied",
+    "Operation not permitted",
+    "No such process",
+    "SandboxRefused",
+    "unable to open",
+)
+#: raw system call numbers of the attacks that differ between architectures
+SYSCALLS = {"x86_64": {"fork": 57, "clone": 56, "ptrace": 101}, "aarch64": {"clone": 220, "ptrace": 117}}
+NUMBERS = SYSCALLS.get(platform.machine(), {})
+confinable = pytest.mark.skipif(
+    os.geteuid() != 0 or landlock.abi_version() < 6 or not seccomp.available() or not NUMBERS,
+    reason="the whole boundary needs root (to leave it), Landlock ABI 6+, libseccomp, x86_64 or aarch64",
+)
+
+#: what every hostile module starts with: raw system calls through libc (around Python's audit hooks),
+#: the result channel found among its file descriptors, and the classical half of a workflow
+HEAD = """\
+import ctypes, fcntl, json, os, stat
+from qsolve import MethodResult
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.syscall.restype = ctypes.c_long
+
+
+def checked(result):
+    if result < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+    return result
+
+
+def libc(name, *args):  # a libc function, str arguments as paths
+    return checked(getattr(LIBC, name)(*(os.fsencode(a) if isinstance(a, str) else a for a in args)))
+
+
+def sys_call(number, *args):
+    return checked(LIBC.syscall(ctypes.c_long(number), *(ctypes.c_long(a) for a in args)))
+
+
+def c_open(path, flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC):
+    return checked(LIBC.open(os.fsencode(path), flags, 0o644))
+
+
+def c_write(path, flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC):
+    fd = c_open(path, flags)
+    try:
+        return checked(LIBC.write(fd, b"planted", 7))
+    finally:
+        LIBC.close(fd)
+
+
+def c_read(path):
+    fd = c_open(path, os.O_RDONLY)
+    buffer = ctypes.create_string_buffer(256)
+    try:
+        return buffer.raw[: checked(LIBC.read(fd, buffer, 256))]
+    finally:
+        LIBC.close(fd)
+
+
+def channel():
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            fd = int(name)
+            if stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & 3 == os.O_WRONLY:
+                return fd
+        except OSError:
+            pass
+    raise LookupError("no result channel")
+
+
+def send(*lines):
+    fd = channel()
+    for line in lines:
+        data = line if isinstance(line, bytes) else (json.dumps(line) + "\\n").encode()
+        while data:
+            data = data[os.write(fd, data):]
+
+
+def evaluate(input, solution):
+    return -float(solution["x"])
+
+
+def reference(input, params, ctx):
+    return MethodResult(-1.0, solution={"x": 1})
+"""
+
+
+def hostile_job(wf: WorkflowDir, body: str, cases: list[dict], limits: Limits = FAST) -> Outcome:
+    """The gates of a workflow whose module is :data:`HEAD` and ``body`` (which defines ``quantum``)."""
+    wf.write("workflow.py", HEAD + body)
+    wf.cases["cases"] = cases
+    wf.save()
+    return run_job(wf.root, "sim-cpu", None, Resources(), limits=limits)
+
+
+def gates(outcome: Outcome) -> dict[str, dict[str, Any]]:
+    """The report's gates by name, which must be the platform's, in the seed's order."""
+    assert outcome.died is None, (outcome.died, outcome.log_tail)
+    got = {g["name"]: g for g in outcome.report["gates"]}
+    assert list(got) == GATES[: len(got)] and len(got) >= 6, got
+    return got
+
+
+def cases_of(outcome: Outcome) -> dict[str, dict[str, Any]]:
+    assert outcome.report is not None, (outcome.died, outcome.log_tail)
+    return {c["name"]: c for c in outcome.report["cases"]}
+
+
+def one_case(x: int = 1, **fields: Any) -> list[dict[str, Any]]:
+    return [{"name": "one", "input": {"x": x}, **fields}]
+
+
+class Recorded(jobs.JobProcess):
+    """A workflow process that the platform started, remembered so that a test can see it end."""
+
+    started: list[Recorded] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        Recorded.started.append(self)
+
+    @classmethod
+    def pids(cls) -> set[int]:
+        """The platform's children, the processes that ran their jobs (as the platform saw them), and
+        any process of uid 65534 whose working folder is in one of their folders (one they started)."""
+        pids = {pid for p in cls.started for pid in (p.proc.pid, p.inner) if pid}
+        folders = tuple(str(p.tmp) for p in cls.started)
+        for entry in Path("/proc").glob("[0-9]*"):
+            with contextlib.suppress(OSError):
+                uid = next(ln for ln in (entry / "status").read_text().splitlines() if ln.startswith("Uid:"))
+                if uid.split()[1] == "65534" and os.readlink(entry / "cwd").startswith(folders):
+                    pids.add(int(entry.name))
+        return pids
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[type[Recorded]]:
+    Recorded.started = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jobs, "JobProcess", Recorded)
+        yield Recorded
+
+
+def running(pids: set[int], wait_s: float = 3.0) -> list[int]:
+    """Those of ``pids`` still running (not zombies) after up to ``wait_s`` for them to end."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        alive = []
+        for pid in sorted(pids):
+            with contextlib.suppress(OSError):
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    alive.append(pid)
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def kill(pids: Iterator[int] | set[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _rss_mb() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGESIZE") / 2**20
+
+
+def _maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class PeakMemory:
+    """How far this process's memory rose while in the block, in MiB: the larger of its resident size
+    sampled every 10 ms above where it was (a sample waits while native code holds the GIL) and the
+    rise of ``ru_maxrss`` (which only ever grows: an earlier test's peak hides a lower one)."""
+
+    def __enter__(self) -> PeakMemory:
+        self.start = self.peak = _rss_mb()
+        self.maxrss = _maxrss_mb()
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, _rss_mb())
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._sampler.join()
+        self.grew_mb = max(self.peak - self.start, _maxrss_mb() - self.maxrss)
+
+
+def make_home(home: Path) -> Path:
+    """A platform home with secrets in it: a key, a state database, the device cache it unpickles."""
+    (home / "keys").mkdir(parents=True)
+    (home / "keys" / "receipt.key").write_text(SECRET)
+    (home / "keys" / "receipt.key").chmod(0o600)
+    (home / "cache" / "devices").mkdir(parents=True)
+    with contextlib.closing(sqlite3.connect(home / "state.db")) as db:
+        db.execute("create table secrets (value text)")
+        db.execute("insert into secrets values (?)", (SECRET,))
+        db.commit()
+    return home
+
+
+@pytest.fixture(scope="module", autouse=True)
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The platform's home for every test here (:func:`make_home`)."""
+    home = make_home(tmp_path_factory.mktemp("qsolve-home"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("QSOLVE_HOME", str(home))
+        yield home
+
+
+@pytest.fixture
+def started() -> Iterator[type[Recorded]]:
+    with recording() as processes:
+        yield processes
+
+
+# 1. Forged results -----------------------------------------------------------------------------------
+
+FORGED = """\
+import qsolve.gates, qsolve.judging
+from qiskit import QuantumCircuit
+from qiskit.providers.basic_provider import BasicSimulator
+
+# at import: this process's copy of the platform's judging says every case and every gate passes
+PASSED = [{"name": n, "passed": True, "message": "forged"} for n in GATES]
+qsolve.judging.first_failure = lambda evidence: None
+qsolve.judging.meets_expect = lambda *a, **k: True
+qsolve.gates.judge = lambda inputs: [qsolve.gates.GateResult(**g) for g in PASSED]
+try:  # the platform's own modules, as far as this process can import them
+    import qsolve.case_runner, qsolve.gate_run
+    qsolve.case_runner.first_failure = qsolve.judging.first_failure
+    qsolve.case_runner.meets_expect = qsolve.judging.meets_expect
+    qsolve.gate_run.judge = qsolve.gates.judge
+except Exception:
+    pass
+RIGHT = {"objective": -1.0, "solution": {"x": 1}, "details": {}}
+CASE = {"name": "one", "passed": True, "message": None, "fidelity": 1.0, "max_two_qubit_gates": 0}
+
+
+def ghz(n):
+    qc = QuantumCircuit(n)
+    qc.h(0)
+    for i in range(n - 1):
+        qc.cx(i, i + 1)
+    qc.measure_all()
+    return qc
+
+
+def quantum(input, params, ctx):
+    patched = {"patched": qsolve.judging.meets_expect(None, 0.0, 1.0)}
+    attack = input["x"]
+    if attack == 4:  # the circuits of a noisy device, and then the numbers rewritten
+        ctx.backend = BasicSimulator()
+        counts = ctx.sample([ghz(5)], 2000)
+        ctx.records = ctx._records = [{"qubits": 5, "two_qubit_gates": 0, "shots": 2000, "fidelity": 1.0}]
+        ctx.postselection = None
+        return MethodResult(-1.0, solution={"x": 1}, details={**patched, "fidelity": 1.0, "counts": counts})
+    ctx.sample([ghz(2)], 100)
+    if attack == 2:  # a whole forged report, then the end of the process
+        send({"event": "report", "gates": PASSED, "cases": [CASE], "timing": {}},
+             {"event": "returned", **RIGHT}, {"event": "confined", "uid": 65534, "seccomp": True})
+        os._exit(0)
+    if attack == 3:  # a forged return, then the method's own (wrong) one
+        send({"event": "returned", **RIGHT})
+    return MethodResult(0.0, solution={"x": 0}, details=patched)
+"""
+
+
+def test_forged_results_do_not_make_a_failing_workflow_pass(wf: WorkflowDir) -> None:
+    fidelity = {"min_fidelity": 0.97, "max_gap": 0.0}
+    outcome = hostile_job(
+        wf,
+        f"GATES = {GATES!r}\n" + FORGED,
+        [
+            {"name": "judging-patched", "input": {"x": 1}, "expect": {"max_gap": 0.0}},
+            {"name": "report-forged", "input": {"x": 2}, "expect": {"max_gap": 0.0}},
+            {"name": "return-forged", "input": {"x": 3}, "expect": {"max_gap": 0.0}},
+            {"name": "fidelity-rewritten", "input": {"x": 4}, "target": "fake:fez@10", "expect": fidelity},
+        ],
+    )
+    judged, cases = gates(outcome), cases_of(outcome)
+    assert not any(g["message"] == "forged" for g in judged.values())
+    assert not judged["cases_pass"]["passed"]
+    assert "4 of 4 cases fail" in judged["cases_pass"]["message"]
+    assert not any(c["passed"] for c in cases.values())
+
+    patched = cases["judging-patched"]
+    assert patched["methods"][0]["details"] == {"patched": True}  # the patch held in the workflow process
+    assert patched["gap"] > 0 and patched["quantum"] == 0.0
+
+    for name in ("report-forged", "return-forged"):
+        assert "the workflow process broke the protocol" in cases[name]["message"], cases[name]
+        assert cases[name]["fidelity"] is None
+
+    noisy = cases["fidelity-rewritten"]
+    assert noisy["fidelity"] < 0.97, noisy
+    assert noisy["message"].startswith("fidelity 0.") and noisy["message"].endswith(" < 0.97")
+    assert noisy["max_two_qubit_gates"] >= 4 and noisy["circuits"] == 1 and noisy["shots"] == 2000
+    (record,) = noisy["methods"][0]["circuits"]
+    assert record["qubits"] == 5 and record["fidelity"] == noisy["fidelity"]
+
+
+# 2-4. The probe: secrets, writes, network, processes and signals, each tried in one method ----------
+
+PROBE = """\
+import multiprocessing, multiprocessing.util, socket, sqlite3, struct, subprocess, tempfile
+from pathlib import Path
+from qiskit import QuantumCircuit
+
+TEST_PID, HOME, OUT, REPO, USER_HOME = %(test_pid)r, %(home)r, %(out)r, %(repo)r, %(user_home)r
+PORT, UNIX, ABSTRACT, TOKEN, SYSCALLS = %(port)r, %(unix)r, %(abstract)r, %(token)r, %(syscalls)r
+AF_INET, AF_UNIX, SOCK_STREAM, SIGCHLD, SIGKILL = 2, 1, 1, 17, 9
+CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+
+
+def attempt(fn):
+    try:
+        got = fn()
+    except BaseException as e:
+        return f"refused: {type(e).__name__}: {e}"[:300]
+    return f"GOT: {got!r}"[:300]
+
+
+def spawn(*argv):  # _posixsubprocess.fork_exec, as multiprocessing calls it
+    return multiprocessing.util.spawnv_passfds(argv[0], list(argv), ())
+
+
+def forked(pid):
+    if pid == 0:  # the child, had there been one: gone at once
+        os._exit(0)
+    return f"pid {pid}"
+
+
+def c_connect(family, address):
+    fd = checked(LIBC.socket(family, SOCK_STREAM, 0))
+    if family == AF_INET:
+        raw = struct.pack("=HH4s8x", AF_INET, socket.htons(address[1]), socket.inet_aton(address[0]))
+    else:
+        raw = struct.pack("=H", AF_UNIX) + os.fsencode(address)
+    checked(LIBC.connect(fd, raw, len(raw)))
+    return "connected"
+
+
+def setns(path, kind):
+    return checked(LIBC.setns(os.open(path, os.O_RDONLY), kind))
+
+
+def parquet(path):
+    import pyarrow, pyarrow.parquet
+    pyarrow.parquet.write_table(pyarrow.table({"x": [1]}), path)
+
+
+def sqlite_write(path):
+    db = sqlite3.connect(path)
+    db.execute("create table if not exists secrets (value text)")
+    db.execute("insert into secrets values ('forged')")
+    db.commit()
+
+
+def fill(size_mb, file_mb):
+    # write size_mb MiB into the scratch folder in files of file_mb MiB; how far it got
+    block, written, files = bytes(2**20), 0, []
+    try:
+        while written < size_mb:
+            files.append(f"fill-{len(files)}")
+            with open(files[-1], "wb") as f:
+                for _ in range(file_mb):
+                    f.write(block)
+                    f.flush()
+                    written += 1
+    except OSError as e:
+        raise OSError(e.errno, f"{e.strerror} after {written} MiB") from None
+    finally:
+        for name in files:
+            os.remove(name)
+    return f"{written} MiB written"
+
+
+ATTACKS = {
+%(attacks)s
+}
+
+
+def quantum(input, params, ctx):
+    details = {name: attempt(fn) for name, fn in ATTACKS.items()}
+    details["env: names"] = sorted(os.environ)
+    details["env: holds the secret"] = any(%(secret)r in v for v in os.environ.values())
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 10)
+    return MethodResult(-1.0, solution={"x": 1}, details=details)
+"""
+
+#: attack -> a Python expression the workflow's method evaluates; each must be refused
+READS = {
+    "the platform's key": "open(HOME + '/keys/receipt.key').read()",
+    "the platform's key, by libc": "c_read(HOME + '/keys/receipt.key')",
+    "the platform's key, through /proc/self/root": "c_read('/proc/self/root' + HOME + '/keys/receipt.key')",
+    "the state database": "sqlite3.connect(HOME + '/state.db').execute('select * from secrets').fetchall()",
+    "the platform's home, listed": "os.listdir(HOME)",
+    "the platform's environment": "open(f'/proc/{TEST_PID}/environ', 'rb').read()",
+    "the platform's environment, by /proc/self/..": "c_read(f'/proc/self/../{TEST_PID}/environ')",
+    "the platform's memory": "os.open(f'/proc/{TEST_PID}/mem', os.O_RDONLY)",
+    "the platform's files, listed": "os.listdir(f'/proc/{TEST_PID}/fd')",
+    "the platform's working folder": "os.listdir(f'/proc/{TEST_PID}/cwd')",
+    "init's environment": "open('/proc/1/environ', 'rb').read()",
+    "/etc/shadow": "c_read('/etc/shadow')",
+    "the user's home": "open(USER_HOME + '/.bashrc').read()",
+    "the platform's repository": "open(REPO + '/README.md').read()",
+    "the platform's tests": "c_read(REPO + '/tests/conftest.py')",
+}
+WRITES = {
+    "open()": "open(OUT + '/open.txt', 'w').write('x')",
+    "libc open+write": "c_write(OUT + '/libc.txt')",
+    "os.open with dir_fd": "os.open('dirfd.txt', os.O_WRONLY | os.O_CREAT, dir_fd=os.open(OUT, os.O_PATH))",
+    "os.link out": "(open('mine.txt', 'w').write('x'), os.link('mine.txt', OUT + '/link.txt'))",
+    "libc link of its module out": "libc('link', __file__, OUT + '/link2.txt')",
+    "symlink, then write through it": "(os.symlink(OUT + '/symlinked.txt', 'link-out'), c_write('link-out'))",
+    "its own workflow copy": "c_write(str(Path(__file__).with_name('planted.py')))",
+    "its own module": "c_write(__file__, os.O_WRONLY | os.O_APPEND)",
+    "libc rename of its module out": "libc('rename', __file__, OUT + '/renamed.txt')",
+    "libc mkdir": "libc('mkdir', OUT + '/folder', 0o755)",
+    "libc truncate": "libc('truncate', OUT + '/existing.txt', ctypes.c_long(0))",
+    "libc chmod": "libc('chmod', OUT + '/existing.txt', 0o777)",
+    "libc unlink": "libc('unlink', OUT + '/existing.txt')",
+    "sqlite3 database": "sqlite_write(OUT + '/new.db')",
+    "sqlite3 into the platform's state": "sqlite_write(HOME + '/state.db')",
+    "parquet": "parquet(OUT + '/table.parquet')",
+    "the platform's source": "c_write(REPO + '/qsolve/_hostile_' + TOKEN + '.py')",
+    "the platform's source, by open()": "open(REPO + '/qsolve/_hostile_' + TOKEN + '.py', 'w').write('x')",
+    "the device cache": "c_write(HOME + '/cache/devices/x.pickle')",
+    "/tmp": "c_write('/tmp/qsolve-hostile-' + TOKEN)",
+    "/dev/shm": "c_write('/dev/shm/qsolve-hostile-' + TOKEN)",
+}
+SCRATCH = {  # what must work: the scratch folder (its working folder, HOME, TMPDIR), up to its cap
+    "the working folder": "open('scratch.txt', 'w').write('ok')",
+    "TMPDIR": "os.write(tempfile.mkstemp()[0], b'ok')",
+    "HOME": "open(os.path.expanduser('~/home.txt'), 'w').write('ok')",
+}
+CAPPED = {  # must fail: all it writes is capped at 256 MiB, any one file at 64 MiB
+    "300 MiB in files of 32 MiB": "fill(300, 32)",
+    "one file of 100 MiB": "fill(100, 100)",
+}
+NETWORK = {
+    "TCP to the platform's listener": "socket.create_connection(('127.0.0.1', PORT), timeout=2)",
+    "TCP, by libc": "c_connect(AF_INET, ('127.0.0.1', PORT))",
+    "unix socket to the platform's listener": "socket.socket(socket.AF_UNIX).connect(UNIX)",
+    "unix socket, by libc": "c_connect(AF_UNIX, UNIX)",
+    "abstract unix socket, by libc": "c_connect(AF_UNIX, ABSTRACT)",
+    "netlink": "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)",
+    "name lookup": "socket.getaddrinfo('localhost', 80)",
+    "setns into the platform's network": "setns(f'/proc/{TEST_PID}/ns/net', CLONE_NEWNET)",
+    "setns by its own namespace file": "setns('/proc/self/ns/net', CLONE_NEWNET)",
+}
+PROCESSES = {
+    "os.fork": "forked(os.fork())",
+    "subprocess": "subprocess.run(['/bin/true'])",
+    "_posixsubprocess.fork_exec": "spawn(b'/bin/true')",
+    "multiprocessing, fork": "multiprocessing.get_context('fork').Process(target=int).start()",
+    "multiprocessing, spawn": "multiprocessing.get_context('spawn').Process(target=int).start()",
+    **({"raw fork": "forked(sys_call(SYSCALLS['fork']))"} if "fork" in NUMBERS else {}),
+    "raw clone (SIGCHLD)": "forked(sys_call(SYSCALLS['clone'], SIGCHLD, 0, 0, 0, 0))",
+    "execve, by libc": "libc('execve', '/bin/true', None, None)",
+    "setsid, then a daemon": "(os.setsid(), spawn(b'/bin/sleep', b'600'))",
+    "a user namespace of its own": "checked(LIBC.unshare(CLONE_NEWUSER))",
+}
+SIGNALS = {
+    "os.kill of its parent": "os.kill(os.getppid(), SIGKILL)",
+    "SIGKILL to the platform, by libc": "checked(LIBC.kill(TEST_PID, SIGKILL))",
+    "SIGKILL to every process, by libc": "checked(LIBC.kill(-1, SIGKILL))",
+    "pidfd_open + pidfd_send_signal": "sys_call(424, sys_call(434, TEST_PID, 0), SIGKILL, 0, 0)",
+    "ptrace attach": "sys_call(SYSCALLS['ptrace'], 16, TEST_PID, 0, 0)",
+}
+GROUPS = {
+    "read": READS,
+    "write": WRITES,
+    "scratch": SCRATCH,
+    "capped": CAPPED,
+    "network": NETWORK,
+    "process": PROCESSES,
+    "signal": SIGNALS,
+}
+
+
+@dataclass
+class Site:
+    """Where a probe attacks: a platform home, a folder of the platform's (``out``), listeners the
+    platform's process holds open (TCP, unix, abstract unix)."""
+
+    home: Path
+    out: Path
+    token: str
+    listeners: dict[str, socket.socket]
+
+    def body(self, groups: dict[str, dict[str, str]] = GROUPS) -> str:
+        """The probe's module after :data:`HEAD`: its method tries the attacks of ``groups``."""
+        attacks = "\n".join(
+            f"    {f'{group}: {name}'!r}: lambda: {expr},"
+            for group, table in groups.items()
+            for name, expr in table.items()
+        )
+        return PROBE % {
+            "test_pid": os.getpid(),
+            "home": str(self.home),
+            "out": str(self.out),
+            "repo": str(REPO),
+            "user_home": str(Path.home()),
+            "port": self.listeners["tcp"].getsockname()[1],
+            "unix": self.listeners["unix"].getsockname(),
+            "abstract": self.listeners["abstract"].getsockname().decode(),
+            "token": self.token,
+            "secret": SECRET,
+            "syscalls": NUMBERS,
+            "attacks": attacks,
+        }
+
+    def reached(self) -> dict[str, bool]:
+        """Per listener, whether a connection waits in its backlog."""
+        out = {}
+        for name, sock in self.listeners.items():
+            try:
+                sock.accept()[0].close()
+                out[name] = True
+            except BlockingIOError:
+                out[name] = False
+        return out
+
+    def leftovers(self) -> list[Path]:
+        """What the attacks would leave outside ``out``."""
+        names = [Path(f"/tmp/qsolve-hostile-{self.token}"), Path(f"/dev/shm/qsolve-hostile-{self.token}")]
+        names += [
+            self.home / "cache" / "devices" / "x.pickle",
+            *(REPO / "qsolve").glob(f"_hostile_{self.token}*"),
+        ]
+        return [p for p in names if p.exists()]
+
+
+def _listener(family: int, address: Any) -> socket.socket:
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.bind(address)
+    sock.listen(8)
+    sock.setblocking(False)
+    return sock
+
+
+@contextlib.contextmanager
+def site(base: Path, home: Path) -> Iterator[Site]:
+    out = base / "out"
+    out.mkdir()
+    (out / "existing.txt").write_text("intact")
+    (out / "existing.txt").chmod(0o644)
+    token = uuid.uuid4().hex[:12]
+    listeners = {
+        "tcp": _listener(socket.AF_INET, ("127.0.0.1", 0)),
+        "unix": _listener(socket.AF_UNIX, str(base / "sock")),
+        "abstract": _listener(socket.AF_UNIX, "\0qsolve-hostile-" + token),
+    }
+    try:
+        yield Site(home, out, token, listeners)
+    finally:
+        for sock in listeners.values():
+            sock.close()
+
+
+@dataclass
+class Probe:
+    site: Site
+    outcome: Outcome
+    details: dict[str, Any]
+    reached: dict[str, bool]  # listener -> whether anything connected to it
+    left_running: list[int]
+
+    def group(self, name: str) -> dict[str, str]:
+        return {k.split(": ", 1)[1]: v for k, v in self.details.items() if k.startswith(name + ": ")}
+
+
+@pytest.fixture(scope="module")
+def probe(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Probe:
+    """One job whose quantum method tries every attack of :data:`GROUPS`, with a secret in the platform's
+    environment."""
+    base = tmp_path_factory.mktemp("probe")
+    wf = WorkflowDir(base / "workflow")
+    with contextlib.ExitStack() as stack:
+        processes = stack.enter_context(recording())
+        stack.enter_context(pytest.MonkeyPatch.context()).setenv("QISKIT_IBM_TOKEN", SECRET)
+        where = stack.enter_context(site(base, home))
+        outcome = hostile_job(wf, where.body(), one_case(expect={"max_gap": 0.0}))
+        reached, left = where.reached(), running(processes.pids())
+    details = cases_of(outcome)["one"]["methods"][0]["details"]
+    return Probe(where, outcome, details, reached, left)
+
+
+def readable(path: str) -> bool:
+    try:
+        Path(path).read_bytes()
+    except OSError:
+        return False
+    return True
+
+
+UNCONFINED = """\
+import json, runpy, sys
+module = runpy.run_path(sys.argv[1])
+print(json.dumps({name: module["attempt"](fn) for name, fn in module["ATTACKS"].items()}))
+"""
+
+
+@confinable
+def test_the_attacks_work_where_nothing_confines_them(tmp_path: Path) -> None:
+    """The control: the probe's reads, writes and connections, run as root by a plain Python, get what
+    they try (so a refusal in the sandbox is the sandbox's). Not the platform's source: never written."""
+    tables = {"read": READS, "write": {k: v for k, v in WRITES.items() if "platform's source" not in k}}
+    with site(tmp_path, make_home(tmp_path / "home")) as where:
+        module = tmp_path / "workflow" / "workflow.py"
+        module.parent.mkdir()
+        module.write_text(HEAD + where.body({**tables, "network": NETWORK}))
+        (tmp_path / "scratch").mkdir()
+        try:
+            ran = subprocess.run(
+                [sys.executable, "-c", UNCONFINED, str(module)],
+                cwd=tmp_path / "scratch",
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            got = json.loads(ran.stdout or "{}")
+            reached = where.reached()
+        finally:
+            leftovers = where.leftovers()
+            for path in leftovers:
+                path.unlink()
+    assert ran.returncode == 0, ran.stderr
+    assert len(got) == sum(len(t) for t in tables.values()) + len(NETWORK)
+    refused = {name: value for name, value in got.items() if not value.startswith("GOT: ")}
+    # in a container, even root may not read its pid 1
+    not_here = set() if readable("/proc/1/environ") else {"read: init's environment"}
+    assert set(refused) == not_here, refused
+    assert reached == {"tcp": True, "unix": True, "abstract": True}
+    assert len(leftovers) == 3  # /tmp, /dev/shm, the device cache
+
+
+def assert_refused(results: dict[str, str], table: dict[str, str]) -> None:
+    assert set(results) == set(table), "the probe did not run every attack"
+    got = {name: value for name, value in results.items() if not value.startswith("refused: ")}
+    assert not got, f"the attacker got: {got}"
+    vague = {name: value for name, value in results.items() if not any(d in value for d in DENIED)}
+    assert not vague, f"refused, but not by the sandbox: {vague}"
+
+
+@confinable
+def test_the_probe_ran_confined_and_its_job_reported_normally(probe: Probe) -> None:
+    held = probe.outcome.protections
+    assert held.confined and held.uid == 65534 and held.seccomp and held.landlock_abi >= 6, held
+    assert {"net", "pid", "ipc", "mnt"} <= set(held.namespaces) and held.scratch_mb == 256
+    judged = gates(probe.outcome)
+    assert len(judged) == 8 and judged["cases_pass"]["passed"], judged
+
+
+@confinable
+def test_stolen_secrets_are_not_readable(probe: Probe) -> None:
+    assert_refused(probe.group("read"), READS)
+    assert "QISKIT_IBM_TOKEN" not in probe.details["env: names"]
+    assert probe.details["env: holds the secret"] is False
+    assert SECRET not in json.dumps(probe.outcome.report) + probe.outcome.log_tail
+
+
+@confinable
+def test_writes_outside_the_scratch_folder_leave_nothing_on_disk(probe: Probe) -> None:
+    assert_refused(probe.group("write"), WRITES)
+    assert sorted(p.name for p in probe.site.out.iterdir()) == ["existing.txt"]
+    existing = probe.site.out / "existing.txt"
+    assert existing.read_text() == "intact" and stat.S_IMODE(existing.stat().st_mode) == 0o644
+    assert probe.site.leftovers() == []
+    with contextlib.closing(sqlite3.connect(probe.site.home / "state.db")) as db:
+        assert db.execute("select value from secrets").fetchall() == [(SECRET,)]
+
+
+@confinable
+def test_the_scratch_folder_is_writable_and_capped(probe: Probe) -> None:
+    assert all(v.startswith("GOT: ") for v in probe.group("scratch").values()), probe.group("scratch")
+    capped = probe.group("capped")
+    assert capped["300 MiB in files of 32 MiB"].startswith("refused: OSError: [Errno 28] No space"), capped
+    assert capped["one file of 100 MiB"].startswith("refused: OSError: [Errno 27] File too large"), capped
+    for value in capped.values():
+        assert int(value.split(" after ")[1].split()[0]) <= 256
+
+
+@confinable
+def test_no_network_reaches_the_platform(probe: Probe) -> None:
+    assert_refused(probe.group("network"), NETWORK)
+    assert probe.reached == {"tcp": False, "unix": False, "abstract": False}
+
+
+@confinable
+def test_no_process_is_started_and_none_is_left(probe: Probe) -> None:
+    assert_refused(probe.group("process"), PROCESSES)
+    assert probe.left_running == []
+
+
+@confinable
+def test_no_signal_reaches_the_platform(probe: Probe) -> None:
+    assert_refused(probe.group("signal"), SIGNALS)
+    os.kill(os.getpid(), 0)  # this process is alive, and the job reported normally
+    assert gates(probe.outcome)["cases_pass"]["passed"]
+
+
+# 4. The result channel abused, and the platform's own limits -----------------------------------------
+
+CHANNEL = """\
+from qiskit import QuantumCircuit, qpy
+import base64, io
+
+
+def circuit():
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    return qc
+
+
+def answer():
+    # the platform's answer, read from standard input by the method itself
+    line = b""
+    while not line.endswith(b"\\n"):
+        line += os.read(0, 1)
+    return json.loads(line)
+
+
+def qpy_text(circuits):
+    buffer = io.BytesIO()
+    qpy.dump(circuits, buffer)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def quantum(input, params, ctx):
+    attack = input["x"]
+    if attack == 1:
+        send(b"{}\\n" * (40 * 2**20 // 3))
+    elif attack == 2:
+        send(b"[" * (40 * 2**20))
+    elif attack == 3:
+        send({"event": "sample", "circuits": 5})
+    elif attack == 4:
+        send({"event": "returned", "objective": "lots", "details": []})
+    elif attack == 5:
+        send(b"\\xff\\xfe not JSON\\n")
+    elif attack == 6:  # circuits that are not QPY, and a billion shots, then a batch as it should be
+        send({"event": "sample", "circuits": "AAAA", "shots": 10})
+        not_qpy = answer()
+        send({"event": "sample", "circuits": qpy_text([circuit()]), "shots": 10**9})
+        too_many = answer()
+        ctx.sample([circuit()], 10)
+        return MethodResult(-1.0, solution={"x": 1}, details={"not QPY": not_qpy, "shots": too_many})
+    import time
+    time.sleep(30)  # what the platform does is the test, not what this process does next
+"""
+
+BROKEN = {
+    "flood of {} lines": "it sent a line that is not an event: b'{}'",
+    "40 MiB line": "it sent a line longer than 24 MiB",
+    "malformed sample": "it sent a sample request that is not {circuits, shots}",
+    "invalid returned": "it sent an invalid 'returned': objective: ",
+    "not JSON": "it sent a line that is not JSON",
+}
+
+
+def test_the_result_channel_abused_ends_that_process_and_the_platform_goes_on(wf: WorkflowDir) -> None:
+    names = [*BROKEN, "refused batches"]
+    with PeakMemory() as memory:
+        outcome = hostile_job(wf, CHANNEL, [{"name": n, "input": {"x": i}} for i, n in enumerate(names, 1)])
+    judged, cases = gates(outcome), cases_of(outcome)
+    for name, said in BROKEN.items():
+        message = cases[name]["message"]
+        assert message.startswith("FAIL the workflow process broke the protocol: " + said), (name, message)
+    assert f"{len(BROKEN)} of {len(names)} cases fail" in judged["cases_pass"]["message"]
+    refused = cases["refused batches"]
+    assert refused["passed"] and refused["circuits"] == 1 and refused["shots"] == 10, refused
+    details = refused["methods"][0]["details"]
+    assert details["not QPY"]["op"] == "refused" and "CircuitsInvalid" in details["not QPY"]["error"]
+    assert details["shots"]["op"] == "refused" and "shots must be an integer" in details["shots"]["error"]
+    assert memory.grew_mb < 200, f"the platform's memory grew by {memory.grew_mb:.0f} MiB"
+
+
+DEEP = b'{"event": "loaded", "error": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+
+
+@pytest.mark.parametrize("when", ["at import", "in a method"])
+def test_a_deeply_nested_line_breaks_the_protocol(wf: WorkflowDir, when: str) -> None:
+    deep = f"send({DEEP!r})"
+    body = (deep + "\n\n\n" if when == "at import" else "") + (
+        f"def quantum(input, params, ctx):\n    {deep}\n    import time\n    time.sleep(30)\n"
+    )
+    message = cases_of(hostile_job(wf, body, one_case()))["one"]["message"]
+    assert message.startswith("FAIL the workflow process broke the protocol"), message
+
+
+STUFFED = """\
+def quantum(input, params, ctx):
+    # sample requests the platform answers, and not one answer read: the pipe to this process fills
+    send(*[{"event": "sample", "circuits": "AAAA", "shots": 1}] * 5000)
+    import time
+    time.sleep(3600)
+"""
+
+
+def test_a_process_that_reads_no_answer_is_stopped_at_the_time_limit(
+    wf: WorkflowDir, started: type[Recorded]
+) -> None:
+    limits, slack = Limits(timeout_s=3, memory_mb=2048), 6
+    done: dict[str, Outcome] = {}
+    job = threading.Thread(target=lambda: done.update(outcome=hostile_job(wf, STUFFED, one_case(), limits)))
+    job.start()
+    job.join(limits.timeout_s + slack)
+    hung = job.is_alive()
+    while job.is_alive():  # unblock the platform: end the workflow processes it started
+        kill(started.pids())
+        job.join(1)
+    assert not hung, f"run_job still ran {limits.timeout_s + slack} s into a job of {limits.timeout_s} s"
+    assert done["outcome"].died == f"the sandbox job was stopped at its time limit of {limits.timeout_s} s"
+
+
+BIG = """\
+from qiskit import QuantumCircuit
+
+
+def quantum(input, params, ctx):
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 10)
+    # empty lists: the JSON that costs the platform most Python objects for its bytes (2 values each)
+    return MethodResult(-1.0, solution={"x": 1}, details={"lists": [[] for _ in range(input["x"])]})
+"""
+
+
+def test_the_largest_return_a_line_may_hold_costs_the_platform_bounded_memory(wf: WorkflowDir) -> None:
+    most = MAX_VALUES // 2  # lists a line may hold
+    cases = [
+        {"name": "under", "input": {"x": most - 10_000}},
+        {"name": "over", "input": {"x": most + 10_000}},
+    ]
+    with PeakMemory() as memory:
+        outcome = hostile_job(wf, BIG, cases)
+    under, over = cases_of(outcome)["under"], cases_of(outcome)["over"]
+    assert under["passed"] and len(under["methods"][0]["details"]["lists"]) == most - 10_000
+    said = f"it sent a line of more than {MAX_VALUES:,} values"
+    assert over["message"] == "FAIL the workflow process broke the protocol: " + said, over["message"]
+    assert memory.grew_mb < 200, f"the platform's memory grew by {memory.grew_mb:.0f} MiB"
+
+
+LOOP = "def quantum(input, params, ctx):\n    while True:\n        pass\n"
+
+
+def test_an_infinite_loop_is_stopped_at_the_time_limit(wf: WorkflowDir, started: type[Recorded]) -> None:
+    outcome = hostile_job(wf, LOOP, one_case(), Limits(timeout_s=5, memory_mb=2048))
+    assert outcome.died == "the sandbox job was stopped at its time limit of 5 s"
+    assert outcome.report is None and outcome.seconds < 15
+    assert running(started.pids()) == []
+
+
+COSTLY = """\
+from qiskit import QuantumCircuit
+
+
+def quantum(input, params, ctx):
+    # one batch that costs the platform seconds: a state vector of 25 qubits (512 MiB), 400 gates
+    qc = QuantumCircuit(25)
+    for _ in range(8):
+        for q in range(25):
+            qc.t(q)
+            qc.h(q)
+    qc.measure_all()
+    ctx.sample([qc], 1)
+    return MethodResult(-1.0, solution={"x": 1})
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the deadline is checked only between messages: a batch the platform simulates (up to 1000 "
+    "circuits, 4 GiB each) runs to its end however long it takes, past the job's time limit",
+)
+def test_a_costly_batch_is_stopped_at_the_time_limit(wf: WorkflowDir) -> None:
+    limits = Limits(timeout_s=2, memory_mb=2048)
+    outcome = hostile_job(wf, COSTLY, one_case(), limits)
+    assert outcome.died == "the sandbox job was stopped at its time limit of 2 s"
+    assert outcome.seconds < limits.timeout_s + 1, f"the job of a 2 s limit ran {outcome.seconds:.1f} s"
+
+
+PLATFORM = """\
+import sys, threading, time
+from pathlib import Path
+from qsolve.manifest import Resources
+from qsolve.sandbox import run_job
+from tests.qsolve.sandbox.test_hostile import FAST, recording
+
+
+def say(processes):
+    while not any(p.inner for p in processes.started):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    print(*processes.pids(), flush=True)
+    print(*[p.tmp for p in processes.started], flush=True)  # what a killed platform leaves behind
+
+
+with recording() as processes:
+    threading.Thread(target=say, args=(processes,), daemon=True).start()
+    run_job(Path(sys.argv[1]), "sim-cpu", None, Resources(), limits=FAST)
+"""
+
+
+def test_no_workflow_process_outlives_a_platform_killed_mid_job(wf: WorkflowDir) -> None:
+    wf.write("workflow.py", HEAD + LOOP)
+    wf.cases["cases"] = one_case()
+    wf.save()
+    server = subprocess.Popen(
+        [sys.executable, "-c", PLATFORM, str(wf.root)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    pids: set[int] = set()
+    folders: list[str] = []
+    try:
+        assert select.select([server.stdout], [], [], 60)[0], "the platform never started its job"
+        pids = {int(pid) for pid in server.stdout.readline().split()}
+        folders = server.stdout.readline().split()
+        assert len(pids) >= 2  # the platform's child, and the process of its own PID namespace
+        server.kill()  # the platform itself, mid-job
+        server.wait()
+        assert running(pids) == []
+    finally:
+        server.kill()
+        server.wait()
+        kill(running(pids, 0))
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _special(kind: str, path: Path) -> None:
+    if kind == "symlink to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif os.geteuid() == 0:  # a device node of its own, with /dev/zero's numbers
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 5))
+    else:
+        pytest.skip("only root makes device nodes")
+
+
+@pytest.mark.parametrize("kind", ["symlink to /dev/zero", "fifo", "device node"])
+def test_a_special_file_in_the_workflow_folder_is_refused_by_name(wf: WorkflowDir, kind: str) -> None:
+    _special(kind, wf.path("examples/huge.json"))
+    outcome = hostile_job(wf, "def quantum(input, params, ctx):\n    pass\n", one_case())
+    assert outcome.report is None and outcome.seconds < 10
+    assert "examples/huge.json" in outcome.died, outcome.died
+    assert "cannot be published" in outcome.died or "not a regular file" in outcome.died
+
+
+# 5. Reproducibility faked ------------------------------------------------------------------------------
+
+COUNTER = """\
+from qiskit import QuantumCircuit
+
+CALLS = []
+
+
+def quantum(input, params, ctx):
+    CALLS.append(1)  # the first call in this process: 1
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 10)
+    return MethodResult(-1.0, solution={"x": 1}, details={"call": len(CALLS), "cached": CACHED()})
+"""
+
+
+@pytest.mark.parametrize(
+    ("cached", "reproducible"),
+    [
+        # a module-level counter starts again in the fresh process: the same result, as it should be
+        ("lambda: None", True),
+        # random bytes cached in the module on the first call: the same process would give them again,
+        # the fresh one gives others, and the gate sees it
+        ("lambda CACHE=[]: (CACHE or CACHE.append(os.urandom(8).hex()) or CACHE)[0]", False),
+    ],
+    ids=["module counter", "cached urandom"],
+)
+def test_the_rerun_is_in_a_fresh_process(wf: WorkflowDir, cached: str, reproducible: bool) -> None:
+    outcome = hostile_job(wf, f"CACHED = {cached}\n" + COUNTER, one_case(expect={"max_gap": 0.0}))
+    judged = gates(outcome)
+    assert judged["cases_pass"]["passed"], judged["cases_pass"]
+    assert cases_of(outcome)["one"]["methods"][0]["details"]["call"] == 1
+    assert judged["reproducible"]["passed"] is reproducible, judged["reproducible"]
+    if not reproducible:
+        assert "details.cached" in judged["reproducible"]["message"]
