@@ -16,14 +16,16 @@ import math
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from qsolve.context import ClassicalContext, Context
 from qsolve.errors import MethodUnavailable
 from qsolve.method import MethodResult
 from qsolve.results import to_json_value
+
+if TYPE_CHECKING:
+    from qsolve.context import Context
 
 MAX_TEXT = 4000  # characters of a reason or an error message kept
 
@@ -146,4 +148,4 @@ class ModuleCode:
             return Answer(error=f"estimate() failed: {_raised(e)}")
 
 
-__all__ = ["Answer", "ClassicalContext", "MethodReturn", "ModuleCode", "WorkflowCode"]
+__all__ = ["Answer", "MethodReturn", "ModuleCode", "WorkflowCode"]

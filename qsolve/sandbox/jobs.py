@@ -25,7 +25,6 @@ from qsolve.publication import PublicationError, listing
 from qsolve.sandbox.confine import Protections
 from qsolve.sandbox.process import JobProcess
 from qsolve.sandbox.remote import ACCEPT_UNCONFINED, RemoteCode
-from qsolve.targets import devices
 
 if TYPE_CHECKING:
     from qsolve.manifest import Resources
@@ -151,6 +150,14 @@ class _Processes:
         return tail
 
 
+def _open(targets: Iterable[str]) -> None:
+    """Fake devices from the platform's own cache, and these targets opened now."""
+    from qsolve.targets import devices, warm
+
+    devices.use_cache(qsolve_home().resolve() / "cache" / "devices")
+    warm(targets)
+
+
 def _run(
     root: Path,
     limits: Limits,
@@ -163,7 +170,6 @@ def _run(
     died = None
     report = None
     try:
-        devices.use_cache(qsolve_home().resolve() / "cache" / "devices")  # the platform's own, only
         report = body(processes)
     except OutOfTime as e:
         died = str(e)
@@ -202,14 +208,13 @@ def run_job(
     overrides the manifest's resources (tests use seconds where the seed's floor is 300).
     ``require_confinement``: refuse (:class:`~qsolve.errors.Unconfined`) to run workflow code in a
     process that did not get the full boundary."""
-    from qsolve.gate_run import gate_report, run_gates
-    from qsolve.targets import warm
-
     limits = limits or Limits.of(resources)
 
     def body(processes: _Processes) -> dict[str, Any]:
-        processes.begin()
-        warm(targets)
+        processes.begin()  # first: the process confines itself and imports the workflow's module
+        from qsolve.gate_run import gate_report, run_gates  # while Qiskit and Aer load here
+
+        _open(targets)
         if not gc.get_freeze_count():  # once a process: what the platform loaded stays, and the
             gc.freeze()  # run's collections skip it (about a third of qsolve test's time otherwise)
 
@@ -238,9 +243,11 @@ def run_case_job(
     say) before anything of the case runs, and only then does it run. The report's ``result`` is the
     case's result; ``report`` is ``None`` when the run was not approved. A platform run refuses
     workflow code a process without the full boundary (:func:`confinement_required`)."""
-    from qsolve.gate_run import run_one
-
     def body(processes: _Processes) -> dict[str, Any] | None:
+        processes.begin()
+        from qsolve.gate_run import run_one
+
+        _open(())
         result = run_one(root, case, target, on_event, approve, processes.start)
         return None if result is None else {"result": result.model_dump(mode="json")}
 

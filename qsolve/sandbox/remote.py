@@ -13,17 +13,19 @@ import sys
 import sysconfig
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from qsolve.context import Context
 from qsolve.errors import Unconfined
 from qsolve.home import qsolve_home
 from qsolve.sandbox import circuits
 from qsolve.sandbox.calls import Answer, MethodReturn
 from qsolve.sandbox.confine import Job, Protections
 from qsolve.sandbox.process import PACKAGE, JobProcess
+
+if TYPE_CHECKING:
+    from qsolve.context import Context
 
 #: the operator's setting that lets the platform's flows run workflow code without the full boundary
 ACCEPT_UNCONFINED = "QSOLVE_ACCEPT_UNCONFINED_CODE"
@@ -109,7 +111,8 @@ class RemoteCode:
                 "accept that"
             )
         loaded = self._expect("loaded", Loaded)
-        # its own account of the import, never more than the platform saw it wait
+        # its own account of the import, never more than the platform waited for it: an import that
+        # ran while the platform was busy (opening targets, running other cases) cost no wall time
         self.import_seconds = min(loaded.seconds, time.perf_counter() - waited)
         self.import_error = loaded.error
         return self
