@@ -105,6 +105,8 @@ def _recompute(
     answer = code.evaluate(input, result.solution)
     if answer.error is not None:
         out["unavailable"] = f"failed: {answer.error} (in evaluate)"
+    elif answer.value is None:  # not a finite number
+        out["objective"] = None
     elif isinstance(answer.value, int | float) and not isinstance(answer.value, bool):
         out["objective"] = _finite_or_none(float(answer.value))
     else:

@@ -134,7 +134,8 @@ class ModuleCode:
 
     def evaluate(self, input: dict, solution: Any) -> Answer:
         try:
-            return Answer(value=float(self.module.evaluate(copy.deepcopy(input), copy.deepcopy(solution))))
+            value = float(self.module.evaluate(copy.deepcopy(input), copy.deepcopy(solution)))
+            return Answer(value=_finite(value))  # JSON holds no NaN: a value that is not finite is None
         except (Exception, SystemExit) as e:
             return Answer(error=_raised(e))
 

@@ -267,3 +267,18 @@ def test_a_workflow_may_simulate_with_aer_itself(wf: WorkflowDir) -> None:
         "    assert set(AerSimulator().run(mine, shots=50).result().get_counts()) <= {'00', '11'}"
     )
     assert only_case(job(wf, body))["passed"]
+
+
+def test_an_evaluate_that_gives_nan_leaves_no_headline_metric(wf: WorkflowDir) -> None:
+    wf.write(
+        "workflow.py",
+        MODULE.format(body="    pass").replace("return -1.0\n", "return float('nan')\n", 1)
+        + "\n\ndef fixed(input, params, ctx):\n    return MethodResult(-1.0, solution={'x': 1})\n",
+    )
+    wf.manifest["methods"].append({"name": "fixed", "kind": "classical"})
+    wf.cases["cases"] = [{"name": "one", "input": {"x": 1}}]
+    wf.save()
+    outcome = run_job(wf.root, "sim-cpu", None, Resources(), limits=FAST)
+    (case,) = outcome.report["cases"]
+    fixed = next(m for m in case["methods"] if m["name"] == "fixed")
+    assert fixed["objective"] is None and fixed["unavailable"] is None
