@@ -26,10 +26,23 @@ FORMATS = ("table", "csv", "json", "parquet")
 TABLE_ROWS = 1000  # rows a terminal table shows; the other formats give every row
 
 
+#: what ``qsolve query`` runs: statements that read (issue 11). COPY, ATTACH, INSTALL, LOAD, CREATE, SET
+#: and the rest are refused by name before anything runs.
+READING = frozenset({"SELECT", "EXPLAIN"})
+
+
 def run_sql(sql: str, home: Path | str | None = None) -> pa.Table:
-    """The result of ``sql`` over the views, as an Arrow table (empty for a statement with no result)."""
-    con = connect(home)
+    """The result of ``sql`` over the views, as an Arrow table (empty for a statement with no result).
+
+    It reads and nothing else: only :data:`READING` statements run, and DuckDB's own settings keep them
+    to the track record's folder (``allowed_directories``, ``enable_external_access`` off: no other
+    file, no ``ATTACH``, no extension), with the configuration locked against ``SET``."""
+    con = connect(home, read_only=True)
     try:
+        for i, statement in enumerate(con.extract_statements(sql), start=1):
+            kind = statement.type.name
+            if kind not in READING:
+                raise QueryFailed(sql, f"qsolve query only reads: statement {i} is {kind}, not a SELECT")
         result = con.sql(sql)
         return result.to_arrow_table() if result is not None else pa.table({})
     except duckdb.Error as e:

@@ -161,14 +161,22 @@ def session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def connect(home: Path | str | Layout | None = None) -> duckdb.DuckDBPyConnection:
+def connect(home: Path | str | Layout | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with every view over the Parquet files (no lock on ``trackrecord.duckdb``,
-    so an analyst holding it open never blocks ``qsolve query``)."""
+    so an analyst holding it open never blocks ``qsolve query``). ``read_only``: the connection then
+    reaches no file but the track record's (DuckDB's ``allowed_directories`` with external access off:
+    no other file, no ``ATTACH``, no extension), and its configuration is locked."""
     from .filing import for_reading
 
     layout = for_reading(home if isinstance(home, Layout) else Layout(home))
     con = session(duckdb.connect())
     create_views(con, Sources.of(layout), temp=True)
+    if read_only:
+        folders = {layout.folder.resolve(), layout.schema_file.resolve().parent}
+        quoted = ", ".join("'" + str(f).replace("'", "''") + "/'" for f in sorted(folders))
+        con.execute(f"SET allowed_directories = [{quoted}]")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
     return con
 
 

@@ -133,3 +133,26 @@ def test_reading_an_empty_home_creates_nothing(home, capsys):
     assert "0 rows" in capsys.readouterr().out
     assert run("page", "max-cut") == 2
     assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    ("sql", "why"),
+    [
+        ("COPY (SELECT 1) TO '{home}/state.db'", "statement 1 is COPY"),
+        ("COPY (SELECT 1) TO '{home}/trackrecord/rows-forged.parquet'", "statement 1 is COPY"),
+        ("SELECT 1; COPY current TO '{home}/x.csv'", "statement 2 is COPY"),
+        ("ATTACH '{home}/other.db'", "statement 1 is ATTACH"),
+        ("INSTALL httpfs", "statement 1 is"),
+        ("LOAD httpfs", "statement 1 is LOAD"),
+        ("CREATE TABLE t AS SELECT 1", "statement 1 is CREATE"),
+        ("SET enable_external_access = true", "statement 1 is SET"),
+        ("SELECT * FROM read_csv('/etc/hostname')", "Permission Error"),
+        ("SELECT * FROM read_parquet('{home}/../*/trackrecord/*.parquet')", "Permission Error"),
+    ],
+)
+def test_query_reads_and_nothing_else(filed, capsys, sql, why):
+    before = sorted(p.relative_to(filed) for p in filed.rglob("*"))
+    assert run("query", sql.format(home=filed)) == 2
+    assert why in capsys.readouterr().err
+    assert sorted(p.relative_to(filed) for p in filed.rglob("*")) == before  # nothing written
+    assert run("query", SQL) == 0  # and every later query still works
