@@ -929,10 +929,11 @@ from qiskit import QuantumCircuit
 
 
 def quantum(input, params, ctx):
-    # one batch that costs the platform seconds: a state vector of 25 qubits (512 MiB), 400 gates
-    qc = QuantumCircuit(25)
+    # one batch that costs the platform seconds: a state vector of 26 qubits (1 GiB), 416 gates (about
+    # 12 s here: far past the limit however fast the job started)
+    qc = QuantumCircuit(26)
     for _ in range(8):
-        for q in range(25):
+        for q in range(26):
             qc.t(q)
             qc.h(q)
     qc.measure_all()
@@ -947,10 +948,10 @@ def quantum(input, params, ctx):
     "circuits, 4 GiB each) runs to its end however long it takes, past the job's time limit",
 )
 def test_a_costly_batch_is_stopped_at_the_time_limit(wf: WorkflowDir) -> None:
-    limits = Limits(timeout_s=2, memory_mb=2048)
+    limits = Limits(timeout_s=4, memory_mb=2048)
     outcome = hostile_job(wf, COSTLY, one_case(), limits)
-    assert outcome.died == "the sandbox job was stopped at its time limit of 2 s"
-    assert outcome.seconds < limits.timeout_s + 1, f"the job of a 2 s limit ran {outcome.seconds:.1f} s"
+    assert outcome.died == "the sandbox job was stopped at its time limit of 4 s"
+    assert outcome.seconds < limits.timeout_s + 1, f"the job of a 4 s limit ran {outcome.seconds:.1f} s"
 
 
 PLATFORM = """\
