@@ -35,7 +35,10 @@ import duckdb
 from .layout import BATCH, HEAD, OLDER, Layout
 from .row import SCHEMA_VERSION
 
-VIEWS_VERSION = f"{SCHEMA_VERSION}.1"  # bump when a definition changes: stale databases are rebuilt
+#: the storage version of ``trackrecord.duckdb``: DuckDB 2.x writes files that 1.x cannot open (version 69
+#: against 64 to 68); written as v1.2.0, the 1.5 command line on the package index opens it, views and all
+STORAGE_VERSION = "v1.2.0"
+VIEWS_VERSION = f"{SCHEMA_VERSION}.2"  # bump when a definition changes: stale databases are rebuilt
 GROUP = "workflow, version, case_name, target"
 COPY_ORDER = "recorded_at DESC, result_hash DESC, filename DESC, file_row_number DESC"
 LATEST_ORDER = "recorded_at DESC, run_id DESC, result_hash DESC"
@@ -198,8 +201,11 @@ def ensure_views(home: Path | str | Layout | None = None, *, force: bool = False
         _fresh.add(key)
         return False
     tmp = layout.home / f"{TEMPORARY_PREFIX}{layout.database.name}.{os.getpid()}.{secrets.token_hex(4)}"
-    con = session(duckdb.connect(str(tmp)))
-    try:
+    con = session(duckdb.connect())
+    try:  # written in a storage version the DuckDB 1.x an analyst installs reads (FACTS.md)
+        quoted = str(tmp).replace("'", "''")
+        con.execute(f"ATTACH '{quoted}' AS built (STORAGE_VERSION '{STORAGE_VERSION}')")
+        con.execute("USE built")
         create_views(con, Sources.of(layout))
         con.execute(f"CREATE TABLE {META_TABLE} (key VARCHAR PRIMARY KEY, value VARCHAR)")
         con.executemany(
@@ -207,6 +213,8 @@ def ensure_views(home: Path | str | Layout | None = None, *, force: bool = False
             [("views_version", VIEWS_VERSION), ("folder", str(layout.folder))],
         )
         con.execute("CHECKPOINT")
+        con.execute("USE memory")
+        con.execute("DETACH built")
     finally:
         con.close()
     with open(tmp, "rb+") as f:
