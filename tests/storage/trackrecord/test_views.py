@@ -125,3 +125,17 @@ def test_unknown_workflow_or_version(home):
         page("nope", home=home)
     with pytest.raises(UnknownWorkflow, match=r"max-cut version 9.*1\.0\.0, 1\.1\.0"):
         page("max-cut", version="9", home=home)
+
+
+def test_the_database_is_in_a_storage_version_duckdb_1x_reads(home):
+    """DuckDB 1.x opens storage versions 64 to 68 (its own error names them); 2.x writes 69 by default."""
+    import struct
+
+    from storage.trackrecord import file_rows
+
+    from .builders import scenario
+
+    file_rows(scenario(), home)
+    header = (home / "trackrecord.duckdb").read_bytes()[:20]
+    assert header[8:12] == b"DUCK"
+    assert 64 <= struct.unpack("<Q", header[12:20])[0] <= 68
