@@ -131,10 +131,6 @@ def test_the_database_is_in_a_storage_version_duckdb_1x_reads(home):
     """DuckDB 1.x opens storage versions 64 to 68 (its own error names them); 2.x writes 69 by default."""
     import struct
 
-    from storage.trackrecord import file_rows
-
-    from .builders import scenario
-
     file_rows(scenario(), home)
     header = (home / "trackrecord.duckdb").read_bytes()[:20]
     assert header[8:12] == b"DUCK"
