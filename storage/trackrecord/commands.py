@@ -65,13 +65,33 @@ def cmd_query(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _published(name: str) -> str | None:
+    """The workflow's latest published version in the state database, where there is one (a home
+    with no state database is not given one by reading it)."""
+    import os
+
+    from qsolve.home import qsolve_home
+    from storage.state import NotFound, connect
+    from storage.state._config import DATABASE_URL_VARIABLE
+
+    if not os.environ.get(DATABASE_URL_VARIABLE) and not (qsolve_home() / "state.db").exists():
+        return None
+    db = connect()
+    try:
+        return db.get_version(name).version
+    except NotFound:
+        return None
+    finally:
+        db.close()
+
+
 def cmd_page(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .workflow_page import page, render_page
 
     try:
-        p = page(args.name, args.version)
+        p = page(args.name, args.version, published=_published(args.name))
     except UnknownWorkflow as e:
         return _fail("page", str(e))
     if args.json:

@@ -51,8 +51,12 @@ class WorkflowPage(BaseModel):
     earlier_results: list[EarlierResult]
 
 
-def page(name: str, version: str | None = None, home: Path | str | None = None) -> WorkflowPage:
-    """The page of workflow ``name``; raises :class:`UnknownWorkflow` when it (or ``version``) has no rows."""
+def page(
+    name: str, version: str | None = None, home: Path | str | None = None, *, published: str | None = None
+) -> WorkflowPage:
+    """The page of workflow ``name``; raises :class:`UnknownWorkflow` when it (or ``version``) is neither
+    recorded nor ``published``. ``published``: the latest published version, as the state database
+    says (issue 11): it is the current one, shown with its own track record even while that is empty."""
     layout = for_reading(Layout(home))
     con = session(duckdb.connect())
     try:
@@ -62,23 +66,28 @@ def page(name: str, version: str | None = None, home: Path | str | None = None) 
         create_views(con, scoped, temp=True)
         versions = con.sql("SELECT version, is_current FROM versions ORDER BY first_recorded_at, version")
         listed = versions.fetchall()
-        if not listed:
+        if not listed and published is None:
             raise UnknownWorkflow(name)
         known = [v for v, _ in listed]
-        current = next(v for v, is_current in listed if is_current)
+        newest = next((v for v, is_current in listed if is_current), None)
+        current = published or newest
+        if published is not None and published not in known:
+            known.append(published)
         if version is not None and version not in known:
             raise UnknownWorkflow(name, version, known)
-        if version is not None and version != current:
-            create_views(con, scoped, temp=True, version=version)
-        card = con.execute("SELECT passed, total, headline_accuracy FROM workflow_cards").fetchall()[0]
+        shown = version or current
+        if shown != newest:
+            create_views(con, scoped, temp=True, version=shown)
+        card = con.execute("SELECT passed, total, headline_accuracy FROM workflow_cards").fetchall()
+        passed, total, headline = card[0] if card else (0, 0, None)
         return WorkflowPage(
             workflow=name,
-            version=version or current,
+            version=shown,
             current_version=current,
             versions=known,
-            headline_accuracy=card[2],
-            passed=card[0],
-            total=card[1],
+            headline_accuracy=headline,
+            passed=passed,
+            total=total,
             track_record=_rows(con, "track_record", "case_name, target"),
             noise_model_estimate=_rows(con, "noise_model_estimate", "case_name, target"),
             on_hardware=_rows(con, "on_hardware", "case_name, target"),

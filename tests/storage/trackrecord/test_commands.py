@@ -156,3 +156,22 @@ def test_query_reads_and_nothing_else(filed, capsys, sql, why):
     assert why in capsys.readouterr().err
     assert sorted(p.relative_to(filed) for p in filed.rglob("*")) == before  # nothing written
     assert run("query", SQL) == 0  # and every later query still works
+
+
+def test_the_page_shows_the_latest_published_version_even_before_it_has_results(filed, capsys, monkeypatch):
+    from storage.state import connect
+
+    monkeypatch.setenv("QSOLVE_HOME", str(filed))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    assert run("page", "max-cut", "--json") == 0
+    before = json.loads(capsys.readouterr().out)
+    assert before["track_record"]  # the recorded version, with its rows
+    with connect(home=filed) as db:
+        db.publish_version("max-cut", "9.0.0", "d" * 64, [])
+    assert run("page", "max-cut", "--json") == 0
+    after = json.loads(capsys.readouterr().out)
+    assert after["version"] == after["current_version"] == "9.0.0"
+    assert after["track_record"] == [] and after["noise_model_estimate"] == [] and after["total"] == 0
+    assert after["versions"][-1] == "9.0.0" and before["version"] in after["versions"]
+    assert run("page", "max-cut", "--version", before["version"], "--json") == 0  # the earlier one still
+    assert json.loads(capsys.readouterr().out)["track_record"] == before["track_record"]
