@@ -39,6 +39,16 @@ def _num(x: float) -> str:
     return text if text not in ("-0", "") else "0"
 
 
+def _below(x: float, bound: float, decimals: int = 4) -> str:
+    """``x``, which is below ``bound``, as a message shows it: as :func:`_num` does, with as many more
+    decimals as it takes not to read as ``bound`` or above (0.96999 is "0.96999", never "0.97")."""
+    for d in range(decimals, 13):
+        text = f"{x:.{d}f}".rstrip("0").rstrip(".")
+        if float(text) < bound:
+            return text if text not in ("-0", "") else "0"
+    return repr(x)
+
+
 def _claim(x: float) -> str:
     return f"{x:.10g}"
 
@@ -84,7 +94,7 @@ def no_mitigation_numbers(e: Evidence) -> str | None:
 
 def low_coverage(e: Evidence) -> str | None:
     if e.expect.min_fidelity is not None and (e.quality.coverage or 0.0) < MIN_COVERAGE:
-        pct = f"{100 * (e.quality.coverage or 0.0):.1f}".removesuffix(".0")
+        pct = _below(100 * (e.quality.coverage or 0.0), 100 * MIN_COVERAGE, decimals=1)
         return (
             f"only {pct}% of the quantum method's shots could be scored against an ideal output "
             "(circuits over 20 qubits or with mid-circuit measurement cannot be scored)"
@@ -95,14 +105,14 @@ def low_coverage(e: Evidence) -> str | None:
 def low_fidelity(e: Evidence) -> str | None:
     bound, value = e.expect.min_fidelity, e.quality.fidelity
     if bound is not None and value is not None and value < bound:
-        return f"fidelity {_num(value)} < {_num(bound)}"
+        return f"fidelity {_below(value, bound)} < {_num(bound)}"
     return None
 
 
 def low_postselection(e: Evidence) -> str | None:
     bound, value = e.expect.min_postselection, e.quality.postselection
     if bound is not None and value is not None and value < bound:
-        return f"post-selection {_num(value)} < {_num(bound)}"
+        return f"post-selection {_below(value, bound)} < {_num(bound)}"
     return None
 
 

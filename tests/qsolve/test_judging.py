@@ -297,3 +297,29 @@ def test_a_solution_not_matching_the_output_schema_fails_the_method(wf: Workflow
         "failed: SolutionInvalid: the solution does not match the output schema at $: 'x' is a required"
     )
     assert r.message == "no headline metric: quantum and reference could not be compared"
+
+
+@pytest.mark.parametrize(
+    ("check", "expect", "quality", "message"),
+    [
+        ("low_fidelity", {"min_fidelity": 0.97}, {"fidelity": 0.96999}, "fidelity 0.96999 < 0.97"),
+        ("low_fidelity", {"min_fidelity": 0.97}, {"fidelity": 0.91237}, "fidelity 0.9124 < 0.97"),
+        (
+            "low_postselection",
+            {"min_postselection": 0.5},
+            {"postselection": 0.49999},
+            "post-selection 0.49999 < 0.5",
+        ),
+        ("low_coverage", {"min_fidelity": 0.5}, {"coverage": 0.8995}, "only 89.95% of"),
+        ("low_coverage", {"min_fidelity": 0.5}, {"coverage": 0.5}, "only 50% of"),
+    ],
+)
+def test_a_number_below_its_bound_never_reads_as_the_bound(check, expect, quality, message) -> None:
+    """issue 15: 0.96999 must not read "fidelity 0.97 < 0.97", nor a coverage of 0.8995 "only 90%"."""
+    import qsolve.judging as judging
+
+    quantum = MethodOutcome(name="q", kind="quantum", objective=-1.0, dispatches=1)
+    baseline = MethodOutcome(name="reference", kind="classical", objective=-1.0)
+    numbers = {"fidelity": None, "coverage": 1.0, "postselection": None} | quality
+    e = Evidence([quantum, baseline], quantum, baseline, Expect(**expect), Quality(**numbers))
+    assert getattr(judging, check)(e).startswith(message)
