@@ -23,7 +23,6 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
-import signal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,8 +32,7 @@ THREADS = 512
 FILE_MB = 64
 UNPRIVILEGED = 65534
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
-LANDLOCK_SCOPES_ABI = 6
-PR_SET_PDEATHSIG = 1  # signals and abstract unix sockets scoped from this ABI on
+LANDLOCK_SCOPES_ABI = 6  # signals and abstract unix sockets scoped from this ABI on
 
 
 class Job(BaseModel):
@@ -127,8 +125,6 @@ def confine(job: Job) -> Protections:
     try:
         if root:
             privileges.drop_root(UNPRIVILEGED, UNPRIVILEGED)
-            # a change of credentials clears the parent-death signal: set it again
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             _limit(resource.RLIMIT_NPROC, THREADS)  # counted per uid: threads only, no process
         p.uid = os.geteuid()
     except Exception as e:

@@ -17,6 +17,7 @@ from qsolve.sandbox.landlock import ConfinementError
 
 CAP_DAC_READ_SEARCH = 2
 CAP_LAST_CAP_FALLBACK = 40
+PR_SET_PDEATHSIG, PR_GET_PDEATHSIG = 1, 2
 PR_SET_KEEPCAPS = 8
 PR_CAPBSET_DROP = 24
 PR_CAP_AMBIENT = 47
@@ -70,9 +71,12 @@ def capabilities() -> dict[str, int]:
 def drop_root(uid: int = NOBODY, gid: int = NOBODY) -> int | None:
     """When running as root, become ``uid``/``gid`` for good keeping only CAP_DAC_READ_SEARCH (effective
     and permitted; bounding set reduced to it; no inheritable or ambient). Returns the new uid, or
-    ``None`` (having done nothing) when not root."""
+    ``None`` (having done nothing) when not root. The parent-death signal, which the kernel clears on a
+    change of credentials, is set again as it was."""
     if os.geteuid() != 0:
         return None
+    death_signal = ctypes.c_int(0)
+    _prctl(PR_GET_PDEATHSIG, ctypes.addressof(death_signal), "PR_GET_PDEATHSIG")
     for cap in range(_last_cap() + 1):
         if cap == CAP_DAC_READ_SEARCH:
             continue
@@ -96,6 +100,7 @@ def drop_root(uid: int = NOBODY, gid: int = NOBODY) -> int | None:
         code = ctypes.get_errno()
         raise ConfinementError(code, f"capset failed: {os.strerror(code)}")
     _prctl(PR_SET_KEEPCAPS, 0, "PR_SET_KEEPCAPS")
+    _prctl(PR_SET_PDEATHSIG, death_signal.value, "PR_SET_PDEATHSIG")
     caps = capabilities()
     kept = caps["CapEff"] == caps["CapPrm"] == keep and caps["CapBnd"] | keep == keep
     if os.getresuid() != (uid,) * 3 or os.getresgid() != (gid,) * 3 or not kept:

@@ -61,6 +61,10 @@ def _namespace(pid: int | str, kind: str) -> str | None:
         return None
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")  # NaN, Infinity: json.loads takes them otherwise
+
+
 def _depth(value: Any) -> int:
     """How deep lists and objects nest in a parsed JSON value (without recursion)."""
     deepest, stack = 0, [(value, 1)]
@@ -234,7 +238,7 @@ class JobProcess:
         if line.count(b",") + line.count(b"[") + line.count(b"{") > MAX_VALUES:  # before it is built
             raise self.broke(f"a line of more than {MAX_VALUES:,} values")
         try:
-            event = json.loads(line)
+            event = json.loads(line, parse_constant=_no_constant)
         except (ValueError, RecursionError):
             raise self.broke(f"a line that is not JSON: {line[:60]!r}") from None
         if not isinstance(event, dict) or not isinstance(event.get("event"), str):

@@ -1058,3 +1058,15 @@ def test_the_rerun_is_in_a_fresh_process(wf: WorkflowDir, cached: str, reproduci
     assert judged["reproducible"]["passed"] is reproducible, judged["reproducible"]
     if not reproducible:
         assert "details.cached" in judged["reproducible"]["message"]
+
+
+def test_a_number_json_cannot_hold_is_a_broken_protocol(wf: WorkflowDir) -> None:
+    """Python's json.loads takes NaN and Infinity; the platform does not (its result hash could not)."""
+    body = (
+        "def quantum(input, params, ctx):\n"
+        "    send({'event': 'returned', 'objective': -1.0, 'details': {'x': float('nan')}})\n"
+        "    import time\n    time.sleep(30)\n"
+    )
+    outcome = hostile_job(wf, body, one_case())
+    message = cases_of(outcome)["one"]["message"]
+    assert message.startswith("FAIL the workflow process broke the protocol: it sent a line that is not JSON")
