@@ -3,11 +3,12 @@ step 5): what keeps the state database and the track record in order between run
 
 In this order, each step safe to run twice and alongside another pass:
 
-1. runs still ``created`` or ``running`` past the longest a run may take (a sandbox job's 7200 s and a
-   margin) were left by a worker that died: they end ``failed`` with ``platform_error``, which the
-   track record does not keep;
-2. credit holds older than that were never settled: released (``StateDB.release_stale_holds``), the
-   credits back to their account;
+1. runs still ``created`` or ``running`` whose owner's lease lapsed (it died: nothing renewed it), or
+   past their own deadline whatever their lease says, were left by a worker that stopped: they end
+   ``failed`` with ``platform_error``, which the track record does not keep, and their credit hold is
+   released in the same transaction (``StateDB.end_lapsed_runs``; leases in docs/storage.md);
+2. credit holds older than the longest a run may take (a sandbox job's 7200 s and a margin) that were
+   never settled: released (``StateDB.release_stale_holds``), the credits back to their account;
 3. ended runs the track record keeps and has not filed, oldest first, at most 20 a pass, are filed as
    rows (a run failed for platform reasons never is; a crash or a timeout is, as failed);
 4. the track record is compacted (``storage.trackrecord.compact``), so ``current`` stays quick.
@@ -25,7 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from qsolve.sandbox import TIMEOUT_RANGE
-from storage.state import FailureReason, RunStateError, RunStatus, StateDB
+from storage.state import StateDB
 from storage.trackrecord.compaction import compact
 from storage.trackrecord.filing import file_rows
 from storage.trackrecord.row import TrackRecordRow
@@ -70,19 +71,9 @@ def _runs(n: int) -> str:
 
 
 def end_abandoned_runs(db: StateDB, older_than: timedelta = ABANDONED_AFTER) -> list[str]:
-    """End every run left ``created`` or ``running`` past ``older_than`` with ``platform_error``."""
-    ended = []
-    for run in db.unended_runs(older_than):
-        detail = (
-            f"abandoned: still {run.status.value} more than {older_than.total_seconds():.0f} s after it was "
-            "created, longer than any run may take (the worker running it stopped)"
-        )
-        try:
-            db.finish_run(run.id, RunStatus.FAILED, reason=FailureReason.PLATFORM_ERROR, detail=detail)
-        except RunStateError:  # it ended at this moment, or another pass ended it
-            continue
-        ended.append(run.id)
-    return ended
+    """End ``platform_error``, holds released, every unended run whose owner's lease lapsed, that is
+    past its deadline, or that has no lease (made before leases) and is older than ``older_than``."""
+    return db.end_lapsed_runs(older_than)
 
 
 def file_ended_runs(db: StateDB, home: Path, limit: int = RUNS_PER_PASS) -> tuple[list[str], int]:

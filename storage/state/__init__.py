@@ -10,25 +10,32 @@ _tables     the tables, in SQLAlchemy Core
 _models     runs' vocabulary (sources, statuses, failure reasons) and the values handed out
 _db         connect(), StateDB: versions and runs
 _ledger     credits: grants, holds, settlement, stale holds
+_leases     leases: a process's token keeps its runs alive; lapsed runs ended, holds released
+_stages     history stages: one per version and round, claimed in the database
 _errors     the error tree
 """
 
 from storage.state._config import DEFAULT_PRICES, CreditSettings, Price, qsolve_home
 from storage.state._db import StateDB, connect
 from storage.state._errors import (
+    CaseTaken,
     CreditError,
     InsufficientCredits,
     NoHold,
     NotFound,
     RunStateError,
+    StageLost,
     StateError,
     UnpricedTarget,
     VersionConflict,
 )
+from storage.state._leases import Lease, lease_seconds
 from storage.state._ledger import SYSTEM_ACCOUNT
 from storage.state._models import (
     PLATFORM_REASONS,
     WORKFLOW_REASONS,
+    Claim,
+    ClaimStatus,
     FailureReason,
     Hold,
     QuoteStatus,
@@ -37,6 +44,7 @@ from storage.state._models import (
     RunStatus,
     Settlement,
     Source,
+    Stage,
     Transfer,
     Version,
 )
@@ -46,11 +54,15 @@ __all__ = [
     "PLATFORM_REASONS",
     "SYSTEM_ACCOUNT",
     "WORKFLOW_REASONS",
+    "CaseTaken",
+    "Claim",
+    "ClaimStatus",
     "CreditError",
     "CreditSettings",
     "FailureReason",
     "Hold",
     "InsufficientCredits",
+    "Lease",
     "NoHold",
     "NotFound",
     "Price",
@@ -61,6 +73,8 @@ __all__ = [
     "RunStatus",
     "Settlement",
     "Source",
+    "Stage",
+    "StageLost",
     "StateDB",
     "StateError",
     "Transfer",
@@ -68,5 +82,6 @@ __all__ = [
     "Version",
     "VersionConflict",
     "connect",
+    "lease_seconds",
     "qsolve_home",
 ]

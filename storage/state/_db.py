@@ -20,10 +20,11 @@ from sqlalchemy.exc import IntegrityError
 
 from storage.state._config import DATABASE_URL_VARIABLE, CreditSettings, qsolve_home
 from storage.state._engine import make_engine
-from storage.state._errors import NotFound, VersionConflict
+from storage.state._errors import CaseTaken, NotFound, StageLost, VersionConflict
+from storage.state._leases import DEADLINE_MARGIN, lease_seconds
 from storage.state._ledger import Ledger
 from storage.state._migrate import migrate
-from storage.state._models import WORKFLOW_REASONS, FailureReason, Run, RunStatus, Source, Version
+from storage.state._models import WORKFLOW_REASONS, FailureReason, Run, RunStatus, Source, Stage, Version
 from storage.state._rows import (
     RECORDABLE,
     RUNS,
@@ -35,7 +36,8 @@ from storage.state._rows import (
     version_of,
     version_row,
 )
-from storage.state._tables import runs, versions, workflows
+from storage.state._stages import HistoryStages
+from storage.state._tables import history_stages, runs, versions, workflows
 
 
 def connect(
@@ -58,6 +60,21 @@ def connect(
     return StateDB(engine, settings or CreditSettings.load(home))
 
 
+def _hold_stage(connection: sa.Connection, stage: Stage, owner: str | None) -> None:
+    """Lock the stage's row, and make sure ``owner`` still holds it unfinished."""
+    row = connection.execute(
+        sa.select(history_stages.c.owner, history_stages.c.finished_at)
+        .where(history_stages.c.id == stage.id)
+        .with_for_update()
+    ).first()
+    if row is None or row.owner != owner or row.finished_at is not None:
+        raise StageLost(
+            f"history stage {stage.id} is no longer held by {owner}: another process took it over",
+            stage_id=stage.id,
+            owner=owner or "",
+        )
+
+
 def _json_document(value: Any, what: str) -> Any:
     """A strict-JSON copy: NaN and infinities are refused here rather than by the backend."""
     try:
@@ -66,8 +83,9 @@ def _json_document(value: Any, what: str) -> Any:
         raise ValueError(f"{what} is not JSON: {e}") from e
 
 
-class StateDB(Ledger):
-    """Versions, runs, credit accounts and the ledger (the quotes table awaits its API). A context manager."""
+class StateDB(Ledger, HistoryStages):
+    """Versions, runs, history stages and leases, credit accounts and the ledger (the quotes table
+    awaits its API). A context manager."""
 
     # versions
 
@@ -132,22 +150,60 @@ class StateDB(Ledger):
 
     # runs
 
-    def create_run(self, version: Version, case_name: str, target: str, source: Source | str) -> Run:
-        """A new run, ``created``: hold its credits, then start it."""
+    def create_run(
+        self,
+        version: Version,
+        case_name: str,
+        target: str,
+        source: Source | str,
+        *,
+        owner: str | None = None,
+        seconds: float | None = None,
+        stage: Stage | None = None,
+        case_index: int | None = None,
+    ) -> Run:
+        """A new run, ``created``: hold its credits, then start it.
+
+        ``owner`` is the Lease token that keeps it alive; ``seconds`` its time limit (its deadline is
+        that and a margin from now). In a history stage, ``stage`` and ``case_index`` place it: the
+        stage must still be held by ``owner`` (StageLost), and a case that already has a live or
+        recordable run in the round is refused (CaseTaken).
+        """
         run_id = uuid.uuid4().hex
-        with self._write() as connection:
-            connection.execute(
-                runs.insert().values(
-                    id=run_id,
-                    version_id=version.id,
-                    case_name=case_name,
-                    target=target,
-                    source=Source(source).value,
-                    status=RunStatus.CREATED.value,
-                    created_at=now(),
-                )
-            )
-            return run_of(run_row(connection, run_id))
+        created = now()
+        values = {
+            "id": run_id,
+            "version_id": version.id,
+            "case_name": case_name,
+            "target": target,
+            "source": Source(source).value,
+            "status": RunStatus.CREATED.value,
+            "created_at": created,
+            "case_index": case_index,
+            "owner": owner,
+        }
+        if owner is not None:
+            values["lease_expires_at"] = created + timedelta(seconds=lease_seconds())
+        if seconds is not None:
+            values["deadline_at"] = created + timedelta(seconds=seconds) + DEADLINE_MARGIN
+        try:
+            with self._write() as connection:
+                if stage is not None:
+                    values["stage_id"] = stage.id
+                    _hold_stage(connection, stage, owner)
+                connection.execute(runs.insert().values(**values))
+                return run_of(run_row(connection, run_id))
+        except IntegrityError:
+            if stage is None:
+                raise
+            raise CaseTaken(
+                f"case {case_index} ({case_name} on {target}) of {version.workflow} {version.version} "
+                f"already has a live or recorded run in history round {stage.round}",
+                run_id=run_id,
+                status=RunStatus.CREATED.value,
+                stage_id=stage.id,
+                case_index=case_index or 0,
+            ) from None
 
     def get_run(self, run_id: str) -> Run:
         with self._read() as connection:
@@ -227,16 +283,6 @@ class StateDB(Ledger):
         query = sa.select(sa.func.count()).select_from(runs).where(runs.c.filed_at.is_(None), RECORDABLE)
         with self._read() as connection:
             return connection.execute(query).scalar_one()
-
-    def unended_runs(self, older_than: timedelta) -> list[Run]:
-        """Runs created more than ``older_than`` ago that are still ``created`` or ``running``, oldest
-        first: past the longest a run may take, no job can still be running them."""
-        query = RUNS.where(
-            runs.c.status.in_([RunStatus.CREATED.value, RunStatus.RUNNING.value]),
-            runs.c.created_at < now() - older_than,
-        ).order_by(runs.c.created_at, runs.c.id)
-        with self._read() as connection:
-            return [run_of(row) for row in connection.execute(query)]
 
     def mark_filed(self, run_ids: Iterable[str]) -> int:
         """Mark ended runs filed; already filed ones keep their time. Returns how many were newly marked."""

@@ -4,6 +4,8 @@
     ├── NotFound                no such workflow version, run or account
     ├── VersionConflict         other content under a version number already published
     ├── RunStateError           a run asked to move in a way its status forbids
+    │   └── CaseTaken           a history case that already has a live or recordable run in its round
+    ├── StageLost               a history stage whose lease its owner lost (it lapsed; another took it)
     └── CreditError
         ├── InsufficientCredits the account cannot cover the hold; the run failed `insufficient_credits`
         ├── NoHold              settlement of a run that holds nothing
@@ -51,6 +53,18 @@ class VersionConflict(StateError):
 class RunStateError(StateError):
     run_id: str = ""
     status: str = ""
+
+
+@dataclass
+class CaseTaken(RunStateError):
+    stage_id: int = 0
+    case_index: int = 0
+
+
+@dataclass
+class StageLost(StateError):
+    stage_id: int = 0
+    owner: str = ""
 
 
 @dataclass

@@ -199,15 +199,23 @@ class Ledger(Store):
         for run_id in stale:
             try:
                 with self._write() as connection:
-                    hold = _hold(connection, run_id)
-                    _lock_account(connection, hold.account)
-                    if _closed(connection, run_id):
-                        continue
-                    _move(connection, "release", HOLDS, hold.account, to_micro(hold.amount), run_id=run_id)
-                    released.append(run_id)
+                    if release_hold(connection, run_id):
+                        released.append(run_id)
             except IntegrityError:  # settled at the same moment
                 continue
         return released
+
+
+def release_hold(connection: sa.Connection, run_id: str) -> bool:
+    """Move a run's whole open hold back to its account; whether there was one to release."""
+    hold = _hold(connection, run_id)
+    if hold is None:
+        return False
+    _lock_account(connection, hold.account)
+    if _closed(connection, run_id):
+        return False
+    _move(connection, "release", HOLDS, hold.account, to_micro(hold.amount), run_id=run_id)
+    return True
 
 
 def _account_kind(connection: sa.Connection, name: str) -> str | None:

@@ -101,6 +101,11 @@ class Run:
     estimated_credits: Decimal | None
     actual_credits: Decimal | None
     filed_at: datetime | None
+    stage_id: int | None = None  # the history stage (and round) it runs in
+    case_index: int | None = None  # the case's position in its section of cases.yaml
+    owner: str | None = None  # the process keeping it alive (a Lease's token)
+    lease_expires_at: datetime | None = None  # lapsed: its owner stopped; ended platform_error
+    deadline_at: datetime | None = None  # past it the run is ended, whatever its lease says
 
     @property
     def done(self) -> bool:
@@ -110,6 +115,42 @@ class Run:
     def recordable(self) -> bool:
         """Finished, or failed through the workflow's own fault: the track record keeps it."""
         return self.status is RunStatus.FINISHED or self.reason in WORKFLOW_REASONS
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A history stage of a version: round 1, then one more for each run ``again``; held by one owner
+    at a time, whose lease keeps it; ``finished_at`` once every case it could run has run."""
+
+    id: int
+    version_id: int
+    round: int
+    owner: str
+    lease_expires_at: datetime
+    started_at: datetime
+    finished_at: datetime | None
+
+
+class ClaimStatus(StrEnum):
+    CLAIMED = "claimed"  # a new round: every case to run
+    RESUMED = "resumed"  # the round's earlier owner stopped, or some cases have no recordable run
+    IN_PROGRESS = "in progress"  # another owner holds the round and is alive
+    RECORDED = "already recorded"  # every case of the round has a recordable run
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What claiming a version's history stage gave: the stage (``None`` when in progress by another
+    owner), and the positions of the cases this owner is to run."""
+
+    status: ClaimStatus
+    stage: Stage | None
+    todo: tuple[int, ...] = ()
+    ended: tuple[str, ...] = ()  # runs of the version ended platform_error, their lease lapsed
+
+    @property
+    def held(self) -> bool:
+        return self.status in (ClaimStatus.CLAIMED, ClaimStatus.RESUMED)
 
 
 @dataclass(frozen=True)

@@ -99,11 +99,14 @@ def run_of(row: sa.Row) -> Run:
         created_at=row.created_at,
         started_at=row.started_at,
         finished_at=row.finished_at,
-        estimated_credits=None
-        if row.estimated_microcredits is None
-        else from_micro(row.estimated_microcredits),
-        actual_credits=None if row.actual_microcredits is None else from_micro(row.actual_microcredits),
+        estimated_credits=_credits(row.estimated_microcredits),
+        actual_credits=_credits(row.actual_microcredits),
         filed_at=row.filed_at,
+        stage_id=row.stage_id,
+        case_index=row.case_index,
+        owner=row.owner,
+        lease_expires_at=row.lease_expires_at,
+        deadline_at=row.deadline_at,
     )
 
 

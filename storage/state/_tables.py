@@ -45,6 +45,9 @@ def _one_of(column: str, values) -> str:
     return f"{column} IN ({', '.join(repr(str(v)) for v in values)})"
 
 
+#: a run that holds its case's place in a history stage: live, or ended in a result the track record keeps
+SLOT_TAKEN = "stage_id IS NOT NULL AND (status <> 'failed' OR reason IN ('crash', 'timeout'))"
+
 metadata = sa.MetaData(
     naming_convention={
         "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -74,6 +77,20 @@ versions = sa.Table(
     sa.UniqueConstraint("workflow", "version"),
 )
 
+history_stages = sa.Table(
+    "history_stages",
+    metadata,
+    sa.Column("id", Id, primary_key=True, autoincrement=True),
+    sa.Column("version_id", Id, sa.ForeignKey("versions.id"), nullable=False),
+    sa.Column("round", sa.Integer, nullable=False),  # 1, then one more for each `again`
+    sa.Column("owner", sa.String(100), nullable=False),  # the process that holds it (a Lease's token)
+    sa.Column("lease_expires_at", UTCDateTime, nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=False),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.UniqueConstraint("version_id", "round"),
+    sa.CheckConstraint("round >= 1", name="round"),
+)
+
 runs = sa.Table(
     "runs",
     metadata,
@@ -92,12 +109,27 @@ runs = sa.Table(
     sa.Column("estimated_microcredits", sa.BigInteger, nullable=True),
     sa.Column("actual_microcredits", sa.BigInteger, nullable=True),
     sa.Column("filed_at", UTCDateTime, nullable=True),
+    sa.Column("stage_id", Id, sa.ForeignKey("history_stages.id"), nullable=True),
+    sa.Column("case_index", sa.Integer, nullable=True),  # the case's position in its section
+    sa.Column("owner", sa.String(100), nullable=True),
+    sa.Column("lease_expires_at", UTCDateTime, nullable=True),
+    sa.Column("deadline_at", UTCDateTime, nullable=True),  # ended past this, whatever its lease says
     sa.CheckConstraint(_one_of("source", Source), name="source"),
     sa.CheckConstraint(_one_of("status", RunStatus), name="status"),
     sa.CheckConstraint(f"reason IS NULL OR {_one_of('reason', FailureReason)}", name="reason"),
     sa.CheckConstraint("(status = 'failed') = (reason IS NOT NULL)", name="reason_iff_failed"),
     sa.Index(None, "version_id"),
     sa.Index(None, "filed_at", "finished_at"),
+    sa.Index(None, "status", "lease_expires_at"),
+    # One live or recordable run per case of a history stage's round: a second is refused by the database
+    sa.Index(
+        "uq_runs_stage_case",
+        "stage_id",
+        "case_index",
+        unique=True,
+        sqlite_where=sa.text(SLOT_TAKEN),
+        postgresql_where=sa.text(SLOT_TAKEN),
+    ),
 )
 
 accounts = sa.Table(
