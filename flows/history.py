@@ -1,6 +1,14 @@
-"""The history stage: every `cases` entry of a published version run as a platform run, three at a time,
-each a track-record row (seed: "How results enter the track record"). Also its own deployment, so an
-operator can run it again for a version."""
+"""The history stage: every `cases` entry of a published version run as a platform run, three at a
+time, each a track-record row (seed: "How results enter the track record"). Also its own deployment,
+and ``qsolve history NAME [--version V] [--again]``, so an operator can finish or repeat it.
+
+Exactly one history stage of a version runs at a time, however many submissions race: the stage is
+claimed in the state database under this process's lease (``storage.state``, docs/storage.md). A
+claim that finds the stage held by a live process says so and runs nothing; one that finds its
+holder dead, or a finished stage with cases unrecorded, ends the holder's runs and runs only the
+cases with no recorded run. ``again`` starts a new round of every case: its rows become current, the
+old ones history.
+"""
 
 from __future__ import annotations
 
@@ -8,40 +16,109 @@ import tempfile
 from pathlib import Path
 
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md: a later thread segfaults otherwise)
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from qsolve.checks import DEFAULT_TARGET
+from qsolve.failpoint import failpoint
 from qsolve.publication import unpack
 from qsolve.submission import HistoryOutcome, NotRun
 from qsolve.workflow import load_workflow
 from storage.blobs import BlobStore
-from storage.state import connect, qsolve_home
+from storage.state import Claim, ClaimStatus, Lease, StageLost, StateDB, Version, connect, qsolve_home
 from storage.trackrecord.filing import file_rows
 from storage.trackrecord.row import TrackRecordRow
 from tasks.history import history_case
 
 
 @flow(name="history", task_runner=ThreadPoolTaskRunner(max_workers=3), log_prints=True)
-def history_flow(workflow: str, version: str, again: bool = False) -> HistoryOutcome:
+def history_flow(workflow: str, version: str | None = None, again: bool = False) -> HistoryOutcome:
+    """Run the cases of ``workflow`` ``version`` (default: its latest published) that have no recorded
+    run; with ``again``, a new round of every case."""
     home = qsolve_home()
-    with connect() as db:
+    with connect() as db, tempfile.TemporaryDirectory(prefix="qsolve-history-") as tmp:
         v = db.get_version(workflow, version)
-        if db.has_recorded_results(v) and not again:
-            return HistoryOutcome(
-                status="already recorded", message=f"{workflow} {version} has a track record"
-            )
-    with tempfile.TemporaryDirectory(prefix="qsolve-history-") as tmp:
         folder = unpack(BlobStore(home).get(v.digest), Path(tmp) / "workflow")
         wf = load_workflow(folder)
-        futures = [history_case.submit(str(folder), v, c, wf.manifest.resources) for c in wf.cases.cases]
-        outcomes = [f.result() for f in futures]
-    with connect() as db:
-        runs = [db.get_run(o.run_id) for o in outcomes if o.recorded]
-        file_rows([TrackRecordRow.from_run(r) for r in runs], home)
-        db.mark_filed(r.id for r in runs)
+        cases = wf.cases.cases
+        with Lease(db) as lease:
+            claim = db.claim_history_stage(
+                v,
+                lease.owner,
+                [(c.name, c.target or DEFAULT_TARGET) for c in cases],
+                seconds=lease.seconds,
+                again=again,
+            )
+            if not claim.held:
+                return _not_held(v, claim)
+            stage = claim.stage
+            lease.hold(stage.id)
+            if claim.ended:
+                get_run_logger().warning(
+                    "ended %d runs of %s %s left by a history stage whose process stopped: %s",
+                    len(claim.ended),
+                    v.workflow,
+                    v.version,
+                    ", ".join(claim.ended),
+                )
+            futures = [
+                history_case.submit(str(folder), v, i, cases[i], wf.manifest.resources, lease.owner, stage)
+                for i in claim.todo
+            ]
+            outcomes = [f.result() for f in futures]
+            _file(db, stage.id, home)
+            lease.release(stage.id)
+            try:
+                db.finish_history_stage(stage.id, lease.owner)
+                lost = None
+            except StageLost as e:
+                lost = str(e)
     return HistoryOutcome(
         status="ran",
+        round=stage.round,
         recorded=[o.case for o in outcomes if o.recorded],
-        not_run=[NotRun(case=o.case, reason=f"{o.reason}: {o.detail}") for o in outcomes if not o.recorded],
+        not_run=[
+            NotRun(case=o.case, target=o.target, reason=f"{o.reason}: {o.detail}")
+            for o in outcomes
+            if not o.recorded
+        ],
+        already=len(cases) - len(claim.todo),
         credits=float(sum(o.credits for o in outcomes)),
+        message=lost or _resumed(claim, len(cases)),
+    )
+
+
+def _file(db: StateDB, stage_id: int, home: Path) -> None:
+    """File the round's recorded runs not filed yet (this stage's, and any an earlier holder left)."""
+    runs = [r for r in db.stage_runs(stage_id) if r.recordable and r.filed_at is None]
+    if runs:
+        file_rows([TrackRecordRow.from_run(r) for r in runs], home)
+        failpoint("history.filed")
+        db.mark_filed(r.id for r in runs)
+
+
+def _not_held(v: Version, claim: Claim) -> HistoryOutcome:
+    stage = claim.stage
+    if claim.status is ClaimStatus.RECORDED:
+        return HistoryOutcome(
+            status="already recorded",
+            round=stage.round,
+            message=f"{v.workflow} {v.version} has a track record: every case of round {stage.round} is "
+            "recorded (qsolve history --again runs them all again)",
+        )
+    return HistoryOutcome(
+        status="in progress",
+        round=stage.round,
+        message=f"another process is running the history stage of {v.workflow} {v.version} (round "
+        f"{stage.round}, since {stage.started_at:%Y-%m-%d %H:%M:%S} UTC, held by {stage.owner}); "
+        "nothing was run twice",
+    )
+
+
+def _resumed(claim: Claim, total: int) -> str | None:
+    if claim.status is not ClaimStatus.RESUMED:
+        return None
+    return (
+        f"resumed round {claim.stage.round}: ran the {len(claim.todo)} of {total} cases with no recorded run"
+        + (f"; ended {len(claim.ended)} runs its stopped holder left" if claim.ended else "")
     )

@@ -150,6 +150,32 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return EXIT_OK if report.accepted else EXIT_FAILED
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    """The history deployment's twin: finish a version's history stage, or run it ``--again``."""
+    import json
+
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # no telemetry from an offline machine
+    from storage.state import NotFound, connect
+
+    with connect() as db:  # a version that was never published is a usage error, before any flow
+        try:
+            db.get_version(args.name, args.version)
+        except NotFound as e:
+            raise UsageError(str(e)) from None
+    from flows.history import history_flow
+
+    state = history_flow(args.name, args.version, again=args.again, return_state=True)
+    outcome = state.result(raise_on_failure=False)
+    if isinstance(outcome, BaseException):
+        print(f"qsolve: the history stage failed: {type(outcome).__name__}: {outcome}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps(outcome.model_dump(mode="json")))
+    else:
+        print("\n".join(outcome.lines()))
+    return EXIT_FAILED if outcome.status == "in progress" else EXIT_OK
+
+
 def cmd_maintenance(args: argparse.Namespace) -> int:
     import json
     import os
@@ -189,6 +215,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--no-history", action="store_true", help="publish without running the history stage")
     p.set_defaults(func=cmd_submit)
+
+    p = sub.add_parser(
+        "history",
+        help="finish a published version's history stage (its cases with no recorded run), or --again",
+        description="Run the cases of a published version that have no recorded run, as the history "
+        "deployment does: after a submission that was interrupted, say. One history stage of a version "
+        "runs at a time; another in progress is reported and nothing runs twice.",
+    )
+    p.add_argument("name", metavar="NAME", help="the workflow's name")
+    p.add_argument("--version", metavar="V", help="the published version (default: the latest)")
+    p.add_argument("--again", action="store_true", help="a new round of every case: its rows become current")
+    p.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
+    p.set_defaults(func=cmd_history)
 
     p = sub.add_parser(
         "maintenance",

@@ -123,15 +123,16 @@ def run_gates(
 
 
 def run_one(
-    root: Path, case_name: str, target: str, emit: Emit, proceed: Callable[[dict[str, Any]], bool],
+    root: Path, index: int, target: str, emit: Emit, proceed: Callable[[dict[str, Any]], bool],
     start: Start,
 ) -> CaseResult | None:
-    """One case as a platform run: its estimate first (emitted, and given to ``proceed``), then, if
-    ``proceed(event)``, the case. ``None`` when the run was not allowed to go on."""
+    """One case, ``cases[index]``, as a platform run: its estimate first (emitted, and given to
+    ``proceed``), then, if ``proceed(event)``, the case. ``None`` when the run was not allowed to go on.
+    Cases are found by position: two may share a name (on different targets)."""
     workflow = load_workflow(root)
-    case = next((c for c in workflow.cases.cases if c.name == case_name), None)
-    if case is None:
-        raise LookupError(f"no case named {case_name!r}")
+    if not 0 <= index < len(workflow.cases.cases):
+        raise LookupError(f"no cases[{index}]: {len(workflow.cases.cases)} cases")
+    case = workflow.cases.cases[index]
     runner = Runner(workflow, target, start)
     said, error = runner.estimate(case)
     event = {"event": "estimate", "estimate": said, "error": error}

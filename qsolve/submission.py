@@ -18,16 +18,45 @@ Stage = Literal["lint", "checks", "gates", "publication", "history"]
 class NotRun(BaseModel):
     case: str
     reason: str
+    target: str | None = None
 
 
 class HistoryOutcome(BaseModel):
-    """The history stage: which cases became track-record rows and which the platform could not run."""
+    """The history stage: which cases became track-record rows and which the platform could not run.
 
-    status: Literal["ran", "skipped", "already recorded"]
+    ``in progress``: another process holds the version's history stage; ``already recorded``: every
+    case has a recorded run; ``ran``: this stage ran the cases that had none (``already`` counts those
+    that had one); ``skipped``: the stage failed as a whole."""
+
+    status: Literal["ran", "skipped", "already recorded", "in progress"]
+    round: int | None = None  # 1, then one more for each history run `again`
     recorded: list[str] = Field(default_factory=list)
     not_run: list[NotRun] = Field(default_factory=list)
+    already: int = 0  # cases of the round that had a recorded run before this stage ran
     credits: float = 0.0
     message: str | None = None
+
+    def lines(self) -> list[str]:
+        out = [self.status + (f": {self.message}" if self.message else "")]
+        if self.recorded:
+            out.append(
+                f"{_cases(len(self.recorded))} recorded in the track record ({self.credits:g} credits)"
+                + (
+                    f"; {_cases(self.already)} of round {self.round} had been recorded before."
+                    if self.already
+                    else "."
+                )
+            )
+        if self.not_run:
+            out.append(f"{_cases(len(self.not_run))} the platform could not run (not recorded):")
+            out += [
+                f"- {n.case}" + (f" ({n.target})" if n.target else "") + f": {n.reason}" for n in self.not_run
+            ]
+        return out
+
+
+def _cases(n: int) -> str:
+    return f"{n} case{'' if n == 1 else 's'}"
 
 
 class Published(BaseModel):
@@ -90,11 +119,5 @@ class SubmissionReport(BaseModel):
             state = "published" if p.created else "already published with identical content; nothing changed"
             out += ["", "## Version", "", f"{p.name} {p.version}: {state} (digest `{p.digest[:16]}`)"]
         if self.history:
-            h = self.history
-            out += ["", "## History stage", "", f"{h.status}" + (f": {h.message}" if h.message else "")]
-            if h.recorded:
-                out.append(f"{len(h.recorded)} cases recorded in the track record ({h.credits:g} credits).")
-            if h.not_run:
-                out += [f"{len(h.not_run)} cases the platform could not run (not recorded):"]
-                out += [f"- {n.case}: {n.reason}" for n in h.not_run]
+            out += ["", "## History stage", "", *self.history.lines()]
         return "\n".join(out) + "\n"

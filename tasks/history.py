@@ -9,11 +9,24 @@ from prefect.cache_policies import NO_CACHE
 
 from qsolve.cases import Case
 from qsolve.manifest import Resources
-from storage.state import SYSTEM_ACCOUNT, Source, Version, connect
+from storage.state import SYSTEM_ACCOUNT, Source, Stage, Version, connect
 from tasks.runs import RunOutcome, run_case
 
 
-@task(name="history case", cache_policy=NO_CACHE, task_run_name="history case {case.name}")
-def history_case(folder: str, version: Version, case: Case, resources: Resources) -> RunOutcome:
+@task(name="history case", cache_policy=NO_CACHE, task_run_name="history case {index} {case.name}")
+def history_case(
+    folder: str, version: Version, index: int, case: Case, resources: Resources, owner: str, stage: Stage
+) -> RunOutcome:
     with connect() as db:
-        return run_case(db, Path(folder), version, case, Source.HISTORY, SYSTEM_ACCOUNT, resources)
+        return run_case(
+            db,
+            Path(folder),
+            version,
+            index,
+            case,
+            Source.HISTORY,
+            SYSTEM_ACCOUNT,
+            resources,
+            owner=owner,
+            stage=stage,
+        )

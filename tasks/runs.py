@@ -17,17 +17,24 @@ from typing import Any
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md): the cases are simulated here
 
 from qsolve.cases import Case
+from qsolve.checks import DEFAULT_TARGET
 from qsolve.errors import Unconfined
+from qsolve.failpoint import failpoint
 from qsolve.manifest import Resources
 from qsolve.results import CaseResult
 from qsolve.sandbox import Limits, run_case_job
 from qsolve.targets import TargetUnavailable, UnknownTarget, check_target, open_target
 from storage.state import (
+    CaseTaken,
     CreditError,
     FailureReason,
     InsufficientCredits,
+    Run,
+    RunStateError,
     RunStatus,
     Source,
+    Stage,
+    StageLost,
     StateDB,
     UnpricedTarget,
     Version,
@@ -37,9 +44,10 @@ from storage.state import (
 @dataclass(frozen=True)
 class RunOutcome:
     case: str
-    run_id: str
+    target: str
+    run_id: str | None  # None: no run was made (the case already had one in its round)
     recorded: bool
-    status: str  # finished, or failed
+    status: str  # finished, failed, or not run
     reason: str | None = None  # the failure reason (platform's or the workflow's)
     detail: str | None = None
     credits: Decimal = Decimal(0)
@@ -49,19 +57,50 @@ def run_case(
     db: StateDB,
     folder: Path,
     version: Version,
+    index: int,
     case: Case,
     source: Source,
     account: str,
     resources: Resources,
-    default_target: str = "sim-cpu",
+    *,
+    owner: str | None = None,
+    stage: Stage | None = None,
+    default_target: str = DEFAULT_TARGET,
 ) -> RunOutcome:
+    """``cases[index]`` as a run of ``account``, kept alive by ``owner``'s lease; in a history stage,
+    ``stage`` gives the case its one place in the round."""
     target = case.target or default_target
-    run = db.create_run(version, case.name, target, source)
     limits = db.settings.limits(source)
+    own = Limits.of(resources)  # the manifest's, raised to 300 s and capped as the seed says
+    job_limits = Limits(timeout_s=limits.seconds or own.timeout_s, memory_mb=own.memory_mb)
+    try:
+        run = db.create_run(
+            version,
+            case.name,
+            target,
+            source,
+            owner=owner,
+            seconds=job_limits.timeout_s,
+            stage=stage,
+            case_index=index,
+        )
+    except (CaseTaken, StageLost) as e:
+        return RunOutcome(case.name, target, None, False, "not run", "taken", str(e))
+    try:
+        return _run(db, folder, run, index, case, account, job_limits)
+    except RunStateError as e:  # ended meanwhile by another process (its lease lapsed, or its deadline)
+        reason = FailureReason.PLATFORM_ERROR.value
+        return RunOutcome(case.name, target, run.id, False, "failed", reason, str(e))
+
+
+def _run(
+    db: StateDB, folder: Path, run: Run, index: int, case: Case, account: str, job_limits: Limits
+) -> RunOutcome:
+    target = run.target
 
     def refuse(reason: FailureReason, detail: str) -> RunOutcome:
         db.finish_run(run.id, RunStatus.FAILED, reason=reason, detail=detail)
-        return RunOutcome(case.name, run.id, False, "failed", reason.value, detail)
+        return RunOutcome(case.name, target, run.id, False, "failed", reason.value, detail)
 
     try:
         check_target(target)
@@ -82,7 +121,7 @@ def run_case(
             if "circuits" in said and "shots" in said:
                 price = db.estimate_price(target, int(said["circuits"]), int(said["shots"]))
             else:
-                price = limits.credits  # no estimate: hold the most the run may cost
+                price = db.settings.limits(run.source).credits  # no estimate: the most the run may cost
             db.hold(account, run.id, price)
             db.start_run(run.id)
             return True
@@ -92,10 +131,8 @@ def run_case(
             refused.append((FailureReason.PLATFORM_ERROR, f"the run could not be priced: {e}"))
         return False
 
-    own = Limits.of(resources)  # the manifest's, raised to 300 s and capped as the seed says
-    job_limits = Limits(timeout_s=limits.seconds or own.timeout_s, memory_mb=own.memory_mb)
     try:
-        outcome = run_case_job(folder, case.name, target, job_limits, approve)
+        outcome = run_case_job(folder, index, target, job_limits, approve)
     except OSError as e:
         return refuse(FailureReason.PLATFORM_ERROR, f"the sandbox did not start: {e}")
     except Unconfined as e:
@@ -104,7 +141,7 @@ def run_case(
     current = db.get_run(run.id)
     if current.status is RunStatus.FAILED:  # refused before it started (insufficient_credits)
         reason, detail = refused[0] if refused else (current.reason, current.detail)
-        return RunOutcome(case.name, run.id, False, "failed", str(reason), detail)
+        return RunOutcome(case.name, target, run.id, False, "failed", str(reason), detail)
     if current.status is RunStatus.CREATED:  # never approved: not priced, or the job died first
         reason, detail = (
             refused[0] if refused else (FailureReason.PLATFORM_ERROR, outcome.died or "no estimate")
@@ -144,8 +181,10 @@ def run_case(
             detail=outcome.died,
         )
         status = "failed"
+    failpoint("run.ended")
     return RunOutcome(
         case.name,
+        target,
         run.id,
         True,
         status,

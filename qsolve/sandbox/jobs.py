@@ -231,7 +231,7 @@ def run_job(
 
 def run_case_job(
     root: Path,
-    case: str,
+    case: int,
     target: str,
     limits: Limits,
     approve: Callable[[dict[str, Any]], bool],
@@ -239,10 +239,11 @@ def run_case_job(
     *,
     require_confinement: bool | None = None,
 ) -> Outcome:
-    """One case as a platform run: its estimate asked first, ``approve(event)`` decides (a credit hold,
-    say) before anything of the case runs, and only then does it run. The report's ``result`` is the
-    case's result; ``report`` is ``None`` when the run was not approved. A platform run refuses
-    workflow code a process without the full boundary (:func:`confinement_required`)."""
+    """One case, ``cases[case]``, as a platform run: its estimate asked first, ``approve(event)``
+    decides (a credit hold, say) before anything of the case runs, and only then does it run. The
+    report's ``result`` is the case's result; ``report`` is ``None`` when the run was not approved. A
+    platform run refuses workflow code a process without the full boundary
+    (:func:`confinement_required`)."""
     def body(processes: _Processes) -> dict[str, Any] | None:
         processes.begin()
         from qsolve.gate_run import run_one

@@ -162,10 +162,10 @@ def test_a_case_job_waits_for_approval_of_its_estimate(wf: WorkflowDir) -> None:
         seen.append(event["estimate"])
         return True
 
-    outcome = run_case_job(wf.root, "one", "sim-cpu", FAST, approve)
+    outcome = run_case_job(wf.root, 0, "sim-cpu", FAST, approve)
     assert seen == [{"circuits": 1, "shots": 10}]
     assert outcome.report["result"]["passed"] and outcome.report["result"]["shots"] == 10
-    refused = run_case_job(wf.root, "one", "sim-cpu", FAST, lambda event: False)
+    refused = run_case_job(wf.root, 0, "sim-cpu", FAST, lambda event: False)
     assert refused.report is None and refused.died is not None
 
 

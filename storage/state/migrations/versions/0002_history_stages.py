@@ -73,7 +73,8 @@ def upgrade() -> None:
     )
     bind.execute(
         sa.text(
-            "UPDATE runs SET stage_id = (SELECT s.id FROM history_stages s WHERE s.version_id = runs.version_id)"
+            "UPDATE runs SET stage_id ="
+            " (SELECT s.id FROM history_stages s WHERE s.version_id = runs.version_id)"
             " WHERE source = 'history'"
         )
     )
