@@ -124,6 +124,7 @@ def _run(
                 price = db.settings.limits(run.source).credits  # no estimate: the most the run may cost
             db.hold(account, run.id, price)
             db.start_run(run.id)
+            failpoint("run.started")
             return True
         except InsufficientCredits as e:
             refused.append((FailureReason.INSUFFICIENT_CREDITS, str(e)))
