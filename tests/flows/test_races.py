@@ -18,6 +18,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -39,9 +40,17 @@ def api_url(prefect) -> str:
     return PREFECT_API_URL.value()
 
 
+@dataclass(frozen=True)
+class Home:
+    """A QSOLVE_HOME, and the environment of the commands that share it."""
+
+    path: Path
+    env: dict[str, str]
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
-def home(request: pytest.FixtureRequest, tmp_path: Path, api_url: str) -> Iterator[Path]:
-    """A fresh QSOLVE_HOME (and database) the commands share; ``home.env`` is their environment."""
+def home(request: pytest.FixtureRequest, tmp_path: Path, api_url: str) -> Iterator[Home]:
+    """A fresh QSOLVE_HOME and database that the commands share."""
     folder = tmp_path / "home"
     folder.mkdir()
     env = {
@@ -63,9 +72,8 @@ def home(request: pytest.FixtureRequest, tmp_path: Path, api_url: str) -> Iterat
         env["QSOLVE_DATABASE_URL"] = url.render_as_string(hide_password=False)
     else:
         env.pop("QSOLVE_DATABASE_URL", None)
-    folder.env = env  # type: ignore[attr-defined]
     try:
-        yield folder
+        yield Home(folder, env)
     finally:
         if schema:
             with _admin().connect() as connection:
@@ -79,12 +87,12 @@ def max_cut(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def qsolve(home: Path, *args: str, failpoint: str | None = None) -> subprocess.Popen:
+def qsolve(home: Home, *args: str, failpoint: str | None = None) -> subprocess.Popen:
     env = dict(home.env) | ({"QSOLVE_FAILPOINT": failpoint} if failpoint else {})
     return subprocess.Popen(
         [sys.executable, "-m", "qsolve.cli", *args],
         env=env,
-        cwd=home,
+        cwd=home.path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -96,10 +104,10 @@ def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
     return process.returncode, out
 
 
-def state_of(home: Path) -> dict:
+def state_of(home: Home) -> dict:
     """What the state database and the track record hold for max-cut."""
     url = home.env.get("QSOLVE_DATABASE_URL")
-    with connect(url, home=home) as db:
+    with connect(url, home=home.path) as db:
         with db.engine.connect() as connection:
             versions = connection.execute(sa.text("SELECT count(*) FROM versions")).scalar_one()
             stages = connection.execute(sa.text("SELECT count(*) FROM history_stages")).scalar_one()
@@ -108,8 +116,8 @@ def state_of(home: Path) -> dict:
         holds = {t.run_id for t in transfers if t.kind == "hold"}
         released = {t.run_id for t in transfers if t.kind == "release"}
         charges = [t.run_id for t in transfers if t.kind == "charge"]
-    current = run_sql("SELECT run_id, case_name, target FROM current WHERE workflow = 'max-cut'", home)
-    rows = run_sql("SELECT run_id FROM rows WHERE workflow = 'max-cut'", home).column("run_id").to_pylist()
+    current = run_sql("SELECT run_id, case_name, target FROM current WHERE workflow = 'max-cut'", home.path)
+    rows = run_sql("SELECT run_id FROM rows WHERE workflow = 'max-cut'", home.path).column("run_id")
     return {
         "versions": versions,
         "stages": stages,
@@ -119,11 +127,11 @@ def state_of(home: Path) -> dict:
         "open_holds": holds - released,
         "charges": charges,
         "current": current.to_pylist(),
-        "rows": rows,
+        "rows": rows.to_pylist(),
     }
 
 
-def assert_six_recorded_once(home: Path) -> dict:
+def assert_six_recorded_once(home: Home) -> dict:
     s = state_of(home)
     recorded = {r.id for r in s["recorded"]}
     assert s["versions"] == 1
@@ -139,7 +147,7 @@ def assert_six_recorded_once(home: Path) -> dict:
     return s
 
 
-def test_four_submissions_at_once_make_one_history_stage(home: Path, max_cut: Path) -> None:
+def test_four_submissions_at_once_make_one_history_stage(home: Home, max_cut: Path) -> None:
     processes = [qsolve(home, "submit", str(max_cut)) for _ in range(4)]
     outputs = [finish(p) for p in processes]
     assert [code for code, _ in outputs] == [0] * 4, "\n\n".join(out for _, out in outputs)
@@ -158,7 +166,7 @@ def test_four_submissions_at_once_make_one_history_stage(home: Path, max_cut: Pa
     ids=["before-any-case-ends", "after-two-cases", "during-filing"],
 )
 def test_a_history_stage_killed_is_finished_by_a_pass_and_a_resubmission(
-    home: Path, max_cut: Path, point: str
+    home: Home, max_cut: Path, point: str
 ) -> None:
     code, out = finish(qsolve(home, "submit", str(max_cut), "--no-history"))
     assert code == 0, out
