@@ -73,6 +73,14 @@ def history_flow(workflow: str, version: str | None = None, again: bool = False)
                 lost = None
             except StageLost as e:
                 lost = str(e)
+    if not claim.todo:  # a holder that stopped after its last case: its round is finished here
+        return HistoryOutcome(
+            status="already recorded",
+            round=stage.round,
+            message=lost
+            or f"{v.workflow} {v.version} has a track record: every case of round {stage.round} is "
+            "recorded; this stage filed what its stopped holder left and finished the round",
+        )
     return HistoryOutcome(
         status="ran",
         round=stage.round,
