@@ -111,3 +111,21 @@ def test_a_history_stage_that_fails_as_a_whole_shows_as_skipped(prefect) -> None
     outcome = _history("never-published", "0.0.1")
     assert outcome.status == "skipped"
     assert outcome.message.startswith("NotFound: no published version never-published 0.0.1")
+
+
+def test_two_cases_of_one_name_each_run_on_their_own_target_once(prefect, qsolve_home, wf) -> None:
+    wf.write("workflow.py", GATE_FAILING)
+    wf.manifest["name"] = "same-names"
+    wf.cases["cases"] = [
+        {"name": "same", "input": {"x": 1}, "target": "fake:fez@1.6", "expect": {"min_fidelity": 0.5}},
+        {"name": "same", "input": {"x": 2}},
+    ]
+    wf.save()
+    state, report = submit(wf.root)
+    assert state.is_completed(), report.markdown()
+    assert report.history.recorded == ["same", "same"] and report.history.not_run == []
+    with duckdb.connect(str(qsolve_home / "trackrecord.duckdb"), read_only=True) as con:
+        got = con.execute(
+            "select target, quantum from rows where workflow = 'same-names' order by target"
+        ).fetchall()
+    assert got == [("fake:fez@1.6", -1.0), ("sim-cpu", -2.0)]  # each case its own input and target
