@@ -142,12 +142,6 @@ class StateDB(Ledger, HistoryStages):
             raise NotFound(f"no published version {name} {version or ''}".rstrip(), kind="version", key=name)
         return version_of(row)
 
-    def has_recorded_results(self, version: Version) -> bool:
-        """Whether a run of this version ended in a result the track record keeps (filed or not yet)."""
-        query = sa.select(runs.c.id).where(runs.c.version_id == version.id, RECORDABLE).limit(1)
-        with self._read() as connection:
-            return connection.execute(query).first() is not None
-
     # runs
 
     def create_run(

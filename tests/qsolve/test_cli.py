@@ -130,3 +130,10 @@ def test_query_and_page_are_wired(tmp_path, monkeypatch, capsys) -> None:
     assert main(["page", "never-published"]) == 2
     assert "never-published" in capsys.readouterr().err
     assert main(["query", "select * from no_such_view"]) == 2
+
+
+def test_history_of_a_version_never_published_is_a_usage_error(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    assert main(["history", "never-published", "--version", "9.9.9"]) == 2
+    assert "no published version never-published 9.9.9" in capsys.readouterr().err

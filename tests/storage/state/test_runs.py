@@ -170,18 +170,3 @@ def test_a_run_not_ended_is_not_marked_filed(db: StateDB, version: Version) -> N
     run = db.create_run(version, "ring-6", "sim-cpu", "history")
     assert db.mark_filed([run.id]) == 0
     assert db.get_run(run.id).filed_at is None
-
-
-def test_recorded_results_are_crashes_timeouts_and_finished_runs_filed_or_not(
-    db: StateDB, version: Version
-) -> None:
-    other = db.publish_version("max-cut", "1.1.0", "d2" * 32, [])[0]
-    assert not db.has_recorded_results(version)
-    _ended(db, version, "a", "insufficient_credits")
-    _ended(db, version, "b", "platform_error")
-    assert not db.has_recorded_results(version)
-    _ended(db, version, "c", "crash")
-    assert db.has_recorded_results(version)
-    assert not db.has_recorded_results(other)
-    _ended(db, other, "d")
-    assert db.has_recorded_results(other)
