@@ -12,6 +12,7 @@ _db         connect(), StateDB: versions and runs
 _ledger     credits: grants, holds, settlement, stale holds
 _leases     leases: a process's token keeps its runs alive; lapsed runs ended, holds released
 _stages     history stages: one per version and round, claimed in the database
+_provider_jobs  provider jobs recorded before they are sent, followed from any process
 _errors     the error tree
 """
 
@@ -38,6 +39,8 @@ from storage.state._models import (
     ClaimStatus,
     FailureReason,
     Hold,
+    ProviderJob,
+    ProviderJobStatus,
     QuoteStatus,
     Run,
     RunLimits,
@@ -66,6 +69,8 @@ __all__ = [
     "NoHold",
     "NotFound",
     "Price",
+    "ProviderJob",
+    "ProviderJobStatus",
     "QuoteStatus",
     "Run",
     "RunLimits",

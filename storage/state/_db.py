@@ -25,6 +25,7 @@ from storage.state._leases import DEADLINE_MARGIN, lease_seconds
 from storage.state._ledger import Ledger
 from storage.state._migrate import migrate
 from storage.state._models import WORKFLOW_REASONS, FailureReason, Run, RunStatus, Source, Stage, Version
+from storage.state._provider_jobs import ProviderJobs
 from storage.state._rows import (
     RECORDABLE,
     RUNS,
@@ -83,7 +84,7 @@ def _json_document(value: Any, what: str) -> Any:
         raise ValueError(f"{what} is not JSON: {e}") from e
 
 
-class StateDB(Ledger, HistoryStages):
+class StateDB(Ledger, HistoryStages, ProviderJobs):
     """Versions, runs, history stages and leases, credit accounts and the ledger (the quotes table
     awaits its API). A context manager."""
 

@@ -47,6 +47,40 @@ WORKFLOW_REASONS = frozenset({FailureReason.CRASH, FailureReason.TIMEOUT})
 PLATFORM_REASONS = frozenset(FailureReason) - WORKFLOW_REASONS
 
 
+class ProviderJobStatus(StrEnum):
+    """A provider job's life (quantum-provider-protocol §5.7): recorded before it is submitted, its id as
+    soon as it is known. ``submitting`` that never became ``submitted`` is a submit that did not
+    complete: the provider may have taken it, so it is never sent again without the person's word."""
+
+    RECORDED = "recorded"  # compiled, checked, priced and confirmed; not sent yet
+    SUBMITTING = "submitting"  # the submit was sent; no answer read yet
+    SUBMITTED = "submitted"  # the provider gave its id
+    DONE = "done"  # its counts read, checked and sealed
+    FAILED = "failed"  # the provider said it failed, or its answer was refused (nothing sealed)
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class ProviderJob:
+    id: str
+    provider: str
+    run_id: str | None
+    status: ProviderJobStatus
+    job: str | None
+    shots: int
+    seed: int | None
+    program: dict[str, Any]
+    description: dict[str, Any]
+    context: dict[str, Any]
+    answer: dict[str, Any] | None
+    receipt: str | None
+    error: str | None
+    polls: int
+    created_at: datetime
+    submitted_at: datetime | None
+    finished_at: datetime | None
+
+
 class QuoteStatus(StrEnum):
     PENDING = "pending"
     CONFIRMED = "confirmed"

@@ -74,8 +74,9 @@ class HistoryStages(Leases):
                     guard.append(history_stages.c.lease_expires_at == latest.lease_expires_at)
                 else:
                     guard.append(history_stages.c.finished_at.is_not(None))
-                if not _update(connection, latest.id, *guard, owner=owner, lease_expires_at=until,
-                               finished_at=None):
+                if not _update(
+                    connection, latest.id, *guard, owner=owner, lease_expires_at=until, finished_at=None
+                ):
                     return Claim(ClaimStatus.IN_PROGRESS, _stage(_by_id(connection, latest.id)))
                 stage = _stage(_by_id(connection, latest.id))
         except IntegrityError:  # another process started the round at the same moment

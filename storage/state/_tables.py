@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 
-from storage.state._models import FailureReason, QuoteStatus, RunStatus, Source
+from storage.state._models import FailureReason, ProviderJobStatus, QuoteStatus, RunStatus, Source
 
 
 class UTCDateTime(sa.TypeDecorator):
@@ -183,4 +183,28 @@ quotes = sa.Table(
     sa.CheckConstraint(_one_of("status", QuoteStatus), name="status"),
     sa.Index(None, "batch_id"),
     sa.Index(None, "version_id"),
+)
+
+provider_jobs = sa.Table(
+    "provider_jobs",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("provider", sa.String(63), nullable=False),
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("runs.id"), nullable=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("job", sa.String(200), nullable=True),  # the provider's id, as soon as it is known
+    sa.Column("shots", sa.Integer, nullable=False),
+    sa.Column("seed", sa.BigInteger, nullable=True),
+    sa.Column("program", JSONDoc, nullable=False),  # the program as sent
+    sa.Column("description", JSONDoc, nullable=False),  # the describe answer it was compiled against
+    sa.Column("context", JSONDoc, nullable=False),  # what sealing needs: request, compiled, cost
+    sa.Column("answer", JSONDoc, nullable=True),  # the provider's result answer, as read
+    sa.Column("receipt", sa.String(64), nullable=True),  # the sealed job's blob digest
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("polls", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("submitted_at", UTCDateTime, nullable=True),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.CheckConstraint(_one_of("status", ProviderJobStatus), name="status"),
+    sa.Index(None, "provider", "job"),
 )

@@ -1,0 +1,156 @@
+"""The providers a person has brought: ``QSOLVE_HOME/providers.yaml`` (name, transport, URL or command
+with its arguments, non-secret ``settings``, time-outs). Credentials are not here: they are in the
+keychain or an owner-only file (``credentials.py``); an entry says only whether it has one.
+
+    providers:
+      ref:
+        transport: process
+        command: [python, -m, qsolve.providers.reference, --stdio]
+        settings: {}
+        timeout_s: 60
+      lab:
+        transport: http
+        url: https://lab.example/wai
+        credential: true
+
+The file is written whole (a temporary file, fsynced, renamed), so a reader never sees half of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from qsolve.home import qsolve_home
+from qsolve.providers.credentials import NAME_RE
+
+FILE = "providers.yaml"
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+class RegistryError(ValueError):
+    """providers.yaml cannot be read, or an entry is not one: the message names the file and the key."""
+
+
+class ProviderEntry(BaseModel):
+    """One provider as the person named it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    transport: Literal["http", "process"]
+    url: str | None = None
+    command: tuple[str, ...] = ()
+    settings: dict[str, Any] = Field(default_factory=dict)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    credential: bool = False
+
+    @model_validator(mode="after")
+    def _where(self) -> ProviderEntry:
+        if self.transport == "http":
+            if not self.url or self.command:
+                raise ValueError("an http provider has a url and no command")
+            parts = urlsplit(self.url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"url {self.url!r}: not an http:// or https:// address")
+            if self.credential and parts.scheme == "http" and not is_loopback(parts.hostname):
+                raise ValueError(
+                    f"url {self.url!r}: a credential goes over https:// only, or to this machine"
+                )
+        elif not self.command or self.url:
+            raise ValueError("a process provider has a command and no url")
+        return self
+
+    def describe_where(self) -> str:
+        return self.url if self.transport == "http" else " ".join(self.command)
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host in LOOPBACK:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class Registry:
+    """``providers.yaml`` under one home."""
+
+    def __init__(self, home: Path | None = None) -> None:
+        self.home = home or qsolve_home()
+        self.path = self.home / FILE
+
+    def load(self) -> dict[str, ProviderEntry]:
+        if not self.path.is_file():
+            return {}
+        try:
+            doc = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as e:
+            raise RegistryError(f"{self.path}: not YAML: {e}") from None
+        entries = doc.get("providers", {}) if isinstance(doc, dict) else None
+        if not isinstance(entries, dict):
+            raise RegistryError(f"{self.path}: providers: not a mapping of names to providers")
+        out = {}
+        for name, entry in entries.items():
+            if not isinstance(name, str) or not NAME_RE.match(name):
+                raise RegistryError(f"{self.path}: providers: {name!r} is not a provider name")
+            try:
+                out[name] = ProviderEntry.model_validate(entry)
+            except ValidationError as e:
+                first = e.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise RegistryError(
+                    f"{self.path}: providers.{name}{'.' + where if where else ''}: {first['msg']}"
+                ) from None
+        return out
+
+    def get(self, name: str) -> ProviderEntry:
+        entries = self.load()
+        if name not in entries:
+            known = ", ".join(sorted(entries)) or "none yet (qsolve providers add)"
+            raise RegistryError(f"no provider named {name!r} in {self.path}; known: {known}")
+        return entries[name]
+
+    def put(self, name: str, entry: ProviderEntry) -> None:
+        if not NAME_RE.match(name):
+            raise RegistryError(
+                f"{name!r} is not a provider name: lower-case letters, digits, '-' and '_', at most 63"
+            )
+        entries = self.load()
+        entries[name] = entry
+        self._write(entries)
+
+    def remove(self, name: str) -> bool:
+        entries = self.load()
+        if entries.pop(name, None) is None:
+            return False
+        self._write(entries)
+        return True
+
+    def _write(self, entries: dict[str, ProviderEntry]) -> None:
+        doc = {
+            "providers": {
+                n: e.model_dump(mode="json", exclude_defaults=True) | {"transport": e.transport}
+                for n, e in sorted(entries.items())
+            }
+        }
+        self.home.mkdir(parents=True, exist_ok=True)
+        tmp = self.home / f".tmp-{FILE}-{secrets.token_hex(4)}"
+        try:
+            with open(tmp, "x", encoding="utf-8") as f:
+                yaml.safe_dump(doc, f, sort_keys=False)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
