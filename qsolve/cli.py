@@ -150,6 +150,19 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return EXIT_OK if report.accepted else EXIT_FAILED
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from qsolve.providers.registry import RegistryError
+    from qsolve.run import run_case_here
+    from qsolve.targets import UnknownTarget, check_target
+
+    root = _folder(args.dir)
+    try:
+        check_target(args.target)
+        return run_case_here(root, args.case, args.target, yes=args.yes, as_json=args.json)
+    except (UnknownTarget, LookupError, RegistryError) as e:
+        raise UsageError(str(e)) from None
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     """The history deployment's twin: finish a version's history stage, or run it ``--again``."""
     import json
@@ -217,6 +230,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_submit)
 
     p = sub.add_parser(
+        "run",
+        help="one case on any target, provider:<name> included, outside validation; on a provider it "
+        "can spend money on the provider's account (a job that is not free needs --yes or a yes)",
+    )
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--case", required=True, metavar="NAME", help="the case to run")
+    p.add_argument("--target", required=True, metavar="T", help="sim-cpu, fake:<device>, provider:<name>")
+    p.add_argument("--yes", action="store_true", help="confirm the spend of this run's provider jobs")
+    p.add_argument("--json", action="store_true", help='print {"case": ..., "receipts": [...]}')
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
         "history",
         help="finish a published version's history stage (its cases with no recorded run), or --again",
         description="Run the cases of a published version that have no recorded run, as the history "
@@ -236,11 +261,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the pass's report as one JSON object")
     p.set_defaults(func=cmd_maintenance)
 
+    from qsolve.providers.commands import add_commands as add_provider_commands
     from qsolve.receipts.commands import add_commands as add_receipt_commands
     from storage.trackrecord.commands import add_commands as add_trackrecord_commands
 
     add_trackrecord_commands(sub)
     add_receipt_commands(sub)
+    add_provider_commands(sub)
 
     p = sub.add_parser("check", help="the submission checks of every case, as the platform runs them")
     p.add_argument("dir", metavar="DIR")

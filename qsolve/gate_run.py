@@ -124,15 +124,18 @@ def run_gates(
 
 def run_one(
     root: Path, index: int, target: str, emit: Emit, proceed: Callable[[dict[str, Any]], bool],
-    start: Start,
+    start: Start, *, on_target: bool = False,
 ) -> CaseResult | None:
     """One case, ``cases[index]``, as a platform run: its estimate first (emitted, and given to
     ``proceed``), then, if ``proceed(event)``, the case. ``None`` when the run was not allowed to go on.
-    Cases are found by position: two may share a name (on different targets)."""
+    Cases are found by position: two may share a name (on different targets). ``on_target`` runs the
+    case on ``target`` instead of its own."""
     workflow = load_workflow(root)
     if not 0 <= index < len(workflow.cases.cases):
         raise LookupError(f"no cases[{index}]: {len(workflow.cases.cases)} cases")
     case = workflow.cases.cases[index]
+    if on_target:  # qsolve run --target: the case on that target, whatever its own
+        case = case.model_copy(update={"target": target})
     runner = Runner(workflow, target, start)
     said, error = runner.estimate(case)
     event = {"event": "estimate", "estimate": said, "error": error}

@@ -46,6 +46,49 @@ def _result(passed: bool, message: str | None) -> str:
     return f"[red]FAIL[/red] {(message or '').removeprefix('FAIL ')}"
 
 
+def case_table(cases) -> Table:
+    """The cases as ``qsolve test`` and ``qsolve run`` show them: one row each."""
+    table = Table(title="Cases", title_justify="left")
+    for col in (
+        "case",
+        "target",
+        "result",
+        "quantum",
+        "baseline",
+        "gap",
+        "accuracy",
+        "verdict",
+        "fidelity",
+        "2q gates",
+        "circuits",
+        "shots",
+    ):
+        table.add_column(col)
+    for c in cases:
+        result = _result(c.passed, c.message)
+        acc = (
+            ""
+            if c.accuracy is None
+            else _n(c.accuracy) + (f" ± {_n(c.accuracy_pm, '.2g')}" if c.accuracy_pm is not None else "")
+        )
+        verdict = {MATCHES: "matches", BELOW: "below"}.get(c.verdict or "", "")
+        table.add_row(
+            c.name,
+            c.target,
+            result,
+            _n(c.quantum),
+            _n(c.baseline),
+            _n(c.gap),
+            acc,
+            verdict,
+            _n(c.fidelity, ".3f"),
+            _n(c.max_two_qubit_gates, "d"),
+            str(c.circuits),
+            str(c.shots),
+        )
+    return table
+
+
 def show(report: ValidationReport, console: Console) -> None:
     console.print(f"[bold]{report.workflow or '?'}[/bold] {report.version or ''} on {report.target}")
     if report.checks.errors:
@@ -55,45 +98,7 @@ def show(report: ValidationReport, console: Console) -> None:
     for w in report.checks.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     if report.cases:
-        table = Table(title="Cases", title_justify="left")
-        for col in (
-            "case",
-            "target",
-            "result",
-            "quantum",
-            "baseline",
-            "gap",
-            "accuracy",
-            "verdict",
-            "fidelity",
-            "2q gates",
-            "circuits",
-            "shots",
-        ):
-            table.add_column(col)
-        for c in report.cases:
-            result = _result(c.passed, c.message)
-            acc = (
-                ""
-                if c.accuracy is None
-                else _n(c.accuracy) + (f" ± {_n(c.accuracy_pm, '.2g')}" if c.accuracy_pm is not None else "")
-            )
-            verdict = {MATCHES: "matches", BELOW: "below"}.get(c.verdict or "", "")
-            table.add_row(
-                c.name,
-                c.target,
-                result,
-                _n(c.quantum),
-                _n(c.baseline),
-                _n(c.gap),
-                acc,
-                verdict,
-                _n(c.fidelity, ".3f"),
-                _n(c.max_two_qubit_gates, "d"),
-                str(c.circuits),
-                str(c.shots),
-            )
-        console.print(table)
+        console.print(case_table(report.cases))
         console.print("[dim]verdict: matches / is below the best classical answer (the reference)[/dim]")
     if report.gates:
         table = Table(title="Gates", title_justify="left")

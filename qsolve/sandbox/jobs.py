@@ -238,6 +238,7 @@ def run_case_job(
     on_event: Event = lambda e: None,
     *,
     require_confinement: bool | None = None,
+    on_target: bool = False,
 ) -> Outcome:
     """One case, ``cases[case]``, as a platform run: its estimate asked first, ``approve(event)``
     decides (a credit hold, say) before anything of the case runs, and only then does it run. The
@@ -249,7 +250,7 @@ def run_case_job(
         from qsolve.gate_run import run_one
 
         _open(())
-        result = run_one(root, case, target, on_event, approve, processes.start)
+        result = run_one(root, case, target, on_event, approve, processes.start, on_target=on_target)
         return None if result is None else {"result": result.model_dump(mode="json")}
 
     require = confinement_required() if require_confinement is None else require_confinement

@@ -87,6 +87,16 @@ def open_target(spec: str, *, device_access: bool = False) -> Backend:
     return future.result()
 
 
+def use(backend: Backend) -> None:
+    """Make ``backend`` this process's target for its name (``qsolve run`` opens a ``provider:`` target
+    itself, with the person's confirmation and the host's key, and the case's run then finds it)."""
+    for device_access in (False, True):
+        future: Future = Future()
+        future.set_result(backend)
+        with _opening:
+            _opened[(backend.name, device_access)] = future
+
+
 def warm(specs: Iterable[str]) -> None:
     """Open now the targets these strings name (a fake device read from its cache, Aer imported), so
     that a job's first circuits do not wait for them; a target that does not open is left for its
@@ -126,5 +136,6 @@ __all__ = [
     "check_target",
     "device_of",
     "open_target",
+    "use",
     "warm",
 ]

@@ -99,8 +99,9 @@ class ProviderJobs(Store):
             finished_at=now(),
         )
 
-    def provider_job_ended(self, job_id: str, status: ProviderJobStatus, error: str) -> ProviderJob:
+    def provider_job_ended(self, job_id: str, status: ProviderJobStatus | str, error: str) -> ProviderJob:
         """``failed`` or ``cancelled``, with why; nothing sealed."""
+        status = S(status)
         if status not in (S.FAILED, S.CANCELLED):
             raise ValueError(f"a provider job ends failed or cancelled here, not {status}")
         return self._move(

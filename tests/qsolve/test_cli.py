@@ -69,8 +69,11 @@ def test_test_json_on_max_cut(capsys, monkeypatch) -> None:
             started.append(self)
             super().__init__()
 
+    from qsolve.sandbox import jobs
+
     monkeypatch.setattr(process, "JobProcess", Counted)
     monkeypatch.setattr("qsolve.sandbox.JobProcess", Counted)
+    monkeypatch.setattr(jobs, "JobProcess", process.JobProcess.__mro__[1])  # the rerun's own: not counted
     assert main(["test", MAX_CUT, "--json"]) == 0
     assert len(started) == 1  # the child started ahead is the one that runs the job
     assert started[0].memory_mb == 2048

@@ -1,0 +1,285 @@
+"""``qsolve providers ...`` (DESIGN.md §5; issue 12): bring a device, check it, follow its jobs.
+
+    qsolve providers add NAME --http URL [--credential-env VAR] [--timeout S] [--setting K=V ...]
+    qsolve providers add NAME --process [--credential-env VAR] [--timeout S] -- COMMAND ARG...
+    qsolve providers list | remove NAME | describe NAME
+    qsolve providers follow JOB [--resubmit] [--yes]
+    qsolve providers test NAME [--yes]
+    qsolve providers reference --stdio | --http ADDR [--unpriced] [--qubits N] [--basis B] [--connectivity C]
+
+Exit codes: 0 done, 1 a provider or a job failed, 2 misuse or unreadable input. A credential is read
+from the environment variable ``--credential-env`` names, once, and kept in the keychain or an
+owner-only file: never from the command line, and never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+SPENDS = "can spend money on the provider's account: a job that is not free is sent only with --yes or a yes"
+
+
+def add_commands(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "providers", help="bring your own device over wai.quantum.provider/1 (docs/providers.md)"
+    )
+    sub = p.add_subparsers(dest="providers_command", required=True, metavar="COMMAND")
+
+    a = sub.add_parser("add", help="add (or replace) a provider in QSOLVE_HOME/providers.yaml")
+    a.add_argument("name", metavar="NAME")
+    where = a.add_mutually_exclusive_group(required=True)
+    where.add_argument("--http", metavar="URL", help="its endpoint: one URL, POST, JSON")
+    where.add_argument("--process", action="store_true", help="a local program: give it after --")
+    a.add_argument(
+        "--credential-env", metavar="VAR", help="read its credential from this environment variable, once"
+    )
+    a.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds for each answer (60)")
+    a.add_argument("--setting", action="append", default=[], metavar="K=V", help="a non-secret setting")
+    a.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARG...")
+    a.set_defaults(func=cmd_add)
+
+    x = sub.add_parser("list", help="the providers, where each is and where its credential is kept")
+    x.set_defaults(func=cmd_list)
+    x = sub.add_parser("remove", help="remove a provider and its stored credential")
+    x.add_argument("name", metavar="NAME")
+    x.set_defaults(func=cmd_remove)
+    x = sub.add_parser("describe", help="ask a provider to describe its device")
+    x.add_argument("name", metavar="NAME")
+    x.set_defaults(func=cmd_describe)
+
+    x = sub.add_parser("follow", help=f"read a recorded provider job later, from any process; {SPENDS}")
+    x.add_argument("job", metavar="JOB", help="the job's record id (qsolve run and errors print it)")
+    x.add_argument("--resubmit", action="store_true", help="send again a job whose submit did not complete")
+    x.add_argument("--yes", action="store_true", help="confirm the spend of a resubmitted job, for it only")
+    x.set_defaults(func=cmd_follow)
+
+    x = sub.add_parser("test", help=f"the conformance checker; {SPENDS}")
+    x.add_argument("name", metavar="NAME")
+    x.add_argument("--yes", action="store_true", help="allow the spend of the checker's jobs, this once")
+    x.set_defaults(func=cmd_test)
+
+    x = sub.add_parser(
+        "reference", help="the reference provider (qiskit-aer's exact simulator): the template to copy"
+    )
+    x.add_argument("args", nargs=argparse.REMAINDER, metavar="--stdio | --http ADDR ...")
+    x.set_defaults(func=cmd_reference)
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> int:
+    print(f"qsolve providers: {message}", file=sys.stderr)
+    return code
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from qsolve.providers.credentials import CredentialStore, Secret
+    from qsolve.providers.registry import ProviderEntry, Registry, RegistryError
+
+    command = [c for c in args.command if c != "--"] if args.command[:1] == ["--"] else args.command
+    if args.process and not command:
+        return _fail(
+            "--process needs the provider's program after --: providers add NAME --process -- CMD ARG"
+        )
+    if args.http and command:
+        return _fail(f"--http takes no command: {' '.join(command)!r}")
+    settings = {}
+    for item in args.setting:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            return _fail(f"--setting {item!r}: give KEY=VALUE")
+        settings[key] = value
+    secret = None
+    if args.credential_env:
+        value = os.environ.get(args.credential_env)
+        if not value:
+            return _fail(f"--credential-env {args.credential_env}: that environment variable is not set")
+        secret = Secret(value)
+    try:
+        entry = ProviderEntry(
+            transport="http" if args.http else "process",
+            url=args.http,
+            command=tuple(command),
+            settings=settings,
+            timeout_s=args.timeout,
+            credential=secret is not None,
+        )
+        registry = Registry()
+        store = CredentialStore(registry.home)
+        if secret is not None:
+            stored = store.put(args.name, secret)
+        else:
+            store.remove(args.name)
+            stored = None
+        registry.put(args.name, entry)
+    except (ValueError, RegistryError) as e:
+        return _fail(str(e).splitlines()[0] if "validation error" not in str(e) else _first_error(e))
+    print(f"added provider {args.name} ({entry.transport}: {entry.describe_where()}) to {registry.path}")
+    print(f"  its credential is in {stored.label}" if stored else "  it has no credential")
+    print(f"  next: qsolve providers test {args.name}")
+    return EXIT_OK
+
+
+def _first_error(e: Exception) -> str:
+    errors = getattr(e, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        return f"{'.'.join(str(x) for x in first['loc']) or 'provider'}: {first['msg']}"
+    return str(e)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from qsolve.providers.credentials import CredentialStore
+    from qsolve.providers.registry import Registry, RegistryError
+
+    registry = Registry()
+    try:
+        entries = registry.load()
+    except RegistryError as e:
+        return _fail(str(e))
+    if not entries:
+        print(f"no providers in {registry.path}: qsolve providers add NAME --http URL | --process -- CMD")
+        return EXIT_OK
+    store = CredentialStore(registry.home)
+    for name, entry in entries.items():
+        where = store.where(name) if entry.credential else None
+        kept = where.label if where else ("MISSING: add it again" if entry.credential else "no credential")
+        print(f"{name}  {entry.transport}  {entry.describe_where()}  credential: {kept}")
+    return EXIT_OK
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    from qsolve.providers.credentials import CredentialStore
+    from qsolve.providers.registry import Registry
+
+    registry = Registry()
+    removed = registry.remove(args.name)
+    CredentialStore(registry.home).remove(args.name)
+    if not removed:
+        return _fail(f"no provider named {args.name!r} in {registry.path}")
+    print(f"removed provider {args.name} and its stored credential")
+    return EXIT_OK
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    from qsolve.providers.connect import open_client
+    from qsolve.providers.errors import ProviderError
+    from qsolve.providers.registry import RegistryError
+
+    try:
+        client, _ = open_client(args.name)
+    except RegistryError as e:
+        return _fail(str(e))
+    try:
+        described = client.describe()
+    except ProviderError as e:
+        return _fail(str(e), EXIT_FAILED)
+    finally:
+        client.close()
+    print(json.dumps(described.model_dump(mode="json", exclude_none=True), indent=2))
+    return EXIT_OK
+
+
+def session(name: str, *, yes: bool, run_id: str | None = None, home: Path | None = None):
+    """A provider session for platform code: its client, the state database as its book, the host's
+    key, blobs as the keeper of sealed jobs, and this run's confirmation (``--yes``, or a question
+    when standard input is a terminal)."""
+    from qsolve.home import qsolve_home
+    from qsolve.providers.connect import open_client
+    from qsolve.providers.jobs import Confirmation, ProviderSession
+    from qsolve.receipts.keys import load_host_key
+    from storage.blobs import BlobStore
+    from storage.state import connect
+
+    home = home or qsolve_home()
+    client, entry = open_client(name, home)
+    blobs = BlobStore(home)
+
+    def keep(text: str) -> tuple[str, str]:
+        digest = blobs.put(text.encode("utf-8"))
+        return digest, str(blobs.path(digest))
+
+    ask = _ask if sys.stdin.isatty() and not yes else None
+    return ProviderSession(
+        name=name,
+        kind=entry.transport,
+        client=client,
+        book=connect(home=home),
+        signer=load_host_key(home),
+        keep=keep,
+        confirmation=Confirmation(yes=yes, ask=ask),
+        tell=lambda line: print(line, file=sys.stderr),
+        run_id=run_id,
+    )
+
+
+def _ask(question: str) -> bool:
+    print(question + " [y/N] ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def cmd_follow(args: argparse.Namespace) -> int:
+    from qsolve.providers.errors import ProviderError
+    from qsolve.providers.jobs import JobStopped
+    from qsolve.providers.registry import RegistryError
+    from storage.state import NotFound, connect
+
+    with connect() as db:
+        try:
+            job = db.get_provider_job(args.job)
+        except NotFound as e:
+            return _fail(str(e))
+    if job.status in ("done", "failed", "cancelled"):
+        print(f"provider job {job.id} ({job.provider}, its id {job.job or 'never given'}): {job.status}")
+        if job.error:
+            print(f"  {job.error}")
+        if job.receipt:
+            from storage.blobs import BlobStore
+            from storage.state import qsolve_home
+
+            print(f"  receipt: {BlobStore(qsolve_home()).path(job.receipt)} (qsolve verify it)")
+        return EXIT_OK if job.status == "done" else EXIT_FAILED
+    try:
+        s = session(job.provider, yes=args.yes, run_id=job.run_id)
+    except RegistryError as e:
+        return _fail(str(e))
+    try:
+        if job.status == "recorded":
+            return _fail(f"provider job {job.id} was recorded and never sent: nothing to follow", EXIT_FAILED)
+        if job.status == "submitting":
+            if not args.resubmit:
+                return _fail(
+                    f"provider job {job.id}: its submit did not complete, so {job.provider} may have taken "
+                    "(and billed) it; nothing was sent again. --resubmit sends it again "
+                    "(with --yes for a job that is not free)",
+                    EXIT_FAILED,
+                )
+            free = bool(job.context.get("cost", {}).get("free"))
+            if not free and not s.confirmation.confirm(f"provider {job.provider}: send job {job.id} again?"):
+                return _fail("not confirmed: nothing was sent", EXIT_FAILED)
+            sealed = s.submit_again(job.id)
+        else:
+            sealed = s.follow(job.id)
+    except (JobStopped, ProviderError) as e:
+        return _fail(str(e), EXIT_FAILED)
+    finally:
+        s.client.close()
+        s.book.close()
+    print(f"provider job {job.id}: done; receipt {sealed.path}")
+    return EXIT_OK
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    from qsolve.providers.conformance import run_checks
+
+    return run_checks(args.name, yes=args.yes)
+
+
+def cmd_reference(args: argparse.Namespace) -> int:
+    from qsolve.providers.reference import main
+
+    return main(args.args)

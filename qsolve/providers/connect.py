@@ -1,0 +1,34 @@
+"""A provider opened from ``providers.yaml``: its transport, its credential from the store (handed to
+that transport only), and a client that names it in every error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qsolve.home import qsolve_home
+from qsolve.providers.credentials import CredentialStore
+from qsolve.providers.registry import ProviderEntry, Registry
+
+
+def open_client(name: str, home: Path | None = None, *, entry: ProviderEntry | None = None):
+    """``(client, entry)`` for the provider named ``name``; the caller closes the client."""
+    from qsolve.providers.client import ProviderClient
+
+    home = home or qsolve_home()
+    entry = entry or Registry(home).get(name)
+    secret = CredentialStore(home).get(name) if entry.credential else None
+    credential = secret.reveal() if secret is not None else None
+    if entry.transport == "http":
+        from qsolve.providers.over_http import HttpTransport
+
+        transport = HttpTransport(entry.url, credential=credential)
+    else:
+        from qsolve.providers.over_process import ProcessTransport
+
+        logs = home / "providers" / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        transport = ProcessTransport(entry.command, credential=credential, log_path=logs / f"{name}.log")
+    client = ProviderClient(
+        name, transport, settings=entry.settings or None, credential=credential, timeout=entry.timeout_s
+    )
+    return client, entry

@@ -1,0 +1,309 @@
+"""One circuit as a provider job, from platform code (quantum-provider-protocol §1, §5, §5.7, §7, §8).
+
+In this order, and never otherwise:
+
+1. the circuit is compiled to the device as its ``describe`` answer describes it and checked against
+   the circuit (a program that fails the check is never sent);
+2. the job is estimated, and the estimate, or that its cost is unknown, is told to the person;
+3. a job that is not free goes on only with the person's confirmation for this run;
+4. the device is described again: a description that changed since the program was compiled against
+   it stops the job (nothing is sent);
+5. the job is recorded in the state database, ``submitting`` is set, the submit is sent, and the
+   provider's id is stored as soon as it is given. A submit that did not complete stays
+   ``submitting``: it is never sent again without the person's word (``qsolve providers follow``);
+6. the job is followed to its end (never cancelled because the client stopped waiting: past the
+   wait, the person is told how to follow it later);
+7. its answer is checked (counts that sum to neither the shots nor ``accepted_shots`` are refused,
+   and nothing is sealed), sealed with the host's key, kept, and the record marked done.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from qiskit import QuantumCircuit
+
+from qsolve.errors import QsolveError
+from qsolve.providers.errors import ProviderError
+from qsolve.providers.sealing import (
+    compiled_member,
+    describe_digest,
+    provider_request,
+    provider_result,
+)
+
+WAIT_S = 600.0  # how long one command follows a job before it says how to follow it later
+POLL_S = 0.2
+
+
+class JobBook(Protocol):
+    """Where provider jobs are recorded (the state database's ``ProviderJobs``)."""
+
+    def record_provider_job(self, provider, program, description, shots, *, seed, context, run_id): ...
+    def get_provider_job(self, job_id): ...
+    def provider_job_submitting(self, job_id): ...
+    def provider_job_resubmitting(self, job_id): ...
+    def provider_job_submitted(self, job_id, job): ...
+    def provider_job_polled(self, job_id): ...
+    def provider_job_done(self, job_id, answer, receipt): ...
+    def provider_job_ended(self, job_id, status, error): ...
+
+
+class JobStopped(QsolveError):
+    """A provider job that did not give counts; the message says why and what to do."""
+
+    def __init__(self, message: str, *, record: str | None = None) -> None:
+        super().__init__(message)
+        self.record = record
+
+
+class NotConfirmed(JobStopped):
+    """A job that is not free, and no confirmation for this run: nothing was submitted."""
+
+
+class StillRunning(JobStopped):
+    """A job past this command's wait: recorded, and followed later (never cancelled for it)."""
+
+
+class SubmitIncomplete(JobStopped):
+    """A submit whose answer never came: the provider may have taken it."""
+
+
+@dataclass
+class Confirmation:
+    """The person's confirmation for one run: ``yes`` (``--yes`` on that command), or ``ask``, a
+    question put to them (an interactive yes), or neither. Never remembered across runs."""
+
+    yes: bool = False
+    ask: Callable[[str], bool] | None = None
+    given: list[str] = field(default_factory=list)
+
+    def confirm(self, question: str) -> bool:
+        if self.yes:
+            self.given.append(question)
+            return True
+        if self.ask is not None and self.ask(question):
+            self.given.append(question)
+            return True
+        return False
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """A provider job's counts and its sealed receipt."""
+
+    record: str
+    counts: dict[str, int]
+    job: dict[str, Any]  # {"request", "result"} with the receipt
+    digest: str  # where it was kept (a blob digest)
+    path: str
+
+
+@dataclass
+class ProviderSession:
+    """What one provider's jobs need from the platform: its client, its name and kind, the book,
+    the host's signer, where a sealed job is kept, the person's confirmation, and who is told what."""
+
+    name: str
+    kind: str  # "http" or "process"
+    client: Any  # a ProviderClient
+    book: JobBook
+    signer: Any  # the host key (qsolve.receipts.keys.HostKey)
+    keep: Callable[[str], tuple[str, str]]  # sealed job text -> (digest, path)
+    confirmation: Confirmation
+    tell: Callable[[str], None] = print
+    wait_s: float = WAIT_S
+    run_id: str | None = None
+    _description: dict[str, Any] | None = None
+
+    def description(self) -> dict[str, Any]:
+        if self._description is None:
+            self._description = self.client.describe().model_dump(mode="json", exclude_none=True)
+        return self._description
+
+    def device(self):
+        from qsolve.providers.messages import Description
+
+        return Description.model_validate(self.description()).device()
+
+    def compile(self, circuit: QuantumCircuit, seed: int = 0):
+        """The circuit compiled to this provider's device and checked against it."""
+        from qsolve.providers.compiler import compile_circuit
+
+        return compile_circuit(circuit, self.device(), seed=seed)
+
+    def run(self, circuit: QuantumCircuit, shots: int, seed: int | None = None, compiled=None) -> Sealed:
+        described = self.description()
+        compiled = compiled or self.compile(circuit, seed or 0)
+        program = compiled.program.model_dump(mode="json", exclude_none=True)
+        estimate, free = self._estimate(program, shots, described)
+        if not free and not self.confirmation.confirm(
+            f"provider {self.name}: {_estimate_text(estimate)} for {shots} shots of one circuit. Submit it?"
+        ):
+            raise NotConfirmed(
+                f"provider {self.name}: the job is not free ({_estimate_text(estimate)}) and this run has "
+                "no confirmation (--yes, or yes when asked): nothing was submitted"
+            )
+        again = self.client.describe().model_dump(mode="json", exclude_none=True)
+        if describe_digest(again) != describe_digest(described):
+            raise JobStopped(
+                f"provider {self.name}: describe changed between estimate and submit (the program was "
+                "compiled against the earlier description): nothing was submitted"
+            )
+        context = {
+            "name": self.name,
+            "kind": self.kind,
+            "request": provider_request(self.name, _qasm3(circuit), shots, seed),
+            "compiled": compiled_member(compiled, program["qasm3"]),
+            "cost": {"free": free, "estimate": estimate},
+            "circuit_qpy": _qpy(circuit),
+        }
+        record = self.book.record_provider_job(
+            self.name, program, described, shots, seed=seed, context=context, run_id=self.run_id
+        )
+        return self.submit(record.id, program, shots, seed)
+
+    def submit(self, record: str, program: dict[str, Any], shots: int, seed: int | None) -> Sealed:
+        self.book.provider_job_submitting(record)
+        return self._send(record, program, shots, seed)
+
+    def submit_again(self, record: str) -> Sealed:
+        """Send again a job whose submit did not complete: only on the person's word (the caller's)."""
+        job = self.book.provider_job_resubmitting(record)
+        return self._send(record, job.program, job.shots, job.seed)
+
+    def _send(self, record: str, program: dict[str, Any], shots: int, seed: int | None) -> Sealed:
+        try:
+            job = self.client.submit(program, shots, seed=seed)
+        except ProviderError as e:
+            if e.code in ("transport", "timeout", "protocol"):
+                raise SubmitIncomplete(
+                    f"{e}; the submit did not complete and the provider may have taken it: recorded as "
+                    f"{record}; `qsolve providers follow {record}` says what is known, and only "
+                    f"`qsolve providers follow {record} --resubmit --yes` sends it again",
+                    record=record,
+                ) from None
+            self.book.provider_job_ended(record, "failed", str(e))
+            raise JobStopped(str(e), record=record) from None
+        self.book.provider_job_submitted(record, job)
+        return self.follow(record)
+
+    def follow(self, record: str) -> Sealed:
+        """Follow a submitted job to its end, then read, check, seal and keep its counts."""
+        from qsolve.receipts.seal import seal
+
+        job = self.book.get_provider_job(record)
+        if job.status != "submitted":
+            raise JobStopped(f"provider job {record} is {job.status}: there is nothing to follow")
+        deadline = time.monotonic() + self.wait_s
+        polls = job.polls
+        while True:
+            status = self.client.status(job.job)
+            polls += 1
+            self.book.provider_job_polled(record)
+            if status.status == "done":
+                break
+            if status.status in ("failed", "cancelled"):
+                why = f"provider {self.name}: job {job.job} {status.status}" + (
+                    f": {status.reason}" if status.reason else ""
+                )
+                self.book.provider_job_ended(record, status.status, why)
+                raise JobStopped(why + ": nothing was sealed", record=record)
+            if time.monotonic() > deadline:
+                raise StillRunning(
+                    f"provider {self.name}: job {job.job} is still {status.status} after {self.wait_s:g} s; "
+                    f"it was not cancelled: `qsolve providers follow {record}` reads it later",
+                    record=record,
+                )
+            time.sleep(POLL_S)
+        try:
+            answer = self.client.result(job.job, job.shots)
+        except ProviderError as e:
+            if e.code in ("transport", "timeout"):
+                raise StillRunning(
+                    f"{e}; the job is recorded as {record}: `qsolve providers follow {record}`",
+                    record=record,
+                ) from None
+            self.book.provider_job_ended(record, "failed", f"{e}: nothing was sealed")
+            raise JobStopped(f"{e}: nothing was sealed", record=record) from None
+        given = answer.model_dump(mode="json", exclude_none=True)
+        context = job.context
+        result = provider_result(
+            name=context["name"],
+            kind=context["kind"],
+            describe=job.description,
+            compiled=context["compiled"],
+            job=job.job,
+            polls=polls,
+            answer=given,
+            shots=job.shots,
+            circuit=circuit_of(context),
+            cost=context["cost"],
+        )
+        sealed = seal(context["request"], result, self.signer)
+        digest, path = self.keep(job_text(sealed))
+        self.book.provider_job_done(record, given, digest)
+        return Sealed(record, {k: int(v) for k, v in given["counts"].items()}, sealed, digest, path)
+
+    def _estimate(
+        self, program: dict[str, Any], shots: int, described: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], bool]:
+        """The estimate as it is shown and sealed, and whether the job is free (§7)."""
+        from qsolve.providers.messages import read_billing
+
+        try:
+            estimate = self.client.estimate(program, shots)
+        except ProviderError as e:
+            if e.code != "unsupported":
+                raise
+            billing = read_billing(described.get("billing"))
+            if billing.kind == "free":
+                shown = {"free": True, "note": "no estimate: the device's billing says it is free"}
+                self.tell(f"provider {self.name}: free (its billing says so; it gives no estimate)")
+                return shown, True
+            shown = {"unknown": "the provider gives no estimate, and its billing sets no price it states"}
+            self.tell(f"provider {self.name}: the cost is unknown (no estimate)")
+            return shown, False
+        shown = estimate.shown()
+        self.tell(f"provider {self.name}: {_estimate_text(shown)}")
+        return shown, estimate.kind == "free"
+
+
+def _estimate_text(estimate: Mapping[str, Any]) -> str:
+    if estimate.get("free") is True:
+        return "free"
+    if "amount" in estimate:
+        least = "at least " if estimate.get("at_least") else ""
+        unit = f" (billed by {estimate['unit']})" if estimate.get("unit") else ""
+        return f"costs {least}{estimate['amount']} {estimate['currency']}{unit}"
+    return f"the cost is unknown ({estimate.get('unknown', 'no price is set')})"
+
+
+def _qasm3(circuit: QuantumCircuit) -> str:
+    from qiskit import qasm3
+
+    return qasm3.dumps(circuit)
+
+
+def _qpy(circuit: QuantumCircuit) -> str:
+    from qiskit import qpy
+
+    buffer = io.BytesIO()
+    qpy.dump(circuit, buffer)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def circuit_of(context: Mapping[str, Any]) -> QuantumCircuit:
+    from qiskit import qpy
+
+    return qpy.load(io.BytesIO(base64.b64decode(context["circuit_qpy"])))[0]
+
+
+def job_text(job: Mapping[str, Any]) -> str:
+    return json.dumps(job, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,89 @@
+"""``qsolve run DIR --case NAME --target T [--yes] [--json]``: one case of a workflow, outside
+validation, on any target, a ``provider:<name>`` among them (issue 12, item 11).
+
+The case is priced first (its ``estimate()``, asked in the sandbox's workflow process, and the
+platform's price table); on a provider each job's own estimate, or that its cost is unknown, is shown
+before it is sent, and a job that is not free is sent only with ``--yes`` or a yes when asked. The
+methods run in the workflow process; compiling, sending, sealing and scoring are platform code. The
+result is printed like ``qsolve test``'s cases, with the receipts of the provider jobs. Nothing is
+recorded in the track record.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from qsolve.targets import check_target
+
+SPENDS = "on a provider:<name> target this can spend money on the provider's account"
+
+
+def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json: bool) -> int:
+    from rich.console import Console
+
+    from qsolve.results import CaseResult
+    from qsolve.sandbox import Limits, run_case_job
+    from qsolve.workflow import load_workflow
+
+    err = Console(stderr=True, highlight=False)
+    workflow = load_workflow(root)
+    matches = [i for i, c in enumerate(workflow.cases.cases) if c.name == case_name]
+    if not matches:
+        names = ", ".join(c.name for c in workflow.cases.cases)
+        raise LookupError(f"no case named {case_name!r} in {root}/benchmarks/cases.yaml (cases: {names})")
+    index = matches[0]
+    if len(matches) > 1:
+        err.print(f"[yellow]{len(matches)} cases are named {case_name}: running cases[{index}][/yellow]")
+    backend = None
+    if target.startswith("provider:"):
+        from qsolve.providers.commands import session
+        from qsolve.targets import use
+        from qsolve.targets.provider import ProviderBackend
+
+        backend = ProviderBackend(session(target.split(":", 1)[1], yes=yes))
+        use(backend)
+
+    def approve(event: dict[str, Any]) -> bool:
+        said, error = event.get("estimate") or {}, event.get("error")
+        if error:
+            err.print(f"price: unknown ({error})")
+        elif "circuits" in said and "shots" in said:
+            err.print(f"price: the workflow estimates {said['circuits']} circuits and {said['shots']} shots")
+        else:
+            err.print("price: the workflow gives no estimate")
+        if backend is not None:
+            err.print(f"each job on {target} is priced by the provider before it is sent")
+        return True
+
+    limits = Limits.of(workflow.manifest.resources)
+    try:
+        outcome = run_case_job(root, index, target, limits, approve, on_target=True)
+    finally:
+        if backend is not None:
+            backend.session.client.close()
+            backend.session.book.close()
+    receipts = [job.path for job in backend.sealed] if backend is not None else []
+    if outcome.report is None:
+        print(f"qsolve run: {case_name} on {target} did not run: {outcome.died}", file=sys.stderr)
+        return 1
+    result = CaseResult.model_validate(outcome.report["result"])
+    if as_json:
+        print(json.dumps({"case": result.summary(), "receipts": receipts}, indent=2))
+    else:
+        from qsolve.report_view import case_table
+
+        console = Console(width=None if sys.stdout.isatty() else 140)
+        console.print(case_table([result]))
+        for path in receipts:
+            console.print(f"receipt: {path}  (qsolve verify {path})", highlight=False)
+        if backend is not None and not receipts:
+            console.print("no provider job was sent", highlight=False)
+    return 0 if result.passed else 1
+
+
+def checked_target(target: str) -> str:
+    check_target(target)
+    return target
