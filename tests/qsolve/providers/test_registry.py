@@ -1,0 +1,44 @@
+"""providers.yaml: entries checked, written whole, errors naming the file and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qsolve.providers.registry import ProviderEntry, Registry, RegistryError
+
+
+def test_entries_round_trip_and_say_nothing_secret(tmp_path: Path) -> None:
+    registry = Registry(tmp_path)
+    registry.put("ref", ProviderEntry(transport="process", command=("python", "-m", "ref", "--stdio")))
+    registry.put("lab", ProviderEntry(transport="http", url="https://lab.example/wai", credential=True))
+    assert registry.load() == {
+        "lab": ProviderEntry(transport="http", url="https://lab.example/wai", credential=True),
+        "ref": ProviderEntry(transport="process", command=("python", "-m", "ref", "--stdio")),
+    }
+    assert registry.remove("ref") and not registry.remove("ref")
+    assert list(registry.load()) == ["lab"]
+    assert [p.name for p in tmp_path.iterdir()] == ["providers.yaml"]
+
+
+def test_a_credential_over_plain_http_goes_only_to_this_machine() -> None:
+    with pytest.raises(ValueError, match="a credential goes over https:// only, or to this machine"):
+        ProviderEntry(transport="http", url="http://lab.example/wai", credential=True)
+    for url in ("http://127.0.0.1:8080/", "http://localhost/", "http://[::1]:9/"):
+        assert ProviderEntry(transport="http", url=url, credential=True).url == url
+
+
+def test_a_bad_entry_names_the_file_and_the_key(tmp_path: Path) -> None:
+    (tmp_path / "providers.yaml").write_text("providers:\n  ref:\n    transport: process\n    colour: red\n")
+    with pytest.raises(RegistryError, match=r"providers.yaml: providers.ref.colour: Extra inputs"):
+        Registry(tmp_path).load()
+    (tmp_path / "providers.yaml").write_text("providers: [1, 2]\n")
+    with pytest.raises(RegistryError, match="not a mapping of names to providers"):
+        Registry(tmp_path).load()
+
+
+def test_an_unknown_provider_lists_the_known_ones(tmp_path: Path) -> None:
+    Registry(tmp_path).put("ref", ProviderEntry(transport="process", command=("x",)))
+    with pytest.raises(RegistryError, match="no provider named 'lab' .*; known: ref"):
+        Registry(tmp_path).get("lab")
