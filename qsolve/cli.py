@@ -277,8 +277,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # what follows ``--`` is a program and its arguments (providers add NAME --process -- CMD ARG...):
+    # argparse's nested subcommands do not pass ``--`` through, so it is taken off here
+    after = argv[argv.index("--") + 1 :] if "--" in argv else None
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(argv if after is None else argv[: argv.index("--")])
+        if after is not None:
+            if not isinstance(getattr(args, "command", None), list):
+                parser.error(f"unrecognized arguments: -- {' '.join(after)}")
+            args.command = after
     except SystemExit as e:  # argparse exits 2 on misuse, 0 on --help
         return int(e.code or 0)
     try:

@@ -16,8 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from qsolve.targets import check_target
-
 SPENDS = "on a provider:<name> target this can spend money on the provider's account"
 
 
@@ -77,13 +75,22 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
 
         console = Console(width=None if sys.stdout.isatty() else 140)
         console.print(case_table([result]))
-        for path in receipts:
-            console.print(f"receipt: {path}  (qsolve verify {path})", highlight=False)
-        if backend is not None and not receipts:
-            console.print("no provider job was sent", highlight=False)
+        if backend is not None:
+            label = _label(backend.session.description())
+            print(
+                f"{len(receipts)} provider jobs sent to {target}, their counts {label}"
+                if receipts
+                else f"no provider job was sent to {target}"
+            )
+            for path in receipts:
+                print(f"  receipt: {path}")
+            if receipts:
+                print(f"  each checks with: qsolve verify {receipts[0]}")
     return 0 if result.passed else 1
 
 
-def checked_target(target: str) -> str:
-    check_target(target)
-    return target
+def _label(described: dict[str, Any]) -> str:
+    """How the counts are labelled wherever they are shown: ``simulated`` unless silicon measured them."""
+    if described.get("provenance") == "silicon":
+        return "measured by the provider's processor (its word, sealed)"
+    return f"simulated (the provider's device is a {described.get('provenance')}), not measured"

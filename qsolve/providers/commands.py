@@ -41,7 +41,7 @@ def add_commands(subparsers: Any) -> None:
     )
     a.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds for each answer (60)")
     a.add_argument("--setting", action="append", default=[], metavar="K=V", help="a non-secret setting")
-    a.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARG...")
+    a.add_argument("command", nargs="*", metavar="-- COMMAND ARG...")
     a.set_defaults(func=cmd_add)
 
     x = sub.add_parser("list", help="the providers, where each is and where its credential is kept")

@@ -124,7 +124,7 @@ class ProviderSession:
 
     def description(self) -> dict[str, Any]:
         if self._description is None:
-            self._description = self.client.describe().model_dump(mode="json", exclude_none=True)
+            self._description = self.client.describe().answer
         return self._description
 
     def device(self):
@@ -150,7 +150,7 @@ class ProviderSession:
                 f"provider {self.name}: the job is not free ({_estimate_text(estimate)}) and this run has "
                 "no confirmation (--yes, or yes when asked): nothing was submitted"
             )
-        again = self.client.describe().model_dump(mode="json", exclude_none=True)
+        again = self.client.describe().answer
         if describe_digest(again) != describe_digest(described):
             raise JobStopped(
                 f"provider {self.name}: describe changed between estimate and submit (the program was "
@@ -160,7 +160,7 @@ class ProviderSession:
             "name": self.name,
             "kind": self.kind,
             "request": provider_request(self.name, _qasm3(circuit), shots, seed),
-            "compiled": compiled_member(compiled, program["qasm3"]),
+            "compiled": compiled_member(compiled),
             "cost": {"free": free, "estimate": estimate},
             "circuit_qpy": _qpy(circuit),
         }

@@ -65,7 +65,9 @@ def ideal_of(circuit: QuantumCircuit, counts: Mapping[str, int]) -> dict[str, An
     """The circuit's exact distribution set beside the counts' frequencies (§8.1 ``ideal``)."""
     if circuit.num_qubits > IDEAL_QUBITS:
         return {"computed": False, "why": f"{circuit.num_qubits} qubits: computed up to {IDEAL_QUBITS}"}
-    p = exact_distribution(circuit)
+    from qsolve.providers.compiler import ideal_distribution
+
+    p = {k: v for k, v in ideal_distribution(circuit).items() if v > 1e-12}
     total = sum(counts.values())
     q = {k: v / total for k, v in counts.items()}
     tvd = 0.5 * sum(abs(q.get(k, 0.0) - p.get(k, 0.0)) for k in set(p) | set(q))
@@ -78,28 +80,6 @@ def ideal_of(circuit: QuantumCircuit, counts: Mapping[str, int]) -> dict[str, An
         "sampling_tvd_expected": sampling,
         "ideal_outcomes": len(p),
     }
-
-
-def exact_distribution(circuit: QuantumCircuit, cutoff: float = 1e-12) -> dict[str, float]:
-    """Outcomes over the circuit's classical bits (highest first) and their exact probabilities."""
-    from qiskit.quantum_info import Statevector
-
-    measured: dict[int, int] = {}  # clbit -> qubit
-    for instruction in circuit.data:
-        if instruction.operation.name == "measure":
-            measured[circuit.find_bit(instruction.clbits[0]).index] = circuit.find_bit(
-                instruction.qubits[0]
-            ).index
-    bits = circuit.num_clbits
-    probabilities = Statevector(circuit.remove_final_measurements(inplace=False)).probabilities_dict()
-    out: dict[str, float] = {}
-    for state, prob in probabilities.items():
-        if prob <= cutoff:
-            continue
-        qubit_values = state[::-1]  # qiskit's strings are highest qubit first
-        outcome = "".join(qubit_values[measured[b]] if b in measured else "0" for b in reversed(range(bits)))
-        out[outcome] = out.get(outcome, 0.0) + prob
-    return out
 
 
 def listed_counts(counts: Mapping[str, int]) -> tuple[dict[str, int], int, int]:
@@ -180,22 +160,10 @@ def provider_result(
     return result
 
 
-def compiled_member(
-    compiled: Any, qasm3: str, *, placement: str = "the transpiler's layout on the described coupling map"
-) -> dict[str, Any]:
-    """§8.1's ``compiled``, from the compiler's output."""
-    return {
-        "basis": compiled.basis,
-        "qasm3": qasm3,
-        "program": blake3(qasm3.encode("utf-8")).hexdigest(),
-        "hash": "BLAKE3 of qasm3's UTF-8 bytes",
-        "native_gates": compiled.native_gates,
-        "two_qubit_gates": compiled.two_qubit_gates,
-        "swaps": compiled.swaps,
-        "layout": list(compiled.layout),
-        "final_layout": list(compiled.final_layout),
-        "checked": compiled.checked,
-        "placement": placement,
+def compiled_member(compiled: Any) -> dict[str, Any]:
+    """§8.1's ``compiled``, from the compiler's output, with how it was placed."""
+    return compiled.receipt_member() | {
+        "placement": "Qiskit's layout and routing on the described coupling map (no calibration read)"
     }
 
 
