@@ -1,4 +1,17 @@
 """Bring your own device: the ``wai.quantum.provider/1`` protocol (quantum-provider-protocol §0 to §9).
 
-device        what the compiler needs of a described device, and the basis it compiles to (§4, §5.1)
+device             what a compiler needs of a described device; §4's bases in order
+program            the wai.native/1 program: turns, gates, reading it as a provider must, its qasm3
+compiler           a Qiskit circuit compiled to a described device and checked against it
+messages           the six operations' requests and answers; billing, estimates and results as read
+errors             ProviderError: every failure names the provider and the operation, credentials out
+transport          what a transport is; over_http (one URL, POST, Bearer) and over_process (JSON lines)
+client             ProviderClient: the six operations over a transport
+reference          the reference provider around qiskit-aer's exact simulator (reference_options: its flags)
+credentials        the keychain where one answers, else an owner-only file
+registry           QSOLVE_HOME/providers.yaml;  connect: a client opened from it
+jobs               one circuit as a provider job: compile, estimate, confirm, record, submit, follow, seal
+sealing            the request and result a host seals for a provider's job (§8.1)
+conformance        the conformance checker and its vectors (qsolve providers test)
+commands           qsolve providers ...
 """

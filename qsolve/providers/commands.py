@@ -67,8 +67,10 @@ def add_commands(subparsers: Any) -> None:
     x = sub.add_parser(
         "reference", help="the reference provider (qiskit-aer's exact simulator): the template to copy"
     )
-    x.add_argument("args", nargs=argparse.REMAINDER, metavar="--stdio | --http ADDR ...")
-    x.set_defaults(func=cmd_reference)
+    from qsolve.providers.reference_options import add_arguments
+
+    add_arguments(x)
+    x.set_defaults(func=cmd_reference, parser=x)
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
@@ -280,6 +282,6 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 
 def cmd_reference(args: argparse.Namespace) -> int:
-    from qsolve.providers.reference import main
+    from qsolve.providers.reference import serve
 
-    return main(args.args)
+    return serve(args, args.parser)

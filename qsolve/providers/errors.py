@@ -1,0 +1,101 @@
+"""What goes wrong with a provider, as a person reads it (quantum-provider-protocol §3).
+
+Every error names the provider (the person's name for it) and the operation, and never quotes a
+credential: :func:`redact` takes the credential out of anything a provider said before it is raised,
+since a hostile or careless provider may echo it back.
+
+    ProviderError            ``provider ref: submit: unauthorized: wrong token``
+    └── code                 §3's codes, as the provider answered them, or the client's own:
+                             ``transport`` (the transport failed), ``protocol`` (an answer that breaks
+                             the protocol), ``timeout`` (no answer in time)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from qsolve.errors import QsolveError
+
+#: the codes a provider answers with (§3)
+PROVIDER_CODES = (
+    "invalid",
+    "unsupported",
+    "unsupported_version",
+    "unauthorized",
+    "not_found",
+    "refused",
+    "quota",
+    "unavailable",
+    "internal",
+)
+#: the codes the client gives a failure of its own
+CLIENT_CODES = ("transport", "protocol", "timeout")
+CODES = PROVIDER_CODES + CLIENT_CODES
+
+REDACTED = "[credential redacted]"
+
+
+def redact(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with every occurrence of each secret replaced (the longest first)."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def redact_value(value: Any, secrets: Iterable[str | None]) -> Any:
+    """A parsed JSON value with every string in it (keys included) redacted."""
+    keep = tuple(s for s in secrets if s)
+    if not keep:
+        return value
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return redact(v, keep)
+        if isinstance(v, dict):
+            return {redact(k, keep) if isinstance(k, str) else k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value)
+
+
+class ProviderError(QsolveError):
+    """A provider operation that did not give its answer.
+
+    ``provider`` is the person's name for the provider, ``op`` the operation (``describe`` …
+    ``cancel``, or ``connect``), ``code`` one of :data:`CODES`, and ``detail`` what went wrong, a
+    credential already taken out of it. ``str(e)`` is ``provider NAME: OP: CODE: DETAIL``.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        op: str,
+        code: str,
+        detail: str,
+        *,
+        secrets: Iterable[str | None] = (),
+    ) -> None:
+        keep = tuple(s for s in secrets if s)
+        self.provider = redact(provider, keep)
+        self.op = redact(op, keep)
+        self.code = code if code in CODES else "internal"
+        self.detail = redact(detail, keep)
+        super().__init__(redact(f"provider {self.provider}: {self.op}: {self.code}: {self.detail}", keep))
+
+    def __reduce__(self):  # picklable across processes, as the plain fields it is built from
+        return (_rebuild, (self.provider, self.op, self.code, self.detail))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ProviderError) and (
+            (self.provider, self.op, self.code, self.detail)
+            == (other.provider, other.op, other.code, other.detail)
+        )
+
+    __hash__ = Exception.__hash__
+
+
+def _rebuild(provider: str, op: str, code: str, detail: str) -> ProviderError:
+    return ProviderError(provider, op, code, detail)

@@ -1,0 +1,340 @@
+"""A provider that is a local program (quantum-provider-protocol §2.2).
+
+The program the person names is started with its arguments and no shell, in a session of its own, the
+first time a message is sent. Each message is one line of JSON on its standard input and each answer
+one line of JSON on its standard output. Anything else there (a line that is not JSON, or not an
+object, a second line for one message, output nobody asked for, a line longer than ``max_line``) breaks
+the protocol: the process is ended, and every later exchange on the transport fails saying why. So does
+a provider that does not answer in time (it is killed: ``timeout``) or that ends (``transport``).
+
+A credential is in the program's environment only, as ``WAI_PROVIDER_CREDENTIAL``, never on its command
+line, and no other provider's credential inherited from this process's environment is passed on. Its
+standard error is its log: a thread drains it so the program never blocks on it, and keeps its last
+``log_chars`` characters (:meth:`ProcessTransport.log`) and, when asked, a file, the credential taken
+out of both.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from qsolve.providers.errors import redact
+from qsolve.providers.transport import (
+    MAX_ANSWER_BYTES,
+    TransportError,
+    TransportProtocolError,
+    TransportTimeout,
+    encode_message,
+    parse_answer,
+)
+
+CREDENTIAL_ENV = "WAI_PROVIDER_CREDENTIAL"
+LOG_CHARS = 1 << 20
+CHUNK = 1 << 16
+CLOSE_GRACE_S = 2.0
+
+
+class ProviderLog:
+    """A provider's standard error: its last ``max_chars`` characters, redacted, and a file if named.
+
+    While the log is still being written it holds back the last ``len(credential) - 1`` characters,
+    so that a credential split between two reads is never shown in part.
+    """
+
+    def __init__(
+        self, *, secrets: Sequence[str | None] = (), max_chars: int = LOG_CHARS, path: Path | None = None
+    ) -> None:
+        self._secrets = tuple(s for s in secrets if s)
+        self._hold = max((len(s) for s in self._secrets), default=1) - 1
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._pending = ""
+        self._kept: deque[str] = deque()
+        self._size = 0
+        self._dropped = 0
+        self._max = max_chars
+        self._lock = threading.Lock()
+        self._file = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115 - open until closed
+
+    def feed(self, data: bytes, *, final: bool = False) -> None:
+        with self._lock:
+            text = redact(self._pending + self._decoder.decode(data, final), self._secrets)
+            cut = len(text) if final else max(0, len(text) - self._hold)
+            out, self._pending = text[:cut], text[cut:]
+            if not out:
+                return
+            self._kept.append(out)
+            self._size += len(out)
+            while self._size > self._max and self._kept:
+                first = self._kept[0]
+                over = self._size - self._max
+                if len(first) <= over:
+                    self._kept.popleft()
+                    self._size -= len(first)
+                    self._dropped += len(first)
+                else:
+                    self._kept[0] = first[over:]
+                    self._size -= over
+                    self._dropped += over
+            if self._file is not None:
+                self._file.write(out)
+                self._file.flush()
+
+    def text(self) -> str:
+        with self._lock:
+            head = f"[… {self._dropped} earlier characters dropped]\n" if self._dropped else ""
+            return head + "".join(self._kept)
+
+    def close(self) -> None:
+        self.feed(b"", final=True)
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+class ProcessTransport:
+    """One provider process; one JSON line each way per message."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        credential: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        log_path: str | Path | None = None,
+        log_chars: int = LOG_CHARS,
+        max_line: int = MAX_ANSWER_BYTES,
+    ) -> None:
+        if isinstance(argv, str | bytes) or not argv or not all(isinstance(a, str) for a in argv):
+            raise TransportError("a process provider is a program and its arguments: a list of strings")
+        self.argv = tuple(argv)
+        self.credential = credential or None
+        self._env = dict(os.environ if env is None else env)
+        self._env.pop(CREDENTIAL_ENV, None)  # never another provider's
+        if self.credential:
+            self._env[CREDENTIAL_ENV] = self.credential
+        self._cwd = cwd
+        self._max_line = max_line
+        self._log = ProviderLog(
+            secrets=(self.credential,), max_chars=log_chars, path=Path(log_path) if log_path else None
+        )
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr_thread: threading.Thread | None = None
+        self._buffer = bytearray()
+        self._broken: str | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ProcessTransport({list(self.argv)!r}{', with a credential' if self.credential else ''})"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def log(self) -> str:
+        """The provider's standard error so far (its last characters), the credential taken out."""
+        return self._log.text()
+
+    # ---- the exchange ---------------------------------------------------------------------------
+
+    def exchange(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        data = encode_message(message) + b"\n"
+        with self._lock:
+            if self._closed:
+                raise TransportError("the transport was closed")
+            if self._broken is not None:
+                raise TransportError(f"the provider process is not used again: {self._broken}")
+            if self._proc is None:
+                self._start()
+            deadline = time.monotonic() + timeout
+            self._unasked()
+            self._write(data, deadline, timeout)
+            line = self._read_line(deadline, timeout)
+            if self._buffer:
+                self._fail(TransportProtocolError("the provider wrote more than one line for one message"))
+            try:
+                return parse_answer(line)
+            except TransportProtocolError as exc:
+                self._fail(exc)
+                raise  # unreachable: _fail raises
+
+    def _start(self) -> None:
+        try:
+            self._proc = subprocess.Popen(  # noqa: S603 - a list, no shell
+                list(self.argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self._env,
+                cwd=self._cwd,
+                bufsize=0,
+                close_fds=True,
+                start_new_session=True,
+                shell=False,
+            )
+        except OSError as exc:
+            self._broken = f"it did not start: {exc.strerror or exc}"
+            raise TransportError(
+                f"the provider program {self.argv[0]!r} did not start: {exc.strerror or exc}"
+            ) from None
+        assert self._proc.stdin is not None and self._proc.stderr is not None
+        os.set_blocking(self._proc.stdin.fileno(), False)
+        self._stderr_thread = threading.Thread(
+            target=self._drain_stderr, args=(self._proc.stderr,), name="provider-stderr", daemon=True
+        )
+        self._stderr_thread.start()
+
+    def _drain_stderr(self, pipe: Any) -> None:
+        fd = pipe.fileno()
+        try:
+            while True:
+                try:
+                    chunk = os.read(fd, CHUNK)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                self._log.feed(chunk)
+        finally:
+            self._log.feed(b"", final=True)
+
+    def _unasked(self) -> None:
+        """Output before a message is sent: a second answer written late, or an end."""
+        if self._buffer:
+            self._fail(TransportProtocolError("the provider wrote to its standard output unasked"))
+        fd = self._stdout_fd()
+        if select.select([fd], [], [], 0)[0]:
+            chunk = os.read(fd, CHUNK)
+            if chunk:
+                self._fail(TransportProtocolError("the provider wrote to its standard output unasked"))
+            self._fail(TransportError(f"the provider process ended ({self._exit_status()})"))
+
+    def _write(self, data: bytes, deadline: float, timeout: float) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        fd = self._proc.stdin.fileno()
+        view = memoryview(data)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._fail(TransportTimeout(f"the provider did not read the message within {timeout:g} s"))
+            if not select.select([], [fd], [], left)[1]:
+                continue
+            try:
+                written = os.write(fd, view)
+            except BlockingIOError:
+                continue
+            except (BrokenPipeError, OSError):
+                self._fail(TransportError(f"the provider process ended ({self._exit_status()})"))
+            view = view[written:]
+
+    def _read_line(self, deadline: float, timeout: float) -> bytes:
+        fd = self._stdout_fd()
+        searched = 0
+        while True:
+            end = self._buffer.find(b"\n", searched)
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                return line
+            searched = len(self._buffer)
+            if searched > self._max_line:
+                self._fail(
+                    TransportProtocolError(f"the provider wrote a line longer than {self._max_line} bytes")
+                )
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self._fail(TransportTimeout(f"no answer within {timeout:g} s: the provider was ended"))
+            chunk = os.read(fd, CHUNK)
+            if not chunk:
+                self._fail(
+                    TransportError(f"the provider process ended before it answered ({self._exit_status()})")
+                )
+            self._buffer += chunk
+
+    def _stdout_fd(self) -> int:
+        assert self._proc is not None and self._proc.stdout is not None
+        return self._proc.stdout.fileno()
+
+    def _exit_status(self) -> str:
+        assert self._proc is not None
+        try:
+            code = self._proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return "its standard output closed"
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+    def _fail(self, exc: TransportError) -> None:
+        """End the process's use for good, and raise ``exc``."""
+        self._broken = str(exc)
+        self._kill()
+        raise exc
+
+    # ---- ending ---------------------------------------------------------------------------------
+
+    def _kill(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # its own session: it and whatever it started
+            except (ProcessLookupError, PermissionError):
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5.0)
+        self._reap()
+
+    def _reap(self) -> None:
+        proc = self._proc
+        assert proc is not None
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(timeout=2.0)
+        if proc.stderr is not None and (self._stderr_thread is None or not self._stderr_thread.is_alive()):
+            with contextlib.suppress(OSError):
+                proc.stderr.close()
+
+    def close(self) -> None:
+        """End the provider's standard input, so it ends; kill it if it has not within a grace."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            proc = self._proc
+            if proc is not None:
+                if proc.poll() is None and proc.stdin is not None:
+                    with contextlib.suppress(OSError):
+                        proc.stdin.close()
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(timeout=CLOSE_GRACE_S)
+                self._kill()
+            self._log.close()
+
+    def __enter__(self) -> ProcessTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(Exception):
+                os.killpg(proc.pid, signal.SIGKILL)
