@@ -14,7 +14,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Completed, Failed, State
 
 from flows.history import history_flow
-from qsolve.submission import HistoryOutcome, SubmissionReport
+from qsolve.submission import HistoryOutcome, SubmissionRejected, SubmissionReport
 from tasks.checks import checks_stage
 from tasks.gates import gates_stage
 from tasks.lint import lint_stage
@@ -74,9 +74,14 @@ def _finish(report: SubmissionReport) -> State:
         create_table_artifact(report.gate_table(), key="submission-gates", description="The eight gates")
     if report.accepted:
         return Completed(message="accepted", data=report)
-    return Failed(
-        message=f"rejected at the {report.failed_stage} stage: " + "; ".join(report.reasons), data=report
-    )
+    return Failed(message=report.one_line(), data=SubmissionRejected(report))
+
+
+def report_of(state: State) -> SubmissionReport | BaseException:
+    """The submission's report from its flow run's final state (a rejected one carries it in its
+    exception); the exception itself when the flow crashed."""
+    result = state.result(raise_on_failure=False)
+    return result.report if isinstance(result, SubmissionRejected) else result
 
 
 if __name__ == "__main__":

@@ -126,11 +126,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     root = _folder(args.dir)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # no telemetry from an offline machine
-    from flows.submission import submission_flow
+    from flows.submission import report_of, submission_flow
     from storage.state import qsolve_home
 
     state = submission_flow(str(root), run_history=not args.no_history, return_state=True)
-    report = state.result(raise_on_failure=False)
+    report = report_of(state)
     if isinstance(report, BaseException):  # the flow itself crashed
         print(f"qsolve: the submission flow failed: {type(report).__name__}: {report}", file=sys.stderr)
         return EXIT_FAILED

@@ -59,6 +59,18 @@ def _cases(n: int) -> str:
     return f"{n} case{'' if n == 1 else 's'}"
 
 
+class SubmissionRejected(Exception):
+    """A rejected submission as its flow run's failure: Prefect reads a failed state's data as an
+    exception, so the report travels inside one (``report``), its message the one-line reason."""
+
+    def __init__(self, report: SubmissionReport) -> None:
+        super().__init__(report.one_line())
+        self.report = report
+
+    def __reduce__(self):
+        return (SubmissionRejected, (self.report,))
+
+
 class Published(BaseModel):
     name: str
     version: str
@@ -88,6 +100,12 @@ class SubmissionReport(BaseModel):
         self.failed_stage = stage
         self.reasons = list(reasons)
         return self
+
+    def one_line(self) -> str:
+        """``rejected at the gates stage: cases_pass: ...``, or ``accepted``."""
+        if self.accepted:
+            return "accepted"
+        return f"rejected at the {self.failed_stage} stage: " + "; ".join(self.reasons)
 
     def gate_table(self) -> list[dict[str, str]]:
         return [

@@ -13,10 +13,10 @@ from tests.conftest import REPO, SAMPLING_MODULE, WorkflowDir
 
 
 def submit(folder: Path):
-    from flows.submission import submission_flow
+    from flows.submission import report_of, submission_flow
 
     state = submission_flow(str(folder), return_state=True)
-    return state, state.result(raise_on_failure=False)
+    return state, report_of(state)
 
 
 def rows(home: Path, workflow: str) -> list[tuple]:
@@ -76,6 +76,14 @@ def test_a_workflow_failing_a_gate_is_not_published(prefect, qsolve_home: Path, 
     )
     assert "Rejected at the gates stage" in report.markdown()
     assert rows(qsolve_home, "tiny") == []
+    # a clean Failed run: Prefect resolves its data into an exception (no TypeError in the engine)
+    from prefect.states import get_state_exception
+
+    from qsolve.submission import SubmissionRejected
+
+    rejected = get_state_exception(state)
+    assert isinstance(rejected, SubmissionRejected) and rejected.report == report
+    assert state.message == str(rejected) == f"rejected at the gates stage: {reason}"
 
 
 def test_a_history_case_that_cannot_be_priced_is_counted_not_recorded(prefect, qsolve_home, wf) -> None:
