@@ -17,6 +17,7 @@ from flows.history import history_flow
 from qsolve.submission import HistoryOutcome, SubmissionRejected, SubmissionReport
 from tasks.checks import checks_stage
 from tasks.gates import gates_stage
+from tasks.gates import report_of as gates_report
 from tasks.lint import lint_stage
 from tasks.publication import publication_stage
 
@@ -37,7 +38,7 @@ def submission_flow(folder: str, run_history: bool = True) -> State:
         report.rejected_cases = [e for e in checks.errors if ": cases[" in e or ": hardware_cases[" in e]
         return _finish(report.fail("checks", checks.errors))
 
-    validation = gates_stage(folder, checks)
+    validation = gates_report(gates_stage(folder, checks, return_state=True))
     report.gates = validation.gates
     if validation.sandbox and validation.sandbox.protections:
         report.sandbox = validation.sandbox.protections.summary()

@@ -14,7 +14,7 @@ from qsolve import params as run_params
 from qsolve.cases import Case
 from qsolve.context import ClassicalContext
 from qsolve.errors import WorkflowProcessFailed
-from qsolve.judging import Evidence, compare, first_failure, gap, meets_expect
+from qsolve.judging import Evidence, broken_bound, compare, first_failure, gap, meets_expect
 from qsolve.manifest import Manifest, Method
 from qsolve.quantum_context import QuantumContext
 from qsolve.results import CaseResult, MethodOutcome, quality
@@ -153,6 +153,7 @@ def decide(
             "verdict": cmp.verdict,
         }
         passed = message is None and meets_expect(case.expect, q, r)
+        numbers["bound"] = None if message else broken_bound(case.expect, q, r)
     sent = [c for o in outcomes for c in o.circuits]
     return CaseResult(
         name=case.name,

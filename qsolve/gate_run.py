@@ -108,7 +108,7 @@ def run_gates(
             inputs.results.append(result)
             ran.append(case)
             emit({"event": "result", "index": i, "total": len(cases), "name": case.name,
-                  "passed": result.passed, "message": result.message})
+                  "passed": result.passed, "message": result.message, "why": result.why()})
         first = next((c for c, r in zip(ran, inputs.results, strict=True) if r.ran), None)
         if first is not None:
             emit({"event": "rerun", "name": first.name})

@@ -164,6 +164,28 @@ def meets_expect(expect: Expect, quantum: float, baseline: float) -> bool:
     return gap(quantum, baseline) <= expect.max_gap + GAP_SLACK
 
 
+def broken_bound(expect: Expect, quantum: float, baseline: float) -> str | None:
+    """The bound a case's numbers broke, for people (``gap 0.0189 > max_gap 0``,
+    ``abs error 0.5 > max_abs_error 0.1``); ``None`` when they meet it. The case's ``message`` stays
+    ``null`` for these, as the seed says: this is only what the terminal, the logs and the page show."""
+    if meets_expect(expect, quantum, baseline):
+        return None
+    if expect.max_abs_error is not None:
+        return f"abs error {_above(abs(quantum - baseline), expect.max_abs_error)} > max_abs_error " + _num(
+            expect.max_abs_error
+        )
+    return f"gap {_above(gap(quantum, baseline), expect.max_gap)} > max_gap {_num(expect.max_gap)}"
+
+
+def _above(x: float, bound: float, decimals: int = 4) -> str:
+    """``x``, which is above ``bound``, never reading as ``bound`` or below."""
+    for d in range(decimals, 13):
+        text = f"{x:.{d}f}".rstrip("0").rstrip(".")
+        if float(text) > bound:
+            return text
+    return repr(x)
+
+
 @dataclass(frozen=True)
 class Comparison:
     accuracy: float

@@ -31,7 +31,7 @@ class Progress:
             self.console.print(f"[dim]  [{event['index'] + 1}/{event['total']}] {event['name']} ...[/dim]")
         elif kind == "result":
             took = time.monotonic() - self.case_started
-            verdict = _result(event["passed"], event["message"])
+            verdict = _result(event["passed"], event.get("why") or event["message"])
             self.console.print(
                 f"  [{event['index'] + 1}/{event['total']}] {event['name']}: {verdict} ({took:.1f} s)"
             )
@@ -65,7 +65,7 @@ def case_table(cases) -> Table:
     ):
         table.add_column(col)
     for c in cases:
-        result = _result(c.passed, c.message)
+        result = _result(c.passed, c.why())
         acc = (
             ""
             if c.accuracy is None

@@ -98,6 +98,7 @@ class CaseResult(BaseModel):
     max_two_qubit_gates: int | None = None
     circuits: int = 0
     shots: int = 0
+    bound: str | None = None  # the bound its numbers broke, for people: "gap 0.0189 > max_gap 0"
     methods: list[MethodOutcome] = Field(default_factory=list)
     ran: bool = True  # False when the case raised before it had a result
     result_hash: str = ""
@@ -117,6 +118,13 @@ class CaseResult(BaseModel):
 
     def with_hash(self) -> CaseResult:
         return self.model_copy(update={"result_hash": result_hash(self)})
+
+    def why(self) -> str:
+        """``pass``, or ``FAIL`` and why: its message, or the bound it broke."""
+        if self.passed:
+            return "pass"
+        why = (self.message or self.bound or "").removeprefix("FAIL ")
+        return f"FAIL {why}".rstrip()
 
     def summary(self) -> dict[str, Any]:
         """The fields of DESIGN.md §5's ``cases`` entries."""

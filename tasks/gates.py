@@ -6,21 +6,51 @@ from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Failed, State
 
 from qsolve.checks import SubmissionChecks
 from qsolve.sandbox import confinement_required
 from qsolve.validation import ValidationReport, run_gates
 
 
+class GatesFailed(Exception):
+    """A gates task run that failed: its report inside, so the flow reads it as from one that passed."""
+
+    def __init__(self, report: ValidationReport) -> None:
+        super().__init__(", ".join(g.name for g in report.gates if not g.passed) or "the checks fail")
+        self.report = report
+
+    def __reduce__(self):
+        return (GatesFailed, (self.report,))
+
+
+def report_of(state: State) -> ValidationReport:
+    """The gates' report from the task run's final state, passed or failed."""
+    result = state.result(raise_on_failure=False)
+    if isinstance(result, GatesFailed):
+        return result.report
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
 @task(name="gates", cache_policy=NO_CACHE)
-def gates_stage(folder: str, checks: SubmissionChecks) -> ValidationReport:
+def gates_stage(folder: str, checks: SubmissionChecks) -> ValidationReport | State:
+    """The eight gates; a gate that fails makes the task run Failed, naming the gates."""
     logger = get_run_logger()
 
     def progress(event: dict) -> None:
         if event.get("event") == "result":
-            message = event["message"] or ""
-            failed = message if message.startswith("FAIL") else f"FAIL {message}"  # a crash says FAIL already
-            verdict = "pass" if event["passed"] else failed
-            logger.info("case %s/%s %s: %s", event["index"] + 1, event["total"], event["name"], verdict)
+            log = logger.info if event["passed"] else logger.warning
+            log("case %s/%s %s: %s", event["index"] + 1, event["total"], event["name"], event["why"])
 
-    return run_gates(Path(folder), checks, on_event=progress, require_confinement=confinement_required())
+    report = run_gates(Path(folder), checks, on_event=progress, require_confinement=confinement_required())
+    failed = [g.name for g in report.gates if not g.passed]
+    if failed or not report.checks.ok:  # the task run says so in the UI: Failed, its report as its data
+        return Failed(
+            message=f"{len(failed)} of {len(report.gates)} gates fail: {', '.join(failed)}"
+            if failed
+            else "the submission checks fail",
+            data=GatesFailed(report),
+        )
+    return report

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from qsolve.cases import Case
@@ -18,15 +18,11 @@ def history_case(
     folder: str, version: Version, index: int, case: Case, resources: Resources, owner: str, stage: Stage
 ) -> RunOutcome:
     with connect() as db:
-        return run_case(
-            db,
-            Path(folder),
-            version,
-            index,
-            case,
-            Source.HISTORY,
-            SYSTEM_ACCOUNT,
-            resources,
-            owner=owner,
-            stage=stage,
-        )
+        outcome = run_case(
+            db, Path(folder), version, index, case, Source.HISTORY, SYSTEM_ACCOUNT, resources,
+            owner=owner, stage=stage,
+        )  # fmt: skip
+    logger = get_run_logger()
+    log = logger.info if outcome.recorded and outcome.why == "pass" else logger.warning
+    log("case %s %s on %s: %s", index, case.name, outcome.target, outcome.line())
+    return outcome

@@ -51,6 +51,11 @@ class RunOutcome:
     reason: str | None = None  # the failure reason (platform's or the workflow's)
     detail: str | None = None
     credits: Decimal = Decimal(0)
+    why: str = ""  # pass, or FAIL and why (a recorded run); empty when the platform could not run it
+
+    def line(self) -> str:
+        """What its log says: ``pass``, ``FAIL gap 0.0189 > max_gap 0``, or why it was not run."""
+        return self.why if self.recorded else f"not run ({self.reason}): {self.detail}"
 
 
 def run_case(
@@ -192,4 +197,5 @@ def _run(
         None if reason is None else reason.value,
         result.message,
         settled.charged,
+        result.why(),
     )
