@@ -140,3 +140,24 @@ def test_history_of_a_version_never_published_is_a_usage_error(tmp_path, monkeyp
     monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
     assert main(["history", "never-published", "--version", "9.9.9"]) == 2
     assert "no published version never-published 9.9.9" in capsys.readouterr().err
+
+
+def test_a_case_failing_its_gap_says_the_bound_while_its_json_message_stays_null(
+    wf: WorkflowDir, capsys
+) -> None:
+    import json
+
+    from tests.conftest import SAMPLING_MODULE
+
+    worse = SAMPLING_MODULE.rsplit("return MethodResult(", 1)[0] + (
+        'return MethodResult(1 - float(input["x"]), solution={"x": input["x"] - 1})\n'
+    )
+    wf.write("workflow.py", worse)  # one worse than the reference on every case: gap 1/x
+    wf.save()
+    assert main(["test", str(wf.root)]) == 1
+    printed = capsys.readouterr()
+    assert "one: FAIL gap 1 > max_gap 0 (" in printed.err  # the progress line
+    assert "FAIL gap 0.5 > max_gap 0" in printed.out  # the table
+    assert main(["test", str(wf.root), "--json"]) == 1
+    (case, *_) = json.loads(capsys.readouterr().out)["cases"]
+    assert (case["passed"], case["message"], case["bound"]) == (False, None, "gap 1 > max_gap 0")

@@ -323,3 +323,14 @@ def test_a_number_below_its_bound_never_reads_as_the_bound(check, expect, qualit
     numbers = {"fidelity": None, "coverage": 1.0, "postselection": None} | quality
     e = Evidence([quantum, baseline], quantum, baseline, Expect(**expect), Quality(**numbers))
     assert getattr(judging, check)(e).startswith(message)
+
+
+def test_a_broken_bound_is_shown_beside_the_value_and_never_reads_as_met() -> None:
+    from qsolve.cases import Expect
+    from qsolve.judging import broken_bound
+
+    assert broken_bound(Expect(), -26.0, -26.5) == "gap 0.0189 > max_gap 0"
+    assert broken_bound(Expect(max_abs_error=0.1), 1.5, 1.0) == "abs error 0.5 > max_abs_error 0.1"
+    assert broken_bound(Expect(max_abs_error=0.1), 1.1, 1.0) is None
+    assert broken_bound(Expect(max_gap=0.01), -0.990001, -1.0) is None
+    assert broken_bound(Expect(max_gap=0.01), -0.98999, -1.0) == "gap 0.01001 > max_gap 0.01"
