@@ -136,3 +136,15 @@ def test_a_module_that_does_not_import_fails_every_case(wf: WorkflowDir) -> None
     gates = gates_of(wf, MODULE + "\nraise RuntimeError('no')\n", cases=[{"name": "one", "input": {"x": 1}}])
     assert gates["cases_pass"].message == "no case ran to a result: FAIL RuntimeError: no"
     assert len(gates) == 6
+
+
+def test_estimate_honest_passes_with_a_note_when_nothing_was_sent_even_if_estimate_raised(
+    wf: WorkflowDir,
+) -> None:
+    from tests.conftest import MODULE as SENDS_NOTHING
+
+    raising = SENDS_NOTHING + "\n\ndef estimate(input, params):\n    raise ValueError('cannot say')\n"
+    gate = gates_of(wf, raising, cases=[{"name": "one", "input": {"x": 1}}])["estimate_honest"]
+    assert gate.passed
+    assert gate.message.startswith("note: one sent no circuits, nothing to compare (")
+    assert "cannot say" in gate.message
