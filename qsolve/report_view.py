@@ -90,7 +90,8 @@ def case_table(cases) -> Table:
 
 
 def show(report: ValidationReport, console: Console) -> None:
-    console.print(f"[bold]{report.workflow or '?'}[/bold] {report.version or ''} on {report.target}")
+    name = report.workflow or report.folder or "the workflow folder"
+    console.print(f"[bold]{name}[/bold] {report.version or ''} on {report.target}".replace("  ", " "))
     if report.checks.errors:
         console.print("[red]Submission checks failed:[/red]")
         for e in report.checks.errors:

@@ -42,6 +42,7 @@ class ValidationReport(BaseModel):
     workflow: str | None
     version: str | None
     target: str
+    folder: str | None = None  # what the heading names when the manifest does not load
     checks: ChecksSummary
     gates: list[GateResult] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
@@ -93,6 +94,7 @@ def run_gates(
         workflow=wf.name if wf else None,
         version=wf.version if wf else None,
         target=target,
+        folder=str(root),
         checks=ChecksSummary(ok=checks.ok, errors=checks.errors, warnings=checks.warnings),
     )
     if not checks.ok:

@@ -14,8 +14,8 @@ from jsonschema import Draft202012Validator, SchemaError
 from jsonschema.validators import validator_for
 from pydantic import ValidationError
 
-from qsolve.cases import CasesFile
-from qsolve.errors import Issue, WorkflowInvalid, issues_from_validation
+from qsolve.cases import CasesFile, case_label
+from qsolve.errors import Issue, WorkflowInvalid, format_loc, issues_from_validation
 from qsolve.manifest import Manifest
 from qsolve.reading import inside, read_json, read_yaml
 
@@ -91,7 +91,21 @@ def load_cases(root: Path) -> CasesFile:
     try:
         return CasesFile.model_validate(raw)
     except ValidationError as e:
-        raise WorkflowInvalid("benchmarks/cases.yaml is invalid", issues_from_validation(e, CASES)) from None
+        issues = [_named(i, raw) for i in issues_from_validation(e, CASES)]
+        raise WorkflowInvalid("benchmarks/cases.yaml is invalid", issues) from None
+
+
+def _named(issue: Issue, raw: dict) -> Issue:
+    """An issue inside a case, its case named by position and name: ``cases[6] (othercrash): targets``."""
+    loc = issue.loc
+    if len(loc) < 2 or loc[0] not in ("cases", "hardware_cases") or not isinstance(loc[1], int):
+        return issue
+    entries = raw.get(loc[0])
+    case = entries[loc[1]] if isinstance(entries, list) and loc[1] < len(entries) else None
+    label = case_label(str(loc[0]), loc[1], case)
+    rest = format_loc(loc[2:])
+    message = f"{label}: {rest}: {issue.message}" if rest else f"{label}: {issue.message}"
+    return Issue(issue.file, message, (), issue.code, issue.severity)
 
 
 def example_paths(root: Path) -> list[Path]:

@@ -163,10 +163,10 @@ def test_hardware_cases_too_large(wf: WorkflowDir) -> None:
 def test_unknown_key_inside_a_case_or_expect(wf: WorkflowDir) -> None:
     wf.cases["cases"].append({"name": "three", "input": {"x": 1}, "expect": {"max_gapp": 0.1}})
     wf.save()
-    assert only_error(wf) == "benchmarks/cases.yaml: cases[2].expect.max_gapp: unknown key"
+    assert only_error(wf) == "benchmarks/cases.yaml: cases[2] (three): expect.max_gapp: unknown key"
     wf.cases["cases"][2] = {"name": "three", "input": {"x": 1}, "sed": 3}
     wf.save()
-    assert only_error(wf) == "benchmarks/cases.yaml: cases[2].sed: unknown key"
+    assert only_error(wf) == "benchmarks/cases.yaml: cases[2] (three): sed: unknown key"
 
 
 def test_unknown_top_level_keys_are_ignored(wf: WorkflowDir) -> None:

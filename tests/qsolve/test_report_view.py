@@ -53,3 +53,13 @@ def test_a_failed_check_is_shown_with_its_message() -> None:
         ]
     )
     assert "[1/1] c: FAIL fidelity 0.91 < 0.97 (" in text
+
+
+def test_the_heading_names_the_folder_when_the_workflow_does_not_load(wf) -> None:
+    from qsolve.report_view import show
+    from qsolve.validation import validate
+
+    wf.write("manifest.yaml", "name: [\n")
+    out = io.StringIO()
+    show(validate(wf.root), Console(file=out, width=200))
+    assert out.getvalue().splitlines()[0] == f"{wf.root} on sim-cpu"
