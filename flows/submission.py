@@ -25,6 +25,9 @@ from tasks.publication import publication_stage
 @flow(name="submission", log_prints=True)
 def submission_flow(folder: str, run_history: bool = True) -> State:
     report = SubmissionReport(folder=str(folder))
+    if not Path(folder).is_dir():  # a deployment run's parameter, say: named as it is, not as lint codes
+        what = "is a file, not a workflow folder" if Path(folder).exists() else "no such folder"
+        return _finish(report.fail("lint", [f"{folder}: {what} (on the machine running the flow)"]))
     lint = lint_stage(folder)
     report.lint = [str(i) for i in lint.issues]
     if not lint.ok:

@@ -26,6 +26,8 @@ class UsageError(Exception):
 
 def _folder(path: str) -> Path:
     root = Path(path)
+    if root.is_file():
+        raise UsageError(f"{path}: is a file; give the workflow's folder (the one holding manifest.yaml)")
     if not root.is_dir():
         raise UsageError(f"{path}: not a workflow folder (no such directory)")
     return root
@@ -83,12 +85,12 @@ def _test(args: argparse.Namespace, root: Path, process: JobProcess) -> int:
 
     from rich.console import Console
 
-    from qsolve.targets import UnknownTarget, check_target
+    from qsolve.targets import UnknownTarget, check_device
     from qsolve.validation import validate
     from qsolve.workflow import load_cases
 
     try:
-        check_target(args.target)
+        check_device(args.target)
     except UnknownTarget as e:
         raise UsageError(str(e)) from None
     if args.case is not None:
@@ -121,11 +123,27 @@ def _progress(console):
     return Progress(console)
 
 
-def cmd_submit(args: argparse.Namespace) -> int:
-    import os
+def _prefect() -> None:
+    """Prefect for a command that runs a flow: telemetry off (an offline machine), and a server named by
+    ``PREFECT_API_URL`` that answers (without it, Prefect starts a temporary one inside the command)."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    url = os.environ.get("PREFECT_API_URL")
+    if not url:
+        return
+    import httpx
 
+    try:
+        httpx.get(url.rstrip("/") + "/health", timeout=5).raise_for_status()
+    except httpx.HTTPError as e:
+        raise UsageError(
+            f"PREFECT_API_URL is {url}, and no Prefect server answers there ({type(e).__name__}): start "
+            "one (prefect server start), or unset PREFECT_API_URL to run with a temporary one"
+        ) from None
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
     root = _folder(args.dir)
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # no telemetry from an offline machine
+    _prefect()
     from flows.submission import report_of, submission_flow
     from storage.state import qsolve_home
 
@@ -153,11 +171,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from qsolve.providers.registry import RegistryError
     from qsolve.run import run_case_here
-    from qsolve.targets import UnknownTarget, check_target
+    from qsolve.targets import UnknownTarget, check_device
 
     root = _folder(args.dir)
     try:
-        check_target(args.target)
+        check_device(args.target)
         return run_case_here(root, args.case, args.target, yes=args.yes, as_json=args.json)
     except (UnknownTarget, LookupError, RegistryError) as e:
         raise UsageError(str(e)) from None
@@ -167,7 +185,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     """The history deployment's twin: finish a version's history stage, or run it ``--again``."""
     import json
 
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # no telemetry from an offline machine
+    _prefect()
     from storage.state import NotFound, connect
 
     with connect() as db:  # a version that was never published is a usage error, before any flow
@@ -191,9 +209,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_maintenance(args: argparse.Namespace) -> int:
     import json
-    import os
 
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # no telemetry from an offline machine
+    _prefect()
     from flows.maintenance import maintenance_flow
 
     state = maintenance_flow(return_state=True)

@@ -55,6 +55,16 @@ def _scale(spec: str, text: str | None) -> float:
     return scale
 
 
+def check_device(spec: str) -> None:
+    """:func:`check_target`, and for a ``fake:`` target that the device exists (UnknownTarget names
+    the known ones): what a command checks of its ``--target`` before it runs anything."""
+    check_target(spec)
+    if m := _FAKE.fullmatch(spec):
+        from qsolve.targets.devices import fake_backend_class
+
+        fake_backend_class(m.group(1))
+
+
 def device_of(spec: str) -> str:
     """The device a target runs on, as the track record names it (without opening the target)."""
     check_target(spec)
@@ -133,6 +143,7 @@ __all__ = [
     "Backend",
     "TargetUnavailable",
     "UnknownTarget",
+    "check_device",
     "check_target",
     "device_of",
     "open_target",

@@ -103,6 +103,11 @@ def _write(path: Path, data: bytes) -> None:
 
 def load_fake_backend(device: str) -> BackendV2:
     """``fez`` (or ``ibm_fez``) -> ``FakeFez()``; an unknown name is refused, listing a few known ones."""
+    return fake_backend_class(device)()
+
+
+def fake_backend_class(device: str) -> type[BackendV2]:
+    """``fez`` (or ``ibm_fez``) -> ``FakeFez``, without building it; UnknownTarget names known ones."""
     from qiskit_ibm_runtime import fake_provider
 
     short = device.removeprefix("ibm_")
@@ -118,7 +123,7 @@ def load_fake_backend(device: str) -> BackendV2:
             and issubclass(getattr(fake_provider, n), BackendV2)
         )
         raise UnknownTarget(f"fake:{device}: no such fake device (known: {', '.join(known[:12])}, ...)")
-    return cls()
+    return cls
 
 
 def _readout_errors(backend: BackendV2) -> tuple[tuple[float, float], ...]:

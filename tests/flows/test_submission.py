@@ -137,3 +137,9 @@ def test_two_cases_of_one_name_each_run_on_their_own_target_once(prefect, qsolve
             "select target, quantum from rows where workflow = 'same-names' order by target"
         ).fetchall()
     assert got == [("fake:fez@1.6", -1.0), ("sim-cpu", -2.0)]  # each case its own input and target
+
+
+def test_a_folder_that_does_not_exist_is_said_so_not_as_lint_codes(prefect, tmp_path: Path) -> None:
+    state, report = submit(tmp_path / "nowhere")
+    assert state.is_failed() and report.failed_stage == "lint"
+    assert report.reasons == [f"{tmp_path / 'nowhere'}: no such folder (on the machine running the flow)"]

@@ -161,3 +161,21 @@ def test_a_case_failing_its_gap_says_the_bound_while_its_json_message_stays_null
     assert main(["test", str(wf.root), "--json"]) == 1
     (case, *_) = json.loads(capsys.readouterr().out)["cases"]
     assert (case["passed"], case["message"], case["bound"]) == (False, None, "gap 1 > max_gap 0")
+
+
+def test_a_file_given_for_a_folder_says_it_is_a_file(capsys) -> None:
+    assert main(["test", str(REPO / "README.md")]) == 2
+    assert "README.md: is a file; give the workflow's folder" in capsys.readouterr().err
+
+
+def test_an_unknown_fake_device_is_a_usage_error_naming_known_ones(capsys) -> None:
+    assert main(["test", MAX_CUT, "--target", "fake:nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "fake:nosuch: no such fake device (known: " in err and "fez" in err
+
+
+def test_a_prefect_server_that_does_not_answer_is_one_line_and_exit_2(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    assert main(["submit", MAX_CUT]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("qsolve: PREFECT_API_URL is http://127.0.0.1:9/api, and no")
