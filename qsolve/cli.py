@@ -156,7 +156,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if report.published:
         home = qsolve_home().resolve()
         name = report.published.name
-        print(f"Results: the state database and the track record are under {home}")
+        url = os.environ.get("QSOLVE_DATABASE_URL")
+        if url:
+            from sqlalchemy.engine import make_url
+
+            shown = make_url(url).render_as_string(hide_password=True)
+            print(f"Results: the state database is {shown}; the track record is under {home}")
+        else:
+            print(f"Results: the state database and the track record are under {home}")
         print(f"  qsolve page {name}")
         print(
             f'  qsolve query "select case_name, target, passed, gap, accuracy, verdict from current '

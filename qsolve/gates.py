@@ -134,7 +134,10 @@ def cases_pass(g: GateInputs) -> GateResult:
         return GateResult(
             name="cases_pass", passed=False, message=f"{len(failed)} of {len(g.results)} cases fail: {shown}"
         )
-    return GateResult(name="cases_pass", passed=True, message=f"all {len(g.results)} cases pass")
+    n = len(g.results)
+    return GateResult(
+        name="cases_pass", passed=True, message="the 1 case passes" if n == 1 else f"all {n} cases pass"
+    )
 
 
 def _gap_text(r: CaseResult) -> str:

@@ -63,7 +63,7 @@ def case_table(cases) -> Table:
         "circuits",
         "shots",
     ):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # a narrow terminal wraps a name, never cuts it
     for c in cases:
         result = _result(c.passed, c.why())
         acc = (

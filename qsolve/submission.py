@@ -37,7 +37,10 @@ class HistoryOutcome(BaseModel):
     message: str | None = None
 
     def lines(self) -> list[str]:
-        out = [self.status + (f": {self.message}" if self.message else "")]
+        head = self.message
+        if head is None and self.status == "ran":
+            head = f"round {self.round}, {_cases(len(self.recorded) + len(self.not_run))} run"
+        out = [self.status + (f": {head}" if head else "")]
         if self.recorded:
             out.append(
                 f"{_cases(len(self.recorded))} recorded in the track record ({self.credits:g} credits)"

@@ -48,7 +48,11 @@ class MaintenanceReport(BaseModel):
     def summary(self) -> str:
         lines = [
             f"filed {_runs(len(self.filed))} into the track record"
-            + (f"; {_runs(self.waiting)} wait for the next pass" if self.waiting else ""),
+            + (
+                f"; {_runs(self.waiting)} {'waits' if self.waiting == 1 else 'wait'} for the next pass"
+                if self.waiting
+                else ""
+            ),
             f"ended {_runs(len(self.abandoned))} left running by a worker that died (platform_error)",
             f"released {len(self.released)} stale credit hold{'' if len(self.released) == 1 else 's'}",
             f"compaction: {self.compaction}",
