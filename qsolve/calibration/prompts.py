@@ -1,0 +1,428 @@
+"""The six requests of one evaluation, and the prompt preview (docs/calibration.md, "The prompts").
+
+Each request is single-turn with no system prompt: the background (not for technical_description),
+the examples (in-context evaluations, three questions only), the ``Experiment context:`` line built
+from the task result's evidence, and the question template with the figures at its ``<image>``
+position. A request is text and image parts in order, which a client turns into OpenAI chat content
+parts (:meth:`Request.openai_content`); its prompt text marks each image ``[figure]``.
+
+    requests = evaluation_requests(reference, result.evidence(), with_examples=True, examples=chosen)
+    shown = preview(reference, with_examples=True, examples=chosen)   # no figure, no model
+
+No model calls here, no storage, no Prefect.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from qsolve.calibration import questions as q
+from qsolve.calibration.examples import Example
+from qsolve.calibration.knowledge import Reference
+from qsolve.calibration.questions import IMAGE, QUESTION_KEYS, QuestionKey
+
+#: the most figures of the result one evaluation shows; the last is the one judged
+MAX_FIGURES = 4
+#: what stands for an image in a prompt's text
+FIGURE_PLACEHOLDER = "[figure]"
+#: an ``<image>`` inside inserted text (the background, a message, an example) is written so
+NEUTRALIZED_IMAGE = "(image)"
+
+_IMAGE_TAG = re.compile(re.escape(IMAGE), re.IGNORECASE)
+
+
+# --- the evidence -----------------------------------------------------------------------------------
+
+
+class Sweep(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    parameter: str
+    unit: str = ""
+    start: float
+    stop: float
+    points: int
+    step: float | None = None
+
+
+class Interval(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    value: float
+    unit: str = ""
+
+
+class Evidence(BaseModel):
+    """A task result as an evaluation sees it (TaskResult.evidence()); every other key is ignored, so
+    fitted outputs and calibration inputs cannot reach a prompt even when a caller passes them."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    task: str
+    target: str
+    chip: str = ""
+    status: str = ""
+    message: str = ""
+    sweeps: list[Sweep] = Field(default_factory=list)
+    shots: int | None = None
+    interval: Interval | None = None
+    figures: list[str] = Field(default_factory=list)
+
+
+def as_evidence(evidence: Evidence | Mapping[str, Any]) -> Evidence:
+    return evidence if isinstance(evidence, Evidence) else Evidence.model_validate(dict(evidence))
+
+
+def number(value: float) -> str:
+    """A number as a prompt writes it: whole values without ``.0``, others at their shortest."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _with_unit(value: float, unit: str) -> str:
+    return f"{number(value)} {unit}" if unit else number(value)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _neutral(text: str) -> str:
+    return _IMAGE_TAG.sub(NEUTRALIZED_IMAGE, text)
+
+
+def sweep_text(sweep: Sweep) -> str:
+    """``sweep <parameter> from <start> to <stop> <unit>, <points> points, step <step> <unit>`` (the step
+    left out when the evidence has none)."""
+    text = (
+        f"sweep {sweep.parameter} from {number(sweep.start)} to {_with_unit(sweep.stop, sweep.unit)}, "
+        f"{sweep.points} points"
+    )
+    return text if sweep.step is None else f"{text}, step {_with_unit(sweep.step, sweep.unit)}"
+
+
+def context_line(evidence: Evidence | Mapping[str, Any]) -> str:
+    """``Experiment context: task T; target Q; status S; sweep ...; N shots; interval V U; message "M"``.
+
+    Fields without a value are left out; the message is put on one line. Nothing else of the result
+    (its fitted outputs, its calibration inputs, its chip) is said.
+    """
+    ev = as_evidence(evidence)
+    fields = [f"task {ev.task}", f"target {ev.target}"]
+    if ev.status:
+        fields.append(f"status {ev.status}")
+    fields.extend(sweep_text(s) for s in ev.sweeps)
+    if ev.shots is not None:
+        fields.append(f"{ev.shots} shots")
+    if ev.interval is not None:
+        fields.append(f"interval {_with_unit(ev.interval.value, ev.interval.unit)}")
+    if ev.message.strip():
+        fields.append(f'message "{_one_line(ev.message)}"')
+    return _neutral("Experiment context: " + "; ".join(_one_line(f) for f in fields))
+
+
+def preview_context_line(task: str) -> str:
+    """The context line of a preview, which judges no result."""
+    return _neutral(
+        f"Experiment context: task {task}; [the target, status, sweep, shots, interval and message "
+        "of the task result judged]"
+    )
+
+
+def range_format(reference: Reference, evidence: Evidence | Mapping[str, Any] | None = None) -> str:
+    """The suggested-range format: the knowledge's own when it states one, else from the first sweep,
+    ``(<min PARAM>, <max PARAM>) [UNIT]`` (no ``[UNIT]`` when the sweep has no unit), else generic."""
+    if reference.range_format:
+        return reference.range_format
+    ev = as_evidence(evidence) if evidence is not None else None
+    if ev is not None and ev.sweeps:
+        sweep = ev.sweeps[0]
+        text = f"(<min {sweep.parameter}>, <max {sweep.parameter}>)"
+        return f"{text} [{sweep.unit}]" if sweep.unit else text
+    return "(<min PARAM>, <max PARAM>) [UNIT]"
+
+
+# --- requests ---------------------------------------------------------------------------------------
+
+FigureRole = Literal["judged", "reference", "example"]
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImagePart(BaseModel):
+    """An image of a request: a figure of the result (by hash) or an example's figure (by hash and path)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["image"] = "image"
+    sha256: str
+    role: FigureRole
+    example: str | None = None  #: the example's id, for an example's figure
+    path: str | None = None  #: the example's figure file, for an example's figure
+    media_type: str | None = None
+
+
+Part = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+
+
+class Request(BaseModel):
+    """One single-turn request, no system prompt: ``text`` holds ``<image>`` where each image goes, the
+    images in that order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    question: QuestionKey
+    text: str
+    images: list[ImagePart]
+
+    def prompt(self, placeholder: str = FIGURE_PLACEHOLDER) -> str:
+        """The prompt as text, ``[figure]`` where an image goes (what a record and a preview show)."""
+        return self.text.replace(IMAGE, placeholder)
+
+    def parts(self) -> list[TextPart | ImagePart]:
+        """Text and images in order; text around an image is stripped, empty text dropped."""
+        pieces = self.text.split(IMAGE)
+        out: list[TextPart | ImagePart] = []
+        for i, piece in enumerate(pieces):
+            if piece.strip():
+                out.append(TextPart(text=piece.strip()))
+            if i < len(self.images):
+                out.append(self.images[i])
+        return out
+
+    def openai_content(self, image_url: Callable[[ImagePart], str]) -> list[dict[str, Any]]:
+        """OpenAI chat content parts; ``image_url`` gives each image's URL (a ``data:`` URL, say)."""
+        return [
+            {"type": "text", "text": p.text}
+            if isinstance(p, TextPart)
+            else {"type": "image_url", "image_url": {"url": image_url(p)}}
+            for p in self.parts()
+        ]
+
+    def openai_messages(self, image_url: Callable[[ImagePart], str]) -> list[dict[str, Any]]:
+        """The request's messages: one user message, no system prompt."""
+        return [{"role": "user", "content": self.openai_content(image_url)}]
+
+    def examples(self) -> list[str]:
+        return [i.example for i in self.images if i.role == "example" and i.example]
+
+
+def _figure_group(figures: Sequence[str]) -> tuple[str, list[ImagePart]]:
+    if len(figures) == 1:
+        return IMAGE, [ImagePart(sha256=figures[0], role="judged")]
+    earlier = [ImagePart(sha256=f, role="reference") for f in figures[:-1]]
+    text = (
+        "Earlier figures of this result, shown for reference:\n"
+        + "\n".join(IMAGE for _ in earlier)
+        + f"\nThe figure to judge:\n{IMAGE}"
+    )
+    return text, [*earlier, ImagePart(sha256=figures[-1], role="judged")]
+
+
+def _example_image(example: Example) -> ImagePart:
+    return ImagePart(
+        sha256=example.figure_sha256,
+        role="example",
+        example=example.id,
+        path=str(example.figure),
+        media_type=example.media_type,
+    )
+
+
+def _examples_block(key: QuestionKey, examples: Sequence[Example]) -> tuple[str, list[ImagePart]]:
+    """The demonstrations one question shows, as the seed's "Labeled examples" table lays them out."""
+    if key == "experimental_significance":
+        shown = [e for e in examples if e.analysis]
+        blocks = [
+            f'Scenario "{_neutral(_one_line(e.title))}":\n{IMAGE}\n{_neutral(e.analysis or "")}'
+            for e in shown
+        ]
+        text = "Examples of this experiment, each with its analysis:\n\n" + "\n\n".join(blocks)
+    elif key == "parameter_extraction":
+        shown = [e for e in examples if e.parameters][:1]
+        values = json.dumps(shown[0].parameters, ensure_ascii=False) if shown else ""
+        text = (
+            "An example of this experiment and the parameters read from it:\n"
+            f"{IMAGE}\nExtracted parameters: {_neutral(values)}"
+        )
+    elif key == "calibration_diagnosis":
+        shown = [e for e in examples if e.status]
+        blocks = [
+            f"{IMAGE}\nStatus: {_neutral(e.status or '')}\n"
+            f"Suggested range: {_neutral(e.suggested_range or 'none')}"
+            for e in shown
+        ]
+        text = "Examples of this experiment with their status:\n\n" + "\n\n".join(blocks)
+    else:
+        shown = []
+    if not shown:
+        return "", []
+    return text, [_example_image(e) for e in shown]
+
+
+def _template(key: QuestionKey, reference: Reference, range_fmt: str, question: str | None) -> str:
+    if key == "technical_description":
+        return q.technical_description()
+    if key == "experimental_conclusion":
+        return q.experimental_conclusion()
+    if key == "experimental_significance":
+        return q.experimental_significance(q.DEFAULT_GUIDANCE, _neutral(question) if question else None)
+    if key == "fit_reliability":
+        return q.fit_reliability()
+    if key == "parameter_extraction":
+        schema = {
+            name: (spec.type, _neutral(spec.description)) for name, spec in reference.parameters.items()
+        }
+        return q.parameter_extraction(schema)
+    criteria = {code: _neutral(rule) for code, rule in reference.criteria.items()}
+    return q.calibration_diagnosis(criteria, _neutral(range_fmt))
+
+
+def build_request(
+    key: QuestionKey,
+    reference: Reference,
+    context: str,
+    figures: Sequence[str],
+    *,
+    range_fmt: str,
+    examples: Sequence[Example] = (),
+    question: str | None = None,
+) -> Request:
+    """One question's request: background, examples, the context line, the template and its figures."""
+    blocks: list[str] = []
+    images: list[ImagePart] = []
+    if q.QUESTIONS[key].background and reference.background.strip():
+        blocks.append(_neutral(reference.background.strip()))
+    if examples and key in q.EXAMPLE_QUESTIONS:
+        text, shown = _examples_block(key, examples)
+        if shown:
+            blocks.append(text + "\n\nNow the result to judge.")
+            images.extend(shown)
+    blocks.append(context)
+    group, judged = _figure_group(figures)
+    blocks.append(_template(key, reference, range_fmt, question).replace(IMAGE, group, 1))
+    images.extend(judged)
+    return Request(question=key, text="\n\n".join(blocks), images=images)
+
+
+def _figures(figures: Sequence[str]) -> list[str]:
+    if not figures:
+        raise ValueError("no figure to judge: an evaluation needs the result's figure")
+    return list(figures)[-MAX_FIGURES:]
+
+
+def evaluation_requests(
+    reference: Reference,
+    evidence: Evidence | Mapping[str, Any],
+    figures: Sequence[str] | None = None,
+    *,
+    with_examples: bool = False,
+    examples: Sequence[Example] = (),
+    question: str | None = None,
+    keys: Sequence[QuestionKey] = QUESTION_KEYS,
+) -> list[Request]:
+    """The six requests (or those of ``keys``) of one evaluation of a task result.
+
+    ``figures`` are the result's figures by SHA-256, the last the one judged (default: the evidence's);
+    at most :data:`MAX_FIGURES` are shown, the last ones. ``examples`` (from examples_of) are shown only
+    ``with_examples``, and only to the three questions that use them. ``question`` is the caller's
+    optional question, one more point of the significance question.
+    """
+    ev = as_evidence(evidence)
+    shown = _figures(ev.figures if figures is None else figures)
+    context = context_line(ev)
+    fmt = range_format(reference, ev)
+    demos = examples if with_examples else ()
+    return [
+        build_request(key, reference, context, shown, range_fmt=fmt, examples=demos, question=question)
+        for key in keys
+    ]
+
+
+# --- the preview ------------------------------------------------------------------------------------
+
+
+class PreviewExample(BaseModel):
+    id: str
+    title: str
+    status: str | None
+    figure_sha256: str
+    questions: list[QuestionKey]
+
+
+class Preview(BaseModel):
+    """The six prompts a task's knowledge (or a draft) turns into, built without a figure or a model."""
+
+    task: str
+    model: str | None
+    with_examples: bool
+    knowledge_chars: int
+    knowledge_sha256: str
+    prompts: dict[QuestionKey, str]
+    examples: list[PreviewExample]
+    warnings: list[str] = Field(default_factory=list)
+
+
+def preview(
+    reference: Reference,
+    *,
+    with_examples: bool = False,
+    examples: Sequence[Example] = (),
+    evidence: Evidence | Mapping[str, Any] | None = None,
+    question: str | None = None,
+    model: str | None = None,
+    figures: int = 1,
+    keys: Sequence[QuestionKey] = QUESTION_KEYS,
+) -> Preview:
+    """The prompts by question, ``[figure]`` where an image goes, with the model that would judge (as
+    the caller names it), the reference's size and hash and the examples used.
+
+    Without ``evidence`` the context line and the range format are placeholders; ``figures`` (1 to 4)
+    shows the layout of a result with that many figures.
+    """
+    count = max(1, min(MAX_FIGURES, figures))
+    placeholders = [""] * count
+    if evidence is not None:
+        ev = as_evidence(evidence)
+        context, fmt = context_line(ev), range_format(reference, ev)
+    else:
+        context, fmt = preview_context_line(reference.task), range_format(reference)
+    demos = examples if with_examples else ()
+    requests = [
+        build_request(key, reference, context, placeholders, range_fmt=fmt, examples=demos, question=question)
+        for key in keys
+    ]
+    used: dict[str, PreviewExample] = {}
+    by_id = {e.id: e for e in demos}
+    for request in requests:
+        for example_id in request.examples():
+            e = by_id[example_id]
+            entry = used.setdefault(
+                e.id,
+                PreviewExample(
+                    id=e.id, title=e.title, status=e.status, figure_sha256=e.figure_sha256, questions=[]
+                ),
+            )
+            entry.questions.append(request.question)
+    return Preview(
+        task=reference.task,
+        model=model,
+        with_examples=with_examples,
+        knowledge_chars=reference.knowledge_chars,
+        knowledge_sha256=reference.knowledge_sha256,
+        prompts={r.question: r.prompt() for r in requests},
+        examples=list(used.values()),
+        warnings=list(reference.warnings),
+    )

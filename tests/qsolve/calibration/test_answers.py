@@ -1,0 +1,248 @@
+"""Reading answers as the benchmark's public scripts do: JSON, labels, fit labels, statuses."""
+
+from __future__ import annotations
+
+from qsolve.calibration.answers import (
+    Diagnosis,
+    classification,
+    fit_assessment,
+    is_complete,
+    label,
+    missing_keys,
+    notes,
+    parse_json,
+    read_answers,
+    reason,
+    status_of,
+    success_of,
+    suggested_range,
+)
+from qsolve.calibration.questions import QUESTION_KEYS
+
+CRITERIA = {"SUCCESS": "a", "SHORT_T1": "b", "SHORT_T1_WINDOW": "c", "NO_SIGNAL": "d"}
+
+# --- JSON -------------------------------------------------------------------------------------------
+
+
+def test_json_the_whole_text():
+    assert parse_json(' {"plot_type": "scatter"} ') == {"plot_type": "scatter"}
+    assert parse_json("[1, 2]") == [1, 2]
+
+
+def test_json_the_first_fenced_block():
+    text = 'Here it is:\n```json\n{"t1": 45.2}\n```\nand another\n```\n{"t1": 1}\n```'
+    assert parse_json(text) == {"t1": 45.2}
+    assert parse_json('```\n{"a": [1]}\n```') == {"a": [1]}
+
+
+def test_json_the_first_object_in_prose():
+    assert parse_json('The values are {"t1": 45.2, "ok": true} as read. Also {"x": 1}.') == {
+        "t1": 45.2,
+        "ok": True,
+    }
+    assert parse_json('I think {"t1": 4} is right') == {"t1": 4}
+
+
+def test_json_the_first_array_when_there_is_no_object():
+    assert parse_json('Features: ["decay", "noise"] seen') == ["decay", "noise"]
+
+
+def test_json_a_fence_that_is_not_json_falls_through_to_the_first_object():
+    assert parse_json('```text\nnot json\n```\nbut then {"a": 1}') == {"a": 1}
+    # only the first "{" is tried (from it to its own end, else to the last "}")
+    assert parse_json('```json\n{broken\n```\nbut then {"a": 1}') is None
+    assert parse_json('{"a": {"b": 1}} trailing }') == {"a": {"b": 1}}
+
+
+def test_json_scalars_and_prose_are_not_json():
+    assert parse_json("42") is None
+    assert parse_json('"text"') is None
+    assert parse_json("no json here {nope}") is None
+    assert parse_json("") is None and parse_json(None) is None
+
+
+# --- labels -----------------------------------------------------------------------------------------
+
+
+def test_labels_bold_markers_and_a_trailing_period_are_stripped():
+    assert label("Classification: Expected behavior.", "Classification") == "Expected behavior"
+    assert label("**Classification:** **Anomalous behavior**.", "Classification") == "Anomalous behavior"
+    assert label("**Assessment**: Reliable", "Assessment") == "Reliable"
+    assert label("Intro text\nstatus:   SUCCESS..", "Status") == "SUCCESS"
+    assert label("Classification:\n\nApparatus issue", "Classification") == "Apparatus issue"
+    assert label("nothing", "Status") is None
+
+
+def test_classification_values():
+    assert classification("Classification: Expected behavior\nReason: fine") == "expected"
+    assert classification("Classification: **Suboptimal parameters**.") == "suboptimal"
+    assert classification("classification: sub-optimal") == "suboptimal"
+    assert classification("Classification: Anomalous behavior (not the expected decay)") == "anomalous"
+    assert classification("Classification: Apparatus issue") == "apparatus"
+    assert classification("Classification: Unexpected") is None
+    assert classification("Expected behavior\nThe decay is clean.") == "expected"
+    assert classification("The plot looks like the expected behaviour of a qubit in general terms.") is None
+
+
+def test_fit_unreliable_is_tested_before_reliable_and_no_fit_too():
+    assert fit_assessment("Assessment: Unreliable") == "unreliable"
+    assert fit_assessment("Assessment: **Reliable**.") == "reliable"
+    assert fit_assessment("Assessment: No fit") == "no_fit"
+    assert fit_assessment("Assessment: no_fit") == "no_fit"
+    assert fit_assessment("Assessment: No fit, so not reliable either") == "unreliable"
+    assert fit_assessment("Assessment: No fit (nothing reliable drawn)") == "no_fit"
+    assert fit_assessment("Assessment: not reliable") == "unreliable"
+    assert fit_assessment("Reliable.\nThe curve follows the data.") == "reliable"
+    assert fit_assessment("Assessment: maybe") is None
+
+
+def test_reasons():
+    assert reason("Classification: Expected\nReason: **clean** decay.", "Classification") == "clean decay."
+    assert reason("Assessment: Reliable\nThe fit follows.", "Assessment") == "The fit follows."
+    assert reason("Just prose.", "Assessment") is None
+
+
+# --- statuses ---------------------------------------------------------------------------------------
+
+
+def test_status_from_the_status_label_bold_and_period_stripped():
+    assert status_of("Status: **SHORT_T1**.\nNotes: early", CRITERIA) == "SHORT_T1"
+    assert status_of("status: short_t1", CRITERIA) == "SHORT_T1"
+    assert status_of("Status: No signal", CRITERIA) == "NO_SIGNAL"
+
+
+def test_status_falls_back_to_classification_then_first_line_then_the_text():
+    assert status_of("Classification: NO_SIGNAL\nflat", CRITERIA) == "NO_SIGNAL"
+    assert status_of("**SHORT_T1**\nThe decay is gone early.", CRITERIA) == "SHORT_T1"
+    assert status_of("I would call it NO_SIGNAL given the flat line.", CRITERIA) == "NO_SIGNAL"
+
+
+def test_status_label_wins_over_codes_elsewhere():
+    assert status_of("NO_SIGNAL is ruled out.\nStatus: SHORT_T1", CRITERIA) == "SHORT_T1"
+
+
+def test_longer_codes_are_found_first():
+    assert status_of("It looks like SHORT_T1_WINDOW to me", CRITERIA) == "SHORT_T1_WINDOW"
+    assert status_of("Between SHORT_T1 and SHORT_T1_WINDOW, the latter", CRITERIA) == "SHORT_T1_WINDOW"
+
+
+def test_only_allowed_codes_count():
+    assert status_of("Status: BEATING\nalthough not a SUCCESS", CRITERIA) == "SUCCESS"
+    assert status_of("Status: BEATING", CRITERIA) is None
+    assert status_of("Status: DAMPED", ["SUCCESS", "DAMPED"]) == "DAMPED"
+    # without criteria the defaults: SUCCESS, SUBOPTIMAL, NO_SIGNAL, ANOMALOUS
+    assert status_of("Status: SHORT_T1") is None
+    assert status_of("Status: SUBOPTIMAL") == "SUBOPTIMAL"
+    assert status_of("Status: ANOMALOUS", {}) == "ANOMALOUS"
+
+
+def test_a_code_inside_a_longer_word_does_not_count():
+    assert status_of("UNSUCCESSFUL attempt", CRITERIA) is None
+
+
+def test_suggested_range_and_notes():
+    text = "Status: SHORT_T1\nSuggested range: **(0, 40) [us]**.\nNotes: The decay ends\nbefore 20 us."
+    assert suggested_range(text) == "(0, 40) [us]"
+    assert notes(text) == "The decay ends\nbefore 20 us."
+    assert suggested_range("Status: SUCCESS\nSuggested range: none") is None
+    assert suggested_range("Status: SUCCESS\nSuggested_range: N/A") is None
+    assert notes("Status: SUCCESS\nSuggested range: none\nClean decay.") == "Clean decay."
+
+
+# --- the reading ------------------------------------------------------------------------------------
+
+ANSWERS = {
+    "technical_description": '```json\n{"plot_type": "scatter", "x_axis": {}, "y_axis": {}, '
+    '"main_features": []}\n```',
+    "experimental_conclusion": "Classification: Suboptimal parameters\nReason: the window is short.",
+    "experimental_significance": "  T1 cannot be trusted yet; widen the sweep.  ",
+    "fit_reliability": "Assessment: Unreliable\nReason: the fit rests on three points.",
+    "parameter_extraction": 'Here: {"t1": 12.5}',
+    "calibration_diagnosis": "Status: SHORT_T1\nSuggested range: (0, 40) [us]\nNotes: ends early.",
+}
+
+
+def test_read_answers_keeps_every_raw_answer_beside_the_reading():
+    reading = read_answers(ANSWERS, criteria=CRITERIA)
+    assert reading.answers == ANSWERS
+    assert reading.questions == list(QUESTION_KEYS)
+    d = reading.diagnosis
+    assert d.description["plot_type"] == "scatter"
+    assert d.outcome == d.classification == "suboptimal" and d.outcome_reason == "the window is short."
+    assert d.significance == "T1 cannot be trusted yet; widen the sweep."
+    assert d.fit_assessment == "unreliable" and d.fit_reason == "the fit rests on three points."
+    assert d.parameters == {"t1": 12.5}
+    assert (d.status, d.suggested_range, d.notes) == ("SHORT_T1", "(0, 40) [us]", "ends early.")
+    assert d.success is False
+    assert reading.complete and reading.missing_keys == []
+    assert reading.allowed_statuses == list(CRITERIA)
+
+
+def test_json_answers_that_are_not_json_are_kept_as_text():
+    reading = read_answers(
+        {"technical_description": "A scatter plot of a decay.", "parameter_extraction": "t1 is about 12 us"}
+    )
+    assert reading.diagnosis.description == "A scatter plot of a decay."
+    assert reading.diagnosis.parameters == "t1 is about 12 us"
+    assert reading.complete
+
+
+def test_success_is_the_status_or_when_not_asked_the_outcome():
+    asked_status = read_answers({"calibration_diagnosis": "Status: SUCCESS"}, criteria=CRITERIA)
+    assert asked_status.diagnosis.success is True
+    both = read_answers(
+        {
+            "calibration_diagnosis": "Status: SHORT_T1",
+            "experimental_conclusion": "Classification: Expected behavior",
+        },
+        criteria=CRITERIA,
+    )
+    assert both.diagnosis.success is False
+    outcome_only = read_answers({"experimental_conclusion": "Classification: Expected behavior"})
+    assert outcome_only.diagnosis.success is True
+    assert (
+        read_answers({"experimental_conclusion": "Classification: Apparatus issue"}).diagnosis.success
+        is False
+    )
+    assert read_answers({"fit_reliability": "Assessment: Reliable"}).diagnosis.success is None
+
+
+def test_complete_and_missing_keys_over_the_questions_asked():
+    reading = read_answers(
+        {
+            "fit_reliability": "Assessment: perhaps",
+            "calibration_diagnosis": None,
+            "experimental_significance": "ok",
+        },
+        questions=[
+            "fit_reliability",
+            "calibration_diagnosis",
+            "experimental_significance",
+            "parameter_extraction",
+        ],
+        criteria=CRITERIA,
+    )
+    assert reading.questions == [
+        "experimental_significance",
+        "fit_reliability",
+        "parameter_extraction",
+        "calibration_diagnosis",
+    ]
+    assert (
+        reading.answers["calibration_diagnosis"] is None and reading.answers["parameter_extraction"] is None
+    )
+    assert not reading.complete
+    assert reading.missing_keys == ["fit_reliability", "parameter_extraction", "calibration_diagnosis"]
+
+
+def test_missing_keys_are_derived_from_a_stored_diagnosis():
+    stored = Diagnosis.model_validate({"status": "SUCCESS", "outcome": "expected"})
+    assert missing_keys(stored, ["calibration_diagnosis", "experimental_conclusion"]) == []
+    assert is_complete(stored, ["calibration_diagnosis"])
+    assert missing_keys(stored, QUESTION_KEYS) == [
+        "technical_description",
+        "experimental_significance",
+        "fit_reliability",
+        "parameter_extraction",
+    ]
+    assert success_of(stored, ["experimental_conclusion"]) is True
