@@ -6,6 +6,7 @@ carries the report, which is also published as a markdown and a table artifact.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md: a later thread segfaults otherwise)
@@ -73,12 +74,24 @@ def _history(workflow: str, version: str) -> HistoryOutcome:
 
 
 def _finish(report: SubmissionReport) -> State:
-    create_markdown_artifact(report.markdown(), key="submission-report", description="The submission report")
+    prefix = artifact_key(report.workflow or Path(report.folder).name)
+    create_markdown_artifact(
+        report.markdown(), key=f"{prefix}-submission-report", description="The submission report"
+    )
     if report.gates:
-        create_table_artifact(report.gate_table(), key="submission-gates", description="The eight gates")
+        create_table_artifact(
+            report.gate_table(), key=f"{prefix}-submission-gates", description="The eight gates"
+        )
     if report.accepted:
         return Completed(message="accepted", data=report)
     return Failed(message=report.one_line(), data=SubmissionRejected(report))
+
+
+def artifact_key(name: str) -> str:
+    """A workflow's name as the start of an artifact key (lower-case letters, digits and dashes), so
+    that the Artifacts page keeps each workflow's latest report and its history apart."""
+    key = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return key or "workflow"
 
 
 def report_of(state: State) -> SubmissionReport | BaseException:

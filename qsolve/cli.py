@@ -152,7 +152,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if isinstance(report, BaseException):  # the flow itself crashed
         print(f"qsolve: the submission flow failed: {type(report).__name__}: {report}", file=sys.stderr)
         return EXIT_FAILED
-    print(report.markdown())
+    print(report.markdown(escape=False))
     if report.published:
         home = qsolve_home().resolve()
         name = report.published.name

@@ -58,6 +58,15 @@ class HistoryOutcome(BaseModel):
         return out
 
 
+MARKDOWN_SPECIAL = set("\\`*_[]<>|@~#!")
+
+
+def md_escape(text: str) -> str:
+    """Text as markdown shows it literally: every character markdown would read backslash-escaped
+    (``fake:fez@1.6`` stays text, never a mail link; ``|`` never ends a table cell)."""
+    return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in text)
+
+
 def _cases(n: int) -> str:
     return f"{n} case{'' if n == 1 else 's'}"
 
@@ -116,29 +125,32 @@ class SubmissionReport(BaseModel):
             for g in self.gates
         ]
 
-    def markdown(self) -> str:
-        title = f"{self.workflow or self.folder} {self.version or ''}".strip()
+    def markdown(self, *, escape: bool = True) -> str:
+        """The report as markdown; what it quotes (messages, paths, targets such as ``fake:fez@1.6``,
+        which a renderer would make a mail link) escaped. ``escape=False``: as a terminal shows it."""
+        e = md_escape if escape else (lambda text: text)
+        title = e(f"{self.workflow or self.folder} {self.version or ''}".strip())
         out = [f"# Submission of {title}", ""]
         if self.accepted:
             out.append("**Accepted.**" if self.published else "**Passed.**")
         else:
             out += [f"**Rejected at the {self.failed_stage} stage.**", ""]
-            out += [f"- {r}" for r in self.reasons]
+            out += [f"- {e(r)}" for r in self.reasons]
         out += ["", "## Lint", ""]
         out += [f"- `{line}`" for line in self.lint] or ["No lint issue."]
         if self.warnings:
-            out += ["", "## Warnings", ""] + [f"- {w}" for w in self.warnings]
+            out += ["", "## Warnings", ""] + [f"- {e(w)}" for w in self.warnings]
         if self.rejected_cases:
-            out += ["", "## Rejected cases", ""] + [f"- {c}" for c in self.rejected_cases]
+            out += ["", "## Rejected cases", ""] + [f"- {e(c)}" for c in self.rejected_cases]
         if self.gates:
             out += ["", "## Gates", "", "| gate | result | message |", "|---|---|---|"]
-            out += [f"| {g['gate']} | {g['result']} | {g['message']} |" for g in self.gate_table()]
+            out += [f"| {g['gate']} | {g['result']} | {e(g['message'])} |" for g in self.gate_table()]
         if self.sandbox:
-            out += ["", f"Sandbox: {self.sandbox}."]
+            out += ["", f"Sandbox: {e(self.sandbox)}."]
         if self.published:
             p = self.published
             state = "published" if p.created else "already published with identical content; nothing changed"
-            out += ["", "## Version", "", f"{p.name} {p.version}: {state} (digest `{p.digest[:16]}`)"]
+            out += ["", "## Version", "", f"{e(p.name)} {e(p.version)}: {state} (digest `{p.digest[:16]}`)"]
         if self.history:
-            out += ["", "## History stage", "", *self.history.lines()]
+            out += ["", "## History stage", "", *(e(line) for line in self.history.lines())]
         return "\n".join(out) + "\n"

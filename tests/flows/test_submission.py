@@ -143,3 +143,15 @@ def test_a_folder_that_does_not_exist_is_said_so_not_as_lint_codes(prefect, tmp_
     state, report = submit(tmp_path / "nowhere")
     assert state.is_failed() and report.failed_stage == "lint"
     assert report.reasons == [f"{tmp_path / 'nowhere'}: no such folder (on the machine running the flow)"]
+
+
+def test_the_report_artifacts_are_keyed_by_workflow_and_escape_what_they_quote(prefect, max_cut) -> None:
+    from prefect.client.orchestration import get_client
+
+    state, report = submit(max_cut)
+    assert state.is_completed()
+    with get_client(sync_client=True) as client:
+        keys = {a.key: a for a in client.read_latest_artifacts()}
+    assert {"max-cut-submission-report", "max-cut-submission-gates"} <= set(keys)
+    text = keys["max-cut-submission-report"].data
+    assert "fake:fez\\@1.6" in text and "fake:fez@1.6" not in text.replace("fake:fez\\@1.6", "")
