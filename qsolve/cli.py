@@ -129,6 +129,9 @@ def _prefect() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     url = os.environ.get("PREFECT_API_URL")
     if not url:
+        from qsolve.janitor import guard
+
+        guard()  # Prefect's temporary server and this command's folders go with it, even on SIGKILL
         return
     import httpx
 
@@ -181,6 +184,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from qsolve.targets import UnknownTarget, check_device
 
     root = _folder(args.dir)
+    from qsolve.janitor import guard
+
+    guard()  # a provider's process and the sandbox's folders go with this command, even on SIGKILL
     try:
         check_device(args.target)
         return run_case_here(root, args.case, args.target, yes=args.yes, as_json=args.json)
