@@ -2,7 +2,9 @@
 
 Needs a Prefect server (``prefect server start``, with ``PREFECT_API_URL`` pointing at it): schedules
 and cancellation need one. Then trigger a deployment from the UI or with
-``prefect deployment run 'submission/submission' --param folder=workflows/max-cut``.
+``prefect deployment run 'submission/submission' --param folder=workflows/max-cut``. Its flow runs
+send heartbeats, and the automation of ``deployments/automations.py`` (created here) marks one whose
+process died Crashed.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md)
 from prefect import serve
 
+from deployments.automations import crash_silent_runs, heartbeats
 from flows.history import history_flow
 from flows.maintenance import maintenance_flow
 from flows.submission import submission_flow
@@ -32,4 +35,6 @@ def deployments() -> list:
 
 
 if __name__ == "__main__":
+    heartbeats()  # each flow run this process serves sends a heartbeat every 30 s ...
+    crash_silent_runs()  # ... and one that stops is Crashed, not Running for ever
     serve(*deployments())

@@ -50,3 +50,16 @@ def test_the_command_runs_one_pass(prefect, tmp_path: Path, monkeypatch, capsys)
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["filed"] == ids
     assert main(["maintenance"]) == 0
     assert "filed 0 runs into the track record" in capsys.readouterr().out
+
+
+def test_the_automation_that_crashes_silent_runs_is_made_once(prefect) -> None:
+    from deployments.automations import NAME, SILENT_AFTER, crash_silent_runs
+
+    first = crash_silent_runs()
+    again = crash_silent_runs()
+    assert first.id == again.id and first.name == NAME
+    trigger = again.trigger
+    assert trigger.posture == "Proactive" and trigger.within == SILENT_AFTER
+    assert "prefect.flow-run.heartbeat" in trigger.after and "prefect.flow-run.Completed" in trigger.expect
+    (action,) = again.actions
+    assert action.type == "change-flow-run-state" and action.state == "CRASHED"
