@@ -4,6 +4,7 @@ track record" and "What the workflow page shows").
 
     row            TrackRecordRow, the fixed Arrow schema
     layout         where the files live and how they are named
+    inventory      which of the folder's files the views read: each checked from its footer
     filing         file_rows / file_table: whole files, never rewritten, the same runs never twice
     compaction     compact: merge batch files, keep the latest rows apart (what makes ``current`` quick)
     views          the views, in trackrecord.duckdb for analysts and in memory for the commands
@@ -25,6 +26,7 @@ _HOMES = {
     "NotRecorded": "errors",
     "QueryFailed": "errors",
     "TrackRecordError": "errors",
+    "TrackRecordWarning": "errors",
     "UnknownWorkflow": "errors",
     "Filed": "filing",
     "file_rows": "filing",
@@ -55,6 +57,7 @@ __all__ = [
     "SCHEMA",
     "TrackRecordError",
     "TrackRecordRow",
+    "TrackRecordWarning",
     "UnknownWorkflow",
     "WorkflowPage",
     "compact",

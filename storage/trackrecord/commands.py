@@ -5,17 +5,21 @@
 
 Both read ``QSOLVE_HOME`` (default ``./.qsolve``). Exit 0 when the command did what was asked; 2 for SQL
 DuckDB refused, an unknown workflow or version, or an output that cannot be written, with the reason on
-standard error.
+standard error. A file of the track record's folder left out of the views (qsolve did not write it, or
+it is damaged) is named on standard error, ``qsolve query: warning: PATH: why``, and the command goes on.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
-from .errors import QueryFailed, UnknownWorkflow
+from .errors import QueryFailed, TrackRecordWarning, UnknownWorkflow
 
 EXIT_OK, EXIT_USAGE = 0, 2
 FORMATS = ("table", "csv", "json", "parquet")  # sql.FORMATS, here so the parser loads no DuckDB
@@ -51,7 +55,37 @@ def _fail(command: str, message: str) -> int:
     return EXIT_USAGE
 
 
+@contextlib.contextmanager
+def _warnings_on_stderr(command: str) -> Iterator[None]:
+    """Each :class:`TrackRecordWarning` printed as it comes, ``qsolve COMMAND: warning: ...``; others as
+    Python prints them."""
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: Any = None,
+            line: str | None = None,
+        ) -> None:
+            if issubclass(category, TrackRecordWarning):
+                print(f"qsolve {command}: warning: {message}", file=sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        warnings.simplefilter("always", TrackRecordWarning)
+        yield
+
+
 def cmd_query(args: argparse.Namespace) -> int:
+    with _warnings_on_stderr("query"):
+        return _query(args)
+
+
+def _query(args: argparse.Namespace) -> int:
     from .sql import query
 
     if args.format == "parquet" and args.output is None and sys.stdout.isatty():
@@ -86,6 +120,11 @@ def _published(name: str) -> str | None:
 
 
 def cmd_page(args: argparse.Namespace) -> int:
+    with _warnings_on_stderr("page"):
+        return _page(args)
+
+
+def _page(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .workflow_page import page, render_page

@@ -7,6 +7,10 @@ inputs. A row is put in an ``o-`` file only when a newer row of its case and tar
 stays true as rows are added, so the ``b-`` and ``h-`` files always hold every case's latest row:
 ``current`` reads only them.
 
+Only files that pass the checks of ``inventory`` are merged; any other (qsolve did not write it, or it
+is damaged) is left where it is, never removed, and named in a warning and in ``Compacted.left_out``.
+``trackrecord.duckdb`` is brought up to date at the end, since its views name the files.
+
 Crash-safe like filing: the outputs are written whole before any input is removed, and until then the
 views see some runs twice, which ``rows`` shows once and ``current`` ranks. Two compactions at once are
 safe too (the loser of a race finds its inputs gone and stops). A query running while a compaction
@@ -25,9 +29,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .filing import COMPRESSION, ROW_GROUP_ROWS, ensure_schema_file, fsync_folder, write_whole
-from .layout import BATCH, DATABASE, HEAD, OLDER, TEMPORARY_PREFIX, Layout
+from .inventory import take_inventory
+from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, Layout
 from .row import COLUMNS, SCHEMA
-from .views import COPY_ORDER, GROUP, LATEST_ORDER, parquet_source, session
+from .views import COPY_ORDER, GROUP, LATEST_ORDER, ensure_views, parquet_source, session
 
 ORDER = f"{GROUP}, recorded_at, run_id"
 BATCH_ROWS = 1 << 17
@@ -44,6 +49,7 @@ class Compacted:
     merged_older_files: int = 0
     removed_temporary: int = 0
     skipped: str | None = None  # why nothing was merged, when nothing was
+    left_out: tuple[Path, ...] = ()  # files that failed a check: not merged, not removed
 
 
 def compact(
@@ -56,12 +62,13 @@ def compact(
         return Compacted(skipped="nothing filed")
     ensure_schema_file(layout)
     removed = _remove_stale_temporary(layout, temporary_age_s)
-    inputs = layout.files(BATCH, HEAD)
+    inventory = take_inventory(layout)
+    inputs = inventory.readable(BATCH, HEAD)
     merged = heads = older = 0
     skipped = None
     con = session(duckdb.connect())
     try:
-        if len(inputs) > 1 or layout.files(BATCH):
+        if len(inputs) > 1 or inventory.readable(BATCH):
             try:
                 heads, older = _merge_heads(con, layout, inputs)
                 merged = len(inputs)
@@ -69,7 +76,7 @@ def compact(
                 skipped = f"inputs changed during compaction: {e}"
         else:
             skipped = "no batch files"
-        small = [p for p in layout.files(OLDER) if p.stat().st_size < OLDER_FILE_BYTES]
+        small = [p for p in inventory.readable(OLDER) if inventory.entry(p).size < OLDER_FILE_BYTES]
         merged_older = 0
         if len(small) > older_files_limit:
             with contextlib.suppress(duckdb.IOException):
@@ -77,7 +84,9 @@ def compact(
                 merged_older = len(small)
     finally:
         con.close()
-    return Compacted(merged, heads, older, merged_older, removed, skipped)
+    ensure_views(layout)  # which warns of each file left out
+    left_out = tuple(p for p, _ in inventory.left_out)
+    return Compacted(merged, heads, older, merged_older, removed, skipped, left_out)
 
 
 def _merge_heads(con: duckdb.DuckDBPyConnection, layout: Layout, inputs: list[Path]) -> tuple[int, int]:
@@ -138,11 +147,13 @@ def _remove(layout: Layout, files: list[Path], keep: set[Path | None]) -> None:
 
 
 def _remove_stale_temporary(layout: Layout, age_s: float) -> int:
-    """Temporary files a crash left: data files in the folder, databases being built in the home."""
+    """Temporary files a crash left: data files in the folder, databases and SQL files being written in
+    the home."""
     now, n = time.time(), 0
     stale = [
         *layout.folder.glob(f"{TEMPORARY_PREFIX}*"),
         *layout.home.glob(f"{TEMPORARY_PREFIX}{DATABASE}.*"),
+        *layout.home.glob(f"{TEMPORARY_PREFIX}{SQL_FILE}.*"),
     ]
     for p in stale:
         with contextlib.suppress(FileNotFoundError):

@@ -4,6 +4,9 @@ TrackRecordError
 ├── NotRecorded        a run that failed for platform reasons: it says nothing about the workflow
 ├── QueryFailed        SQL that DuckDB refused (bad syntax, an unknown column or view)
 └── UnknownWorkflow    a page asked for a workflow (or a version of it) with no recorded rows
+
+TrackRecordWarning     a file left out of the views (qsolve did not write it, or it is damaged), or a
+                       ``trackrecord.duckdb`` that could not be brought up to date; the query goes on
 """
 
 from __future__ import annotations
@@ -37,3 +40,7 @@ class UnknownWorkflow(TrackRecordError):
         hint = f" (recorded versions: {', '.join(known)})" if known else ""
         super().__init__(f"no track record for {what}{hint}")
         self.workflow, self.version = workflow, version
+
+
+class TrackRecordWarning(UserWarning):
+    """Something the track record went on without: the message names the file and why."""

@@ -13,11 +13,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import io
 import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -26,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .inventory import FileEntry, checked
 from .layout import BATCH, TEMPORARY_PREFIX, Layout
 from .row import SCHEMA, TrackRecordRow, conform, to_table
 
@@ -93,20 +95,35 @@ def write_parquet(table: pa.Table, f: BinaryIO) -> None:
     pq.write_table(table, f, compression=COMPRESSION, row_group_size=ROW_GROUP_ROWS)
 
 
-def ensure_schema_file(layout: Layout) -> None:
-    """The empty file the views read first, so they bind to the fixed schema with no runs filed."""
-    if not layout.schema_file.exists():
-        layout.schema_file.parent.mkdir(parents=True, exist_ok=True)
-        write_whole(layout.schema_file, lambda f: write_parquet(SCHEMA.empty_table(), f))
+def ensure_schema_file(layout: Layout, known: Mapping[str, FileEntry] | None = None) -> None:
+    """The empty file the views read first, so they bind to the fixed schema with no runs filed. A
+    damaged one (it holds no rows) is replaced whole. ``known``: checks already done (``inventory``)."""
+    path = layout.schema_file
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_whole(path, lambda f: write_parquet(SCHEMA.empty_table(), f))
+    elif not schema_file_reads(path, known):
+        out = io.BytesIO()
+        write_parquet(SCHEMA.empty_table(), out)
+        write_replacing(path, out.getvalue())
+
+
+def schema_file_reads(path: Path, known: Mapping[str, FileEntry] | None = None) -> bool:
+    """Whether the schema file is there and passes the checks every file of the folder must pass."""
+    try:
+        return checked(path, path.stat(), known).problem is None
+    except FileNotFoundError:
+        return False
 
 
 _reading_schema: list[Path] = []
 
 
 def for_reading(layout: Layout) -> Layout:
-    """``layout``, or, where nothing was ever filed, the same layout with its schema file in a temporary
-    folder of this process: reading (``qsolve query``, ``qsolve page``) creates nothing in the home."""
-    if layout.schema_file.exists():
+    """``layout``, or, where nothing was ever filed (or its schema file is damaged), the same layout with
+    its schema file in a temporary folder of this process: reading (``qsolve query``, ``qsolve page``)
+    creates nothing in the home."""
+    if schema_file_reads(layout.schema_file):
         return layout
     if not _reading_schema:
         folder = Path(tempfile.mkdtemp(prefix="qsolve-trackrecord-"))
@@ -132,6 +149,22 @@ def write_whole(path: Path, write: Callable[[BinaryIO], None]) -> bool:
             tmp.unlink()
     fsync_folder(path.parent)
     return made
+
+
+def write_replacing(path: Path, data: bytes) -> None:
+    """Write ``path`` whole, replacing what is there (only for files qsolve derives again at will: the
+    schema file, ``trackrecord.sql``): a temporary file in its folder, fsync, rename, fsync the folder."""
+    tmp = path.parent / f"{TEMPORARY_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    fsync_folder(path.parent)
 
 
 def _link_no_clobber(tmp: Path, path: Path) -> bool:

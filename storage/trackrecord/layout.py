@@ -1,7 +1,8 @@
 """Where the track record lives under ``QSOLVE_HOME`` (DESIGN.md §6), and how its files are named.
 
     QSOLVE_HOME/
-      trackrecord.duckdb                the views, for analysts (rebuilt whole when stale)
+      trackrecord.duckdb                the views, for analysts (rebuilt whole when the files change)
+      trackrecord.sql                   the same views as plain SQL, paths relative to QSOLVE_HOME
       trackrecord/
         schema-v1.parquet               no rows: the fixed schema, so the views work with no runs filed
         b-<digest>.parquet              a batch as filed
@@ -28,6 +29,7 @@ from .row import SCHEMA_VERSION
 
 FOLDER = "trackrecord"
 DATABASE = "trackrecord.duckdb"
+SQL_FILE = "trackrecord.sql"
 TEMPORARY_PREFIX = ".tmp-"
 BATCH, HEAD, OLDER = "b", "h", "o"
 SCHEMA_FILE = f"schema-v{SCHEMA_VERSION}.parquet"
@@ -45,21 +47,19 @@ class Layout:
         self.home = qsolve_home(home)
         self.folder = self.home / FOLDER
         self.database = self.home / DATABASE
+        self.sql_file = self.home / SQL_FILE
         self.schema_file = schema_file or self.folder / SCHEMA_FILE
 
     def data_file(self, kind: str, run_ids: Iterable[str]) -> Path:
         return self.folder / f"{kind}-{run_ids_digest(run_ids)}.parquet"
 
     def files(self, *kinds: str) -> list[Path]:
-        """The data files of these kinds (all kinds by default), sorted by name."""
+        """The data files of these kinds (all kinds by default), sorted by name, unchecked (what the
+        views read is ``inventory.take_inventory``'s ``readable``)."""
         kinds = kinds or (BATCH, HEAD, OLDER)
         if not self.folder.is_dir():
             return []
         return sorted(p for k in kinds for p in self.folder.glob(f"{k}-*.parquet"))
-
-    def globs(self, *kinds: str) -> list[str]:
-        """What the views read: the schema file, then a glob per kind (absolute paths)."""
-        return [str(self.schema_file)] + [str(self.folder / f"{k}-*.parquet") for k in kinds]
 
 
 def run_ids_digest(run_ids: Iterable[str]) -> str:

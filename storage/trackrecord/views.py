@@ -1,6 +1,7 @@
 """The DuckDB views over the track record's Parquet files (issue 4; benchmarks-and-gates.md, "What the
 workflow page shows"), written into ``QSOLVE_HOME/trackrecord.duckdb`` for analysts and created in
-memory for ``qsolve query`` and ``qsolve page``. The same definitions serve both.
+memory for ``qsolve query`` and ``qsolve page``. The same definitions (:func:`definitions`) serve both,
+and ``QSOLVE_HOME/trackrecord.sql``, the views as plain SQL.
 
     filed_rows            every row as filed, copies of a run included, with its file and row number
     latest_candidates     the rows of the b- and h- files: they hold the latest row of every case/target
@@ -20,6 +21,13 @@ newest published one, known from rows alone as the version whose first row was r
 history runs start at its publication, so first-recorded order is publication order (a hardware run of
 an older version finishing late does not move it). Semantic-version order was not used: versions are free
 text (``manifest.VERSION_RE``), and a fix published as 1.0.1 after 2.0.0 is the newer publication.
+
+The views name their files one by one (issue 11): the DuckDB 1.x an analyst installs knows no
+``allow_empty`` and refuses a glob that matches no file, and a file that fails a check
+(``inventory``) is left out. So ``trackrecord.duckdb`` is rebuilt whenever the set of files changes
+(each filing and compaction) and whenever a command finds it made for another folder (a home copied or
+moved): every command that touches the track record brings it up to date. Its paths are absolute, so it
+opens from any folder; ``trackrecord.sql`` names the same files relative to the home.
 """
 
 from __future__ import annotations
@@ -27,18 +35,22 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
-from .layout import BATCH, HEAD, OLDER, Layout
+from .errors import TrackRecordWarning
+from .inventory import FileEntry, Inventory, take_inventory
+from .layout import BATCH, HEAD, OLDER, SCHEMA_FILE, TEMPORARY_PREFIX, Layout
 from .row import SCHEMA_VERSION
 
 #: the storage version of ``trackrecord.duckdb``: DuckDB 2.x writes files that 1.x cannot open (version 69
 #: against 64 to 68); written as v1.2.0, the 1.5 command line on the package index opens it, views and all
 STORAGE_VERSION = "v1.2.0"
-VIEWS_VERSION = f"{SCHEMA_VERSION}.2"  # bump when a definition changes: stale databases are rebuilt
+VIEWS_VERSION = f"{SCHEMA_VERSION}.3"  # bump when a definition changes: stale databases are rebuilt
 GROUP = "workflow, version, case_name, target"
 COPY_ORDER = "recorded_at DESC, result_hash DESC, filename DESC, file_row_number DESC"
 LATEST_ORDER = "recorded_at DESC, run_id DESC, result_hash DESC"
@@ -46,6 +58,8 @@ SIM = "starts_with(target, 'sim-')"
 FAKE = "starts_with(target, 'fake:')"
 HARDWARE = f"NOT ({SIM} OR {FAKE})"
 META_TABLE = "trackrecord_meta"
+FILES_TABLE = "trackrecord_files"
+TRIES = 8  # builds of one call, when files come and go meanwhile (a filing or compaction elsewhere)
 
 
 def sql_text(value: str) -> str:
@@ -53,9 +67,11 @@ def sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def parquet_source(globs: list[str]) -> str:
-    listed = ", ".join(sql_text(g) for g in globs)
-    return f"read_parquet([{listed}], allow_empty = true, filename = true, file_row_number = true)"
+def parquet_source(files: Sequence[Path | str]) -> str:
+    """``read_parquet`` over these files, named one by one: no glob and no ``allow_empty``, which DuckDB
+    1.x lacks. ``files`` starts with the schema file, so it is never empty."""
+    listed = ", ".join(sql_text(str(f)) for f in files)
+    return f"read_parquet([{listed}], filename = true, file_row_number = true)"
 
 
 @dataclass(frozen=True)
@@ -66,11 +82,16 @@ class Sources:
     candidates: str
 
     @classmethod
-    def of(cls, layout: Layout) -> Sources:
-        return cls(
-            filed=parquet_source(layout.globs(BATCH, HEAD, OLDER)),
-            candidates=parquet_source(layout.globs(BATCH, HEAD)),
-        )
+    def of(cls, inventory: Inventory, relative_to: Path | None = None) -> Sources:
+        """Over the inventory's readable files, by absolute path or relative to ``relative_to``."""
+
+        def source(*kinds: str) -> str:
+            files = inventory.files(*kinds)
+            if relative_to is not None:
+                files = [f.relative_to(relative_to) for f in files]
+            return parquet_source(files)
+
+        return cls(filed=source(BATCH, HEAD, OLDER), candidates=source(BATCH, HEAD))
 
 
 def definitions(sources: Sources, version: str | None = None) -> list[tuple[str, str]]:
@@ -168,78 +189,223 @@ def connect(home: Path | str | Layout | None = None, *, read_only: bool = False)
     """An in-memory DuckDB with every view over the Parquet files (no lock on ``trackrecord.duckdb``,
     so an analyst holding it open never blocks ``qsolve query``). ``read_only``: the connection then
     reaches no file but the track record's (DuckDB's ``allowed_directories`` with external access off:
-    no other file, no ``ATTACH``, no extension), and its configuration is locked."""
-    from .filing import for_reading
-
-    layout = for_reading(home if isinstance(home, Layout) else Layout(home))
+    no other file, no ``ATTACH``, no extension), and its configuration is locked. Brings
+    ``trackrecord.duckdb`` up to date on the way, and warns of the files left out (:func:`reading`)."""
+    layout = home if isinstance(home, Layout) else Layout(home)
     con = session(duckdb.connect())
-    create_views(con, Sources.of(layout), temp=True)
-    if read_only:
-        folders = {layout.folder.resolve(), layout.schema_file.resolve().parent}
-        quoted = ", ".join("'" + str(f).replace("'", "''") + "/'" for f in sorted(folders))
-        con.execute(f"SET allowed_directories = [{quoted}]")
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
+    try:
+        for attempt in range(TRIES):
+            inventory = reading(layout)
+            try:
+                create_views(con, Sources.of(inventory), temp=True)
+                break
+            except duckdb.IOException:  # a file went between the listing and the views (a compaction)
+                if attempt == TRIES - 1:
+                    raise
+        if read_only:
+            folders = {inventory.folder, inventory.schema_file.parent}
+            folders |= {f.resolve() for f in folders}
+            quoted = ", ".join(sql_text(f"{f}/") for f in sorted(folders))
+            con.execute(f"SET allowed_directories = [{quoted}]")
+            con.execute("SET enable_external_access = false")
+            con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
-_fresh: set[tuple[Path, str]] = set()
+def reading(home: Path | str | Layout | None = None) -> Inventory:
+    """What ``qsolve query`` and ``qsolve page`` read: the home's files now. A home qsolve has filed in
+    gets its ``trackrecord.duckdb`` brought up to date on the way, so any command re-binds a copied or
+    moved home (a home it cannot write to is read all the same, with a warning); an empty home is left
+    as it is. Each file left out is named in a :class:`TrackRecordWarning`."""
+    from .filing import for_reading
+
+    layout = home if isinstance(home, Layout) else Layout(home)
+    inventory = None
+    if layout.schema_file == layout.folder / SCHEMA_FILE and layout.folder.is_dir():
+        try:
+            inventory = _ensure(layout)[1]
+        except (OSError, duckdb.Error) as e:
+            said = f"{layout.database}: not brought up to date ({e})"
+            warnings.warn(said, TrackRecordWarning, stacklevel=2)
+    if inventory is None:
+        inventory = take_inventory(for_reading(layout))
+    warn_left_out(inventory)
+    return inventory
+
+
+def warn_left_out(inventory: Inventory) -> None:
+    for path, problem in inventory.left_out:
+        shown = str(path).replace("\n", "\\n")
+        warnings.warn(f"{shown}: {problem}; left out of the track record", TrackRecordWarning, stacklevel=3)
 
 
 def ensure_views(home: Path | str | Layout | None = None, *, force: bool = False) -> bool:
-    """Make ``trackrecord.duckdb`` hold the views over this home's files, if it does not already.
-    Returns whether it was (re)built. The database is built under a temporary name and renamed into
-    place, so a reader holding the old one open keeps it and nobody waits on its lock."""
-    from .filing import TEMPORARY_PREFIX, ensure_schema_file, fsync_folder
-
+    """Make ``trackrecord.duckdb`` (and ``trackrecord.sql``) hold the views over this home's files now,
+    if it does not already: its views name the files, so it is rebuilt when they change or the home
+    moved. Returns whether it was (re)built. The database is built under a temporary name and renamed
+    into place, so a reader holding the old one open keeps it (with the files it named) and nobody waits
+    on its lock. Each file left out is named in a :class:`TrackRecordWarning`."""
     layout = home if isinstance(home, Layout) else Layout(home)
-    key = (layout.database, VIEWS_VERSION)
-    if key in _fresh and not force and layout.database.exists():
+    built, inventory = _ensure(layout, force=force)
+    warn_left_out(inventory)
+    return built
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a ``trackrecord.duckdb`` says of itself: its ``trackrecord_meta`` and ``trackrecord_files``."""
+
+    views_version: str | None
+    folder: str | None
+    files_digest: str | None
+    files: dict[str, FileEntry]
+
+    def serves(self, layout: Layout, inventory: Inventory) -> bool:
+        """Whether its views are this code's, over these files, in this folder."""
+        return (
+            self.views_version == VIEWS_VERSION
+            and self.files_digest == inventory.digest
+            and _same_folder(self.folder, layout.folder)
+        )
+
+
+def _same_folder(stored: str | None, folder: Path) -> bool:
+    if stored is None:
         return False
-    ensure_schema_file(layout)
-    if not force and _up_to_date(layout):
-        _fresh.add(key)
+    if stored == str(folder):
+        return True
+    try:  # the same folder by another path (a symbolic link): not moved
+        return os.path.samefile(stored, folder)
+    except OSError:
         return False
+
+
+#: per database: what it said of itself, with the file's inode, size and times when it said it
+_stored: dict[Path, tuple[tuple[int, ...], Stored]] = {}
+
+
+def _stat_key(path: Path) -> tuple[int, ...] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns  # as _build keeps it
+
+
+def stored(database: Path) -> Stored | None:
+    """What ``database`` says of itself, or None where it is missing, unreadable or held open for
+    writing (a rebuild then replaces it). Kept per process while the file is the same."""
+    key = _stat_key(database)
+    if key is None:
+        return None
+    cached = _stored.get(database)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    try:
+        con = duckdb.connect(str(database), read_only=True)
+    except duckdb.Error:  # locked by a writer, or not a database this DuckDB reads
+        return None
+    try:
+        meta = dict(con.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+        files = con.execute(f"SELECT name, bytes, mtime_ns, problem FROM {FILES_TABLE}").fetchall()
+    except duckdb.Error:  # made by an older qsolve, or not by qsolve
+        return None
+    finally:
+        con.close()
+    found = Stored(
+        meta.get("views_version"),
+        meta.get("folder"),
+        meta.get("files_digest"),
+        {name: FileEntry(name, size, mtime_ns, problem) for name, size, mtime_ns, problem in files},
+    )
+    _stored[database] = (key, found)
+    return found
+
+
+def _ensure(layout: Layout, *, force: bool = False) -> tuple[bool, Inventory]:
+    """Bring ``trackrecord.duckdb`` up to date; returns whether it was built and the files it names.
+    After a build the folder is listed again, and the database built again if the files changed
+    meanwhile: of two processes racing, the one that renames last checks last."""
+    from .filing import ensure_schema_file
+
+    found = stored(layout.database)
+    ensure_schema_file(layout, found.files if found else None)
+    built = False
+    for attempt in range(TRIES):
+        found = None if force else stored(layout.database)
+        inventory = take_inventory(layout, known=found.files if found else None)
+        if found is not None and found.serves(layout, inventory) and layout.sql_file.exists():
+            break
+        try:
+            _build(layout, inventory)
+        except duckdb.IOException:  # a file went between the listing and the views (a compaction)
+            if attempt == TRIES - 1:
+                raise
+            continue
+        built, force = True, False
+    return built, inventory
+
+
+def _build(layout: Layout, inventory: Inventory) -> None:
+    from .filing import fsync_folder, write_replacing
+
     tmp = layout.home / f"{TEMPORARY_PREFIX}{layout.database.name}.{os.getpid()}.{secrets.token_hex(4)}"
+    meta = [
+        ("views_version", VIEWS_VERSION),
+        ("folder", str(layout.folder)),
+        ("files_digest", inventory.digest),
+    ]
+    files = [(e.name, e.size, e.mtime_ns, e.problem) for e in inventory.entries]
     con = session(duckdb.connect())
     try:  # written in a storage version the DuckDB 1.x an analyst installs reads (FACTS.md)
-        quoted = str(tmp).replace("'", "''")
-        con.execute(f"ATTACH '{quoted}' AS built (STORAGE_VERSION '{STORAGE_VERSION}')")
+        con.execute(f"ATTACH {sql_text(str(tmp))} AS built (STORAGE_VERSION '{STORAGE_VERSION}')")
         con.execute("USE built")
-        create_views(con, Sources.of(layout))
-        con.execute(f"CREATE TABLE {META_TABLE} (key VARCHAR PRIMARY KEY, value VARCHAR)")
-        con.executemany(
-            f"INSERT INTO {META_TABLE} VALUES (?, ?)",
-            [("views_version", VIEWS_VERSION), ("folder", str(layout.folder))],
+        create_views(con, Sources.of(inventory))
+        con.execute(f"CREATE TABLE {META_TABLE} (key VARCHAR, value VARCHAR)")
+        con.executemany(f"INSERT INTO {META_TABLE} VALUES (?, ?)", meta)
+        con.execute(
+            f"CREATE TABLE {FILES_TABLE} (name VARCHAR, bytes BIGINT, mtime_ns BIGINT, problem VARCHAR)"
         )
+        if files:
+            con.executemany(f"INSERT INTO {FILES_TABLE} VALUES (?, ?, ?, ?)", files)
         con.execute("CHECKPOINT")
         con.execute("USE memory")
         con.execute("DETACH built")
-    finally:
+    except BaseException:
         con.close()
+        for leftover in (tmp, Path(f"{tmp}.wal")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+        raise
+    con.close()
+    write_replacing(layout.sql_file, sql_script(inventory, layout.home).encode())
     with open(tmp, "rb+") as f:
         os.fsync(f.fileno())
-    with contextlib.suppress(FileNotFoundError):  # a write-ahead log of the database replaced
-        Path(f"{layout.database}.wal").unlink()
-    tmp.replace(layout.database)
-    fsync_folder(layout.home)
-    _fresh.add(key)
-    return True
+        with contextlib.suppress(FileNotFoundError):  # a write-ahead log of the database replaced
+            Path(f"{layout.database}.wal").unlink()
+        tmp.replace(layout.database)
+        fsync_folder(layout.home)
+        st = os.fstat(f.fileno())  # this file's, whatever another process renames into place meanwhile
+    key = st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+    entries = {e.name: e for e in inventory.entries}
+    _stored[layout.database] = (key, Stored(VIEWS_VERSION, str(layout.folder), inventory.digest, entries))
 
 
-def _up_to_date(layout: Layout) -> bool:
-    if not layout.database.exists():
-        return False
-    try:
-        con = duckdb.connect(str(layout.database), read_only=True)
-    except duckdb.IOException as e:  # held open for writing by someone: leave it (its views read the
-        return "lock" in str(e).lower()  # same files); any other failure: build it again
-    except duckdb.Error:
-        return False  # not a database this DuckDB reads: build it again
-    try:
-        meta = dict(con.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
-    except duckdb.Error:
-        return False
-    finally:
-        con.close()
-    return meta.get("views_version") == VIEWS_VERSION and meta.get("folder") == str(layout.folder)
+def sql_script(inventory: Inventory, home: Path) -> str:
+    """The views as plain SQL over the same files, named relative to ``home``: ``trackrecord.sql``."""
+    lines = [
+        "-- The track record's views (docs/trackrecord.md) as plain SQL, for any DuckDB, 1.x or 2.x. qsolve",
+        "-- writes it with trackrecord.duckdb, whenever the files change. Its paths are relative to",
+        "-- QSOLVE_HOME: run it there, for example",
+        "--   cd .qsolve && duckdb -init trackrecord.sql",
+        "--   cd .qsolve && duckdb analysis.duckdb < trackrecord.sql",
+    ]
+    for path, problem in inventory.left_out:
+        shown = str(path.relative_to(home)).replace("\n", "\\n")
+        lines.append(f"-- left out: {shown}: {problem}")
+    for name, select in definitions(Sources.of(inventory, relative_to=home)):
+        lines.append(f"CREATE OR REPLACE VIEW {name} AS {select};")
+    return "\n".join(lines) + "\n"

@@ -3,9 +3,11 @@ noise-model estimate, the results on quantum hardware and the earlier results, w
 accuracy (the median over the track-record rows) and each row's verdict.
 
 The page reads one workflow's rows into memory and builds the same views as ``trackrecord.duckdb`` over
-them (views.py), so the page and an analyst's query agree. ``version`` shows that version's ``sim-`` and
-``fake:`` results as if it were current; the hardware sections are the workflow's, whatever the version
-(every version's hardware results stay on the page until replaced).
+them (views.py), so the page and an analyst's query agree; like ``qsolve query``, it brings
+``trackrecord.duckdb`` up to date on the way and warns of files left out (``views.reading``).
+``version`` shows that version's ``sim-`` and ``fake:`` results as if it were current; the hardware
+sections are the workflow's, whatever the version (every version's hardware results stay on the page
+until replaced).
 """
 
 from __future__ import annotations
@@ -19,10 +21,9 @@ from rich.table import Table
 from rich.text import Text
 
 from .errors import UnknownWorkflow
-from .filing import for_reading
-from .layout import BATCH, HEAD, OLDER, Layout
+from .layout import Layout
 from .row import COLUMNS, TrackRecordRow
-from .views import Sources, create_views, parquet_source, session
+from .views import Sources, create_views, parquet_source, reading, session
 
 ROW_COLUMNS = ", ".join(name for name, _, _ in COLUMNS)
 
@@ -57,10 +58,10 @@ def page(
     """The page of workflow ``name``; raises :class:`UnknownWorkflow` when it (or ``version``) is neither
     recorded nor ``published``. ``published``: the latest published version, as the state database
     says (issue 11): it is the current one, shown with its own track record even while that is empty."""
-    layout = for_reading(Layout(home))
+    inventory = reading(Layout(home))
     con = session(duckdb.connect())
     try:
-        source = parquet_source(layout.globs(BATCH, HEAD, OLDER))
+        source = parquet_source(inventory.files())
         con.execute(f"CREATE TEMP TABLE page_filed AS SELECT * FROM {source} WHERE workflow = ?", [name])
         scoped = Sources(filed="page_filed", candidates="page_filed")
         create_views(con, scoped, temp=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from storage.trackrecord import compact, ensure_views, file_rows, views
+from storage.trackrecord import compact, ensure_views, file_rows, inventory, views
 
 from .builders import EXPECTED, EXPECTED_CARDS, row, scenario
 
@@ -23,21 +23,28 @@ out["cards"] = con.sql(
     "SELECT workflow, current_version, passed, total, round(headline_accuracy, 9)"
     " FROM workflow_cards ORDER BY 1"
 ).fetchall()
+out["versions"] = con.sql("SELECT workflow, version, is_current FROM versions ORDER BY 1, 2").fetchall()
 out["loaded"] = sorted(m for m in sys.modules if m.split(".")[0] in ("storage", "qsolve"))
+out["duckdb"] = duckdb.__version__
 print(json.dumps(out))
 """
+SCENARIO_VERSIONS = [["max-cut", "1.0.0", False], ["max-cut", "1.1.0", True], ["qubo", "2", True]]
 
 
-def analyst(database: Path, views: list[str], cwd: Path) -> dict:
+def analyst(database: Path, views: list[str], cwd: Path, python: str = sys.executable) -> dict:
+    """What plain DuckDB (in ``python``, no qsolve code) reads from ``database``: the run ids of each view,
+    the cards and the versions. The process runs in ``cwd``, which is not the home."""
     done = subprocess.run(
-        [sys.executable, "-I", "-c", ANALYST, str(database), ",".join(views)],
+        [python, "-I", "-c", ANALYST, str(database), ",".join(views)],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    out = json.loads(done.stdout)
+    del out["duckdb"]
+    return out
 
 
 def test_plain_duckdb_reads_the_views(home, tmp_path):
@@ -47,6 +54,7 @@ def test_plain_duckdb_reads_the_views(home, tmp_path):
     file_rows(rows[6:], home)  # r07 and r08 filed twice
     out = analyst(home / "trackrecord.duckdb", sorted(EXPECTED), tmp_path)
     assert out.pop("loaded") == []
+    assert out.pop("versions") == SCENARIO_VERSIONS
     assert {w: (v, p, t, h) for w, v, p, t, h in out.pop("cards")} == EXPECTED_CARDS
     assert {k: set(v) for k, v in out.items()} == EXPECTED
 
@@ -54,8 +62,8 @@ def test_plain_duckdb_reads_the_views(home, tmp_path):
 def test_the_database_works_before_anything_is_filed(home, tmp_path):
     assert ensure_views(home)
     out = analyst(home / "trackrecord.duckdb", ["rows", "current", "track_record"], tmp_path)
-    assert out == {"rows": [], "current": [], "track_record": [], "cards": [], "loaded": []}
-    file_rows([row("a")], home)  # the views read files filed after they were made
+    assert out == {"rows": [], "current": [], "track_record": [], "cards": [], "versions": [], "loaded": []}
+    file_rows([row("a")], home)  # filing rebuilds the database, its views naming the new file
     out = analyst(home / "trackrecord.duckdb", ["rows"], tmp_path)
     assert out["rows"] == ["a"]
 
@@ -72,13 +80,21 @@ def test_a_moved_home_gets_its_views_rebuilt(home, tmp_path):
     con.close()
 
 
-def test_filing_does_not_wait_for_an_analyst_holding_the_database(home):
+def as_a_new_process() -> None:
+    """Forget what this process knows of databases and files, as a new process would."""
+    views._stored.clear()
+    inventory._checked.clear()
+
+
+def test_filing_does_not_wait_for_an_analyst_holding_the_database(home, tmp_path):
     file_rows([row("a")], home)
     held = duckdb.connect(str(home / "trackrecord.duckdb"))  # read-write: an exclusive lock
-    views._fresh.clear()  # as a new filing process would find it
+    as_a_new_process()
     try:
         file_rows([row("b")], home)
-        assert held.sql("SELECT run_id FROM rows ORDER BY 1").fetchall() == [("a",), ("b",)]
+        # The analyst keeps the database they opened, over the files it named; opened again, it has both.
+        assert held.sql("SELECT run_id FROM rows ORDER BY 1").fetchall() == [("a",)]
+        assert analyst(home / "trackrecord.duckdb", ["rows"], tmp_path)["rows"] == ["a", "b"]
     finally:
         held.close()
 
@@ -86,7 +102,7 @@ def test_filing_does_not_wait_for_an_analyst_holding_the_database(home):
 def test_a_database_that_does_not_read_is_rebuilt(home):
     file_rows([row("a")], home)
     (home / "trackrecord.duckdb").write_bytes(b"not a database")
-    views._fresh.clear()  # as a new process would find it
+    as_a_new_process()
     assert ensure_views(home)
     con = duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True)
     assert con.sql("SELECT run_id FROM rows").fetchall() == [("a",)]

@@ -54,7 +54,10 @@ def test_killed_filing_loses_and_doubles_nothing(tmp_path):
     rng = random.Random(20261130)
     reported: set[int] = set()
     next_batch = 0
-    for delay in [0.0, 0.02, 0.05, 0.1, 0.2, rng.uniform(0, 0.3), rng.uniform(0, 0.3), 0.4]:
+
+    def killed(delay: float, lines: int = 0) -> None:
+        """A filer started, killed ``delay`` seconds after it reported ``lines`` batches filed."""
+        nonlocal next_batch
         start = max(0, next_batch - 2)  # file the last two batches again: reported or not
         proc = subprocess.Popen(
             [sys.executable, str(script), str(home), str(start), str(ROWS)],
@@ -63,13 +66,22 @@ def test_killed_filing_loses_and_doubles_nothing(tmp_path):
             text=True,
         )
         assert proc.stdout.readline() == "ready\n"
+        early = [proc.stdout.readline() for _ in range(lines)]
         time.sleep(delay + rng.uniform(0, 0.01))
         proc.kill()
         proc.wait()
-        filed = [int(line) for line in proc.stdout.read().split()]
+        filed = [int(line) for line in "".join(early).split() + proc.stdout.read().split()]
         proc.stdout.close()
         reported.update(filed)
         next_batch = max(filed, default=next_batch - 1) + 1
+
+    # A filing takes about 0.1 s (most of it rebuilding trackrecord.duckdb): kills land in every part of it.
+    for delay in [0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, rng.uniform(0, 0.8), rng.uniform(0, 0.8), 1.0]:
+        killed(delay)
+    for _ in range(5):  # a busy machine files slowly: rounds that file at least three new batches first
+        if len(reported) > 10:
+            break
+        killed(rng.uniform(0, 0.2), lines=5)
     assert len(reported) > 10
 
     con = connect(home)  # every file the views glob reads whole, or this fails
@@ -96,3 +108,35 @@ def test_killed_filing_loses_and_doubles_nothing(tmp_path):
     analyst = duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True)
     assert analyst.sql("SELECT count(*) FROM rows").fetchall() == [(len(run_ids),)]
     analyst.close()
+
+
+TWO_FILERS = """
+import sys
+from storage.trackrecord import compact, file_rows
+sys.path.insert(0, ".")
+from tests.storage.trackrecord.builders import row
+
+home, who = sys.argv[1], sys.argv[2]
+for b in range(8):
+    file_rows([row(f"{who}-{b}-{j}", case=f"{who}{j}", minute=b) for j in range(3)], home)
+    if b % 3 == 2:
+        compact(home)
+"""
+
+
+def test_two_processes_filing_at_once_leave_a_database_naming_every_file(tmp_path):
+    """Each rebuilds trackrecord.duckdb after filing; the one that renames last lists the folder again
+    after its rename and rebuilds if the files changed meanwhile, so the last database names them all."""
+    home = tmp_path / "home"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", TWO_FILERS, str(home), who], cwd=REPO, stderr=subprocess.PIPE)
+        for who in ("x", "y")
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+    analyst = duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True)
+    try:
+        assert analyst.sql("SELECT count(*) FROM rows").fetchall() == [(2 * 8 * 3,)]
+    finally:
+        analyst.close()

@@ -1,0 +1,196 @@
+"""What the track record's folder holds, and which of its files the views read (issue 11, point 5).
+
+Every ``*.parquet`` file in ``QSOLVE_HOME/trackrecord/`` (temporary ``.tmp-`` files aside) is checked from
+its footer alone, by :data:`CHECKS` in order, the first that fails giving the reason:
+
+    name      a name qsolve gives its files: schema-v1, b-, h- or o-
+    footer    pyarrow reads its footer (not garbage bytes, not a truncated copy)
+    columns   exactly ``row.SCHEMA``'s columns, in order, with their types
+    metadata  ``qsolve.trackrecord.schema = 1`` in its metadata: qsolve wrote it
+
+A file that fails is left out of the views and of compaction (never removed), and named in a warning.
+Checks are cached by path, size and modification time (a file qsolve wrote never changes), and
+``trackrecord.duckdb`` keeps them (``trackrecord_files``), so another process does not read every footer
+again either.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import pyarrow as pa
+from blake3 import blake3
+
+from .layout import BATCH, HEAD, OLDER, SCHEMA_FILE, TEMPORARY_PREFIX, Layout
+from .row import COLUMNS, SCHEMA_VERSION
+
+METADATA_KEY = b"qsolve.trackrecord.schema"
+#: the names qsolve gives its files; none holds a character DuckDB would take for a glob
+NAME = re.compile(rf"(?:{re.escape(SCHEMA_FILE)}|[{BATCH}{HEAD}{OLDER}]-[0-9A-Za-z_-]+\.parquet)")
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One Parquet file of the folder: its name, size and modification time, and why it is left out
+    (``problem``), or None when the views read it."""
+
+    name: str
+    size: int
+    mtime_ns: int
+    problem: str | None = None
+
+    def same_file(self, st: os.stat_result) -> bool:
+        return (self.size, self.mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The folder's Parquet files, by name, and the schema file the views read first."""
+
+    folder: Path
+    schema_file: Path
+    entries: tuple[FileEntry, ...]
+
+    def readable(self, *kinds: str) -> list[Path]:
+        """The data files of these kinds (all by default) that passed every check, sorted by name."""
+        kinds = kinds or (BATCH, HEAD, OLDER)
+        prefixes = tuple(f"{k}-" for k in kinds)
+        chosen = [e.name for e in self.entries if e.problem is None and e.name.startswith(prefixes)]
+        return [self.folder / name for name in chosen]
+
+    def files(self, *kinds: str) -> list[Path]:
+        """What a view of these kinds reads: the schema file, then the readable data files."""
+        return [self.schema_file, *self.readable(*kinds)]
+
+    def entry(self, path: Path) -> FileEntry | None:
+        return self._by_name.get(path.name) if path.parent == self.folder else None
+
+    @cached_property
+    def _by_name(self) -> dict[str, FileEntry]:
+        return {e.name: e for e in self.entries}
+
+    @property
+    def left_out(self) -> list[tuple[Path, str]]:
+        """The files that failed a check, with the reason."""
+        return [(self.folder / e.name, e.problem) for e in self.entries if e.problem is not None]
+
+    @cached_property
+    def digest(self) -> str:
+        """BLAKE3 over the files' names, sizes and times: it changes when the set of files does."""
+        lines = [f"{e.name}\t{e.size}\t{e.mtime_ns}" for e in self.entries]
+        return blake3("\n".join(lines).encode()).hexdigest(length=16)
+
+
+def _name(path: Path, _schema: pa.Schema | None) -> str | None:
+    if NAME.fullmatch(path.name) is None:
+        return f"not a name qsolve gives its files ({SCHEMA_FILE}, b-, h- or o-<digest>.parquet)"
+    return None
+
+
+def _footer(path: Path, _schema: pa.Schema | None) -> str | None:
+    return "not a Parquet file pyarrow reads (garbage, or cut short)" if _schema is None else None
+
+
+def _columns(_path: Path, schema: pa.Schema | None) -> str | None:
+    assert schema is not None
+    want = {name: typ for name, typ, _ in COLUMNS}
+    got = [(f.name, f.type) for f in schema]
+    if got == list(want.items()):
+        return None
+    names = {n for n, _ in got}
+    said = [
+        _some("missing", [n for n in want if n not in names]),
+        _some("others:", [n for n, _ in got if n not in want]),
+        _some("", [f"{n} is {t}, not {want[n]}" for n, t in got if n in want and t != want[n]]),
+    ]
+    return "its columns are not the track record's: " + ("; ".join(s for s in said if s) or "another order")
+
+
+def _some(label: str, items: list[str], shown: int = 4) -> str:
+    if not items:
+        return ""
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return f"{label} {', '.join(items[:shown])}{more}".strip()
+
+
+def _metadata(_path: Path, schema: pa.Schema | None) -> str | None:
+    assert schema is not None
+    if (schema.metadata or {}).get(METADATA_KEY) != SCHEMA_VERSION.encode():
+        return f"no {METADATA_KEY.decode()} = {SCHEMA_VERSION} in its metadata: qsolve did not write it"
+    return None
+
+
+#: the checks, in order; each takes the path and the footer's schema (None where the footer did not read)
+CHECKS: list[tuple[str, Callable[[Path, pa.Schema | None], str | None]]] = [
+    ("name", _name),
+    ("footer", _footer),
+    ("columns", _columns),
+    ("metadata", _metadata),
+]
+
+
+def check_file(path: Path) -> str | None:
+    """Why the views must leave ``path`` out, or None. Reads the footer only; a file gone meanwhile
+    raises FileNotFoundError."""
+    import pyarrow.parquet as pq
+
+    schema = None
+    if NAME.fullmatch(path.name) is not None:
+        try:
+            schema = pq.read_schema(path)
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError, pa.ArrowException):
+            schema = None
+    for _, check in CHECKS:
+        problem = check(path, schema)
+        if problem is not None:
+            return problem
+    return None
+
+
+#: per folder: the checks done, by name, with the size and time they were done at
+_checked: dict[Path, dict[str, FileEntry]] = {}
+
+
+def checked(path: Path, st: os.stat_result, known: Mapping[str, FileEntry] | None = None) -> FileEntry:
+    """``path``'s entry, its check taken from this process's cache or ``known`` (what
+    ``trackrecord.duckdb`` recorded) where the file's size and time are the same, else done now."""
+    folder_cache = _checked.setdefault(path.parent, {})
+    for source in (folder_cache, known or {}):
+        entry = source.get(path.name)
+        if entry is not None and entry.same_file(st):
+            folder_cache[path.name] = entry
+            return entry
+    problem = check_file(path) if stat.S_ISREG(st.st_mode) else "not a file"
+    entry = FileEntry(path.name, st.st_size, st.st_mtime_ns, problem)
+    folder_cache[path.name] = entry
+    return entry
+
+
+def take_inventory(layout: Layout, known: Mapping[str, FileEntry] | None = None) -> Inventory:
+    """The folder's Parquet files now, each checked (see the module's docstring)."""
+    entries: list[FileEntry] = []
+    try:
+        listed = sorted(os.scandir(layout.folder), key=lambda d: d.name)
+    except (FileNotFoundError, NotADirectoryError):
+        listed = []
+    for d in listed:
+        if not d.name.endswith(".parquet") or d.name.startswith(TEMPORARY_PREFIX):
+            continue
+        try:
+            entries.append(checked(layout.folder / d.name, d.stat(), known))
+        except FileNotFoundError:  # removed meanwhile (a compaction): not there
+            continue
+    cache = _checked.get(layout.folder)
+    if cache is not None:  # forget the files that are gone, so a long-lived process keeps a small cache
+        names = {e.name for e in entries}
+        for name in [n for n in cache if n not in names]:
+            del cache[name]
+    return Inventory(layout.folder, layout.schema_file, tuple(entries))

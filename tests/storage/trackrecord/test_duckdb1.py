@@ -1,0 +1,195 @@
+"""trackrecord.duckdb and trackrecord.sql work in the DuckDB 1.x an analyst installs from the package index
+(issue 11): their views name existing files one by one, with no glob and no ``allow_empty`` (which 1.x
+lacks), and the database is rebuilt when the files change.
+
+The first tests need no DuckDB 1.x. The others run where one is found (skipped otherwise): a Python with
+``duckdb`` 1.x at ``$QSOLVE_DUCKDB1_PYTHON`` or ``/tmp/d15/bin/python``, a 1.x command line at
+``$QSOLVE_DUCKDB1_CLI`` or ``/tmp/d15/bin/duckdb``. To make them::
+
+    python3 -m venv /tmp/d15 && /tmp/d15/bin/pip install 'duckdb==1.5.*' 'duckdb-cli==1.5.*'
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from storage.trackrecord import TrackRecordWarning, compact, ensure_views, file_rows
+from storage.trackrecord.commands import add_commands
+from storage.trackrecord.inventory import take_inventory
+from storage.trackrecord.layout import Layout
+
+from .builders import EXPECTED, EXPECTED_CARDS, scenario
+from .test_analyst import SCENARIO_VERSIONS, analyst
+
+RUN_VIEWS = sorted({*EXPECTED, "filed_rows", "latest_candidates"})  # the views with a run_id
+EVERY_VIEW = sorted({*RUN_VIEWS, "versions", "workflow_cards"})
+GLOB = re.compile(r"[*?\[\]{}]")
+
+
+def file_scenario(home: Path) -> None:
+    """The scenario in overlapping batches, compacted midway, with a file qsolve did not write."""
+    rows = scenario()
+    file_rows(rows[:8], home)
+    compact(home)
+    file_rows(rows[6:12], home)  # r07 and r08 filed again
+    (home / "trackrecord" / "b-0000.parquet").write_bytes(b"PAR1 not a Parquet file PAR1")
+    with pytest.warns(TrackRecordWarning, match="b-0000.parquet"):
+        file_rows(rows[11:], home)  # r12 filed again
+
+
+def listed_files(sql: str) -> list[str]:
+    """The paths every ``read_parquet([...])`` of ``sql`` names (DuckDB keeps a list as ``list_value``)."""
+    lists = re.findall(r"read_parquet\((?:\[|list_value\()((?:'(?:[^']|'')*'(?:, )?)+)[\])]", sql)
+    assert lists, sql
+    return [p.replace("''", "'") for inner in lists for p in re.findall(r"'((?:[^']|'')*)'", inner)]
+
+
+def test_the_database_names_existing_files_only(home):
+    file_scenario(home)
+    layout = Layout(home)
+    readable = {str(p) for p in take_inventory(layout).readable()}
+    assert len(readable) == 4  # an h-, an o- and two b- files; the garbage is not among them
+    con = duckdb.connect(str(layout.database), read_only=True)
+    views = dict(con.sql("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
+    con.close()
+    assert sorted(views) == EVERY_VIEW
+    named: set[str] = set()
+    for name, sql in views.items():
+        assert "allow_empty" not in sql, name
+        for path in listed_files(sql) if "read_parquet" in sql else []:
+            assert not GLOB.search(path) and Path(path).is_absolute() and Path(path).is_file(), (name, path)
+            named.add(path)
+    assert named == readable | {str(layout.schema_file)}
+
+
+def test_the_sql_file_names_the_same_files_relative_to_the_home(home, tmp_path, monkeypatch):
+    file_scenario(home)
+    text = (home / "trackrecord.sql").read_text()
+    assert "allow_empty" not in text
+    assert "-- left out: trackrecord/b-0000.parquet: not a Parquet file" in text
+    paths = listed_files(text)
+    assert paths and all(p.startswith("trackrecord/") and not GLOB.search(p) for p in paths)
+    assert {home / p for p in paths} == {*take_inventory(Layout(home)).readable(), Layout(home).schema_file}
+    monkeypatch.chdir(home)  # run from the home, by plain DuckDB
+    con = duckdb.connect()
+    con.execute(text)
+    assert {r[0] for r in con.sql("SELECT run_id FROM current").fetchall()} == EXPECTED["current"]
+    con.close()
+
+
+def test_a_removed_sql_file_is_written_again(home):
+    file_scenario(home)
+    text = (home / "trackrecord.sql").read_text()
+    (home / "trackrecord.sql").unlink()
+    with pytest.warns(TrackRecordWarning):
+        assert ensure_views(home)
+    assert (home / "trackrecord.sql").read_text() == text
+
+
+def test_a_compaction_rebuilds_the_database_over_the_merged_files(home, tmp_path):
+    rows = scenario()
+    file_rows(rows[:9], home)
+    file_rows(rows[9:], home)
+    done = compact(home)
+    assert done.merged_files == 2
+    out = analyst(home / "trackrecord.duckdb", sorted(EXPECTED), tmp_path)  # no missing b- file
+    assert {k: set(out[k]) for k in EXPECTED} == EXPECTED
+
+
+# --- with DuckDB 1.x ------------------------------------------------------------------------------------
+
+
+def _found(variable: str, default: str, args: list[str], pattern: str) -> str | None:
+    for candidate in (os.environ.get(variable), default):
+        if candidate and Path(candidate).is_file():
+            done = subprocess.run([candidate, *args], capture_output=True, text=True, timeout=60)
+            if done.returncode == 0 and re.match(pattern, done.stdout.strip()):
+                return candidate
+    return None
+
+
+@functools.cache
+def duckdb1_python() -> str | None:
+    version = ["-c", "import duckdb; print(duckdb.__version__)"]
+    return _found("QSOLVE_DUCKDB1_PYTHON", "/tmp/d15/bin/python", version, r"1\.")
+
+
+@functools.cache
+def duckdb1_cli() -> str | None:
+    return _found("QSOLVE_DUCKDB1_CLI", "/tmp/d15/bin/duckdb", ["--version"], r"v1\.")
+
+
+def python1() -> str:
+    found = duckdb1_python()
+    if found is None:
+        pytest.skip("no DuckDB 1.x Python: set QSOLVE_DUCKDB1_PYTHON (see this module's docstring)")
+    return found
+
+
+def cli1() -> str:
+    found = duckdb1_cli()
+    if found is None:
+        pytest.skip("no DuckDB 1.x command line: set QSOLVE_DUCKDB1_CLI (see this module's docstring)")
+    return found
+
+
+def test_duckdb_1x_reads_every_view(home, tmp_path):
+    file_scenario(home)
+    out = analyst(home / "trackrecord.duckdb", RUN_VIEWS, tmp_path, python=python1())
+    assert out.pop("loaded") == []
+    assert {w: (v, p, t, h) for w, v, p, t, h in out.pop("cards")} == EXPECTED_CARDS
+    assert out.pop("versions") == SCENARIO_VERSIONS
+    assert {k: set(out[k]) for k in EXPECTED} == EXPECTED
+    assert len(out["filed_rows"]) == len(EXPECTED["rows"]) + 3  # r07, r08 and r12 as filed twice
+
+
+def cli_json(cli: str, *args: str, cwd: Path) -> list[dict]:
+    done = subprocess.run([cli, *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+    assert done.returncode == 0 and "Error" not in done.stderr, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_duckdb_1x_command_line_reads_the_database_and_runs_the_sql_file(home, tmp_path):
+    cli = cli1()
+    file_scenario(home)
+    counts = " UNION ALL ".join(f"SELECT '{v}' AS view, count(*) AS n FROM {v}" for v in EVERY_VIEW)
+    want = {v: len(EXPECTED[v]) for v in EXPECTED} | {"workflow_cards": 2, "versions": 3}
+    database = str(home / "trackrecord.duckdb")
+    got = {
+        r["view"]: r["n"] for r in cli_json(cli, "-readonly", database, "-json", "-c", counts, cwd=tmp_path)
+    }
+    assert {v: got[v] for v in want} == want
+    # trackrecord.sql from the home folder, with no database at all.
+    from_sql = cli_json(cli, "-init", "trackrecord.sql", "-json", "-c", counts, cwd=home)
+    assert {r["view"]: r["n"] for r in from_sql} == got
+
+
+def run(*argv: str) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="qsolve")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_duckdb_1x_reads_a_moved_home_once_a_command_ran_there(home, tmp_path, monkeypatch, capsys):
+    python = python1()
+    file_scenario(home)
+    moved = tmp_path / "moved"
+    shutil.copytree(home, moved)
+    shutil.rmtree(home)
+    monkeypatch.setenv("QSOLVE_HOME", str(moved))
+    assert run("query", "SELECT 1") == 0
+    assert "b-0000.parquet" in capsys.readouterr().err
+    out = analyst(moved / "trackrecord.duckdb", sorted(EXPECTED), tmp_path, python=python)
+    assert {k: set(out[k]) for k in EXPECTED} == EXPECTED

@@ -1,0 +1,245 @@
+"""A Parquet file in the track record's folder that qsolve did not write, or a damaged one, is named in a
+warning and left out of the views and of compaction; the good rows are still read (issue 11, point 5)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from storage.trackrecord import (
+    Layout,
+    TrackRecordWarning,
+    compact,
+    connect,
+    file_rows,
+    inventory,
+    page,
+    views,
+)
+from storage.trackrecord.commands import add_commands
+
+from .builders import row
+from .test_analyst import analyst, as_a_new_process
+
+
+def good_file(folder: Path) -> Path:
+    return next(folder.glob("b-*.parquet"))
+
+
+def forged(folder: Path) -> pa.Table:
+    """A real file's rows under other run ids: were the file read, they would show."""
+    table = pq.read_table(good_file(folder))
+    ids = pc.binary_join_element_wise("forged-", table.column("run_id"), "")
+    return table.set_column(table.schema.get_field_index("run_id"), "run_id", ids)
+
+
+def garbage(folder: Path) -> Path:
+    path = folder / "b-0000.parquet"
+    path.write_bytes(b"PAR1" + bytes(range(256)) * 3)
+    return path
+
+
+def cut_short(folder: Path) -> Path:
+    path = folder / "b-1111.parquet"
+    data = good_file(folder).read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def empty(folder: Path) -> Path:
+    path = folder / "h-2222.parquet"
+    path.write_bytes(b"")
+    return path
+
+
+def other_columns(folder: Path) -> Path:
+    path = folder / "b-3333.parquet"
+    pq.write_table(pa.table({"run_id": ["forged-x"], "score": [1.0]}), path)
+    return path
+
+
+def other_types(folder: Path) -> Path:
+    path = folder / "o-4444.parquet"
+    table = forged(folder)
+    pq.write_table(
+        table.set_column(
+            table.schema.get_field_index("shots"), "shots", pc.cast(table["shots"], pa.string())
+        ),
+        path,
+    )
+    return path
+
+
+def not_by_qsolve(folder: Path) -> Path:
+    """The track record's columns and types, written by another tool: no qsolve metadata."""
+    path = folder / "h-5555.parquet"
+    pq.write_table(forged(folder).replace_schema_metadata(None), path)
+    return path
+
+
+def not_a_qsolve_name(folder: Path) -> Path:
+    path = folder / "extra.parquet"
+    pq.write_table(forged(folder), path)
+    return path
+
+
+BAD: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "garbage bytes": (garbage, "not a Parquet file"),
+    "a truncated copy": (cut_short, "not a Parquet file"),
+    "an empty file": (empty, "not a Parquet file"),
+    "other columns": (
+        other_columns,
+        "missing workflow, version, case_name, target and 25 more; others: score",
+    ),
+    "other types": (other_types, "shots is string, not int64"),
+    "no qsolve metadata": (not_by_qsolve, "qsolve did not write it"),
+    "another name": (not_a_qsolve_name, "not a name qsolve gives its files"),
+}
+
+
+@pytest.fixture(params=sorted(BAD))
+def bad(request, home) -> tuple[Path, str]:
+    """A home with runs a and b (their batch files) and one bad file; returns it and the reason."""
+    file_rows([row("a", case="one")], home)
+    file_rows([row("b", case="two", minute=1)], home)
+    make, why = BAD[request.param]
+    path = make(home / "trackrecord")
+    return path, why
+
+
+def run(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="qsolve")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def run_ids(home: Path, view: str = "rows") -> list[str]:
+    con = connect(home)
+    try:
+        return [r[0] for r in con.sql(f"SELECT run_id FROM {view} ORDER BY run_id").fetchall()]
+    finally:
+        con.close()
+
+
+def test_the_views_leave_the_file_out_and_a_warning_names_it(home, bad):
+    path, why = bad
+    with pytest.warns(TrackRecordWarning, match=re.escape(str(path)) + ".*" + re.escape(why)):
+        assert run_ids(home) == ["a", "b"]
+    with pytest.warns(TrackRecordWarning, match=re.escape(str(path))):
+        assert run_ids(home, "current") == ["a", "b"]
+
+
+def test_qsolve_query_and_page_name_it_on_standard_error(home, bad, capsys):
+    path, why = bad
+    assert run("query", "SELECT run_id FROM rows ORDER BY 1", "--format", "csv") == 0
+    out, err = capsys.readouterr()
+    assert out == "run_id\na\nb\n"
+    assert f"qsolve query: warning: {path}: " in err and why in err
+    assert run("page", "max-cut") == 0
+    out, err = capsys.readouterr()
+    assert "0 of 0" not in out and f"qsolve page: warning: {path}: " in err
+
+
+def test_the_library_page_reads_the_good_rows(home, bad):
+    path, _ = bad
+    with pytest.warns(TrackRecordWarning, match=re.escape(str(path))):
+        p = page("max-cut", home=home)
+    assert sorted(r.run_id for r in p.track_record) == ["a", "b"]
+
+
+def test_trackrecord_duckdb_leaves_it_out_and_says_why(home, bad, tmp_path):
+    path, why = bad
+    with pytest.warns(TrackRecordWarning):
+        run_ids(home)  # any command brings trackrecord.duckdb up to date
+    assert analyst(home / "trackrecord.duckdb", ["rows", "current"], tmp_path)["rows"] == ["a", "b"]
+    con = duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True)
+    problems = dict(con.sql("SELECT name, problem FROM trackrecord_files").fetchall())
+    con.close()
+    assert why in problems[path.name]
+    assert sum(p is None for p in problems.values()) == 3  # the schema file and two batches
+
+
+def test_compaction_leaves_it_where_it_is(home, bad):
+    path, _ = bad
+    before = path.read_bytes()
+    with pytest.warns(TrackRecordWarning, match=re.escape(str(path))):
+        done = compact(home)
+    assert done.merged_files == 2 and done.left_out == (path,)
+    assert path.read_bytes() == before
+    layout = Layout(home)
+    assert not layout.files("b") or path.name.startswith("b-") and layout.files("b") == [path]
+    with pytest.warns(TrackRecordWarning):
+        assert run_ids(home) == ["a", "b"]
+
+
+def test_a_damaged_schema_file_is_replaced(home, tmp_path):
+    file_rows([row("a")], home)
+    schema_file = Layout(home).schema_file
+    schema_file.write_bytes(b"garbage")
+    as_a_new_process()
+    assert run_ids(home) == ["a"]  # reading repaired it (it holds no rows)
+    assert inventory.check_file(schema_file) is None
+    assert analyst(home / "trackrecord.duckdb", ["rows"], tmp_path)["rows"] == ["a"]
+
+
+def test_footers_are_read_once_per_file(home, monkeypatch):
+    file_rows([row("a")], home)
+    file_rows([row("b", minute=1)], home)
+    read: list[str] = []
+    check = inventory.check_file
+
+    def counted(path: Path) -> str | None:
+        read.append(path.name)
+        return check(path)
+
+    monkeypatch.setattr(inventory, "check_file", counted)
+    run_ids(home)
+    assert read == []  # checked when this process filed them
+    as_a_new_process()
+    run_ids(home)
+    assert read == []  # trackrecord.duckdb kept the checks, by size and time
+    bad = garbage(home / "trackrecord")
+    with pytest.warns(TrackRecordWarning):
+        run_ids(home)
+        run_ids(home)
+    assert read == [bad.name]
+    bad.write_bytes(b"other garbage, another size")
+    with pytest.warns(TrackRecordWarning):
+        run_ids(home)
+    assert read == [bad.name, bad.name]
+
+
+def test_a_home_whose_database_cannot_be_written_is_still_read(home, monkeypatch, capsys):
+    file_rows([row("a")], home)
+    garbage(home / "trackrecord")  # the database is stale now
+
+    def refused(*_args, **_kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(views, "_build", refused)
+    assert run("query", "SELECT run_id FROM rows", "--format", "csv") == 0
+    out, err = capsys.readouterr()
+    assert out == "run_id\na\n"
+    assert "trackrecord.duckdb: not brought up to date ([Errno 13] Permission denied)" in err
+    assert "b-0000.parquet" in err
+
+
+def test_no_warning_for_a_home_with_only_qsolve_files(home):
+    file_rows([row("a")], home)
+    compact(home)
+    file_rows([row("b", minute=1)], home)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TrackRecordWarning)
+        assert run_ids(home) == ["a", "b"]
+        compact(home)
+        assert run_ids(home) == ["a", "b"]
