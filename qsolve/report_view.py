@@ -100,6 +100,8 @@ def show(report: ValidationReport, console: Console) -> None:
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     if report.cases:
         console.print(case_table(report.cases))
+        if report.metric_note:
+            console.print(f"[dim]accuracy: {report.metric_note}[/dim]", highlight=False)
         console.print("[dim]verdict: matches / is below the best classical answer (the reference)[/dim]")
     if report.gates:
         table = Table(title="Gates", title_justify="left")

@@ -43,6 +43,7 @@ class ValidationReport(BaseModel):
     version: str | None
     target: str
     folder: str | None = None  # what the heading names when the manifest does not load
+    metric_note: str | None = None  # the manifest's metric.note, shown beside the accuracy
     checks: ChecksSummary
     gates: list[GateResult] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
@@ -95,6 +96,7 @@ def run_gates(
         version=wf.version if wf else None,
         target=target,
         folder=str(root),
+        metric_note=wf.manifest.metric.note if wf else None,
         checks=ChecksSummary(ok=checks.ok, errors=checks.errors, warnings=checks.warnings),
     )
     if not checks.ok:

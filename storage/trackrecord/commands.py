@@ -99,9 +99,9 @@ def _query(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _published(name: str) -> str | None:
+def _published(name: str) -> tuple[str | None, str | None]:
     """The workflow's latest published version in the state database, where there is one (a home
-    with no state database is not given one by reading it)."""
+    with no state database is not given one by reading it), and its manifest's ``metric.note``."""
     import os
 
     from qsolve.home import qsolve_home
@@ -109,14 +109,33 @@ def _published(name: str) -> str | None:
     from storage.state._config import DATABASE_URL_VARIABLE
 
     if not os.environ.get(DATABASE_URL_VARIABLE) and not (qsolve_home() / "state.db").exists():
-        return None
+        return None, None
     db = connect()
     try:
-        return db.get_version(name).version
+        version = db.get_version(name)
     except NotFound:
-        return None
+        return None, None
     finally:
         db.close()
+    return version.version, _metric_note(version.digest)
+
+
+def _metric_note(digest: str) -> str | None:
+    """The published manifest's ``metric.note``: what qualifies the accuracy the page shows."""
+    import tempfile
+    from pathlib import Path
+
+    from qsolve.home import qsolve_home
+    from qsolve.publication import unpack
+    from qsolve.workflow import load_manifest
+    from storage.blobs import BlobStore
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="qsolve-page-") as tmp:
+            folder = unpack(BlobStore(qsolve_home()).get(digest), Path(tmp) / "workflow")
+            return load_manifest(folder).metric.note
+    except Exception:  # noqa: BLE001 - the page shows without its note rather than not at all
+        return None
 
 
 def cmd_page(args: argparse.Namespace) -> int:
@@ -130,7 +149,8 @@ def _page(args: argparse.Namespace) -> int:
     from .workflow_page import page, render_page
 
     try:
-        p = page(args.name, args.version, published=_published(args.name))
+        version, note = _published(args.name)
+        p = page(args.name, args.version, published=version, metric_note=note)
     except UnknownWorkflow as e:
         return _fail("page", str(e))
     if args.json:

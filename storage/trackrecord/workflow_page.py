@@ -44,6 +44,7 @@ class WorkflowPage(BaseModel):
     current_version: str  # the newest published version (views.py says how it is known)
     versions: list[str]  # every recorded version, oldest first
     headline_accuracy: float | None  # the median accuracy over the track-record rows
+    metric_note: str | None = None  # the manifest's metric.note: what qualifies that accuracy
     passed: int  # track-record rows (sim- targets) that passed
     total: int  # track-record rows
     track_record: list[TrackRecordRow]
@@ -53,7 +54,12 @@ class WorkflowPage(BaseModel):
 
 
 def page(
-    name: str, version: str | None = None, home: Path | str | None = None, *, published: str | None = None
+    name: str,
+    version: str | None = None,
+    home: Path | str | None = None,
+    *,
+    published: str | None = None,
+    metric_note: str | None = None,
 ) -> WorkflowPage:
     """The page of workflow ``name``; raises :class:`UnknownWorkflow` when it (or ``version``) is neither
     recorded nor ``published``. ``published``: the latest published version, as the state database
@@ -87,6 +93,7 @@ def page(
             current_version=current,
             versions=known,
             headline_accuracy=headline,
+            metric_note=metric_note,
             passed=passed,
             total=total,
             track_record=_rows(con, "track_record", "case_name, target"),
@@ -131,7 +138,8 @@ def render_page(p: WorkflowPage, console: Console | None = None) -> None:
         f"{headline}; {p.passed} of {p.total} cases passed on sim- targets; "
         f"{matches} of {p.total} match the best classical answer"
     )
-    console.print(Group(head, Text(summary)))
+    note = [Text(f"The accuracy: {p.metric_note}", style="dim")] if p.metric_note else []
+    console.print(Group(head, Text(summary), *note))
     _section(console, "Track record", p.track_record, _TRACK)
     _section(console, "Noise-model estimate (not in the headline)", p.noise_model_estimate, _NOISE)
     _section(
@@ -216,7 +224,7 @@ _NO_WRAP = {"case", "target", "version", "recorded", "accuracy"}
 def _section(console: Console, title: str, rows: list, columns: list) -> None:
     console.print()
     if not rows:
-        console.print(Text(title, style="bold"), Text(": none", style="dim"))
+        console.print(Text.assemble((title, "bold"), (": none", "dim")))
         return
     table = Table(title=title, title_justify="left", title_style="bold", header_style="bold")
     for name, _ in columns:

@@ -63,3 +63,18 @@ def test_the_heading_names_the_folder_when_the_workflow_does_not_load(wf) -> Non
     out = io.StringIO()
     show(validate(wf.root), Console(file=out, width=200))
     assert out.getvalue().splitlines()[0] == f"{wf.root} on sim-cpu"
+
+
+def test_the_metric_note_is_shown_beside_the_accuracy(wf) -> None:
+    from qsolve.report_view import show
+    from qsolve.validation import ValidationReport
+
+    report = ValidationReport.model_validate(
+        {"workflow": "w", "version": "1", "target": "sim-cpu", "checks": {"ok": True}, "metric_note": "Q"}
+    )
+    from qsolve.results import CaseResult
+
+    report.cases.append(CaseResult(name="one", target="sim-cpu", seed=1, params={}, passed=True, message=None))
+    out = io.StringIO()
+    show(report, Console(file=out, width=200))
+    assert "accuracy: Q" in out.getvalue()

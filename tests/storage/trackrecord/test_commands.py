@@ -175,3 +175,20 @@ def test_the_page_shows_the_latest_published_version_even_before_it_has_results(
     assert after["versions"][-1] == "9.0.0" and before["version"] in after["versions"]
     assert run("page", "max-cut", "--version", before["version"], "--json") == 0  # the earlier one still
     assert json.loads(capsys.readouterr().out)["track_record"] == before["track_record"]
+
+
+def test_the_page_shows_the_metric_note_beside_the_accuracy(filed, capsys, monkeypatch):
+    from qsolve.publication import digest_of, pack
+    from storage.blobs import BlobStore
+    from storage.state import connect
+    from tests.conftest import REPO
+
+    monkeypatch.setenv("QSOLVE_HOME", str(filed))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    packed = pack(REPO / "workflows" / "max-cut")
+    BlobStore(filed).put(packed)
+    with connect(home=filed) as db:
+        db.publish_version("max-cut", "9.1.0", digest_of(packed), [])
+    assert run("page", "max-cut") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "The accuracy: " in out and "Noise-model estimate (not in the headline): none" in out
