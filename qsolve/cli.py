@@ -291,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the pass's report as one JSON object")
     p.set_defaults(func=cmd_maintenance)
 
+    from qsolve.calibration.commands import add_commands as add_calibration_commands
     from qsolve.calibration.knowledge_commands import add_commands as add_knowledge_commands
     from qsolve.providers.commands import add_commands as add_provider_commands
     from qsolve.receipts.commands import add_commands as add_receipt_commands
@@ -300,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_receipt_commands(sub)
     add_provider_commands(sub)
     add_knowledge_commands(sub)
+    add_calibration_commands(sub)
 
     p = sub.add_parser("check", help="the submission checks of every case, as the platform runs them")
     p.add_argument("dir", metavar="DIR")

@@ -13,6 +13,7 @@ _ledger     credits: grants, holds, settlement, stale holds
 _leases     leases: a process's token keeps its runs alive; lapsed runs ended, holds released
 _stages     history stages: one per version and round, claimed in the database
 _provider_jobs  provider jobs recorded before they are sent, followed from any process
+_calibration    calibration task results (issue 14), figures as blobs
 _errors     the error tree
 """
 

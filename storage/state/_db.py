@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from storage.state._calibration import CalibrationResults
 from storage.state._config import DATABASE_URL_VARIABLE, CreditSettings, qsolve_home
 from storage.state._engine import make_engine
 from storage.state._errors import CaseTaken, NotFound, StageLost, VersionConflict
@@ -84,9 +85,9 @@ def _json_document(value: Any, what: str) -> Any:
         raise ValueError(f"{what} is not JSON: {e}") from e
 
 
-class StateDB(Ledger, HistoryStages, ProviderJobs):
+class StateDB(Ledger, HistoryStages, ProviderJobs, CalibrationResults):
     """Versions, runs, history stages and leases, credit accounts and the ledger (the quotes table
-    awaits its API). A context manager."""
+    awaits its API), provider jobs, calibration task results. A context manager."""
 
     # versions
 

@@ -208,3 +208,28 @@ provider_jobs = sa.Table(
     sa.CheckConstraint(_one_of("status", ProviderJobStatus), name="status"),
     sa.Index(None, "provider", "job"),
 )
+
+calibration_results = sa.Table(
+    "calibration_results",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("task", sa.String(100), nullable=False),  # CheckT1
+    sa.Column("chip", sa.String(100), nullable=False),  # fake:fez@1.6
+    sa.Column("qid", sa.String(32), nullable=False),  # Q03, or Q03-Q04 for a coupling
+    sa.Column("day", sa.String(10), nullable=False),  # ISO date
+    sa.Column("status", sa.String(16), nullable=False),  # the task run's own status
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("figures", JSONDoc, nullable=False),  # [{name, sha256, media_type, blob}]
+    sa.Column("figure_count", sa.Integer, nullable=False),  # so "evaluable" is a query
+    sa.Column("sweep", JSONDoc, nullable=True),  # {parameter, unit, start, stop, points, step}
+    sa.Column("settings", JSONDoc, nullable=False),  # {shots, interval: {value, unit}}
+    sa.Column("outputs", JSONDoc, nullable=False),  # {name: {value, unit, error}}
+    sa.Column("fit", JSONDoc, nullable=True),  # {model, r2, reduced_chi2, dof}
+    sa.Column("true_status", sa.String(64), nullable=True),  # the known answer, when there is one
+    sa.Column("fault", sa.String(100), nullable=True),  # the injected fault
+    sa.Column("seed", sa.BigInteger, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.CheckConstraint("status IN ('completed', 'failed')", name="status"),
+    sa.Index(None, "chip", "task", "qid", "created_at"),
+    sa.Index(None, "day"),
+)

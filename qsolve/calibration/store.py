@@ -1,0 +1,96 @@
+"""Task results kept: rows in the state database, figure bytes as blobs (DESIGN.md §6).
+
+A figure is named in its result by SHA-256 (its identity for evaluations) and stored as a blob under
+the blob store's own digest (BLAKE3), kept in the result's figure as ``blob``. The blobs are written
+first: a result is recorded only once its figures are safely stored, and a figure written for a result
+that did not get recorded is harmless (content-addressed, unreferenced).
+
+The store is given its state database and blob store (``storage.state.StateDB``, ``storage.blobs.
+BlobStore``); :func:`open_store` opens those of ``QSOLVE_HOME``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from qsolve.calibration.task_result import FigureRef, TaskResult
+
+
+class Blobs(Protocol):
+    def put(self, data: bytes) -> str: ...
+    def get(self, digest: str) -> bytes: ...
+
+
+class FigureMissing(LookupError):
+    """A figure's bytes are not where its result says, or are not the bytes it names."""
+
+
+class CalibrationStore:
+    def __init__(self, db: Any, blobs: Blobs) -> None:
+        self.db = db
+        self.blobs = blobs
+
+    def __enter__(self) -> CalibrationStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def record(self, result: TaskResult, figures: Mapping[str, bytes]) -> TaskResult:
+        """Store ``figures`` (bytes by SHA-256), then the result naming them."""
+        return self.record_all([(result, figures)])[0]
+
+    def record_all(self, batch: Iterable[tuple[TaskResult, Mapping[str, bytes]]]) -> list[TaskResult]:
+        """Every result of ``batch`` in one transaction, after all their figures are stored."""
+        ready = [self._with_blobs(result, figures) for result, figures in batch]
+        return self.db.record_task_results(ready)
+
+    def figure_bytes(self, figure: FigureRef) -> bytes:
+        if figure.blob is None:
+            raise FigureMissing(f"figure {figure.name} ({figure.sha256[:12]}) was never stored")
+        try:
+            data = self.blobs.get(figure.blob)
+        except (OSError, ValueError) as e:
+            raise FigureMissing(f"figure {figure.name}: blob {figure.blob[:12]} does not read: {e}") from e
+        if hashlib.sha256(data).hexdigest() != figure.sha256:
+            raise FigureMissing(f"figure {figure.name}: blob {figure.blob[:12]} is not its SHA-256")
+        return data
+
+    def get(self, result_id: str) -> TaskResult:
+        return self.db.get_task_result(result_id)
+
+    def list(self, **filters: str | None) -> list[TaskResult]:
+        return self.db.list_task_results(**filters)
+
+    def latest(self, task: str, chip: str) -> list[TaskResult]:
+        return self.db.latest_task_results(task, chip)
+
+    def _with_blobs(self, result: TaskResult, figures: Mapping[str, bytes]) -> TaskResult:
+        stored = []
+        for figure in result.figures:
+            data = figures.get(figure.sha256)
+            if data is None:
+                if figure.blob is None:
+                    raise FigureMissing(f"{result.task} {result.qid}: no bytes for figure {figure.name}")
+                stored.append(figure)
+                continue
+            if hashlib.sha256(data).hexdigest() != figure.sha256:
+                raise FigureMissing(f"{result.task} {result.qid}: figure {figure.name} is not its SHA-256")
+            stored.append(figure.model_copy(update={"blob": self.blobs.put(data)}))
+        return result.model_copy(update={"figures": stored})
+
+
+def open_store(home: Path | None = None) -> CalibrationStore:
+    """The store of ``home`` (default ``QSOLVE_HOME``); a context manager (or ``close()`` it)."""
+    from qsolve.home import qsolve_home
+    from storage.blobs import BlobStore
+    from storage.state import connect
+
+    home = qsolve_home(home)
+    return CalibrationStore(connect(home=home), BlobStore(home))

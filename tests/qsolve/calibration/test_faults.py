@@ -1,0 +1,85 @@
+"""Each injected fault gives its true status, and the plot it makes is the one its criterion describes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qsolve.calibration.experiments import TASKS, experiment, open_qubit
+from qsolve.calibration.faults import FAULTS, fault, faults_of, known_answer
+from tests.qsolve.calibration.calibration_runs import CHIP, calibrated
+
+QUBIT = 2
+CASES = [(task, f.name) for f in FAULTS for task in f.tasks]
+
+
+@pytest.mark.parametrize(("task", "name"), CASES)
+def test_each_fault_records_its_true_status(task: str, name: str) -> None:
+    result = calibrated(task, QUBIT, name).result
+    assert result.fault == name
+    assert result.true_status == fault(name, task).true_status
+    assert result.figures, "a faulty run still draws its figure"
+
+
+def test_a_short_sweep_ends_at_a_fifth_of_the_decay_constant() -> None:
+    q = open_qubit(CHIP, QUBIT)
+    for task, constant in (("CheckT1", q.t1), ("CheckT2Echo", q.t2), ("CheckRamsey", q.t2)):
+        sweep = calibrated(task, QUBIT, "sweep_too_short").result.sweep
+        assert sweep.stop == pytest.approx(0.2 * constant, abs=0.1)
+        assert sweep.points == experiment(task).plan(q).sweep.points
+    t1 = calibrated("CheckT1", QUBIT, "sweep_too_short").result
+    assert t1.outputs["t1"].error > 0.3 * t1.outputs["t1"].value  # the fit cannot pin it
+
+
+def test_too_few_points_keeps_the_healthy_range() -> None:
+    q = open_qubit(CHIP, QUBIT)
+    for task in ("CheckT1", "CheckT2Echo", "CheckRabi"):
+        sweep = calibrated(task, QUBIT, "too_few_points").result.sweep
+        healthy = experiment(task).plan(q).sweep
+        assert sweep.points == 4 and (sweep.start, sweep.stop) == (healthy.start, healthy.stop)
+
+
+def test_a_detuning_too_large_aliases_the_fringes() -> None:
+    result = calibrated("CheckRamsey", QUBIT, "detuning_too_large").result
+    healthy = calibrated("CheckRamsey", QUBIT).result
+    step = result.sweep.step
+    # fewer than four points a fringe: the fitted frequency is not the detuning applied
+    assert 0.5 < 0.68 < 1 and result.outputs["detuning"].value * step < 0.5
+    assert healthy.outputs["detuning"].value * step == pytest.approx(1 / 8, rel=0.05)
+
+
+def test_no_drive_leaves_the_qubit_in_its_ground_state() -> None:
+    done = calibrated("CheckRabi", QUBIT, "no_drive")
+    exp = experiment("CheckRabi")
+    q = open_qubit(CHIP, QUBIT)
+    from qsolve.calibration.experiments import run
+
+    plan = fault("no_drive", "CheckRabi").apply("CheckRabi", exp.plan(q), q)
+    p1 = run(exp.circuits(plan, q), q, plan, 5)
+    assert np.max(p1) < 0.05
+    assert done.result.fit is None or done.result.fit.r2 is None or done.result.fit.r2 < 0.5
+
+
+def test_readout_near_half() -> None:
+    outputs = calibrated("ReadoutClassification", QUBIT, "readout_near_half").result.outputs
+    assert 0.5 <= outputs["average_readout_fidelity"].value < 0.65
+    assert outputs["readout_fidelity_0"].value < 0.8 and outputs["readout_fidelity_1"].value < 0.8
+
+
+def test_every_task_has_faults_and_names_are_unique_per_task() -> None:
+    for task in TASKS:
+        names = [f.name for f in faults_of(task)]
+        assert names and len(set(names)) == len(names)
+    with pytest.raises(KeyError, match="its faults"):
+        fault("no_drive", "CheckT1")
+
+
+def test_known_answers_give_status_outcome_and_fit_assessment() -> None:
+    assert known_answer("CheckT1", "SUCCESS") == {
+        "status": "SUCCESS", "outcome": "expected", "fit_assessment": "reliable"
+    }  # fmt: skip
+    assert known_answer("CheckRabi", "NO_DRIVE") == {
+        "status": "NO_DRIVE", "outcome": "apparatus", "fit_assessment": "no_fit"
+    }  # fmt: skip
+    assert known_answer("ReadoutClassification", "SUCCESS")["fit_assessment"] is None
+    assert known_answer("CheckT1", None) is None
