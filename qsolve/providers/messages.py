@@ -531,7 +531,7 @@ def read_estimate(obj: Any) -> Estimate:
         if not isinstance(amount, str):
             return refused("the amount is not a decimal string")
         if not DECIMAL.fullmatch(amount):
-            return refused(f"the amount {amount!r} is not a decimal")
+            return refused("the amount is not a decimal (digits, optionally a point and digits)")
         currency = obj.get("currency")
         if currency is None:
             return refused("an amount with no currency")

@@ -480,6 +480,12 @@ def serve_http(
     otherwise the caller calls ``server.serve_forever()``."""
     if not is_loopback(host):
         raise ValueError(f"the reference provider serves plain http:// on this machine only, not on {host}")
+    # Qiskit's compiled core, loaded first in a request's thread that then ends, crashes the next thread
+    # that uses it (a segmentation fault, qiskit 2.6): it is loaded here, before any request's thread
+    import qiskit_aer  # noqa: F401
+
+    import qsolve.providers.program  # noqa: F401
+
     server = ReferenceServer((host.strip("[]"), port), ReferenceProvider(options), quiet=quiet)
     if background:
         threading.Thread(

@@ -1,0 +1,56 @@
+"""``qsolve providers test NAME [--yes]``: the conformance checker and its vectors (quantum-provider-protocol
+§9).
+
+checker          the checks, in order (describe, estimates, messages, programs, reference, cancel)
+provider-v1.json the vectors, written by qsolve from §9: messages and their codes, programs and their
+                 thresholds, the reference provider's counts, and billing, estimate and result answers
+                 each with how a client reads it (held to qsolve.providers.messages by the tests)
+
+One line per check (``pass``, ``FAIL``, ``skip``: not run, ``n/a``: not for this device), then a summary.
+Exit 0 exactly when every check passes (``n/a`` is not a failure; a check not run is not a pass: a program
+not run for its cost fails the run until ``--yes`` allows the spend), 1 otherwise, 2 for an unknown
+provider. Nothing printed holds the provider's credential.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from qsolve.providers.conformance.checker import NOT_RUN_COST, Checker, load_vectors
+
+__all__ = ["NOT_RUN_COST", "Checker", "load_vectors", "run_checks"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def run_checks(name: str, *, yes: bool) -> int:
+    """Check the provider named ``name`` in ``providers.yaml``; the exit code."""
+    from qsolve.providers.connect import open_client
+    from qsolve.providers.registry import Registry, RegistryError
+    from qsolve.providers.transport import TransportError
+
+    try:
+        entry = Registry().get(name)
+        first, _ = open_client(name, entry=entry)  # the credential read, the transport built: misuse here
+    except (RegistryError, TransportError, OSError, ValueError) as e:
+        print(f"qsolve providers test: {str(e).splitlines()[0]}", file=sys.stderr)
+        return EXIT_USAGE
+    opened = [first]
+
+    def connect():
+        if opened:
+            return opened.pop()
+        return open_client(name, entry=entry)[0]
+
+    spend = (
+        "the spend allowed (--yes)" if yes else "no spend allowed: jobs run only if every estimate is free"
+    )
+    print(f"qsolve providers test {name} ({entry.transport}; {spend})", file=sys.stderr)
+    checker = Checker(name, connect, yes=yes, emit=lambda line: print(line, flush=True))
+    try:
+        checker.run()
+    except KeyboardInterrupt:
+        print("qsolve providers test: interrupted", file=sys.stderr)
+        return EXIT_FAILED
+    print(checker.summary())
+    return EXIT_OK if checker.passed else EXIT_FAILED

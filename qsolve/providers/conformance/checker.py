@@ -1,0 +1,658 @@
+"""The conformance checker (quantum-provider-protocol §9): a provider held to qsolve's vectors.
+
+In this order, each check one line (``pass``, ``FAIL``, ``skip`` for one not run, ``n/a`` for one that
+does not apply to the device):
+
+describe/    the ``describe`` answer in full (it reads, names its provenance and calibration, gives a basis
+             of §4 the client compiles to), its ``billing`` one of §5.1's three forms, and the same answer
+             when asked again (a client compiles against it and asks again before it submits);
+estimates/   each program compiled to the device (:func:`~qsolve.providers.compiler.compile_circuit`) and
+             estimated: each answer one of §5.2's three forms (``unsupported``: the cost is its billing's);
+messages/    the vectors' messages sent as they are, each refused with its code: zero shots ``invalid``
+             and a program in another basis ``refused`` among them;
+programs/    each program run with seed 1 and held to its counts, read of the shots the device kept, and
+             its result asked twice found the same. They run only when every estimate says free, or with
+             ``yes`` (the person allows the spend): a cost unknown (unpriced, refused, or no estimate and a
+             billing that sets no price) is not free. Programs not run are ``skip`` and are not passes;
+reference/   for the reference provider's own devices, each program's counts exactly the vectors';
+cancel/      each job it ran asked to cancel, the answer held to §5.6 (``done`` for a job that finished,
+             ``failed`` with its reason, ``unsupported`` from a provider whose describe says it cannot).
+
+The messages that carry a program go to ``estimate``; to a provider that gives no estimate they go to
+``submit``, and then only when its billing is free or with ``yes``. A provider that does not answer in
+time stops the checker: what is left is not run. A process provider whose transport broke is started
+again for the next check. Nothing the checker prints holds the credential: it is taken out of every line.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Literal
+
+from qiskit import QuantumCircuit
+
+from qsolve.providers.device import BASES, NoBasis
+from qsolve.providers.errors import ProviderError, redact
+from qsolve.providers.messages import (
+    AnswerRefused,
+    Description,
+    ProviderAnswerError,
+    read_envelope,
+)
+
+VECTORS = "provider-v1.json"
+SEED = 1
+#: how long the checker follows one job to its end
+WAIT_S = 600.0
+#: the most qubits the probe measures: what the compiler's check simulates
+PROBE_QUBITS = 20
+NOT_RUN_COST = "not run: the cost is unknown; --yes allows the spend"
+
+Status = Literal["pass", "FAIL", "skip", "n/a"]
+
+
+def load_vectors() -> dict[str, Any]:
+    """The vectors, from the package's data (a non-editable install carries them)."""
+    text = resources.files("qsolve.providers.conformance").joinpath(VECTORS).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+# ---- the programs ---------------------------------------------------------------------------------
+
+
+def probe_circuit(qubits: int) -> QuantumCircuit:
+    """§6's probe on ``qubits`` qubits: X on qubit 0, qubit i measured into bit i."""
+    circuit = QuantumCircuit(qubits, qubits, name="probe")
+    circuit.x(0)
+    circuit.measure(range(qubits), range(qubits))
+    return circuit
+
+
+def probe_width(description: Description) -> int:
+    return min(len(description.device().computational_qubits), PROBE_QUBITS)
+
+
+def build_circuit(vector: dict[str, Any], probe_qubits: int) -> QuantumCircuit:
+    """The circuit a program vector describes (``build: probe``, ``qasm2`` or ``qasm3`` text)."""
+    if vector.get("build") == "probe":
+        return probe_circuit(probe_qubits)
+    if "qasm2" in vector:
+        from qiskit import qasm2
+
+        return qasm2.loads(vector["qasm2"])
+    if "qasm3" in vector:
+        from qiskit import qasm3
+
+        return qasm3.loads(vector["qasm3"])
+    raise ValueError(f"program vector {vector.get('name')!r} has no circuit")
+
+
+def expand(outcome: str, width: int) -> str:
+    """An outcome as the vectors write it, ``0…01`` its tail after as many zeros as fill ``width`` bits
+    (``01`` for two, ``1`` for one)."""
+    if "…" not in outcome:
+        return outcome
+    head, tail = outcome.split("…", 1)
+    head, tail = head.rstrip("0"), tail.lstrip("0")  # the zeros either side of … are the filler
+    return head + "0" * max(0, width - len(head) - len(tail)) + tail
+
+
+def judge(expect: list[dict[str, Any]], counts: dict[str, int], kept: int, width: int) -> list[str]:
+    """What the counts break of the vector's expectations (none: they hold)."""
+    share = {k: v / kept for k, v in counts.items()}
+    broken = []
+    for rule in expect:
+        if "most" in rule:
+            want = expand(rule["most"], width)
+            top = max(counts, key=lambda k: (counts[k], k)) if counts else None
+            if top != want:
+                broken.append(f"the most frequent outcome is {top}, not {want}")
+            continue
+        outcomes = [expand(o, width) for o in rule["outcomes"]]
+        got = sum(share.get(o, 0.0) for o in outcomes)
+        named = " and ".join(outcomes)
+        if "at_least" in rule and got < rule["at_least"]:
+            broken.append(f"{named} hold {got:.3f} of the shots, below {rule['at_least']}")
+        if "between" in rule:
+            lo, hi = rule["between"]
+            if not lo <= got <= hi:
+                broken.append(f"{named} hold {got:.3f} of the shots, outside [{lo}, {hi}]")
+    return broken
+
+
+def shown_counts(counts: dict[str, int], kept: int, most: int = 3) -> str:
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:most]
+    text = ", ".join(f"{k} {v / kept:.3f}" for k, v in top)
+    more = len([v for v in counts.values() if v]) - len(top)
+    return f"{text}{f' (and {more} more outcomes)' if more > 0 else ''} of {kept} shots"
+
+
+def x_gate(vectors: dict[str, Any], basis: str, qubit: int) -> dict[str, Any]:
+    gate = copy.deepcopy(vectors["x_by_basis"][basis])
+    gate["qubits"] = [qubit if q == "$q" else q for q in gate["qubits"]]
+    return gate
+
+
+def probe_in_another_basis(vectors: dict[str, Any], description: Description) -> dict[str, Any] | None:
+    """The probe written in the first basis of §4 whose gates the device does not all list."""
+    device = description.device()
+    listed = set(device.native_gates)
+    other = next((b for b, gates in BASES.items() if not set(gates) <= listed), None)
+    if other is None:
+        return None
+    places = device.computational_qubits[: probe_width(description)]
+    return {
+        "format": "wai.native/1",
+        "basis": other,
+        "bits": len(places),
+        "gates": [x_gate(vectors, other, places[0])],
+        "measure": [{"qubit": q, "bit": b} for b, q in enumerate(places)],
+    }
+
+
+def substitute(value: Any, fills: dict[str, Any]) -> Any:
+    """The vector's message with each ``$name`` string replaced by what it stands for."""
+    if isinstance(value, str) and value in fills:
+        return copy.deepcopy(fills[value])
+    if isinstance(value, dict):
+        return {k: substitute(v, fills) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, fills) for v in value]
+    return value
+
+
+def reference_counts(options: Any = None) -> dict[str, dict[str, int]]:
+    """The counts the reference provider (in this process) gives for each program at seed 1: what the
+    vectors' ``reference`` holds for its device."""
+    from qsolve.providers.compiler import compile_circuit
+    from qsolve.providers.reference import ReferenceProvider
+
+    vectors = load_vectors()
+    provider = ReferenceProvider(options)
+    message = {"protocol": vectors["protocol"]}
+    answer = read_envelope(provider.handle({**message, "op": "describe"}))
+    description = Description.model_validate(answer)
+    out = {}
+    for vector in vectors["programs"]:
+        circuit = build_circuit(vector, probe_width(description))
+        compiled = compile_circuit(circuit, description.device(), seed=SEED)
+        program = compiled.program.model_dump(mode="json", exclude_none=True)
+        shots = vector["shots"]
+        job = read_envelope(
+            provider.handle({**message, "op": "submit", "program": program, "shots": shots, "seed": SEED})
+        )["job"]
+        result = read_envelope(provider.handle({**message, "op": "result", "job": job}))
+        out[vector["name"]] = result["counts"]
+    return out
+
+
+# ---- the checker ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Check:
+    name: str
+    status: Status
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.status:<6}{self.name}: {self.detail}"
+
+
+@dataclass
+class _Program:
+    vector: dict[str, Any]
+    program: dict[str, Any] | None = None
+    bits: int = 0
+    free: bool = False
+    cost: str = ""  # what a priced job costs
+    job: str | None = None
+    ended: str | None = None  # the last status read
+    skip: str | None = None  # why it is not run (n/a or not run)
+    na: bool = False
+    cost_unknown: bool = False
+    failed: str | None = None  # why it did not compile
+    swaps: int = 0
+
+
+class Stopped(Exception):  # noqa: N818 - the checker stops: the rest is not run
+    pass
+
+
+@dataclass
+class Checker:
+    """One run of the checker against one provider, opened by ``connect`` (a fresh ProviderClient)."""
+
+    name: str
+    connect: Callable[[], Any]
+    yes: bool = False
+    emit: Callable[[str], None] = print
+    vectors: dict[str, Any] = field(default_factory=load_vectors)
+    checks: list[Check] = field(default_factory=list)
+    client: Any = None
+    stopped: str | None = None
+    description: Description | None = None
+    estimates_given: bool = True
+    _secrets: tuple[str, ...] = ()
+
+    # ---- output ------------------------------------------------------------------------------------
+
+    def add(self, name: str, status: Status, detail: str) -> None:
+        check = Check(name, status, redact(" ".join(detail.split()), self._secrets))
+        self.checks.append(check)
+        self.emit(check.line())
+
+    def summary(self) -> str:
+        counts = {s: sum(c.status == s for c in self.checks) for s in ("pass", "FAIL", "skip", "n/a")}
+        parts = [f"{counts['pass']} pass"]
+        if counts["FAIL"]:
+            parts.append(f"{counts['FAIL']} FAIL")
+        if counts["skip"]:
+            parts.append(
+                f"{counts['skip']} not run (counted as failures: the run does not pass until they run)"
+            )
+        if counts["n/a"]:
+            parts.append(f"{counts['n/a']} n/a (not for this device; not failures)")
+        return f"{len(self.checks)} checks: " + ", ".join(parts)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.status in ("pass", "n/a") for c in self.checks)
+
+    # ---- the client --------------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        self.client = self.connect()
+        self._secrets = tuple(getattr(self.client, "_secrets", ()) or ())
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    def call(self, fn: Callable[[Any], Any]) -> Any:
+        """``fn(client)``; a transport that broke is opened again for the next check, and a provider
+        that did not answer in time stops the checker."""
+        if self.stopped:
+            raise Stopped(self.stopped)
+        try:
+            return fn(self.client)
+        except ProviderError as e:
+            if e.code == "timeout":
+                self.stopped = f"not run: {self.name} did not answer in time ({e.detail})"
+            broken = getattr(self.client.transport, "_broken", None)
+            if e.code in ("transport", "timeout") or broken:
+                self.close()
+                self._open()
+            raise
+
+    # ---- the run -------------------------------------------------------------------------------------
+
+    def run(self) -> list[Check]:
+        self._open()
+        try:
+            self._run()
+        finally:
+            self.close()
+        return self.checks
+
+    def _run(self) -> None:
+        programs = [_Program(v) for v in self.vectors["programs"]]
+        described = self._describe()
+        fills: dict[str, Any] = {}
+        if described:
+            self._compile(programs)
+            self._estimates(programs)
+            fills = self._fills(programs)
+        for m in self.vectors["messages"]:
+            self._message(m, fills)
+        if not described:
+            for p in programs:
+                self.add(f"programs/{p.vector['name']}", "skip", "not run: the provider gave no description")
+            return
+        self._programs(programs)
+        self._cancels(programs)
+
+    # ---- describe ----------------------------------------------------------------------------------
+
+    def _describe(self) -> bool:
+        try:
+            d = self.call(lambda c: c.describe())
+        except (ProviderError, Stopped) as e:
+            self.add("describe/complete", "FAIL", str(e))
+            self.add("describe/billing", "skip", "not run: no description")
+            self.add("describe/stable", "skip", "not run: no description")
+            return False
+        problems = [p for p in d.problems() if not p.startswith("billing:")]
+        try:
+            basis = d.device().basis() if d.qubits else None
+        except NoBasis as e:
+            basis = None
+            problems.append(str(e))
+        self.description = d
+        if problems:
+            self.add("describe/complete", "FAIL", "; ".join(problems))
+        else:
+            runs = f"compiles to {basis}" if basis else "runs no circuits (qubits 0)"
+            self.add(
+                "describe/complete",
+                "pass",
+                f"{d.provider}, device {d.device_name}, {d.provenance}, {d.qubits} qubits, {runs}, "
+                f"calibration {d.calibration.id if d.calibration else None}",
+            )
+        billing = d.billing
+        if billing.kind == "refused":
+            self.add("describe/billing", "FAIL", f"of none of §5.1's three forms: {billing.reason}")
+        else:
+            self.add("describe/billing", "pass", _kind_text(billing.kind, billing.text()))
+        try:
+            again = self.call(lambda c: c.describe())
+        except (ProviderError, Stopped) as e:
+            self.add("describe/stable", "FAIL", f"asked again: {e}")
+        else:
+            from qsolve.providers.sealing import describe_digest
+
+            if describe_digest(again.answer) != describe_digest(d.answer):
+                self.add("describe/stable", "FAIL", "asked again, the describe answer changed")
+            else:
+                self.add("describe/stable", "pass", "the same answer when asked again")
+        return True
+
+    # ---- compiling and estimating ------------------------------------------------------------------------
+
+    def _runs_circuits(self) -> bool:
+        d = self.description
+        if d is None or not d.qubits:
+            return False
+        try:
+            d.device().basis()
+        except NoBasis:
+            return False
+        return True
+
+    def _compile(self, programs: list[_Program]) -> None:
+        from qsolve.providers.compiler import CompileError, compile_circuit
+
+        d = self.description
+        assert d is not None
+        if not d.qubits:
+            for p in programs:
+                p.skip, p.na = "the device runs no circuits (§9: its circuit programs are not run)", True
+            return
+        if not self._runs_circuits():
+            for p in programs:
+                p.skip = "not run: the device's native gates make no basis of §4 to compile to"
+            return
+        device = d.device()
+        width = probe_width(d)
+        for p in programs:
+            circuit = build_circuit(p.vector, width)
+            p.bits = circuit.num_clbits
+            if circuit.num_qubits > len(device.computational_qubits):
+                p.skip, p.na = (
+                    f"the program needs {circuit.num_qubits} qubits; the device has "
+                    f"{len(device.computational_qubits)}",
+                    True,
+                )
+                continue
+            try:
+                compiled = compile_circuit(circuit, device, seed=SEED)
+            except CompileError as e:
+                p.failed, p.skip = f"it does not compile to the device: {e}", "not run: it did not compile"
+                continue
+            p.program = compiled.program.model_dump(mode="json", exclude_none=True)
+            p.swaps = compiled.swaps
+
+    def _shots(self, p: _Program) -> int:
+        shots = int(p.vector["shots"])
+        d = self.description
+        return min(shots, d.max_shots) if d is not None and d.max_shots else shots
+
+    def _estimates(self, programs: list[_Program]) -> None:
+        d = self.description
+        assert d is not None
+        billing_free = d.billing.kind == "free"
+        for p in programs:
+            name = f"estimates/{p.vector['name']}"
+            if p.program is None:
+                if p.failed:
+                    self.add(name, "FAIL", p.failed)
+                else:
+                    self.add(name, "n/a" if p.na else "skip", p.skip or "")
+                continue
+            program, shots = p.program, self._shots(p)
+            try:
+                estimate = self.call(lambda c, program=program, shots=shots: c.estimate(program, shots))
+            except Stopped as e:
+                p.skip = str(e)
+                self.add(name, "skip", str(e))
+                continue
+            except ProviderError as e:
+                if e.code == "unsupported":
+                    self.estimates_given = False
+                    p.free, p.cost_unknown = billing_free, not billing_free
+                    self.add(
+                        name,
+                        "pass",
+                        "unsupported: the provider gives no estimate; the cost is its billing's "
+                        f"({'free' if billing_free else 'unknown'})",
+                    )
+                else:
+                    p.skip = "not run: its estimate failed"
+                    self.add(name, "FAIL", str(e))
+                continue
+            p.free = estimate.kind == "free"
+            p.cost_unknown = not estimate.cost_known
+            if estimate.kind == "priced":
+                p.cost = f"not free ({estimate.text()})"
+            if estimate.kind == "refused":
+                self.add(name, "FAIL", f"{estimate.reason}: a cost unknown, no figure shown")
+            else:
+                self.add(name, "pass", f"{_kind_text(estimate.kind, estimate.text())} ({shots} shots)")
+
+    # ---- messages ---------------------------------------------------------------------------------------
+
+    def _fills(self, programs: list[_Program]) -> dict[str, Any]:
+        d = self.description
+        assert d is not None
+        probe = next((p.program for p in programs if p.vector.get("build") == "probe"), None)
+        fills: dict[str, Any] = {}
+        if probe is not None:
+            fills["$probe"] = probe
+        if self._runs_circuits():
+            fills["$basis"] = d.device().basis()
+            other = probe_in_another_basis(self.vectors, d)
+            if other is not None:
+                fills["$probe-in-another-basis"] = other
+        return fills
+
+    def _message(self, vector: dict[str, Any], fills: dict[str, Any]) -> None:
+        name, code = f"messages/{vector['name']}", vector["code"]
+        fills = dict(fills)
+        if "gates_by_basis" in vector and "$basis" in fills:
+            fills["$gates"] = vector["gates_by_basis"].get(fills["$basis"])
+        needed = sorted(set(_tokens(vector["send"])) - set(fills))
+        if needed:
+            d = self.description
+            if d is None:
+                return self.add(name, "skip", "not run: the provider gave no description to write it for")
+            if not d.qubits:
+                return self.add(name, "n/a", "the device runs no circuits: no program to send")
+            if needed == ["$probe-in-another-basis"]:
+                return self.add(name, "n/a", "the device runs every basis of §4: no program is in another")
+            return self.add(name, "skip", "not run: no program was compiled for the device to send")
+        message = substitute(vector["send"], fills)
+        if "program" in message and message.get("op") == "estimate" and not self.estimates_given:
+            d = self.description
+            if not (self.yes or (d is not None and d.billing.kind == "free")):
+                return self.add(
+                    name,
+                    "skip",
+                    "not run: the provider gives no estimate, so this goes to submit, which may spend; "
+                    "--yes allows it",
+                )
+            message["op"] = "submit"
+        try:
+            answer = self.call(lambda c: c.raw(message))
+        except (ProviderError, Stopped) as e:
+            return self.add(name, "skip" if isinstance(e, Stopped) else "FAIL", str(e))
+        try:
+            read_envelope(answer)
+        except ProviderAnswerError as e:
+            if e.code == code:
+                return self.add(name, "pass", code)
+            d = self.description
+            if e.code == vector.get("or_when_it_cannot_cancel") and d is not None and d.cancels is False:
+                return self.add(name, "pass", f"{e.code}: it cannot cancel (its describe says so)")
+            return self.add(name, "FAIL", f"answered {e.code} ({e.message[:120]}), not {code}")
+        except AnswerRefused as e:
+            return self.add(name, "FAIL", f"the answer does not read ({e.reason}); {code} was due")
+        return self.add(name, "FAIL", f'answered "ok": true; it should refuse it, {code}')
+
+    # ---- programs -----------------------------------------------------------------------------------
+
+    def _programs(self, programs: list[_Program]) -> None:
+        runnable = [p for p in programs if p.program is not None and p.skip is None]
+        costly = [p for p in runnable if not p.free]
+        why_not = None
+        if costly and not self.yes:
+            unknown = any(p.cost_unknown for p in costly)
+            why_not = (
+                NOT_RUN_COST if unknown else f"not run: the jobs are {costly[0].cost}; --yes allows the spend"
+            )
+        reference = self._reference()
+        for p in programs:
+            name = f"programs/{p.vector['name']}"
+            if p.program is None or p.skip is not None:
+                self.add(name, "n/a" if p.na else "skip", p.skip or "not run")
+                continue
+            if why_not is not None:
+                self.add(name, "skip", why_not)
+                continue
+            counts = self._run_program(name, p)
+            if reference is not None and counts is not None:
+                want = reference.get(p.vector["name"])
+                ref_name = f"reference/{p.vector['name']}"
+                if want is None:
+                    self.add(ref_name, "n/a", "the vectors hold no counts for it")
+                elif {k: v for k, v in counts.items() if v} == want:
+                    self.add(ref_name, "pass", f"exactly the vectors' counts at seed {SEED}")
+                else:
+                    self.add(ref_name, "FAIL", f"counts {_short(counts)}, not the vectors' {_short(want)}")
+
+    def _reference(self) -> dict[str, dict[str, int]] | None:
+        """The vectors' counts for this device, when the provider is the reference on one of its devices."""
+        d, held = self.description, self.vectors.get("reference", {})
+        if d is None or d.provider != held.get("provider"):
+            return None
+        return held.get("devices", {}).get(d.device_name)
+
+    def _run_program(self, name: str, p: _Program) -> dict[str, int] | None:
+        program, shots = p.program, self._shots(p)
+        assert program is not None
+        try:
+            p.job = self.call(lambda c: c.submit(program, shots, seed=SEED))
+        except (ProviderError, Stopped) as e:
+            self.add(name, "skip" if isinstance(e, Stopped) else "FAIL", f"submit: {e}")
+            return None
+        try:
+            status = self._follow(p)
+        except (ProviderError, Stopped) as e:
+            self.add(name, "skip" if isinstance(e, Stopped) else "FAIL", f"job {p.job}: {e}")
+            return None
+        if status.status != "done":
+            reason = f": {status.reason}" if status.reason else ""
+            self.add(name, "FAIL", f"job {p.job} {status.status}{reason}")
+            return None
+        try:
+            result = self.call(lambda c: c.result(p.job, shots, bits=p.bits))
+            again = self.call(lambda c: c.result(p.job, shots, bits=p.bits))
+        except (ProviderError, Stopped) as e:
+            self.add(name, "skip" if isinstance(e, Stopped) else "FAIL", f"job {p.job}: {e}")
+            return None
+        if again.counts != result.counts:
+            self.add(name, "FAIL", f"job {p.job}: its result asked twice gave other counts (§5.5)")
+            return None
+        kept = result.kept_shots
+        broken = judge(p.vector["expect"], result.counts, kept, p.bits)
+        shown = shown_counts(result.counts, kept)
+        if p.swaps:
+            shown += f" (routed: {p.swaps} swap{'s' * (p.swaps > 1)})"
+        if broken:
+            self.add(name, "FAIL", f"{'; '.join(broken)} ({shown})")
+        else:
+            self.add(name, "pass", shown)
+        return result.counts
+
+    def _follow(self, p: _Program):
+        deadline = time.monotonic() + WAIT_S
+        wait = 0.05
+        while True:
+            status = self.call(lambda c: c.status(p.job))
+            p.ended = status.status
+            if status.ended:
+                return status
+            if time.monotonic() > deadline:
+                raise Stopped(f"not run to its end: still {status.status} after {WAIT_S:g} s")
+            time.sleep(wait)
+            wait = min(wait * 2, 2.0)
+
+    # ---- cancel -----------------------------------------------------------------------------------------
+
+    def _cancels(self, programs: list[_Program]) -> None:
+        d = self.description
+        cannot = d is not None and d.cancels is False
+        for p in programs:
+            if p.job is None:
+                continue
+            name = f"cancel/{p.vector['name']}"
+            try:
+                answer = self.call(lambda c, job=p.job: c.cancel(job))
+            except Stopped as e:
+                self.add(name, "skip", str(e))
+                continue
+            except ProviderError as e:
+                if e.code == "unsupported" and cannot:
+                    self.add(name, "pass", "unsupported: the provider cannot cancel (its describe says so)")
+                elif e.code == "unsupported":
+                    self.add(
+                        name, "FAIL", "answered unsupported, and its describe does not say cancels false"
+                    )
+                else:
+                    self.add(name, "FAIL", str(e))
+                continue
+            ended = p.ended
+            if ended in ("done", "failed", "cancelled") and answer.status != ended:
+                self.add(
+                    name, "FAIL", f"job {p.job} had {ended}: cancel answered {answer.status}, not {ended}"
+                )
+            elif answer.status == "failed" and not answer.reason:
+                self.add(name, "FAIL", f"job {p.job}: cancel answered failed with no reason")
+            else:
+                how = {"done": "the job had finished", "failed": f"it had failed: {answer.reason}"}
+                self.add(name, "pass", f"{answer.status} ({how.get(answer.status, 'cancelled')})")
+
+
+def _tokens(value: Any) -> Iterator[str]:
+    if isinstance(value, str) and value.startswith("$"):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tokens(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _tokens(v)
+
+
+def _short(counts: dict[str, int], most: int = 4) -> str:
+    top = sorted(((k, v) for k, v in counts.items() if v), key=lambda kv: (-kv[1], kv[0]))[:most]
+    return "{" + ", ".join(f"{k}: {v}" for k, v in top) + (", …" if len(counts) > most else "") + "}"
+
+
+def _kind_text(kind: str, text: str) -> str:
+    return kind if text == kind else f"{kind}: {text}"
