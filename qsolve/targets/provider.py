@@ -26,6 +26,7 @@ class ProviderBackend(Backend):
         self.name = f"provider:{session.name}"
         self.device = str(session.description().get("device", session.name))
         self.sealed: list = []
+        self.stopped: list[str] = []  # why a job was not sent or not sealed, for the person
         self._compiled: dict[int, tuple[QuantumCircuit, object]] = {}
 
     def pass_manager(self, seed: int) -> PassManager:  # pragma: no cover - transpile is its own
@@ -42,10 +43,16 @@ class ProviderBackend(Backend):
         return out
 
     def execute(self, transpiled: Sequence[QuantumCircuit], shots: int, seed: int) -> list[dict[str, int]]:
+        from qsolve.providers.jobs import JobStopped
+
         counts = []
         for sent in transpiled:
             circuit, compiled = self._compiled.pop(id(sent))
-            job = self.session.run(circuit, shots, seed, compiled=compiled)
+            try:
+                job = self.session.run(circuit, shots, seed, compiled=compiled)
+            except JobStopped as e:  # the method is told; the person is too (``stopped``)
+                self.stopped.append(str(e))
+                raise
             self.sealed.append(job)
             counts.append(job.counts)
         return counts

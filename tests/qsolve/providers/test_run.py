@@ -121,9 +121,13 @@ def test_run_on_an_unpriced_reference_needs_yes(home, capsys, tmp_path):
     argv = [*REFERENCE, "--stdio", "--unpriced", "--jobs", str(jobs)]
     assert main(["providers", "add", "ref", "--process", "--", *argv]) == 0
 
-    code, got = run(capsys, "provider:ref")
+    capsys.readouterr()
+    code = main(["run", MAX_CUT, "--case", "single-edge", "--target", "provider:ref", "--json"])
+    printed = capsys.readouterr()
+    got = json.loads(printed.out)
     assert code == 1
     assert got["case"]["passed"] is False and got["receipts"] == []
+    assert "this run has no confirmation (--yes, or yes when asked): nothing was submitted" in printed.err
     assert not jobs.exists() or list(jobs.glob("ref-*.json")) == []  # no submit reached the provider
     with connect(home=home) as db:
         assert db.list_provider_jobs() == []  # nothing recorded: a job is recorded once it may be sent
