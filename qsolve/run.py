@@ -65,7 +65,7 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
             backend.session.book.close()
     receipts = [job.path for job in backend.sealed] if backend is not None else []
     for why in dict.fromkeys(backend.stopped if backend is not None else []):
-        err.print(f"[yellow]{why}[/yellow]")
+        err.print(f"[yellow]{why}[/yellow]", soft_wrap=True)
     if outcome.report is None:
         print(f"qsolve run: {case_name} on {target} did not run: {outcome.died}", file=sys.stderr)
         return 1
