@@ -14,6 +14,7 @@ _leases     leases: a process's token keeps its runs alive; lapsed runs ended, h
 _stages     history stages: one per version and round, claimed in the database
 _provider_jobs  provider jobs recorded before they are sent, followed from any process
 _calibration    calibration task results (issue 14), figures as blobs
+_evaluations    evaluation runs, their records, reviewers' verdicts, figure assets
 _errors     the error tree
 """
 
@@ -38,6 +39,7 @@ from storage.state._models import (
     WORKFLOW_REASONS,
     Claim,
     ClaimStatus,
+    EvaluationStatus,
     FailureReason,
     Hold,
     ProviderJob,
@@ -63,6 +65,7 @@ __all__ = [
     "ClaimStatus",
     "CreditError",
     "CreditSettings",
+    "EvaluationStatus",
     "FailureReason",
     "Hold",
     "InsufficientCredits",

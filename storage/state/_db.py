@@ -22,6 +22,7 @@ from storage.state._calibration import CalibrationResults
 from storage.state._config import DATABASE_URL_VARIABLE, CreditSettings, qsolve_home
 from storage.state._engine import make_engine
 from storage.state._errors import CaseTaken, NotFound, StageLost, VersionConflict
+from storage.state._evaluations import Evaluations
 from storage.state._leases import DEADLINE_MARGIN, lease_seconds
 from storage.state._ledger import Ledger
 from storage.state._migrate import migrate
@@ -85,7 +86,7 @@ def _json_document(value: Any, what: str) -> Any:
         raise ValueError(f"{what} is not JSON: {e}") from e
 
 
-class StateDB(Ledger, HistoryStages, ProviderJobs, CalibrationResults):
+class StateDB(Ledger, HistoryStages, ProviderJobs, CalibrationResults, Evaluations):
     """Versions, runs, history stages and leases, credit accounts and the ledger (the quotes table
     awaits its API), provider jobs, calibration task results. A context manager."""
 

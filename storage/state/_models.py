@@ -81,6 +81,17 @@ class ProviderJob:
     finished_at: datetime | None
 
 
+class EvaluationStatus(StrEnum):
+    """An evaluation run's, and each of its records': pending, running, then one of the four ends."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"  # its owner's heartbeat went stale: it stopped without saying so
+    CANCELLED = "cancelled"
+
+
 class QuoteStatus(StrEnum):
     PENDING = "pending"
     CONFIRMED = "confirmed"

@@ -14,7 +14,14 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 
-from storage.state._models import FailureReason, ProviderJobStatus, QuoteStatus, RunStatus, Source
+from storage.state._models import (
+    EvaluationStatus,
+    FailureReason,
+    ProviderJobStatus,
+    QuoteStatus,
+    RunStatus,
+    Source,
+)
 
 
 class UTCDateTime(sa.TypeDecorator):
@@ -232,4 +239,70 @@ calibration_results = sa.Table(
     sa.CheckConstraint("status IN ('completed', 'failed')", name="status"),
     sa.Index(None, "chip", "task", "qid", "created_at"),
     sa.Index(None, "day"),
+)
+
+evaluation_runs = sa.Table(
+    "evaluation_runs",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("trigger", sa.String(16), nullable=False),  # bulk or single
+    sa.Column("selection", JSONDoc, nullable=False),  # {task, chip} | {day} | {task_ids}, as requested
+    sa.Column("model", sa.String(200), nullable=False),  # the requested (declared) model
+    sa.Column("settings", JSONDoc, nullable=False),  # with_examples, knowledge draft, question, ...
+    sa.Column("skipped", JSONDoc, nullable=False),  # entities without an evaluable result, and why
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("owner", sa.String(100), nullable=True),  # the process executing it
+    sa.Column("heartbeat_at", UTCDateTime, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=True),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.CheckConstraint(_one_of("status", EvaluationStatus), name="status"),
+    sa.CheckConstraint("trigger IN ('bulk', 'single')", name="trigger"),
+)
+
+evaluation_records = sa.Table(
+    "evaluation_records",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("run_id", sa.String(32), sa.ForeignKey("evaluation_runs.id"), nullable=False),
+    sa.Column("task_result_id", sa.String(32), sa.ForeignKey("calibration_results.id"), nullable=False),
+    sa.Column("task", sa.String(100), nullable=False),
+    sa.Column("chip", sa.String(100), nullable=False),
+    sa.Column("qid", sa.String(32), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("input", JSONDoc, nullable=True),  # what the model was given
+    sa.Column("output", JSONDoc, nullable=True),  # what it answered, parsed beside it
+    sa.Column("evaluator", JSONDoc, nullable=True),  # the code that judged: package, version, hash
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("model_seconds", sa.Float, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=True),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.CheckConstraint(_one_of("status", EvaluationStatus), name="status"),
+    sa.UniqueConstraint("run_id", "task_result_id"),  # one record per task result of a run
+    sa.Index(None, "run_id", "status"),
+)
+
+evaluation_verdicts = sa.Table(
+    "evaluation_verdicts",
+    metadata,
+    sa.Column("id", Id, primary_key=True, autoincrement=True),
+    sa.Column("record_id", sa.String(32), sa.ForeignKey("evaluation_records.id"), nullable=False),
+    sa.Column("reviewer", sa.String(200), nullable=False),
+    sa.Column("verdict", sa.String(16), nullable=False),  # agree, disagree, unsure
+    sa.Column("area", sa.String(32), nullable=True),  # what a disagreement is about
+    sa.Column("comment", sa.Text, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.CheckConstraint("verdict IN ('agree', 'disagree', 'unsure')", name="verdict"),
+    sa.Index(None, "record_id"),
+)
+
+evaluation_assets = sa.Table(
+    "evaluation_assets",
+    metadata,
+    sa.Column("sha256", sa.String(64), primary_key=True),  # the figure's bytes, stored once
+    sa.Column("blob", sa.String(64), nullable=False),  # their blob digest (storage.blobs)
+    sa.Column("bytes", sa.Integer, nullable=False),
+    sa.Column("media_type", sa.String(32), nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
 )

@@ -1,0 +1,122 @@
+"""Evaluation runs in the state database, on SQLite and PostgreSQL: one record per task result, each
+claimed once, a stale heartbeat read as interrupted, retry and cancel, verdicts kept as history."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+
+from storage.state import EvaluationStatus, NotFound, StateDB
+
+
+def results(db: StateDB, n: int = 3) -> list[tuple[str, str, str, str]]:
+    from qsolve.calibration.task_result import TaskResult
+
+    out = []
+    for i in range(n):
+        r = TaskResult.model_validate(
+            {
+                "task": "CheckT1",
+                "chip": "fake:fez",
+                "qid": f"Q{i:02d}",
+                "day": "2026-12-01",
+                "status": "completed",
+                "message": "ok",
+                "figures": [],
+                "settings": {"shots": 100, "interval": None},
+                "outputs": {},
+            }
+        )
+        db.record_task_result(r)
+        out.append((r.id, r.task, r.chip, r.qid))
+    return out
+
+
+def run_of(db: StateDB, n: int = 3):
+    rs = results(db, n)
+    return db.create_evaluation_run(
+        trigger="bulk", selection={"task": "CheckT1", "chip": "fake:fez"}, model="classical-judge",
+        settings={"with_examples": False}, results=rs + rs[:1], skipped=[{"qid": "Q09", "why": "no figure"}],
+    )  # fmt: skip
+
+
+def test_a_run_holds_one_pending_record_per_task_result(db: StateDB) -> None:
+    run = run_of(db)
+    records = db.evaluation_records(run.id)
+    assert [r.qid for r in records] == ["Q00", "Q01", "Q02"]  # the duplicate taken once
+    assert {r.status for r in records} == {EvaluationStatus.PENDING}
+    assert run.skipped == [{"qid": "Q09", "why": "no figure"}] and run.model == "classical-judge"
+
+
+def test_each_record_is_claimed_once_and_the_run_ends_by_its_records(db: StateDB) -> None:
+    run = run_of(db, 2)
+    assert db.start_evaluation_run(run.id, "me") and not db.start_evaluation_run(run.id, "other")
+    a, b = db.evaluation_records(run.id)
+    assert db.claim_evaluation_record(a.id) and not db.claim_evaluation_record(a.id)
+    assert db.finish_evaluation_record(a.id, "completed", output={"ok": True}, model_seconds=1.5)
+    assert db.finish_evaluation_run(run.id, "me").status is EvaluationStatus.RUNNING  # b is pending
+    assert db.claim_evaluation_record(b.id)
+    assert db.finish_evaluation_record(b.id, "failed", error="the model did not answer")
+    assert db.finish_evaluation_run(run.id, "me").status is EvaluationStatus.FAILED
+
+
+def test_a_stale_heartbeat_is_read_as_interrupted_and_retry_runs_only_the_unfinished(db: StateDB) -> None:
+    run = run_of(db, 2)
+    db.start_evaluation_run(run.id, "dead")
+    a, b = db.evaluation_records(run.id)
+    db.claim_evaluation_record(a.id)
+    db.finish_evaluation_record(a.id, "completed", output={"ok": True})
+    db.claim_evaluation_record(b.id)  # then the owner died
+    time.sleep(0.05)
+    assert db.get_evaluation_run(run.id, stale_after=timedelta(hours=1)).status is EvaluationStatus.RUNNING
+    got = db.get_evaluation_run(run.id, stale_after=timedelta(0))
+    assert got.status is EvaluationStatus.INTERRUPTED
+    statuses = {r.id: r.status for r in db.evaluation_records(run.id)}
+    assert statuses == {a.id: EvaluationStatus.COMPLETED, b.id: EvaluationStatus.INTERRUPTED}
+    assert not db.evaluation_heartbeat(run.id, "dead")  # the owner, back, learns it lost the run
+    assert not db.finish_evaluation_record(b.id, "completed")  # and its late answer is not taken
+
+    retried, reset = db.retry_evaluation_run(run.id)
+    assert (retried.status, reset) == (EvaluationStatus.PENDING, 1)
+    statuses = {r.id: r.status for r in db.evaluation_records(run.id)}
+    assert statuses == {a.id: EvaluationStatus.COMPLETED, b.id: EvaluationStatus.PENDING}
+
+
+def test_cancel_marks_the_unfinished_and_the_executor_sees_it(db: StateDB) -> None:
+    run = run_of(db, 2)
+    db.start_evaluation_run(run.id, "me")
+    a, b = db.evaluation_records(run.id)
+    db.claim_evaluation_record(a.id)
+    cancelled = db.cancel_evaluation_run(run.id)
+    assert cancelled.status is EvaluationStatus.CANCELLED
+    assert {r.status for r in db.evaluation_records(run.id)} == {EvaluationStatus.CANCELLED}
+    assert not db.evaluation_heartbeat(run.id, "me") and not db.claim_evaluation_record(b.id)
+    assert db.retry_evaluation_run(run.id)[1] == 2
+
+
+def test_verdicts_are_an_immutable_history_and_each_reviewer_has_a_current_one(db: StateDB) -> None:
+    record = db.evaluation_records(run_of(db, 1).id)[0]
+    db.add_verdict(record.id, "ana", "agree")
+    db.add_verdict(record.id, "bo", "disagree", area="status", comment="it is SHORT_T1")
+    db.add_verdict(record.id, "ana", "disagree", area="fit")
+    assert [(v.reviewer, v.verdict) for v in db.verdict_history(record.id)] == [
+        ("ana", "agree"), ("bo", "disagree"), ("ana", "disagree"),
+    ]  # fmt: skip
+    current = {k: v.verdict for k, v in db.current_verdicts(record.id).items()}
+    assert current == {"ana": "disagree", "bo": "disagree"}
+    with pytest.raises(NotFound):
+        db.add_verdict("nope", "ana", "agree")
+
+
+def test_a_figure_is_served_only_to_a_record_that_references_it(db: StateDB) -> None:
+    run = run_of(db, 2)
+    a, b = db.evaluation_records(run.id)
+    db.start_evaluation_run(run.id, "me")
+    db.claim_evaluation_record(a.id)
+    db.finish_evaluation_record(a.id, "completed", input={"figures": [{"sha256": "f" * 64}]})
+    db.keep_asset("f" * 64, "b" * 64, 10, "image/png")
+    db.keep_asset("f" * 64, "b" * 64, 10, "image/png")  # once per hash
+    assert db.asset_for(a.id, "f" * 64) == ("b" * 64, "image/png")
+    assert db.asset_for(b.id, "f" * 64) is None
