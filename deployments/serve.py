@@ -13,6 +13,8 @@ import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md)
 from prefect import serve
 
 from deployments.automations import crash_silent_runs, heartbeats
+from flows.calibration import calibration_flow
+from flows.evaluation import evaluation_flow
 from flows.history import history_flow
 from flows.maintenance import maintenance_flow
 from flows.submission import submission_flow
@@ -25,6 +27,12 @@ def deployments() -> list:
         ),
         history_flow.to_deployment(
             name="history", description="Run a published version's cases again as track-record runs"
+        ),
+        evaluation_flow.to_deployment(
+            name="evaluation", description="Judge calibration figures: a task and a chip, a day, or ids"
+        ),
+        calibration_flow.to_deployment(
+            name="calibration", description="Calibration experiments on a fake device, with known answers"
         ),
         maintenance_flow.to_deployment(
             name="maintenance",

@@ -292,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_maintenance)
 
     from qsolve.calibration.commands import add_commands as add_calibration_commands
+    from qsolve.calibration.evaluation_commands import add_commands as add_evaluation_commands
     from qsolve.calibration.knowledge_commands import add_commands as add_knowledge_commands
     from qsolve.providers.commands import add_commands as add_provider_commands
     from qsolve.receipts.commands import add_commands as add_receipt_commands
@@ -302,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_provider_commands(sub)
     add_knowledge_commands(sub)
     add_calibration_commands(sub)
+    add_evaluation_commands(sub)
 
     p = sub.add_parser("check", help="the submission checks of every case, as the platform runs them")
     p.add_argument("dir", metavar="DIR")

@@ -1,0 +1,302 @@
+"""``qsolve evaluate`` and ``qsolve evaluations ...`` (issue 14, item 12).
+
+    qsolve evaluate (--task T --chip C | --day D | --ids ID,ID | --result ID) [--model M]
+                    [--with-examples] [--draft ID] [--json]
+    qsolve evaluations list [--json]
+    qsolve evaluations show RUN [--json]
+    qsolve evaluations retry RUN | cancel RUN
+    qsolve evaluations compare A B [--json]
+    qsolve evaluations score RUN [--json]
+    qsolve evaluations verdict RECORD --reviewer NAME --verdict agree|disagree|unsure [--area A] [--comment C]
+
+``evaluate`` and ``retry`` run the ``evaluation`` flow on Prefect (no server needed, as for ``submit``).
+Exit codes: 0 done, 1 a run that did not complete, 2 misuse (an undeclared model, an unknown run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def add_commands(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "evaluate", help="judge calibration figures with the evaluation model (docs/calibration.md)"
+    )
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--task", metavar="T", help="with --chip: the latest evaluable result per qubit")
+    which.add_argument("--day", metavar="YYYY-MM-DD", help="every evaluable result of the day")
+    which.add_argument("--ids", metavar="ID,ID", help="exact task results, taken as they are")
+    which.add_argument("--result", metavar="ID", help="one task result (a single run)")
+    p.add_argument("--chip", metavar="C", help="the chip, e.g. fake:fez")
+    p.add_argument("--model", metavar="M", help="a declared model (config/evaluation.yaml)")
+    p.add_argument("--with-examples", action="store_true", help="show the task's labeled examples")
+    p.add_argument("--draft", metavar="ID", help="read this knowledge draft in place of the published task")
+    p.add_argument("--json", action="store_true", help="print the run's summary as one JSON object")
+    p.set_defaults(func=cmd_evaluate)
+
+    e = subparsers.add_parser(
+        "evaluations", help="evaluation runs: list, show, retry, cancel, compare, score"
+    )
+    sub = e.add_subparsers(dest="evaluations_command", required=True, metavar="COMMAND")
+    x = sub.add_parser("list", help="every run: state, model, counts, wall time and model time")
+    x.add_argument("--json", action="store_true")
+    x.set_defaults(func=cmd_list)
+    x = sub.add_parser("show", help="a run and its records: the six answers as returned and as parsed")
+    x.add_argument("run", metavar="RUN")
+    x.add_argument("--json", action="store_true")
+    x.set_defaults(func=cmd_show)
+    x = sub.add_parser("retry", help="run again the failed, interrupted and cancelled records only")
+    x.add_argument("run", metavar="RUN")
+    x.add_argument("--json", action="store_true")
+    x.set_defaults(func=cmd_retry)
+    x = sub.add_parser("cancel", help="cancel a run: its unfinished records are marked cancelled")
+    x.add_argument("run", metavar="RUN")
+    x.set_defaults(func=cmd_cancel)
+    x = sub.add_parser("compare", help="two runs side by side: settings, totals, one row per entity")
+    x.add_argument("a", metavar="A")
+    x.add_argument("b", metavar="B")
+    x.add_argument("--json", action="store_true")
+    x.set_defaults(func=cmd_compare)
+    x = sub.add_parser("score", help="a run against the known answers and the reviewers' verdicts")
+    x.add_argument("run", metavar="RUN")
+    x.add_argument("--json", action="store_true")
+    x.set_defaults(func=cmd_score)
+    x = sub.add_parser("verdict", help="add a reviewer's verdict to a record (its history is kept)")
+    x.add_argument("record", metavar="RECORD")
+    x.add_argument("--reviewer", required=True)
+    x.add_argument("--verdict", required=True, choices=["agree", "disagree", "unsure"])
+    x.add_argument("--area", choices=["status", "outcome", "fit", "parameters", "range", "description"])
+    x.add_argument("--comment")
+    x.set_defaults(func=cmd_verdict)
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> int:
+    print(f"qsolve: {message}", file=sys.stderr)
+    return code
+
+
+def _store():
+    from qsolve.calibration.store import open_store
+
+    return open_store()
+
+
+def _flow(**parameters: Any) -> dict[str, Any] | BaseException:
+    from qsolve.cli import _prefect
+
+    _prefect()
+    from flows.evaluation import evaluation_flow
+
+    state = evaluation_flow(**parameters, return_state=True)
+    return state.result(raise_on_failure=False)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from qsolve.calibration.models import ConfigError, UnknownModel, choose_model
+    from qsolve.calibration.runs import RunRefused, RunRequest, request_run
+
+    if args.task and not args.chip:
+        return _fail("--task needs --chip (the latest evaluable result per qubit of that chip)")
+    ids = [args.result] if args.result else (args.ids.split(",") if args.ids else None)
+    try:
+        choose_model(args.model)  # an undeclared model is refused before anything is stored
+        request = RunRequest(
+            task=args.task, chip=args.chip, day=args.day, task_ids=ids, model=args.model,
+            with_examples=args.with_examples, knowledge_draft_id=args.draft,
+        )  # fmt: skip
+        with _store() as store:
+            run = request_run(store.db, store, request)
+    except (UnknownModel, ConfigError, RunRefused, ValueError) as e:  # a draft of another task too
+        return _fail(str(e))
+    print(f"evaluation run {run.id}: {len(run.skipped)} skipped", file=sys.stderr)
+    done = _flow(run_id=run.id)
+    return _finish(done, args.json)
+
+
+def _finish(done: dict[str, Any] | BaseException, as_json: bool) -> int:
+    if isinstance(done, BaseException):
+        return _fail(f"the evaluation flow failed: {type(done).__name__}: {done}", EXIT_FAILED)
+    if as_json:
+        print(json.dumps(done, indent=2, default=str))
+    else:
+        print(_line(done))
+        for s in done["skipped"]:
+            print(f"  skipped {s.get('qid') or s.get('task_result_id')}: {s['why']}")
+    return EXIT_OK if done["status"] == "completed" else EXIT_FAILED
+
+
+def _line(s: dict[str, Any]) -> str:
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(s["counts"].items())) or "no records"
+    wall = f"{s['wall_seconds']:.1f} s" if s["wall_seconds"] is not None else "-"
+    return (
+        f"{s['id']}  {s['status']:<11}  {s['model']}  {s['records']} records ({counts})  "
+        f"wall {wall}, model {s['model_seconds']:.1f} s"
+    )
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from qsolve.calibration.runs import stale_after, summary
+
+    with _store() as store:
+        runs = [summary(store.db, r.id) for r in store.db.list_evaluation_runs(stale_after=stale_after())]
+    if args.json:
+        print(json.dumps(runs, indent=2, default=str))
+    else:
+        for s in runs:
+            print(_line(s))
+        if not runs:
+            print("no evaluation runs yet: qsolve evaluate --task T --chip C")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from qsolve.calibration.runs import summary
+    from storage.state import NotFound
+
+    with _store() as store:
+        try:
+            s = summary(store.db, args.run)
+        except NotFound as e:
+            return _fail(str(e))
+        records = store.db.evaluation_records(args.run)
+        shown = []
+        for r in records:
+            verdicts = store.db.verdict_history(r.id)
+            shown.append(
+                {
+                    "record": r.id,
+                    "task_result_id": r.task_result_id,
+                    "task": r.task,
+                    "chip": r.chip,
+                    "qid": r.qid,
+                    "status": r.status.value,
+                    "error": r.error,
+                    "input": r.input,
+                    "output": r.output,
+                    "evaluator": r.evaluator,
+                    "verdicts": [v.__dict__ | {"created_at": v.created_at.isoformat()} for v in verdicts],
+                }
+            )
+    if args.json:
+        print(json.dumps({"run": s, "records": shown}, indent=2, default=str))
+        return EXIT_OK
+    print(_line(s))
+    for r in shown:
+        out = r["output"] or {}
+        d = out.get("diagnosis") or {}
+        peak = out.get("peak") or {}
+        flag = " (90% of its window)" if out.get("context_warning") else ""
+        tokens = f", largest call {peak.get('total_tokens')} tokens{flag}" if peak else ""
+        print(
+            f"  {r['task']} {r['qid']} [{r['status']}] {r['record']}: status {d.get('status')}, outcome "
+            f"{d.get('outcome')}, fit {d.get('fit_assessment')}, success {d.get('success')}"
+            f"{', complete' if out.get('complete') else ', missing ' + ','.join(out.get('missing_keys', []))}"
+            f"{tokens}" + (f"  error: {r['error']}" if r["error"] else "")
+        )
+        for key, answer in (out.get("answers") or {}).items():
+            text = (answer.get("answer") or "").strip().replace("\n", " ")
+            print(f"      {key}: {text[:100]}{'…' if len(text) > 100 else ''}")
+    return EXIT_OK
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    from storage.state import NotFound
+
+    with _store() as store:
+        try:
+            run, reset = store.db.retry_evaluation_run(args.run)
+        except NotFound as e:
+            return _fail(str(e))
+    if reset == 0:
+        return _fail(f"evaluation run {run.id} is {run.status.value}: nothing to retry", EXIT_FAILED)
+    print(f"evaluation run {run.id}: {reset} records to run again", file=sys.stderr)
+    return _finish(_flow(run_id=run.id), args.json)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from storage.state import NotFound
+
+    with _store() as store:
+        try:
+            run = store.db.cancel_evaluation_run(args.run)
+        except NotFound as e:
+            return _fail(str(e))
+    print(f"evaluation run {run.id}: {run.status.value}")
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from qsolve.calibration.compare import compare
+    from storage.state import NotFound
+
+    with _store() as store:
+        try:
+            c = compare(store.db, args.a, args.b)
+        except NotFound as e:
+            return _fail(str(e))
+    if args.json:
+        print(json.dumps(c, indent=2, default=str))
+        return EXIT_OK
+    for s in c["settings"]:
+        print(f"{'*' if s['differs'] else ' '} {s['setting']:<18} {s['a']!s:<28} {s['b']!s}")
+    ta, tb = c["totals"]["a"], c["totals"]["b"]
+    print(f"  {'completed':<18} {ta['completed']}/{ta['records']:<26} {tb['completed']}/{tb['records']}")
+    print(f"  {'success':<18} {ta['success']:<28} {tb['success']}")
+    peak = {k: (v or {}).get("total_tokens") for k, v in c["tokens"].items()}
+    print(f"  {'largest call':<18} {peak['a']!s:<28} {peak['b']!s}")
+    for row in c["rows"]:
+        a, b = row["a"] or {}, row["b"] or {}
+        if row["a"] is None or row["b"] is None:
+            kind = f"only in {'b' if row['a'] is None else 'a'}"
+        elif row["decision_differences"]:
+            kind = "decision: " + ", ".join(row["decision_differences"])
+        elif row["content_differences"]:
+            kind = "content: " + ", ".join(row["content_differences"])
+        else:
+            kind = "same"
+        same = "same result" if row["same_result"] else "other results"
+        print(
+            f"  {row['task']} {row['qid']} ({same}): {a.get('status')}/{a.get('success')} vs "
+            f"{b.get('status')}/{b.get('success')}  [{kind}]"
+        )
+    return EXIT_OK
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from qsolve.calibration.compare import score
+    from storage.state import NotFound
+
+    with _store() as store:
+        try:
+            s = score(store.db, store, args.run)
+        except NotFound as e:
+            return _fail(str(e))
+    if args.json:
+        print(json.dumps(s, indent=2))
+        return EXIT_OK
+    for name, t in [*sorted(s["per_task"].items()), ("total", s["total"])]:
+        fit = f", fit {t['fit_assessment']}/{t['fit_known']}" if t["fit_known"] else ""
+        print(
+            f"{name:<22} judged {t['judged']}: status {t['status']}/{t['known']}, outcome "
+            f"{t['outcome']}/{t['known']}{fit}; reviewers agree {t['agreed']}, disagree {t['disagreed']}"
+        )
+    return EXIT_OK
+
+
+def cmd_verdict(args: argparse.Namespace) -> int:
+    from storage.state import NotFound
+
+    with _store() as store:
+        try:
+            v = store.db.add_verdict(
+                args.record, args.reviewer, args.verdict, area=args.area, comment=args.comment
+            )
+        except NotFound as e:
+            return _fail(str(e))
+    print(f"record {v.record_id}: {v.reviewer} {v.verdict}" + (f" ({v.area})" if v.area else ""))
+    return EXIT_OK

@@ -1,0 +1,316 @@
+"""Evaluation runs (issue 14, item 6; the calibration-evaluation seed, "Entry points and runs").
+
+A run is requested with a selection (a task and a chip: the latest evaluable result per qubit or
+coupling; a day; or exact task-result ids, taken as they are) and a declared model; it stores one
+pending record per task result and reports the entities without an evaluable result as skipped. It is
+executed a few records at a time (``EVALUATION_CONCURRENCY``, default 2) by one owner, which keeps a
+durable heartbeat in the state database every ``EVALUATION_HEARTBEAT_SECONDS`` (30). A read that finds
+the heartbeat older than ``EVALUATION_STALE_AFTER_SECONDS`` (1800) marks the run interrupted. Retry
+runs only the failed, interrupted and cancelled records, with the stored selection; cancel marks the
+unfinished records cancelled, and the owner stops at its next check (between records, and at each
+heartbeat). Each record is claimed in the database, so none is judged twice.
+
+The task knowledge is read from ``QSOLVE_TASK_KNOWLEDGE`` (default: the repository's
+``task-knowledge/``), or from a knowledge draft the run names.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, model_validator
+
+from qsolve.errors import QsolveError
+
+CONCURRENCY_VARIABLE = "EVALUATION_CONCURRENCY"
+HEARTBEAT_VARIABLE = "EVALUATION_HEARTBEAT_SECONDS"
+STALE_VARIABLE = "EVALUATION_STALE_AFTER_SECONDS"
+KNOWLEDGE_VARIABLE = "QSOLVE_TASK_KNOWLEDGE"
+REPO_KNOWLEDGE = Path(__file__).resolve().parents[2] / "task-knowledge"
+
+
+class RunRefused(QsolveError):
+    """A run that cannot be requested or executed as asked; the message says why."""
+
+
+def _number(name: str, default: float) -> float:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise RunRefused(f"{name}={text!r} is not a number") from None
+    if value <= 0:
+        raise RunRefused(f"{name}={text!r} must be more than 0")
+    return value
+
+
+def concurrency() -> int:
+    return int(_number(CONCURRENCY_VARIABLE, 2))
+
+
+def heartbeat_seconds() -> float:
+    return _number(HEARTBEAT_VARIABLE, 30)
+
+
+def stale_after() -> timedelta:
+    return timedelta(seconds=_number(STALE_VARIABLE, 1800))
+
+
+def knowledge_root() -> Path:
+    return Path(os.environ.get(KNOWLEDGE_VARIABLE) or REPO_KNOWLEDGE)
+
+
+class RunRequest(BaseModel):
+    """What a run is asked to judge, and how."""
+
+    task: str | None = None
+    chip: str | None = None
+    day: str | None = None
+    task_ids: list[str] | None = None
+    model: str | None = None
+    with_examples: bool = False
+    knowledge_draft_id: str | None = None
+    question: str | None = None
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> RunRequest:
+        if self.task_ids:
+            return self
+        if self.day:
+            return self
+        if not (self.task and self.chip):
+            raise ValueError("select a task and a chip, a day, or task-result ids")
+        return self
+
+    @property
+    def trigger(self) -> str:
+        return "single" if self.task_ids and len(self.task_ids) == 1 else "bulk"
+
+    def selection(self) -> dict[str, Any]:
+        return self.model_dump(include={"task", "chip", "day", "task_ids"}, exclude_none=True)
+
+
+def select(store, request: RunRequest) -> tuple[list, list[dict[str, Any]]]:
+    """The task results a run judges, and the entities it skips with why."""
+    from storage.state import NotFound
+
+    skipped: list[dict[str, Any]] = []
+    if request.task_ids:
+        chosen = []
+        for result_id in dict.fromkeys(request.task_ids):
+            try:
+                result = store.get(result_id)
+            except NotFound:
+                skipped.append({"task_result_id": result_id, "why": "no such task result"})
+                continue
+            if result.evaluable:
+                chosen.append(result)
+            else:
+                skipped.append({"task_result_id": result_id, "qid": result.qid, "why": _why_not(result)})
+        return chosen, skipped
+    if request.day:
+        every = store.list(task=request.task, chip=request.chip, day=request.day)
+        chosen = [r for r in every if r.evaluable]
+        skipped = [
+            {"task_result_id": r.id, "qid": r.qid, "why": _why_not(r)} for r in every if not r.evaluable
+        ]
+        return chosen, skipped
+    chosen = store.latest(request.task, request.chip)
+    judged = {r.qid for r in chosen}
+    for r in store.list(task=request.task, chip=request.chip):
+        if r.qid not in judged:
+            judged.add(r.qid)
+            skipped.append({"qid": r.qid, "why": "no evaluable result (no figure, or the task failed)"})
+    return chosen, skipped
+
+
+def _why_not(result) -> str:
+    if result.status != "completed":
+        return f"the task {result.status}"
+    return "no figure"
+
+
+def request_run(db, store, request: RunRequest, *, home: Path | None = None):
+    """Store a run and its pending records; refuses an undeclared model and a draft of another task."""
+    from qsolve.calibration.models import choose_model
+
+    choice = choose_model(request.model)
+    results, skipped = select(store, request)
+    settings: dict[str, Any] = {
+        "with_examples": request.with_examples,
+        "question": request.question,
+        "chosen_by": choice.chosen_by,
+        "fallback": choice.fallback,
+        "mode": "direct",
+    }
+    if request.knowledge_draft_id:
+        from qsolve.calibration.drafts import DraftStore
+
+        drafts = DraftStore(home)
+        draft = drafts.get(request.knowledge_draft_id)
+        for task in {r.task for r in results} | ({request.task} if request.task else set()):
+            drafts.for_task(draft.id, task)  # a draft of another task is refused
+        settings |= {"knowledge_draft_id": draft.id, "knowledge_draft_name": draft.file_name}
+    return db.create_evaluation_run(
+        trigger=request.trigger,
+        selection=request.selection(),
+        model=choice.id,
+        settings=settings,
+        results=[(r.id, r.task, r.chip, r.qid) for r in results],
+        skipped=skipped,
+    )
+
+
+def execute_run(
+    db,
+    store,
+    run_id: str,
+    *,
+    home: Path | None = None,
+    owner: str | None = None,
+    workers: int | None = None,
+    beat_s: float | None = None,
+    on_record: Callable[[Any], None] = lambda record: None,
+):
+    """Judge the run's pending records, a few at a time, under a heartbeat; the run as it ended."""
+    from storage.state._leases import owner_token
+
+    owner = owner or owner_token()
+    run = db.get_evaluation_run(run_id, stale_after=stale_after())
+    if not db.start_evaluation_run(run_id, owner):
+        raise RunRefused(f"evaluation run {run_id} is {run.status.value}: only a pending run is executed")
+    stop = threading.Event()
+    beating = threading.Thread(
+        target=_beat, args=(db, run_id, owner, beat_s or heartbeat_seconds(), stop), daemon=True
+    )
+    beating.start()
+    judge = _Judge(db, store, run, home)
+    pending = [r for r in db.evaluation_records(run_id) if r.status == "pending"]
+
+    def one(record) -> None:
+        if stop.is_set() or db.get_evaluation_run(run_id).status != "running":  # cancelled meanwhile
+            stop.set()
+            return
+        if not db.claim_evaluation_record(record.id):
+            return
+        try:
+            got = judge.record(record, stop)
+        except Exception as e:  # noqa: BLE001 - the record fails with why; the run goes on
+            db.finish_evaluation_record(record.id, "failed", error=f"{type(e).__name__}: {e}")
+        else:
+            db.finish_evaluation_record(
+                record.id,
+                "completed",
+                input=got.input.model_dump(mode="json"),
+                output=got.output.model_dump(mode="json"),
+                evaluator=got.evaluator.model_dump(mode="json"),
+                model_seconds=got.output.model_seconds,
+            )
+        on_record(db.get_evaluation_record(record.id))
+
+    try:
+        with ThreadPoolExecutor(workers or concurrency(), thread_name_prefix="evaluation") as pool:
+            list(pool.map(one, pending))
+    finally:
+        stop.set()
+        beating.join()
+    return db.finish_evaluation_run(run_id, owner)
+
+
+def _beat(db, run_id: str, owner: str, every: float, stop: threading.Event) -> None:
+    while not stop.wait(every):
+        try:
+            if not db.evaluation_heartbeat(run_id, owner):  # cancelled, or taken as interrupted
+                stop.set()
+                return
+        except Exception:  # noqa: BLE001, S112 - a busy database: the next beat tries again
+            continue
+
+
+class _Judge:
+    """What one record needs: its task result, figures, knowledge and model."""
+
+    def __init__(self, db, store, run, home: Path | None) -> None:
+        self.db, self.store, self.run, self.home = db, store, run, home
+        self._knowledge: dict[str, tuple[Any, list]] = {}
+        self._lock = threading.Lock()
+
+    def knowledge(self, task: str) -> tuple[Any, list]:
+        """(reference, examples) of a task: the draft's, the published directory's, or none."""
+        with self._lock:
+            if task not in self._knowledge:
+                self._knowledge[task] = self._read(task)
+            return self._knowledge[task]
+
+    def _read(self, task: str) -> tuple[Any, list]:
+        draft_id = self.run.settings.get("knowledge_draft_id")
+        if draft_id:
+            from qsolve.calibration.drafts import DraftStore
+
+            drafts = DraftStore(self.home)
+            drafts.for_task(draft_id, task)
+            read = drafts.knowledge_of(draft_id)
+            return read.reference, read.examples
+        folder = knowledge_root() / task
+        if not (folder / "task.md").is_file():
+            return None, []
+        from qsolve.calibration.examples import examples_of
+        from qsolve.calibration.knowledge import read_task
+
+        return read_task(folder).reference, examples_of(folder)
+
+    def record(self, record, stop: threading.Event):
+        from qsolve.calibration.classical_judge import FitEvidence
+        from qsolve.calibration.evaluate import evaluate
+        from qsolve.calibration.models import choose_model
+
+        result = self.store.get(record.task_result_id)
+        figures = [self.store.figure_bytes(f) for f in result.figures]
+        for ref, data in zip(result.figures, figures, strict=True):
+            self.db.keep_asset(ref.sha256, ref.blob or "", len(data), ref.media_type)
+        reference, examples = self.knowledge(result.task)
+        settings = self.run.settings
+        return evaluate(
+            reference,
+            result.evidence(),
+            figures,
+            model=choose_model(self.run.model),
+            with_examples=bool(settings.get("with_examples")),
+            examples=examples,
+            fit_evidence=FitEvidence.from_result(result),
+            question=settings.get("question"),
+            cancel=stop,
+        )
+
+
+def summary(db, run_id: str) -> dict[str, Any]:
+    """A run and its records' counts, with its wall time and the completed records' model time."""
+    run = db.get_evaluation_run(run_id, stale_after=stale_after())
+    records = db.evaluation_records(run_id)
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    wall = (run.finished_at - run.started_at).total_seconds() if run.finished_at and run.started_at else None
+    done = [r for r in records if r.status == "completed"]
+    return {
+        "id": run.id,
+        "trigger": run.trigger,
+        "status": run.status.value,
+        "model": run.model,
+        "selection": run.selection,
+        "settings": run.settings,
+        "records": len(records),
+        "counts": counts,
+        "skipped": run.skipped,
+        "wall_seconds": wall,
+        "model_seconds": sum(r.model_seconds or 0.0 for r in done),
+        "created_at": run.created_at.isoformat(),
+    }

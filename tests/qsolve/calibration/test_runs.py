@@ -1,0 +1,195 @@
+"""Evaluation runs end to end (issue 14, items 6, 10, 11): requested, executed a few at a time under a
+heartbeat, against the classical judge and against a local OpenAI-compatible server; cancelled;
+interrupted by a killed process and completed on retry with no record judged twice; compared; scored."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from qsolve.calibration.compare import compare, score
+from qsolve.calibration.models import UnknownModel
+from qsolve.calibration.runs import RunRequest, execute_run, request_run, summary
+from qsolve.calibration.store import open_store
+from tests.qsolve.calibration.calibration_runs import made
+from tests.qsolve.calibration.model_server import ModelServer, answer, fail, slow
+
+GOOD = {
+    "technical_description": answer('{"plot_type": "scatter", "x_axis": "delay", "y_axis": "P1"}'),
+    "experimental_conclusion": answer("Classification: Expected behavior\nReason: a clean decay."),
+    "experimental_significance": answer("The qubit is usable."),
+    "fit_reliability": answer("Assessment: **Reliable**.\nReason: the fit follows the points."),
+    "parameter_extraction": answer('```json\n{"t1": 215.0}\n```'),
+    "calibration_diagnosis": answer("Status: SUCCESS\nSuggested range: (0, 1000) [us]\nNotes: fine"),
+}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    monkeypatch.delenv("QCALEVAL_MODEL", raising=False)
+    monkeypatch.setenv("QSOLVE_EVALUATION_CONFIG", str(tmp_path / "evaluation.yaml"))
+    (tmp_path / "evaluation.yaml").write_text("version: 1\nmodels: []\n")
+    with open_store(tmp_path) as store:
+        store.record_all([made(f"Q0{i}", true_status="SUCCESS") for i in range(4)])
+    return tmp_path
+
+
+def declare(home: Path, server: ModelServer) -> None:
+    spec = server.spec()
+    doc = {"version": 1, "models": [spec.model_dump(mode="json", exclude_none=True, exclude={"kind"})]}
+    (home / "evaluation.yaml").write_text(yaml.safe_dump(doc))
+
+
+def test_a_bulk_run_with_the_classical_judge_needs_no_endpoint(home: Path) -> None:
+    with open_store(home) as store:
+        run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        assert run.model == "classical-judge" and run.settings["fallback"] is True
+        done = execute_run(store.db, store, run.id)
+        assert done.status == "completed"
+        records = store.db.evaluation_records(run.id)
+        assert [r.qid for r in records] == ["Q00", "Q01", "Q02", "Q03"]
+        output = records[0].output
+        assert set(output["answers"]) == set(GOOD)  # six answers, two of them declined
+        assert output["diagnosis"]["status"] == "SUCCESS"
+        assert "technical_description" in output["missing_keys"]
+        assert records[0].evaluator["package"] == "qsolve"
+        s = summary(store.db, run.id)
+        assert s["counts"] == {"completed": 4} and s["wall_seconds"] is not None
+
+
+def test_only_a_declared_model_is_accepted(home: Path) -> None:
+    with open_store(home) as store, pytest.raises(UnknownModel, match="classical-judge"):
+        request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez", model="gpt-nothing"))
+
+
+def test_a_run_against_a_model_asks_six_questions_per_record_a_few_records_at_a_time(home: Path) -> None:
+    with ModelServer(GOOD) as server:
+        declare(home, server)
+        with open_store(home) as store:
+            unknown = request_run(store.db, store, RunRequest(task_ids=["x"]))
+            assert unknown.skipped == [{"task_result_id": "x", "why": "no such task result"}]
+            run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+            assert run.model == "Ising-Calibration-test" and run.settings["fallback"] is False
+            done = execute_run(store.db, store, run.id, workers=2)
+            records = store.db.evaluation_records(run.id)
+        assert done.status == "completed"
+        assert len(server.received) == 6 * 4  # six per record, none asked twice
+        assert server.max_in_flight <= 2 * 6  # two records at a time, six questions each
+        for r in records:
+            assert r.output["diagnosis"]["status"] == "SUCCESS" and r.output["complete"]
+            assert r.input["prompts"]["calibration_diagnosis"].count("[figure]") == 1
+            assert r.input["figures"][0]["sha256"]
+
+
+def test_a_request_that_fails_is_sent_once_more_and_a_record_that_still_fails_says_why(home: Path) -> None:
+    script = dict(GOOD) | {"fit_reliability": [fail(500), fail(500)]}
+    with ModelServer(script, default=GOOD["fit_reliability"]) as server:
+        declare(home, server)
+        with open_store(home) as store:
+            run = request_run(store.db, store, RunRequest(task_ids=[store.list(qid="Q00")[0].id]))
+            assert run.trigger == "single"
+            execute_run(store.db, store, run.id)
+            (record,) = store.db.evaluation_records(run.id)
+    assert server.asked("fit_reliability") == 2  # once, then once more; never a third time
+    assert record.status == "completed" and "fit_reliability" in record.output["missing_keys"]
+    assert record.output["attempts"]["fit_reliability"] == 2
+
+
+def test_cancel_stops_the_run_between_records(home: Path) -> None:
+    slowly = {k: slow(v.text, 1.0) for k, v in GOOD.items()}
+    with ModelServer(slowly) as server:
+        declare(home, server)
+        with open_store(home) as store:
+            run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+
+            def cancel_after_first(record) -> None:
+                store.db.cancel_evaluation_run(run.id)
+
+            done = execute_run(store.db, store, run.id, workers=1, on_record=cancel_after_first)
+            statuses = [r.status for r in store.db.evaluation_records(run.id)]
+    assert done.status == "cancelled"
+    assert statuses.count("cancelled") == 3 and len(server.received) == 6  # one record judged, then none
+
+
+RUNNER = """
+import sys
+from qsolve.calibration.runs import execute_run
+from qsolve.calibration.store import open_store
+with open_store() as store:
+    execute_run(store.db, store, sys.argv[1], workers=1, beat_s=0.2)
+"""
+
+
+def test_a_killed_run_goes_stale_is_read_as_interrupted_and_completes_on_retry(home: Path) -> None:
+    slowly = {k: slow(v.text, 0.6) for k, v in GOOD.items()}
+    with ModelServer(slowly) as server:
+        declare(home, server)
+        with open_store(home) as store:
+            run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        worker = subprocess.Popen([sys.executable, "-c", RUNNER, run.id], env=dict(os.environ))
+        deadline = time.monotonic() + 60
+        with open_store(home) as store:
+            while time.monotonic() < deadline:
+                if any(r.status == "completed" for r in store.db.evaluation_records(run.id)):
+                    break
+                time.sleep(0.1)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        judged_before = {r.id for r in _completed(home, run.id)}
+        assert judged_before, "the worker was killed before it judged a record"
+        os.environ["EVALUATION_STALE_AFTER_SECONDS"] = "0.5"
+        try:
+            time.sleep(1.0)
+            with open_store(home) as store:
+                assert store.db.get_evaluation_run(run.id, stale_after=None).status == "running"
+                from qsolve.calibration.runs import stale_after
+
+                assert store.db.get_evaluation_run(run.id, stale_after=stale_after()).status == "interrupted"
+                _, reset = store.db.retry_evaluation_run(run.id)
+                assert reset == 4 - len(judged_before)
+                asked_before = len(server.received)
+                done = execute_run(store.db, store, run.id, workers=2)
+        finally:
+            del os.environ["EVALUATION_STALE_AFTER_SECONDS"]
+    assert done.status == "completed"
+    assert {r.id for r in _completed(home, run.id)} >= judged_before
+    assert len(server.received) - asked_before == 6 * reset  # only the others were judged again
+
+
+def _completed(home: Path, run_id: str):
+    with open_store(home) as store:
+        return [r for r in store.db.evaluation_records(run_id) if r.status == "completed"]
+
+
+def test_two_runs_compare_and_score_against_known_answers(home: Path) -> None:
+    wrong = dict(GOOD) | {"calibration_diagnosis": answer("Status: SHORT_T1\nSuggested range: none")}
+    with open_store(home) as store:
+        store.record_all([made("Q04", true_status="SHORT_T1", minutes=5)])
+        judge = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        execute_run(store.db, store, judge.id)
+    with ModelServer(wrong) as server:
+        declare(home, server)
+        with open_store(home) as store:
+            model = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+            execute_run(store.db, store, model.id)
+            c = compare(store.db, judge.id, model.id)
+            s = score(store.db, store, model.id)
+            record = store.db.evaluation_records(model.id)[0]
+            store.db.add_verdict(record.id, "ana", "disagree", area="status")
+            assert score(store.db, store, model.id)["total"]["disagreed"] == 1
+    model_setting = next(x for x in c["settings"] if x["setting"] == "model")
+    assert model_setting["differs"] and model_setting["a"] == "classical-judge"
+    q00 = next(r for r in c["rows"] if r["qid"] == "Q00")
+    assert q00["same_result"] and "status" in q00["decision_differences"]
+    assert s["total"]["known"] == 5 and s["total"]["status"] == 0  # SHORT_T1 is not a code of this task
+    assert json.dumps(c)  # a JSON document, as --json prints it
