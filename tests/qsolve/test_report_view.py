@@ -74,7 +74,8 @@ def test_the_metric_note_is_shown_beside_the_accuracy(wf) -> None:
     )
     from qsolve.results import CaseResult
 
-    report.cases.append(CaseResult(name="one", target="sim-cpu", seed=1, params={}, passed=True, message=None))
+    one = CaseResult(name="one", target="sim-cpu", seed=1, params={}, passed=True, message=None)
+    report.cases.append(one)
     out = io.StringIO()
     show(report, Console(file=out, width=200))
     assert "accuracy: Q" in out.getvalue()
