@@ -541,5 +541,6 @@ def check(compiled: Compiled, circuit: QuantumCircuit, *, seed: int = 0) -> str:
         f"program uses, idle places dropped, every other place (ancilla or resonator) entering and "
         f"required to leave in |0⟩: |⟨circuit|program⟩| ≥ 1 − {max(worst, 0.0):.1e} (allowed "
         f"1 − {tolerance:.1e}), the final Z rotations dropped before measurement put back; every bit "
-        f"reads the place its logical qubit ends on"
+        f"reads the place its logical qubit ends on; every angle the nearest m/2^k of a turn (k ≤ 32), "
+        f"the rounding bounded by {compiled.rounding_bound:.1e} rad in all (‖U − U′‖)"
     )
