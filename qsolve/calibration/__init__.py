@@ -15,7 +15,14 @@ examples      a task's labeled examples and the seed's examplesOf
 questions     the six questions of an evaluation
 prompts       the six requests of one evaluation, and the prompt preview
 answers       reading the six answers
-knowledge_commands  ``qsolve knowledge reference|preview``
+drafts        knowledge drafts: one task directory as a zip, stored under its SHA-256, refused whole
+models        the declared evaluation models (config/evaluation.yaml) and the seed's choice order
+vlm           a vision-language model through the openai package: six requests at once, one retry each
+classical_judge  the baseline: answers what the data and fit show, declines the rest
+evaluate      one evaluation and its record (input, output, evaluator)
+runs          evaluation runs: selection, heartbeat, cancel, retry;  compare: two runs, and scores
+knowledge_commands  ``qsolve knowledge reference|preview|draft|archive``
+evaluation_commands  ``qsolve evaluate`` and ``qsolve evaluations ...``
 
 Nothing here imports Prefect; ``flows/calibration.py`` is the flow over :mod:`.calibrate`.
 """

@@ -1,14 +1,20 @@
 """``qsolve knowledge reference`` and ``qsolve knowledge preview`` (issue 14, items 2 and 7).
 
     qsolve knowledge reference DIR [--json]
-    qsolve knowledge preview DIR [--with-examples] [--json] [--model ID] [--question TEXT]
+    qsolve knowledge preview (DIR | --draft ID) [--with-examples] [--json] [--model ID] [--question TEXT]
+    qsolve knowledge draft ZIP [--json] [--uploader NAME]      qsolve knowledge draft --list [--json]
+    qsolve knowledge archive (DRAFT_ID | TASK_DIR) --output PATH
 
 ``reference`` prints the reference derived from DIR/task.md; with ``--json`` exactly
 ``{"background", "criteria", "parameters", "knowledge_chars", "knowledge_sha256"}``, the criteria in
 their order, SUCCESS first. ``preview`` prints the six prompts the task's knowledge turns into, built
 without a figure or a model call (``[figure]`` where an image goes), with the reference's size and
 hash and the examples used. DIR is a task directory (``task-knowledge/CheckT1``) or an unpacked draft
-of one. Exit 0, or 2 when DIR cannot be read as a task directory. Derivation warnings go to stderr.
+of one; ``--draft ID`` previews a stored knowledge draft instead. ``draft`` stores a zip of one task
+directory as a knowledge draft (qsolve/calibration/drafts.py) and prints its id, task and warnings;
+``archive`` writes a draft's zip byte for byte, or a published task directory as a draft's zip. Exit 0,
+or 2 when DIR cannot be read as a task directory or a draft is refused or unknown. Derivation warnings
+go to stderr.
 """
 
 from __future__ import annotations
@@ -41,12 +47,39 @@ def add_commands(subparsers: Any) -> Any:
         "preview",
         help="the six prompts a task's knowledge turns into, [figure] where an image goes; no model call",
     )
-    v.add_argument("dir", metavar="DIR", help="a task directory (holding task.md and examples/)")
+    v.add_argument("dir", metavar="DIR", nargs="?", help="a task directory (holding task.md and examples/)")
+    v.add_argument("--draft", metavar="ID", help="preview a stored knowledge draft instead of DIR")
     v.add_argument("--with-examples", action="store_true", help="show the examples, as in-context runs do")
     v.add_argument("--json", action="store_true", help="print the preview as one JSON object")
     v.add_argument("--model", metavar="ID", help="the model that would judge, named in the preview")
     v.add_argument("--question", metavar="TEXT", help="one more point for the significance question")
     v.set_defaults(func=cmd_preview)
+
+    d = sub.add_parser(
+        "draft",
+        help="store a zip of one task directory as a knowledge draft (its id: the zip's SHA-256), or --list",
+    )
+    d.add_argument(
+        "zip", metavar="ZIP", nargs="?", help="the zip: one folder named as the task, holding task.md"
+    )
+    d.add_argument("--list", action="store_true", help="list the stored drafts")
+    d.add_argument("--uploader", metavar="NAME", help="who uploads it (default: the login name)")
+    d.add_argument("--json", action="store_true", help="print the draft (or the list) as JSON")
+    d.set_defaults(func=cmd_draft)
+
+    a = sub.add_parser(
+        "archive",
+        help="a draft's zip byte for byte, or a published task directory as a zip that stores as a draft",
+    )
+    a.add_argument("source", metavar="DRAFT_ID|TASK_DIR", help="a draft's id, or a task directory")
+    a.add_argument(
+        "--output",
+        metavar="PATH",
+        required=True,
+        help="the file to write ('-': standard output); a folder: "
+        "the file in it under the draft's uploaded name, or <Task>.zip",
+    )
+    a.set_defaults(func=cmd_archive)
     return sub
 
 
@@ -94,11 +127,21 @@ def cmd_preview(args: argparse.Namespace) -> int:
     from qsolve.calibration.knowledge import KnowledgeError, read_task
     from qsolve.calibration.prompts import preview
 
+    if (args.dir is None) == (args.draft is None):
+        return _failed("knowledge preview: give a task directory DIR or --draft ID (one of them)")
+    directory = args.dir
+    if args.draft is not None:
+        from qsolve.calibration.drafts import DraftError, DraftStore
+
+        try:
+            directory = DraftStore().get(args.draft).directory
+        except DraftError as e:
+            return _failed(str(e))
     try:
-        knowledge = read_task(args.dir)
+        knowledge = read_task(directory)
     except KnowledgeError as e:
         return _failed(str(e))
-    selection = select_examples(args.dir) if args.with_examples else None
+    selection = select_examples(directory) if args.with_examples else None
     shown = preview(
         knowledge.reference,
         with_examples=args.with_examples,
@@ -111,13 +154,81 @@ def cmd_preview(args: argparse.Namespace) -> int:
     if args.json:
         data = shown.model_dump(mode="json")
         data["warnings"] = [*shown.warnings, *skipped]
+        if args.draft is not None:
+            data["knowledge_draft_id"] = args.draft.strip().lower()
         print(json.dumps(data, ensure_ascii=False))
         return 0
     used = ", ".join(f"{e.id} ({', '.join(e.questions)})" for e in shown.examples) or "none"
+    if args.draft is not None:
+        print(f"knowledge draft {args.draft.strip().lower()}")
     print(
         f"{shown.task}: {len(shown.prompts)} prompts; reference {shown.knowledge_chars} characters, "
         f"sha256 {shown.knowledge_sha256}; model {shown.model or '(not named)'}; examples used: {used}"
     )
     for key, text in shown.prompts.items():
         print(f"\n=== {key} ===\n{text}")
+    return 0
+
+
+def cmd_draft(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from qsolve.calibration.drafts import DraftError, DraftStore, draft_id_of, read_zip
+
+    store = DraftStore()
+    if args.list == (args.zip is not None):
+        return _failed("knowledge draft: give a ZIP to store, or --list (one of them)")
+    if args.list:
+        drafts = store.list()
+        if args.json:
+            print(json.dumps([d.metadata() for d in drafts], ensure_ascii=False))
+        for d in [] if args.json else drafts:
+            print(
+                f"{d.id}  {d.task}  {d.file_name}  {d.uploader}  {d.created_at}  {len(d.warnings)} warning(s)"
+            )
+        return 0
+    try:
+        zipped = read_zip(args.zip)
+        stored = not store.exists(draft_id_of(zipped))
+        draft = store.store(zipped, Path(args.zip).name, uploader=args.uploader)
+    except DraftError as e:
+        return _failed(str(e))
+    if args.json:
+        data = {**draft.metadata(), "stored": stored, "directory": str(draft.directory)}
+        print(json.dumps(data, ensure_ascii=False))
+        return 0
+    _warn(draft.warnings)
+    state = "stored" if stored else "already stored, unchanged"
+    print(f"{draft.id}\n{draft.task}: knowledge draft {state} ({draft.file_name}, {draft.zip_bytes:,} bytes)")
+    print(f"{len(draft.warnings)} warning(s)" if draft.warnings else "no warnings")
+    return 0
+
+
+def cmd_archive(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from qsolve.calibration.drafts import DraftError, DraftStore, task_archive
+
+    source = Path(args.source)
+    try:
+        if source.is_dir():
+            data, name = task_archive(source), f"{source.resolve().name}.zip"
+        else:
+            store = DraftStore()
+            draft = store.get(args.source)
+            data, name = store.archive(draft.id), draft.file_name
+    except DraftError as e:
+        return _failed(str(e))
+    if args.output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return 0
+    output = Path(args.output)
+    if output.is_dir():
+        output = output / name
+    try:
+        output.write_bytes(data)
+    except OSError as e:
+        return _failed(f"{output}: cannot be written: {e.strerror or e}")
+    print(f"{output}: {len(data):,} bytes")
     return 0
