@@ -241,6 +241,7 @@ class _Judge:
     def __init__(self, db, store, run, home: Path | None) -> None:
         self.db, self.store, self.run, self.home = db, store, run, home
         self._knowledge: dict[str, tuple[Any, list]] = {}
+        self._choice = None
         self._lock = threading.Lock()
 
     def knowledge(self, task: str) -> tuple[Any, list]:
@@ -278,11 +279,14 @@ class _Judge:
             self.db.keep_asset(ref.sha256, ref.blob or "", len(data), ref.media_type)
         reference, examples = self.knowledge(result.task)
         settings = self.run.settings
+        with self._lock:
+            if self._choice is None:
+                self._choice = choose_model(self.run.model)
         return evaluate(
             reference,
             result.evidence(),
             figures,
-            model=choose_model(self.run.model),
+            model=self._choice,
             with_examples=bool(settings.get("with_examples")),
             examples=examples,
             fit_evidence=FitEvidence.from_result(result),

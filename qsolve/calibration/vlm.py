@@ -216,6 +216,21 @@ def redact(text: str, secret: str | None) -> str:
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
 
 
+_clients: dict[tuple[str, str, float], Any] = {}
+_clients_lock = threading.Lock()
+
+
+def _client(openai_class: Any, base_url: str, key: str, timeout: float) -> Any:
+    """One client (and its connection pool) per endpoint, key and time-out in this process: a run's
+    records reuse its connections instead of opening new ones for each record."""
+    with _clients_lock:
+        cached = _clients.get((base_url, key, timeout))
+        if cached is None:
+            cached = openai_class(base_url=base_url, api_key=key, max_retries=0, timeout=timeout)
+            _clients[(base_url, key, timeout)] = cached
+        return cached
+
+
 class VisionModel:
     """A declared model behind an OpenAI-compatible endpoint."""
 
@@ -242,15 +257,10 @@ class VisionModel:
         urls = image_urls(requests, figures)
         started_at = datetime.now(UTC)
         start = time.perf_counter()
-        client = OpenAI(
-            base_url=self.spec.base_url, api_key=key, max_retries=0, timeout=self.spec.timeout_seconds
-        )
-        try:
-            with ThreadPoolExecutor(max_workers=max(1, min(CONCURRENCY, len(requests)))) as pool:
-                futures = [pool.submit(self._ask_one, client, r, urls, key, cancel) for r in requests]
-                results = [f.result() for f in futures]
-        finally:
-            client.close()
+        client = _client(OpenAI, self.spec.base_url, key, self.spec.timeout_seconds)
+        with ThreadPoolExecutor(max_workers=max(1, min(CONCURRENCY, len(requests)))) as pool:
+            futures = [pool.submit(self._ask_one, client, r, urls, key, cancel) for r in requests]
+            results = [f.result() for f in futures]
         answers = {answer.question: answer for answer, _ in results}
         calls = [call for _, question_calls in results for call in question_calls]
         return collect(
