@@ -142,12 +142,19 @@ def cmd_preview(args: argparse.Namespace) -> int:
     except KnowledgeError as e:
         return _failed(str(e))
     selection = select_examples(directory) if args.with_examples else None
+    from qsolve.calibration.models import ConfigError, UnknownModel, choose_model
+
+    try:  # the model that would judge, chosen as an evaluation chooses it
+        choice = choose_model(args.model)
+    except (ConfigError, UnknownModel) as e:
+        return _failed(str(e))
+    model = choice.id + (" (fallback)" if choice.fallback else "")
     shown = preview(
         knowledge.reference,
         with_examples=args.with_examples,
         examples=selection.examples if selection else (),
         question=args.question,
-        model=args.model,
+        model=model,
     )
     skipped = [f"example {s.id}: {s.reason}" for s in (selection.skipped if selection else [])]
     _warn([*shown.warnings, *skipped])

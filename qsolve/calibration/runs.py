@@ -33,6 +33,7 @@ HEARTBEAT_VARIABLE = "EVALUATION_HEARTBEAT_SECONDS"
 STALE_VARIABLE = "EVALUATION_STALE_AFTER_SECONDS"
 KNOWLEDGE_VARIABLE = "QSOLVE_TASK_KNOWLEDGE"
 REPO_KNOWLEDGE = Path(__file__).resolve().parents[2] / "task-knowledge"
+MAX_SNAPSHOT_BYTES = 10 * 2**20  # a figure an evaluation saw is kept as an asset up to this size
 
 
 class RunRefused(QsolveError):
@@ -276,7 +277,8 @@ class _Judge:
         result = self.store.get(record.task_result_id)
         figures = [self.store.figure_bytes(f) for f in result.figures]
         for ref, data in zip(result.figures, figures, strict=True):
-            self.db.keep_asset(ref.sha256, ref.blob or "", len(data), ref.media_type)
+            if len(data) <= MAX_SNAPSHOT_BYTES:  # a larger one is read from its task result, by hash
+                self.db.keep_asset(ref.sha256, ref.blob or "", len(data), ref.media_type)
         reference, examples = self.knowledge(result.task)
         settings = self.run.settings
         with self._lock:
