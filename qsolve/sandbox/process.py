@@ -113,11 +113,31 @@ def _prepare():
     return apply
 
 
-def why_it_died(returncode: int, memory_mb: int | None) -> str:
+def oom_kills() -> int | None:
+    """The kernel's count of processes its out-of-memory killer has ended since boot (/proc/vmstat)."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def why_it_died(returncode: int, memory_mb: int | None, oom_before: int | None = None) -> str:
+    """Why a workflow process ended in the middle of a call. A SIGKILL is said to be for memory only
+    when the kernel's out-of-memory killer ended some process meanwhile."""
     if returncode < 0:
         sig = signal.Signals(-returncode)
+        oom = oom_before is not None and (oom_kills() or 0) > oom_before
+        killed = (
+            f" (out of memory: the kernel's out-of-memory killer ended it; its limit is {memory_mb} MB)"
+            if oom
+            else " (by a signal from outside the sandbox, not for memory)"
+        )
         hint = {
-            signal.SIGKILL: f" (out of memory? the limit is {memory_mb} MB)" if memory_mb else "",
+            signal.SIGKILL: killed,
             signal.SIGXFSZ: f" (a file or the output grew past {LOG_MAX_BYTES // 2**20} MB)",
             signal.SIGSEGV: " (a crash in native code)",
             signal.SIGSYS: " (a system call the sandbox forbids)",
@@ -133,6 +153,7 @@ class JobProcess:
 
     def __init__(self) -> None:
         self.memory_mb: int | None = None
+        self.oom_before = oom_kills()  # a SIGKILL is put down to memory only if this count grew
         self.started = time.monotonic()
         self.deadline = float("inf")
         self.tmp = Path(tempfile.mkdtemp(prefix="qsolve-sandbox-"))
@@ -256,7 +277,7 @@ class JobProcess:
         return ProtocolBroken(f"the workflow process broke the protocol: it sent {what}")
 
     def _died(self) -> ProcessDied:
-        return ProcessDied(why_it_died(self.kill(wait=1.0), self.memory_mb))
+        return ProcessDied(why_it_died(self.kill(wait=1.0), self.memory_mb, self.oom_before))
 
     def found(self, pid: int | None) -> None:
         """The process that runs the job, as it said: kept only if it is this process's child."""

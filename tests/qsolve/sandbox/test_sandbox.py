@@ -282,3 +282,18 @@ def test_an_evaluate_that_gives_nan_leaves_no_headline_metric(wf: WorkflowDir) -
     (case,) = outcome.report["cases"]
     fixed = next(m for m in case["methods"] if m["name"] == "fixed")
     assert fixed["objective"] is None and fixed["unavailable"] is None
+
+
+def test_a_sigkill_is_put_down_to_memory_only_when_the_kernel_killed_for_memory() -> None:
+    import signal
+
+    from qsolve.sandbox.process import oom_kills, why_it_died
+
+    now = oom_kills()
+    assert now is not None  # /proc/vmstat counts the kernel's out-of-memory kills
+    told = why_it_died(-signal.SIGKILL, 2048, now)
+    assert told == (
+        "the workflow process was killed by SIGKILL (by a signal from outside the sandbox, not for memory)"
+    )
+    told = why_it_died(-signal.SIGKILL, 2048, now - 1)  # one more kill than when it started
+    assert "out of memory: the kernel's out-of-memory killer ended it; its limit is 2048 MB" in told
