@@ -99,9 +99,10 @@ def _query(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _published(name: str) -> tuple[str | None, str | None]:
+def _published(name: str) -> tuple[str | None, Any]:
     """The workflow's latest published version in the state database, where there is one (a home
-    with no state database is not given one by reading it), and its manifest's ``metric.note``."""
+    with no state database is not given one by reading it), and that version's workflow as published
+    (``None`` when it does not load)."""
     import os
 
     from qsolve.home import qsolve_home
@@ -117,25 +118,42 @@ def _published(name: str) -> tuple[str | None, str | None]:
         return None, None
     finally:
         db.close()
-    return version.version, _metric_note(version.digest)
+    return version.version, _workflow(version.digest)
 
 
-def _metric_note(digest: str) -> str | None:
-    """The published manifest's ``metric.note``: what qualifies the accuracy the page shows."""
+def _workflow(digest: str) -> Any:
+    """The published workflow (its manifest and cases): what qualifies the page's numbers."""
     import tempfile
     from pathlib import Path
 
     from qsolve.home import qsolve_home
     from qsolve.publication import unpack
-    from qsolve.workflow import load_manifest
+    from qsolve.workflow import load_workflow
     from storage.blobs import BlobStore
 
     try:
         with tempfile.TemporaryDirectory(prefix="qsolve-page-") as tmp:
-            folder = unpack(BlobStore(qsolve_home()).get(digest), Path(tmp) / "workflow")
-            return load_manifest(folder).metric.note
-    except Exception:  # noqa: BLE001 - the page shows without its note rather than not at all
+            return load_workflow(unpack(BlobStore(qsolve_home()).get(digest), Path(tmp) / "workflow"))
+    except Exception:  # noqa: BLE001 - the page shows without them rather than not at all
         return None
+
+
+def _bounds(p: Any, workflow: Any) -> dict[str, str]:
+    """Run id -> the bound each failing row of the published version broke, from its case's expect."""
+    from qsolve.checks import DEFAULT_TARGET
+    from qsolve.judging import broken_bound
+
+    if workflow is None:
+        return {}
+    expects = {(c.name, c.target or DEFAULT_TARGET): c.expect for c in workflow.cases.cases}
+    out = {}
+    for r in [*p.track_record, *p.noise_model_estimate]:
+        expect = expects.get((r.case_name, r.target))
+        if r.passed or r.message or expect is None or r.quantum is None or r.baseline is None:
+            continue
+        if r.version == p.current_version and (bound := broken_bound(expect, r.quantum, r.baseline)):
+            out[r.run_id] = bound
+    return out
 
 
 def cmd_page(args: argparse.Namespace) -> int:
@@ -149,8 +167,10 @@ def _page(args: argparse.Namespace) -> int:
     from .workflow_page import page, render_page
 
     try:
-        version, note = _published(args.name)
+        version, workflow = _published(args.name)
+        note = workflow.manifest.metric.note if workflow is not None else None
         p = page(args.name, args.version, published=version, metric_note=note)
+        p = p.model_copy(update={"bounds": _bounds(p, workflow)})
     except UnknownWorkflow as e:
         return _fail("page", str(e))
     if args.json:

@@ -45,6 +45,9 @@ class WorkflowPage(BaseModel):
     versions: list[str]  # every recorded version, oldest first
     headline_accuracy: float | None  # the median accuracy over the track-record rows
     metric_note: str | None = None  # the manifest's metric.note: what qualifies that accuracy
+    #: run id -> the bound a failing row's numbers broke ("gap 0.0189 > max_gap 0"), where its case's
+    #: expect is known (its message is null then, as the seed has it)
+    bounds: dict[str, str] = {}
     passed: int  # track-record rows (sim- targets) that passed
     total: int  # track-record rows
     track_record: list[TrackRecordRow]
@@ -124,6 +127,8 @@ def _rows(con: duckdb.DuckDBPyConnection, view: str, order: str) -> list[TrackRe
 def render_page(p: WorkflowPage, console: Console | None = None) -> None:
     """Print the page: a heading with the headline accuracy, then the four sections."""
     console = console or Console()
+    _BOUNDS.clear()
+    _BOUNDS.update(p.bounds)
     shown = p.version + (
         " (current)" if p.version == p.current_version else f" (current: {p.current_version})"
     )
@@ -161,11 +166,15 @@ def _num(x: float | int | None, fmt: str = ".4g") -> str:
     return "" if x is None else format(x, fmt)
 
 
+_BOUNDS: dict[str, str] = {}  # run id -> the bound its numbers broke, for the page being rendered
+
+
 def _result(r: TrackRecordRow) -> Text:
     if r.passed:
         return Text("pass", style="green")
     label = "FAIL" if r.status == "failed" else r.status.upper()
-    return Text(label + (f": {r.message}" if r.message else ""), style="red")
+    why = r.message or _BOUNDS.get(r.run_id)
+    return Text(label + (f": {why}" if why else ""), style="red")
 
 
 _COMMON = [

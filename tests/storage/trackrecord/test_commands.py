@@ -192,3 +192,23 @@ def test_the_page_shows_the_metric_note_beside_the_accuracy(filed, capsys, monke
     assert run("page", "max-cut") == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "The accuracy: " in out and "Noise-model estimate (not in the headline): none" in out
+
+
+def test_a_failing_row_with_no_message_shows_the_bound_it_broke(home, capsys, monkeypatch):
+    from qsolve.publication import digest_of, pack
+    from storage.blobs import BlobStore
+    from storage.state import connect
+    from tests.conftest import REPO
+    from tests.storage.trackrecord.builders import row
+
+    monkeypatch.setenv("QSOLVE_HOME", str(home))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    packed = pack(REPO / "workflows" / "max-cut")
+    BlobStore(home).put(packed)
+    with connect(home=home) as db:
+        db.publish_version("max-cut", "1.0.0", digest_of(packed), [])
+    below = row("r1", case="complete-8-weighted", passed=False, accuracy=0.98, message=None,
+                quantum=-20.0, baseline=-26.5)  # fmt: skip
+    file_rows([below], home)
+    assert run("page", "max-cut") == 0
+    assert "FAIL: gap 0.2453 > max_gap 0.05" in " ".join(capsys.readouterr().out.split())
