@@ -129,9 +129,6 @@ def _prefect() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     url = os.environ.get("PREFECT_API_URL")
     if not url:
-        from qsolve.janitor import guard
-
-        guard()  # Prefect's temporary server and this command's folders go with it, even on SIGKILL
         return
     import httpx
 
@@ -184,9 +181,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from qsolve.targets import UnknownTarget, check_device
 
     root = _folder(args.dir)
-    from qsolve.janitor import guard
-
-    guard()  # a provider's process and the sandbox's folders go with this command, even on SIGKILL
     try:
         check_device(args.target)
         return run_case_here(root, args.case, args.target, yes=args.yes, as_json=args.json)
@@ -338,9 +332,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 ENDS_AT_ONCE = {"test", "lint", "check"}
 
 
+#: commands that start helpers of their own (Prefect's temporary server, a provider's process, sandbox
+#: folders): run as a command, each gets a janitor, so that even SIGKILL leaves nothing behind
+GUARDED = {"submit", "history", "maintenance", "run", "evaluate", "evaluations", "calibrate"}
+
+
 def run() -> None:
     """The console script: :func:`main`, then the end of the process."""
     argv = sys.argv[1:]
+    if argv[:1] and argv[0] in GUARDED:
+        from qsolve.janitor import guard
+
+        guard()
     code = main(argv)
     if argv[:1] and argv[0] in ENDS_AT_ONCE:
         sys.stdout.flush()
