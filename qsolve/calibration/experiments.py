@@ -204,8 +204,41 @@ def _interval(sweep_stop: float, t1: float) -> float:
     return nice(sweep_stop + 5 * t1)
 
 
-class _Decay(Experiment):
+class _Swept(Experiment):
+    """An experiment drawn as its sweep's points and the fitted curve, with the headline fit in the
+    legend: ``fit_label`` is (what it is called, its output, its unit)."""
+
+    xlabel: str
+    ylabel: str
+    fit_label: tuple[str, str, str]
+
+    def figure(self, plan: Plan, qubit: Qubit, analysis: Analysis) -> bytes:
+        from qsolve.calibration.figures import sweep_figure
+
+        label, output, unit = self.fit_label
+        legend = None
+        if analysis.fit is not None:
+            legend = f"fit: {label} = {_value(analysis.outputs[output])} {unit}"
+        return sweep_figure(
+            f"{self.name} — {qubit.qid} ({qubit.chip})",
+            analysis.x,
+            analysis.y,
+            plan.shots,
+            xlabel=self.xlabel,
+            ylabel=self.ylabel,
+            curve=analysis.fit,
+            legend=legend,
+        )
+
+
+class _Decay(_Swept):
     """An exponential decay in the delay: CheckT1 and CheckT2Echo."""
+
+    xlabel = "Delay (µs)"
+
+    @property
+    def fit_label(self) -> tuple[str, str, str]:
+        return (self.label, self.constant, "µs")
 
     constant: str  # "t1" or "t2_echo"
     label: str  # "T1"
@@ -226,23 +259,6 @@ class _Decay(Experiment):
         result, outs, status, message = self._fitted(fitting.EXP_DECAY, plan, p1, outputs)
         x = np.asarray(plan.sweep.values())
         return Analysis(x, p1, result, outs, status, message, _summary(result, fitting.EXP_DECAY))
-
-    def figure(self, plan: Plan, qubit: Qubit, analysis: Analysis) -> bytes:
-        from qsolve.calibration.figures import sweep_figure
-
-        legend = None
-        if analysis.fit is not None:
-            legend = f"fit: {self.label} = {_value(analysis.outputs[self.constant])} µs"
-        return sweep_figure(
-            f"{self.name} — {qubit.qid} ({qubit.chip})",
-            analysis.x,
-            analysis.y,
-            plan.shots,
-            xlabel="Delay (µs)",
-            ylabel=self.ylabel,
-            curve=analysis.fit,
-            legend=legend,
-        )
 
 
 def _value(out: Output) -> str:
@@ -290,9 +306,10 @@ class CheckT2Echo(_Decay):
         return out
 
 
-class CheckRamsey(Experiment):
+class CheckRamsey(_Swept):
     name = "CheckRamsey"
     outputs = (("t2_star", US), ("detuning", "MHz"))
+    xlabel, ylabel, fit_label = "Delay (µs)", "Population P(1)", ("T2*", "t2_star", "µs")
     fringes = 5  # over a healthy sweep: eight points a fringe
 
     def plan(self, qubit: Qubit) -> Plan:
@@ -323,27 +340,12 @@ class CheckRamsey(Experiment):
         x = np.asarray(plan.sweep.values())
         return Analysis(x, p1, result, outs, status, message, _summary(result, fitting.DAMPED_COSINE))
 
-    def figure(self, plan: Plan, qubit: Qubit, analysis: Analysis) -> bytes:
-        from qsolve.calibration.figures import sweep_figure
 
-        legend = None
-        if analysis.fit is not None:
-            legend = f"fit: T2* = {_value(analysis.outputs['t2_star'])} µs"
-        return sweep_figure(
-            f"{self.name} — {qubit.qid} ({qubit.chip})",
-            analysis.x,
-            analysis.y,
-            plan.shots,
-            xlabel="Delay (µs)",
-            ylabel="Population P(1)",
-            curve=analysis.fit,
-            legend=legend,
-        )
-
-
-class CheckRabi(Experiment):
+class CheckRabi(_Swept):
     name = "CheckRabi"
     outputs = (("pi_amplitude", "a.u."), ("oscillations", ""))
+    xlabel, ylabel = "Drive amplitude (a.u.)", "Excited-state population P(1)"
+    fit_label = ("π amplitude", "pi_amplitude", "a.u.")
 
     def plan(self, qubit: Qubit) -> Plan:
         return Plan(Sweep.linear("drive_amplitude", "a.u.", 0.0, 0.4, 31), self.shots, _interval(0, qubit.t1))
@@ -385,23 +387,6 @@ class CheckRabi(Experiment):
             result, outs, status, message = None, {}, "failed", f"fit failed: {e}"
         x = np.asarray(plan.sweep.values())
         return Analysis(x, p1, result, outs, status, message, _summary(result, fitting.COSINE))
-
-    def figure(self, plan: Plan, qubit: Qubit, analysis: Analysis) -> bytes:
-        from qsolve.calibration.figures import sweep_figure
-
-        legend = None
-        if analysis.fit is not None:
-            legend = f"fit: π amplitude = {_value(analysis.outputs['pi_amplitude'])} a.u."
-        return sweep_figure(
-            f"{self.name} — {qubit.qid} ({qubit.chip})",
-            analysis.x,
-            analysis.y,
-            plan.shots,
-            xlabel="Drive amplitude (a.u.)",
-            ylabel="Excited-state population P(1)",
-            curve=analysis.fit,
-            legend=legend,
-        )
 
 
 class ReadoutClassification(Experiment):
