@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 
 from storage.state._errors import NotFound
 from storage.state._models import EvaluationStatus
-from storage.state._rows import now
+from storage.state._rows import now, row_of
 from storage.state._store import Store
 from storage.state._tables import evaluation_assets, evaluation_records, evaluation_runs, evaluation_verdicts
 
@@ -409,37 +409,8 @@ def _run_row(connection: sa.Connection, run_id: str) -> sa.Row:
 
 
 def _run(row: sa.Row) -> EvaluationRun:
-    return EvaluationRun(
-        id=row.id,
-        trigger=row.trigger,
-        selection=row.selection,
-        model=row.model,
-        settings=row.settings,
-        skipped=row.skipped,
-        status=E(row.status),
-        owner=row.owner,
-        heartbeat_at=row.heartbeat_at,
-        created_at=row.created_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-    )
+    return row_of(EvaluationRun, row, status=E(row.status))
 
 
 def _record(row: sa.Row) -> EvaluationRecord:
-    return EvaluationRecord(
-        id=row.id,
-        run_id=row.run_id,
-        task_result_id=row.task_result_id,
-        task=row.task,
-        chip=row.chip,
-        qid=row.qid,
-        status=E(row.status),
-        input=row.input,
-        output=row.output,
-        evaluator=row.evaluator,
-        error=row.error,
-        model_seconds=row.model_seconds,
-        created_at=row.created_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-    )
+    return row_of(EvaluationRecord, row, status=E(row.status))

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from storage.state._errors import NotFound, RunStateError
 from storage.state._models import ProviderJob, ProviderJobStatus
-from storage.state._rows import now
+from storage.state._rows import now, row_of
 from storage.state._store import Store
 from storage.state._tables import provider_jobs
 
@@ -137,22 +137,4 @@ def _row(connection: sa.Connection, job_id: str) -> sa.Row:
 
 
 def _job(row: sa.Row) -> ProviderJob:
-    return ProviderJob(
-        id=row.id,
-        provider=row.provider,
-        run_id=row.run_id,
-        status=S(row.status),
-        job=row.job,
-        shots=row.shots,
-        seed=row.seed,
-        program=row.program,
-        description=row.description,
-        context=row.context,
-        answer=row.answer,
-        receipt=row.receipt,
-        error=row.error,
-        polls=row.polls,
-        created_at=row.created_at,
-        submitted_at=row.submitted_at,
-        finished_at=row.finished_at,
-    )
+    return row_of(ProviderJob, row, status=S(row.status))

@@ -26,6 +26,14 @@ RECORDABLE = sa.or_(
 )
 
 
+def row_of(cls: type, row: sa.Row, **converted: Any) -> Any:
+    """A frozen dataclass of a row: each field the column of its name, or as ``converted`` gives it."""
+    from dataclasses import fields
+
+    values = row._mapping
+    return cls(**{f.name: converted[f.name] if f.name in converted else values[f.name] for f in fields(cls)})
+
+
 def now() -> datetime:
     return datetime.now(UTC)
 

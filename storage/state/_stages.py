@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from storage.state._errors import StageLost
 from storage.state._leases import Leases
 from storage.state._models import Claim, ClaimStatus, Run, Stage, Version
-from storage.state._rows import RUNS, now, run_of
+from storage.state._rows import RUNS, now, row_of, run_of
 from storage.state._tables import SLOT_TAKEN, history_stages, runs
 
 
@@ -153,12 +153,4 @@ def _missing(connection: sa.Connection, stage_id: int, cases: Sequence[tuple[str
 
 
 def _stage(row: sa.Row) -> Stage:
-    return Stage(
-        id=row.id,
-        version_id=row.version_id,
-        round=row.round,
-        owner=row.owner,
-        lease_expires_at=row.lease_expires_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-    )
+    return row_of(Stage, row)

@@ -173,6 +173,31 @@ entries = sa.Table(
     sa.Index(None, "account"),
 )
 
+#: a batch still being priced or run: at most one of these per workflow (uq_quote_batches_open)
+BATCH_OPEN = "status IN ('pricing', 'open')"
+
+quote_batches = sa.Table(
+    "quote_batches",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("workflow", sa.String(200), sa.ForeignKey("workflows.name"), nullable=False),
+    sa.Column("version_id", Id, sa.ForeignKey("versions.id"), nullable=False),
+    sa.Column("account", sa.String(200), sa.ForeignKey("accounts.name"), nullable=False),
+    sa.Column("target", sa.String(200), nullable=True),  # --target, when the cases run on another device
+    sa.Column("status", sa.String(16), nullable=False),  # pricing, open (priced), ended
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("ended_at", UTCDateTime, nullable=True),
+    sa.CheckConstraint("status IN ('pricing', 'open', 'ended')", name="status"),
+    # A request while an earlier batch of the workflow is still being priced or run is refused here
+    sa.Index(
+        "uq_quote_batches_open",
+        "workflow",
+        unique=True,
+        sqlite_where=sa.text(BATCH_OPEN),
+        postgresql_where=sa.text(BATCH_OPEN),
+    ),
+)
+
 quotes = sa.Table(
     "quotes",
     metadata,
@@ -187,9 +212,15 @@ quotes = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("confirmed_at", UTCDateTime, nullable=True),
+    sa.Column("case_index", sa.Integer, nullable=True),  # the case's position in hardware_cases
+    sa.Column("valid_until", UTCDateTime, nullable=True),  # not confirmed by then: expired
+    sa.Column("estimate", JSONDoc, nullable=True),  # {circuits, shots, provider: {...}} as shown
+    sa.Column("unknown_cost", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("authorised_microcredits", sa.BigInteger, nullable=True),  # set when confirmed
     sa.CheckConstraint(_one_of("status", QuoteStatus), name="status"),
     sa.Index(None, "batch_id"),
     sa.Index(None, "version_id"),
+    sa.Index(None, "run_id", unique=True),
 )
 
 provider_jobs = sa.Table(
