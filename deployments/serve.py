@@ -15,6 +15,7 @@ from prefect import serve
 from deployments.automations import crash_silent_runs, heartbeats
 from flows.calibration import calibration_flow
 from flows.evaluation import evaluation_flow
+from flows.hardware import hardware_flow
 from flows.history import history_flow
 from flows.maintenance import maintenance_flow
 from flows.submission import submission_flow
@@ -27,6 +28,9 @@ def deployments() -> list:
         ),
         history_flow.to_deployment(
             name="history", description="Run a published version's cases again as track-record runs"
+        ),
+        hardware_flow.to_deployment(
+            name="hardware", description="Run the confirmed hardware quotes of a batch, paid by the developer"
         ),
         evaluation_flow.to_deployment(
             name="evaluation", description="Judge calibration figures: a task and a chip, a day, or ids"

@@ -288,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     from qsolve.calibration.commands import add_commands as add_calibration_commands
     from qsolve.calibration.evaluation_commands import add_commands as add_evaluation_commands
     from qsolve.calibration.knowledge_commands import add_commands as add_knowledge_commands
+    from qsolve.hardware.commands import add_commands as add_hardware_commands
     from qsolve.providers.commands import add_commands as add_provider_commands
     from qsolve.receipts.commands import add_commands as add_receipt_commands
     from storage.trackrecord.commands import add_commands as add_trackrecord_commands
@@ -295,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_trackrecord_commands(sub)
     add_receipt_commands(sub)
     add_provider_commands(sub)
+    add_hardware_commands(sub)
     add_knowledge_commands(sub)
     add_calibration_commands(sub)
     add_evaluation_commands(sub)

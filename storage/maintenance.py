@@ -86,7 +86,7 @@ def file_ended_runs(db: StateDB, home: Path, limit: int = RUNS_PER_PASS) -> tupl
     between the two files them again next time, as the same file."""
     runs = db.unfiled_runs(limit)
     if runs:
-        file_rows([TrackRecordRow.from_run(r) for r in runs], home)
+        file_rows([TrackRecordRow.from_run(r, db.run_receipts(r.id)) for r in runs], home)
         db.mark_filed(r.id for r in runs)
     return [r.id for r in runs], db.count_unfiled()
 

@@ -71,15 +71,18 @@ def run_case(
     owner: str | None = None,
     stage: Stage | None = None,
     default_target: str = DEFAULT_TARGET,
+    run: Run | None = None,
+    cap: Decimal | None = None,
 ) -> RunOutcome:
     """``cases[index]`` as a run of ``account``, kept alive by ``owner``'s lease; in a history stage,
-    ``stage`` gives the case its one place in the round."""
+    ``stage`` gives the case its one place in the round. ``run``: a run made already (a confirmed
+    quote's), used instead of a new one; ``cap``: the most its hold may take (what was authorised)."""
     target = case.target or default_target
     limits = db.settings.limits(source)
     own = Limits.of(resources)  # the manifest's, raised to 300 s and capped as the seed says
     job_limits = Limits(timeout_s=limits.seconds or own.timeout_s, memory_mb=own.memory_mb)
     try:
-        run = db.create_run(
+        run = run or db.create_run(
             version,
             case.name,
             target,
@@ -92,14 +95,21 @@ def run_case(
     except (CaseTaken, StageLost) as e:
         return RunOutcome(case.name, target, None, False, "not run", "taken", str(e))
     try:
-        return _run(db, folder, run, index, case, account, job_limits)
+        return _run(db, folder, run, index, case, account, job_limits, cap)
     except RunStateError as e:  # ended meanwhile by another process (its lease lapsed, or its deadline)
         reason = FailureReason.PLATFORM_ERROR.value
         return RunOutcome(case.name, target, run.id, False, "failed", reason, str(e))
 
 
 def _run(
-    db: StateDB, folder: Path, run: Run, index: int, case: Case, account: str, job_limits: Limits
+    db: StateDB,
+    folder: Path,
+    run: Run,
+    index: int,
+    case: Case,
+    account: str,
+    job_limits: Limits,
+    cap: Decimal | None = None,
 ) -> RunOutcome:
     target = run.target
 
@@ -127,7 +137,7 @@ def _run(
                 price = db.estimate_price(target, int(said["circuits"]), int(said["shots"]))
             else:
                 price = db.settings.limits(run.source).credits  # no estimate: the most the run may cost
-            db.hold(account, run.id, price)
+            db.hold(account, run.id, price if cap is None else min(Decimal(str(price)), cap))
             db.start_run(run.id)
             failpoint("run.started")
             return True

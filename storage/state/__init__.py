@@ -13,6 +13,7 @@ _ledger     credits: grants, holds, settlement, stale holds
 _leases     leases: a process's token keeps its runs alive; lapsed runs ended, holds released
 _stages     history stages: one per version and round, claimed in the database
 _provider_jobs  provider jobs recorded before they are sent, followed from any process
+_quotes     hardware quote batches: one open per workflow, each quote confirmed on its own
 _calibration    calibration task results (issue 14), figures as blobs
 _evaluations    evaluation runs, their records, reviewers' verdicts, figure assets
 _errors     the error tree
@@ -54,12 +55,14 @@ from storage.state._models import (
     Transfer,
     Version,
 )
+from storage.state._quotes import BatchInProgress, Quote, QuoteBatch, QuoteRefused
 
 __all__ = [
     "DEFAULT_PRICES",
     "PLATFORM_REASONS",
     "SYSTEM_ACCOUNT",
     "WORKFLOW_REASONS",
+    "BatchInProgress",
     "CaseTaken",
     "Claim",
     "ClaimStatus",
@@ -75,6 +78,9 @@ __all__ = [
     "Price",
     "ProviderJob",
     "ProviderJobStatus",
+    "Quote",
+    "QuoteBatch",
+    "QuoteRefused",
     "QuoteStatus",
     "Run",
     "RunLimits",

@@ -28,6 +28,7 @@ from storage.state._ledger import Ledger
 from storage.state._migrate import migrate
 from storage.state._models import WORKFLOW_REASONS, FailureReason, Run, RunStatus, Source, Stage, Version
 from storage.state._provider_jobs import ProviderJobs
+from storage.state._quotes import Quotes
 from storage.state._rows import (
     RECORDABLE,
     RUNS,
@@ -86,9 +87,9 @@ def _json_document(value: Any, what: str) -> Any:
         raise ValueError(f"{what} is not JSON: {e}") from e
 
 
-class StateDB(Ledger, HistoryStages, ProviderJobs, CalibrationResults, Evaluations):
-    """Versions, runs, history stages and leases, credit accounts and the ledger (the quotes table
-    awaits its API), provider jobs, calibration task results. A context manager."""
+class StateDB(Ledger, HistoryStages, ProviderJobs, Quotes, CalibrationResults, Evaluations):
+    """Versions, runs, history stages and leases, credit accounts and the ledger, hardware quote
+    batches (``_quotes``), provider jobs, calibration task results. A context manager."""
 
     # versions
 

@@ -67,6 +67,16 @@ class ProviderJobs(Store):
         with self._read() as connection:
             return [_job(r) for r in connection.execute(query)]
 
+    def run_receipts(self, run_id: str) -> list[str]:
+        """The receipts (blob digests) of a run's sealed device jobs, in the order they were made."""
+        query = (
+            sa.select(provider_jobs.c.receipt)
+            .where(provider_jobs.c.run_id == run_id, provider_jobs.c.receipt.is_not(None))
+            .order_by(provider_jobs.c.created_at, provider_jobs.c.id)
+        )
+        with self._read() as connection:
+            return list(connection.execute(query).scalars())
+
     def provider_job_submitting(self, job_id: str) -> ProviderJob:
         """``recorded`` to ``submitting``: the submit is about to be sent."""
         return self._move(job_id, {S.RECORDED}, status=S.SUBMITTING.value)

@@ -129,9 +129,10 @@ class TrackRecordRow(BaseModel):
         return self
 
     @classmethod
-    def from_run(cls, run: Run) -> TrackRecordRow:
-        """The row of an ended run the track record keeps, from what the state database stored of it;
-        a run failed for a platform reason raises :class:`NotRecorded`."""
+    def from_run(cls, run: Run, receipts: Iterable[str] = ()) -> TrackRecordRow:
+        """The row of an ended run the track record keeps, from what the state database stored of it,
+        naming its device jobs' receipts (blob digests, comma-separated); a run failed for a platform
+        reason raises :class:`NotRecorded`."""
         from qsolve.targets import device_of
 
         if run.result is None:
@@ -151,7 +152,7 @@ class TrackRecordRow(BaseModel):
             run_seconds=seconds,
             recorded_at=run.finished_at,
             status=reason,
-        )
+        ).model_copy(update={"receipt_digest": ",".join(receipts)})
 
     @classmethod
     def from_result(

@@ -1,0 +1,111 @@
+"""``qsolve quote NAME [--target T] [--account A] [--json]`` and ``qsolve confirm QUOTE_ID [--yes]``
+(issue 13, items 1-2; docs/hardware.md).
+
+A quote prices every hardware case of the latest published version; nothing runs. A confirmation covers
+one quote's run only, authorises at most its price capped by the per-run limit, and, where the cost is
+unknown, is given only by a person who was shown that it is unknown (``--yes``, or yes when asked).
+Exit codes: 0 done, 1 refused, 2 misuse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from typing import Any
+
+ACCOUNT_VARIABLE = "QSOLVE_ACCOUNT"
+
+
+def _account(given: str | None) -> str:
+    return given or os.environ.get(ACCOUNT_VARIABLE) or getpass.getuser()
+
+
+def add_commands(subparsers: Any) -> None:
+    q = subparsers.add_parser("quote", help="price the hardware cases of a workflow's latest version")
+    q.add_argument("name", metavar="NAME")
+    q.add_argument("--target", metavar="T", help="run every case on this device (its family in targets.qpu)")
+    q.add_argument("--account", metavar="A", help=f"the paying account (${ACCOUNT_VARIABLE}, else you)")
+    q.add_argument("--json", action="store_true", help="each quote with its id, case, target and price")
+    q.set_defaults(func=cmd_quote)
+    c = subparsers.add_parser("confirm", help="confirm one quote: its run only, at most its price")
+    c.add_argument("quote", metavar="QUOTE_ID")
+    c.add_argument("--yes", action="store_true", help="confirm without asking (an unknown cost included)")
+    c.add_argument("--account", metavar="A", help=f"the paying account (${ACCOUNT_VARIABLE}, else you)")
+    c.set_defaults(func=cmd_confirm)
+
+
+def cmd_quote(args: argparse.Namespace) -> int:
+    from storage.state import BatchInProgress, NotFound, connect
+    from tasks.hardware import HardwareRefused, request_quotes
+
+    with connect() as db:
+        try:
+            batch, made = request_quotes(db, args.name, _account(args.account), target=args.target)
+        except (HardwareRefused, BatchInProgress, NotFound) as e:
+            print(f"qsolve quote: {e}", file=sys.stderr)
+            return 1
+    if args.json:
+        print(json.dumps({"batch": batch.id, "quotes": [q.summary() for q in made]}, indent=2))
+        return 0
+    print(f"batch {batch.id} of {args.name}: {len(made)} quotes; nothing runs until each is confirmed")
+    for quote in made:
+        print(describe(quote))
+        print(f"  confirm with: qsolve confirm {quote.id}")
+    return 0
+
+
+def describe(quote) -> str:
+    """What a person is shown of a quote before confirming it."""
+    e = quote.estimate
+    said = (
+        f"{e['circuits']} circuits, {e['shots']} shots"
+        if e.get("circuits") is not None
+        else e.get("note", "")
+    )
+    device = e.get("device", {})
+    cost = {
+        "free": "the device is free",
+        "priced": f"the device bills {device.get('rate')}",
+        "unknown": "the cost is unknown" + (f" ({device['note']})" if device.get("note") else ""),
+    }.get(device.get("cost"), "")
+    valid = f", valid until {quote.valid_until:%Y-%m-%d %H:%M:%S} UTC" if quote.valid_until else ""
+    return (
+        f"{quote.id}  {quote.case_name} on {quote.target}: {said}; {quote.price} credits; {cost} "
+        f"[{quote.status.value}{valid}]"
+    )
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    from storage.state import NotFound, QuoteRefused, connect
+
+    account = _account(args.account)
+    with connect() as db:
+        try:
+            quote = db.get_quote(args.quote)
+        except NotFound as e:
+            print(f"qsolve confirm: {e}", file=sys.stderr)
+            return 1
+        print(describe(quote), file=sys.stderr)
+        limit = db.limits("hardware").credits
+        print(
+            f"this authorises at most {min(quote.price, limit)} credits, for this run only", file=sys.stderr
+        )
+        if quote.unknown_cost:
+            print(f"the cost is unknown on {quote.target}: confirm only if you accept that", file=sys.stderr)
+        yes = args.yes
+        if not yes and sys.stdin.isatty():
+            print("Confirm this quote? [y/N] ", end="", file=sys.stderr, flush=True)
+            yes = sys.stdin.readline().strip().lower() in ("y", "yes")
+        if not yes:
+            print("qsolve confirm: not confirmed (--yes, or yes when asked)", file=sys.stderr)
+            return 1
+        try:
+            confirmed = db.confirm_quote(quote.id, account, seen_unknown=True)  # it was shown above
+        except QuoteRefused as e:
+            print(f"qsolve confirm: {e}", file=sys.stderr)
+            return 1
+    print(f"confirmed {confirmed.id}: {confirmed.authorised} credits authorised for run {confirmed.run_id}")
+    return 0

@@ -1,0 +1,469 @@
+"""Hardware quotes (issue 13; benchmarks-and-gates.md, "Hardware cases", "How they run").
+
+A developer's request opens a *batch* for the latest published version of a workflow: one quote and one
+``created`` run (source ``hardware``, the developer's own account) per hardware case. While a batch is
+being priced or run, a second request for the same workflow is refused as in progress by the database
+(the partial unique index ``uq_quote_batches_open``), whichever process asks. Nothing runs until its own
+quote is confirmed; a confirmation covers that run only and authorises at most the quoted price, capped
+by the per-run limit; a quote not confirmed by ``valid_until`` lapses (``expired``, its run ended
+``cancelled``, never recorded); a quote whose cost is unknown is confirmed only when the person has seen
+that it is unknown. A batch ends when none of its quotes is pending and no confirmed one's run is live.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from storage.state._errors import NotFound, StateError
+from storage.state._models import (
+    Credits,
+    FailureReason,
+    QuoteStatus,
+    RunStatus,
+    Source,
+    Version,
+    from_micro,
+    to_micro,
+)
+from storage.state._rows import move_run, now
+from storage.state._store import Store
+from storage.state._tables import quote_batches, quotes, runs, versions
+
+QUOTE_VALID_S = 3600  # a quote not confirmed within an hour lapses (well before an unleased run is abandoned)
+PRICING_STALE_S = 3600  # a batch still "pricing" after this was left by a process that stopped
+
+
+@dataclass
+class BatchInProgress(StateError):
+    """A request while an earlier batch of the workflow is still being priced or run."""
+
+    workflow: str = ""
+    batch_id: str = ""
+
+
+@dataclass
+class QuoteRefused(StateError):
+    """A confirmation that cannot be given: the quote is not pending, lapsed, or its unknown cost unseen."""
+
+    quote_id: str = ""
+    status: str = ""
+
+
+@dataclass(frozen=True)
+class Quote:
+    id: str
+    batch_id: str
+    version_id: int
+    workflow: str
+    version: str
+    case_index: int | None
+    case_name: str
+    target: str
+    account: str
+    run_id: str | None
+    price: Decimal  # credits, from the price table
+    estimate: dict[str, Any]  # {circuits, shots, provider: {...}} as shown
+    unknown_cost: bool
+    status: QuoteStatus
+    created_at: datetime
+    valid_until: datetime | None
+    confirmed_at: datetime | None
+    authorised: Decimal | None  # credits the confirmation authorised
+
+    def summary(self) -> dict[str, Any]:
+        """What ``qsolve quote --json`` lists of it."""
+        return {
+            "id": self.id,
+            "batch": self.batch_id,
+            "case": self.case_name,
+            "case_index": self.case_index,
+            "target": self.target,
+            "price": str(self.price),
+            "estimate": self.estimate,
+            "unknown_cost": self.unknown_cost,
+            "status": self.status.value,
+            "valid_until": None if self.valid_until is None else self.valid_until.isoformat(),
+            "authorised": None if self.authorised is None else str(self.authorised),
+            "run_id": self.run_id,
+        }
+
+
+@dataclass(frozen=True)
+class QuoteBatch:
+    id: str
+    workflow: str
+    version_id: int
+    account: str
+    target: str | None
+    status: str  # pricing, open, ended
+    created_at: datetime
+    ended_at: datetime | None
+
+
+QUOTES = sa.select(quotes, versions.c.workflow, versions.c.version).join(
+    versions, versions.c.id == quotes.c.version_id
+)
+
+
+class Quotes(Store):
+    """Quote batches and their quotes."""
+
+    def request_batch(self, version: Version, account: str, *, target: str | None = None) -> QuoteBatch:
+        """Open a batch (``pricing``) for ``version``, paid by ``account``; refused (BatchInProgress) while
+        an earlier batch of the workflow is being priced or run. Ended batches are closed first."""
+        self.open_account(account)  # type: ignore[attr-defined] - Ledger's
+        batch_id = uuid.uuid4().hex
+        try:
+            with self._write() as connection:
+                _close_done(connection, version.workflow)
+                connection.execute(
+                    quote_batches.insert().values(
+                        id=batch_id,
+                        workflow=version.workflow,
+                        version_id=version.id,
+                        account=account,
+                        target=target,
+                        status="pricing",
+                        created_at=now(),
+                    )
+                )
+        except IntegrityError:
+            with self._read() as connection:
+                row = connection.execute(
+                    sa.select(quote_batches).where(
+                        quote_batches.c.workflow == version.workflow,
+                        quote_batches.c.status.in_(["pricing", "open"]),
+                    )
+                ).first()
+            if row is None:
+                raise
+            raise BatchInProgress(
+                f"a quote batch of {version.workflow} is still being priced or run (batch {row.id}, "
+                f"{row.status} since {row.created_at:%Y-%m-%d %H:%M:%S} UTC): this request is refused as "
+                "in progress",
+                workflow=version.workflow,
+                batch_id=row.id,
+            ) from None
+        return self.get_batch(batch_id)
+
+    def add_quote(
+        self,
+        batch_id: str,
+        case_index: int,
+        case_name: str,
+        target: str,
+        price: Credits,
+        estimate: Mapping[str, Any],
+        *,
+        unknown_cost: bool,
+        valid_s: float = QUOTE_VALID_S,
+    ) -> Quote:
+        """One priced case of a ``pricing`` batch: its quote and its ``created`` run, in one transaction."""
+        quote_id, run_id = uuid.uuid4().hex, uuid.uuid4().hex
+        created = now()
+        with self._write() as connection:
+            batch = _batch_row(connection, batch_id)
+            if batch.status != "pricing":
+                raise QuoteRefused(
+                    f"batch {batch_id} is {batch.status}: it takes no more quotes", status=batch.status
+                )
+            connection.execute(
+                runs.insert().values(
+                    id=run_id,
+                    version_id=batch.version_id,
+                    case_name=case_name,
+                    target=target,
+                    source=Source.HARDWARE.value,
+                    status=RunStatus.CREATED.value,
+                    created_at=created,
+                    case_index=case_index,
+                )
+            )
+            connection.execute(
+                quotes.insert().values(
+                    id=quote_id,
+                    batch_id=batch_id,
+                    version_id=batch.version_id,
+                    case_name=case_name,
+                    target=target,
+                    account=batch.account,
+                    run_id=run_id,
+                    price_microcredits=to_micro(price),
+                    status=QuoteStatus.PENDING.value,
+                    created_at=created,
+                    case_index=case_index,
+                    valid_until=created + timedelta(seconds=valid_s),
+                    estimate=dict(estimate),
+                    unknown_cost=bool(unknown_cost),
+                )
+            )
+        return self.get_quote(quote_id)
+
+    def batch_priced(self, batch_id: str) -> QuoteBatch:
+        """``pricing`` to ``open``: every case is quoted (a batch with no quote ends at once)."""
+        with self._write() as connection:
+            connection.execute(
+                quote_batches.update()
+                .where(quote_batches.c.id == batch_id, quote_batches.c.status == "pricing")
+                .values(status="open")
+            )
+            _close_done(connection, _batch_row(connection, batch_id).workflow)
+        return self.get_batch(batch_id)
+
+    def abandon_batch(self, batch_id: str, detail: str) -> QuoteBatch:
+        """End a batch whose pricing failed: its pending quotes refused, their runs ended (platform_error)."""
+        with self._write() as connection:
+            for row in connection.execute(
+                sa.select(quotes.c.id, quotes.c.run_id).where(
+                    quotes.c.batch_id == batch_id, quotes.c.status == QuoteStatus.PENDING.value
+                )
+            ).all():
+                _end_quote(
+                    connection, row.id, row.run_id, QuoteStatus.REFUSED, FailureReason.PLATFORM_ERROR, detail
+                )
+            connection.execute(
+                quote_batches.update()
+                .where(quote_batches.c.id == batch_id, quote_batches.c.status != "ended")
+                .values(status="ended", ended_at=now())
+            )
+        return self.get_batch(batch_id)
+
+    def get_batch(self, batch_id: str) -> QuoteBatch:
+        with self._read() as connection:
+            return _batch_of(_batch_row(connection, batch_id))
+
+    def batch_status(self, batch_id: str) -> dict[str, Any]:
+        """The batch (closed first when it is done) and each quote with its run's status."""
+        with self._write() as connection:
+            _close_done(connection, _batch_row(connection, batch_id).workflow)
+        batch = self.get_batch(batch_id)
+        listed = []
+        with self._read() as connection:
+            for quote in self.list_quotes(batch_id=batch_id):
+                run = None
+                if quote.run_id is not None:
+                    run = connection.execute(
+                        sa.select(runs.c.status, runs.c.reason).where(runs.c.id == quote.run_id)
+                    ).first()
+                listed.append(
+                    quote.summary()
+                    | {"run_status": run.status if run else None, "run_reason": run.reason if run else None}
+                )
+        return {"batch": batch.id, "workflow": batch.workflow, "status": batch.status, "quotes": listed}
+
+    def get_quote(self, quote_id: str) -> Quote:
+        with self._read() as connection:
+            row = connection.execute(QUOTES.where(quotes.c.id == quote_id)).first()
+        if row is None:
+            raise NotFound(f"no quote {quote_id!r}", kind="quote", key=quote_id)
+        return _quote_of(row)
+
+    def list_quotes(
+        self,
+        *,
+        batch_id: str | None = None,
+        workflow: str | None = None,
+        status: QuoteStatus | str | None = None,
+    ) -> list[Quote]:
+        """Quotes, oldest first: of a batch, of a workflow, in a status."""
+        query = QUOTES.order_by(quotes.c.created_at, quotes.c.case_index, quotes.c.id)
+        if batch_id is not None:
+            query = query.where(quotes.c.batch_id == batch_id)
+        if workflow is not None:
+            query = query.where(versions.c.workflow == workflow)
+        if status is not None:
+            query = query.where(quotes.c.status == QuoteStatus(status).value)
+        with self._read() as connection:
+            return [_quote_of(r) for r in connection.execute(query)]
+
+    def confirm_quote(self, quote_id: str, account: str, *, seen_unknown: bool = False) -> Quote:
+        """Confirm one pending quote, for its run only: authorises at most its price, capped by the per-run
+        limit. A quote past its validity lapses instead (QuoteRefused, status expired); an unknown cost is
+        confirmed only with ``seen_unknown``; only the account that pays may confirm."""
+        lapsed = False
+        with self._write() as connection:
+            row = connection.execute(QUOTES.where(quotes.c.id == quote_id)).first()
+            if row is None:
+                raise NotFound(f"no quote {quote_id!r}", kind="quote", key=quote_id)
+            if row.account != account:
+                raise QuoteRefused(
+                    f"quote {quote_id} is paid by {row.account}: only its payer confirms it",
+                    quote_id=quote_id,
+                    status=row.status,
+                )
+            if row.status != QuoteStatus.PENDING.value:
+                raise QuoteRefused(
+                    f"quote {quote_id} is {row.status}: only a pending quote is confirmed",
+                    quote_id=quote_id,
+                    status=row.status,
+                )
+            if row.valid_until is not None and now() > row.valid_until:
+                _end_quote(
+                    connection, row.id, row.run_id, QuoteStatus.EXPIRED, FailureReason.CANCELLED, _lapsed(row)
+                )
+                lapsed = True
+            elif row.unknown_cost and not seen_unknown:
+                raise QuoteRefused(
+                    f"quote {quote_id}: the cost on {row.target} is unknown; only a person who "
+                    "has seen that it is unknown confirms it (--yes, or yes when asked once it is shown)",
+                    quote_id=quote_id,
+                    status=row.status,
+                )
+            else:
+                authorised = min(row.price_microcredits, self.settings.limit_micro(Source.HARDWARE))
+                moved = connection.execute(
+                    quotes.update()
+                    .where(quotes.c.id == quote_id, quotes.c.status == QuoteStatus.PENDING.value)
+                    .values(
+                        status=QuoteStatus.CONFIRMED.value,
+                        confirmed_at=now(),
+                        authorised_microcredits=authorised,
+                    )
+                )
+                if moved.rowcount != 1:  # pragma: no cover - the row was read in this transaction
+                    raise QuoteRefused(f"quote {quote_id} changed meanwhile", quote_id=quote_id)
+        if lapsed:
+            raise QuoteRefused(_lapsed(row), quote_id=quote_id, status=QuoteStatus.EXPIRED.value)
+        return self.get_quote(quote_id)
+
+    def refuse_quote(self, quote_id: str, account: str) -> Quote:
+        """The payer says no: the quote ``refused``, its run ended ``cancelled`` (never recorded)."""
+        with self._write() as connection:
+            row = connection.execute(QUOTES.where(quotes.c.id == quote_id)).first()
+            if row is None:
+                raise NotFound(f"no quote {quote_id!r}", kind="quote", key=quote_id)
+            if row.account != account or row.status != QuoteStatus.PENDING.value:
+                raise QuoteRefused(f"quote {quote_id} is {row.status} for {row.account}", quote_id=quote_id)
+            _end_quote(
+                connection, row.id, row.run_id, QuoteStatus.REFUSED, FailureReason.CANCELLED, "refused"
+            )
+        return self.get_quote(quote_id)
+
+    def expire_quotes(self) -> list[str]:
+        """Every pending quote past its validity: ``expired``, its run ended ``cancelled``; their ids."""
+        expired = []
+        with self._write() as connection:
+            rows = connection.execute(
+                QUOTES.where(quotes.c.status == QuoteStatus.PENDING.value, quotes.c.valid_until < now())
+            ).all()
+            for row in rows:
+                _end_quote(
+                    connection, row.id, row.run_id, QuoteStatus.EXPIRED, FailureReason.CANCELLED, _lapsed(row)
+                )
+                expired.append(row.id)
+            for workflow in {row.workflow for row in rows}:
+                _close_done(connection, workflow)
+        return expired
+
+    def quotes_to_run(self, batch_id: str | None = None) -> list[Quote]:
+        """Confirmed quotes whose run has not started yet, oldest first."""
+        query = (
+            QUOTES.join(runs, runs.c.id == quotes.c.run_id)
+            .where(quotes.c.status == QuoteStatus.CONFIRMED.value, runs.c.status == RunStatus.CREATED.value)
+            .order_by(quotes.c.confirmed_at, quotes.c.id)
+        )
+        if batch_id is not None:
+            query = query.where(quotes.c.batch_id == batch_id)
+        with self._read() as connection:
+            return [_quote_of(r) for r in connection.execute(query)]
+
+
+def _lapsed(row: sa.Row) -> str:
+    return f"quote {row.id} lapsed: it was not confirmed by {row.valid_until:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _end_quote(
+    connection: sa.Connection,
+    quote_id: str,
+    run_id: str | None,
+    status: QuoteStatus,
+    reason: FailureReason,
+    detail: str,
+) -> None:
+    connection.execute(quotes.update().where(quotes.c.id == quote_id).values(status=status.value))
+    if run_id is not None:
+        live = connection.execute(sa.select(runs.c.status).where(runs.c.id == run_id)).scalar()
+        if live == RunStatus.CREATED.value:
+            move_run(
+                connection,
+                run_id,
+                {RunStatus.CREATED},
+                status=RunStatus.FAILED.value,
+                reason=reason.value,
+                detail=detail,
+                finished_at=now(),
+            )
+
+
+def _close_done(connection: sa.Connection, workflow: str) -> None:
+    """End the workflow's open batches that are done: no pending quote, no confirmed quote's run live;
+    and ``pricing`` batches left by a process that stopped."""
+    pending = (
+        sa.select(sa.literal(1))
+        .select_from(quotes)
+        .where(quotes.c.batch_id == quote_batches.c.id, quotes.c.status == QuoteStatus.PENDING.value)
+    )
+    live = (
+        sa.select(sa.literal(1))
+        .select_from(quotes.join(runs, runs.c.id == quotes.c.run_id))
+        .where(
+            quotes.c.batch_id == quote_batches.c.id,
+            quotes.c.status == QuoteStatus.CONFIRMED.value,
+            runs.c.status.in_([RunStatus.CREATED.value, RunStatus.RUNNING.value]),
+        )
+    )
+    stale = now() - timedelta(seconds=PRICING_STALE_S)
+    connection.execute(
+        quote_batches.update()
+        .where(
+            quote_batches.c.workflow == workflow,
+            sa.or_(
+                sa.and_(quote_batches.c.status == "open", ~pending.exists(), ~live.exists()),
+                sa.and_(quote_batches.c.status == "pricing", quote_batches.c.created_at < stale),
+            ),
+        )
+        .values(status="ended", ended_at=now())
+    )
+
+
+def _batch_row(connection: sa.Connection, batch_id: str) -> sa.Row:
+    row = connection.execute(sa.select(quote_batches).where(quote_batches.c.id == batch_id)).first()
+    if row is None:
+        raise NotFound(f"no quote batch {batch_id!r}", kind="quote batch", key=batch_id)
+    return row
+
+
+def _batch_of(row: sa.Row) -> QuoteBatch:
+    return QuoteBatch(**{k: row._mapping[k] for k in QuoteBatch.__dataclass_fields__})
+
+
+def _quote_of(row: sa.Row) -> Quote:
+    m = row._mapping
+    return Quote(
+        id=m["id"],
+        batch_id=m["batch_id"],
+        version_id=m["version_id"],
+        workflow=m["workflow"],
+        version=m["version"],
+        case_index=m["case_index"],
+        case_name=m["case_name"],
+        target=m["target"],
+        account=m["account"],
+        run_id=m["run_id"],
+        price=from_micro(m["price_microcredits"]),
+        estimate=dict(m["estimate"] or {}),
+        unknown_cost=bool(m["unknown_cost"]),
+        status=QuoteStatus(m["status"]),
+        created_at=m["created_at"],
+        valid_until=m["valid_until"],
+        confirmed_at=m["confirmed_at"],
+        authorised=None if m["authorised_microcredits"] is None else from_micro(m["authorised_microcredits"]),
+    )

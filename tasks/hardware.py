@@ -1,0 +1,319 @@
+"""Hardware cases as quoted, confirmed, developer-paid platform runs (issue 13, items 1-3, 6;
+benchmarks-and-gates.md, "Hardware cases", "How they run"). Plain functions; ``flows/hardware.py`` and
+``qsolve quote`` / ``qsolve confirm`` stay thin over them.
+
+Pricing (:func:`request_quotes`): for the latest published version of a workflow, every hardware case,
+on its own target or on ``target``, is checked against the manifest's ``targets.qpu``
+(``target_not_supported``) and its device reached (an availability error), then its workflow's
+``estimate()`` is asked in the sandbox's workflow process, which is never approved to run: nothing of
+the case runs. Its price in credits comes from the price table; for a provider, the device's own billing
+is shown beside it, or that its cost is unknown. One quote and one ``created`` run per case, in the
+developer's own account, in a batch the database keeps to one at a time per workflow.
+
+Running (:func:`run_quote`): a confirmed quote becomes an ordinary platform run
+(:func:`tasks.runs.run_case`, ``Source.HARDWARE``): its hold capped at what the confirmation authorised,
+a provider target opened with the quote's confirmation for this run only, every device job sealed and
+recorded under the run's id. A device job that would take the run past what was authorised is not sent:
+the run stops with ``run_too_large`` (a platform reason, never recorded). An ended run the track record
+keeps is filed at once, its row's ``receipt_digest`` naming its receipts.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from qsolve.errors import QsolveError
+from storage.state import (
+    FailureReason,
+    Quote,
+    QuoteBatch,
+    QuoteStatus,
+    RunStatus,
+    Source,
+    StateDB,
+    Version,
+    qsolve_home,
+)
+
+CASES = Path("benchmarks") / "cases.yaml"
+
+
+class HardwareRefused(QsolveError):
+    """A quote request or a run the platform refuses: ``reason`` says why (``target_not_supported``,
+    ``backend_unavailable``, ``no_hardware_cases``, ``not_confirmed``)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+
+
+# the folder a hardware case runs in
+
+
+@contextmanager
+def run_folder(version: Version, target: str | None = None, home: Path | None = None) -> Iterator[Path]:
+    """The version's published folder, its ``cases`` the version's hardware cases (inputs inline, each
+    on ``target`` when given): so the sandbox runs ``hardware_cases[i]`` as ``cases[i]``."""
+    from qsolve.publication import unpack
+    from storage.blobs import BlobStore
+
+    home = home or qsolve_home()
+    with tempfile.TemporaryDirectory(prefix="qsolve-hardware-") as tmp:
+        folder = unpack(BlobStore(home).get(version.digest), Path(tmp) / "workflow")
+        cases = [dict(c) | ({"target": target} if target else {}) for c in version.hardware_cases]
+        (folder / CASES).write_text(json.dumps({"cases": cases, "hardware_cases": []}, indent=1))
+        yield folder
+
+
+def case_targets(version: Version, target: str | None) -> list[str]:
+    return [target or c["target"] for c in version.hardware_cases]
+
+
+# pricing
+
+
+def device_billing(target: str, home: Path | None = None) -> dict[str, Any]:
+    """What the device says of its cost, as a quote shows it: ``{"cost": "free" | "priced" | "unknown",
+    ...}``; a device that cannot be reached raises HardwareRefused(backend_unavailable)."""
+    if target.startswith("ibm:"):
+        return {"cost": "unknown", "note": "IBM Quantum states no price: each job's cost is unknown"}
+    if not target.startswith("provider:"):
+        return {"cost": "free", "note": "a simulator: only credits"}
+    from qsolve.providers.connect import open_client
+    from qsolve.providers.messages import read_billing
+
+    name = target.split(":", 1)[1]
+    try:
+        client, _ = open_client(name, home)
+    except Exception as e:  # not in providers.yaml, its credential missing
+        raise HardwareRefused("backend_unavailable", f"{target}: {e}") from None
+    try:
+        described = client.describe().answer
+    except Exception as e:
+        raise HardwareRefused("backend_unavailable", f"{target} did not answer describe: {e}") from None
+    finally:
+        client.close()
+    if described.get("status", "online") not in ("online", "available"):
+        raise HardwareRefused("backend_unavailable", f"{target} is {described.get('status')}")
+    billing = read_billing(described.get("billing"))
+    shown: dict[str, Any] = {"billing": billing.wire(), "provenance": described.get("provenance")}
+    if billing.kind == "free":
+        return shown | {"cost": "free"}
+    if billing.kind == "priced":
+        return shown | {"cost": "priced", "rate": f"{billing.price} {billing.currency} per {billing.unit}"}
+    return shown | {"cost": "unknown", "note": billing.reason or "the provider sets no price it states"}
+
+
+def request_quotes(
+    db: StateDB, workflow: str, account: str, *, target: str | None = None, home: Path | None = None
+) -> tuple[QuoteBatch, list[Quote]]:
+    """Price every hardware case of ``workflow``'s latest published version: a batch of quotes."""
+    from qsolve.sandbox import Limits, run_case_job
+    from qsolve.workflow import load_workflow
+
+    version = db.get_version(workflow)
+    if not version.hardware_cases:
+        raise HardwareRefused("no_hardware_cases", f"{workflow} {version.version} has no hardware_cases")
+    targets = case_targets(version, target)
+    with run_folder(version, target, home) as folder:
+        wf = load_workflow(folder)
+        for t in dict.fromkeys(targets):
+            family = t.split(":", 1)[0]
+            if family not in wf.manifest.targets.qpu:
+                raise HardwareRefused(
+                    "target_not_supported",
+                    f"{t}: the manifest of {workflow} lists {wf.manifest.targets.qpu or 'no family'} under "
+                    f"targets.qpu, not {family}",
+                )
+        billing = {t: device_billing(t, home) for t in dict.fromkeys(targets)}
+        batch = db.request_batch(version, account, target=target)
+        made = []
+        try:
+            limits = Limits.of(wf.manifest.resources)
+            for index, t in enumerate(targets):
+                said: dict[str, Any] = {}
+
+                def price_only(event: dict[str, Any], said: dict[str, Any] = said) -> bool:
+                    said.update(event)
+                    return False  # priced, never run
+
+                run_case_job(folder, index, t, limits, price_only)
+                estimate = said.get("estimate") or {}
+                if "circuits" in estimate and "shots" in estimate:
+                    circuits, shots = int(estimate["circuits"]), int(estimate["shots"])
+                    price = db.estimate_price(t, circuits, shots)
+                    shown = {"circuits": circuits, "shots": shots}
+                else:  # no estimate: the most a run may cost
+                    price = db.limits(Source.HARDWARE).credits
+                    shown = {"circuits": None, "shots": None, "note": said.get("error") or "no estimate"}
+                case = version.hardware_cases[index]
+                made.append(
+                    db.add_quote(
+                        batch.id,
+                        index,
+                        case["name"],
+                        t,
+                        price,
+                        shown | {"device": billing[t]},
+                        unknown_cost=billing[t]["cost"] == "unknown",
+                    )
+                )
+        except BaseException as e:
+            db.abandon_batch(batch.id, f"pricing failed: {e}")
+            raise
+        return db.batch_priced(batch.id), made
+
+
+# running
+
+
+@dataclass
+class _Spend:
+    """What the run's device jobs have cost in credits so far, against what was authorised."""
+
+    db: StateDB
+    run_id: str
+    target: str
+    authorised: Decimal
+    circuits: int = 0
+    shots: int = 0
+    stopped: list[str] = field(default_factory=list)
+
+    def take(self, shots: int) -> None:
+        """Count one more job, or stop the run before it: past what was authorised."""
+        from qsolve.providers.jobs import JobStopped
+
+        after = self.db.estimate_price(self.target, self.circuits + 1, self.shots + shots)
+        if after > self.authorised:
+            why = (
+                f"the next job on {self.target} would bring run {self.run_id} to {after} credits, past the "
+                f"{self.authorised} its confirmation authorised: it was not sent, and the run stopped"
+            )
+            if not self.stopped:
+                self.db.finish_run(
+                    self.run_id, RunStatus.FAILED, reason=FailureReason.RUN_TOO_LARGE, detail=why
+                )
+            self.stopped.append(why)
+            raise JobStopped(why)
+        self.circuits += 1
+        self.shots += shots
+
+    def spent(self) -> Decimal:
+        return self.db.estimate_price(self.target, self.circuits, self.shots)
+
+
+def _guarded(session, spend: _Spend):
+    from qsolve.targets.provider import ProviderBackend
+
+    class Guarded(ProviderBackend):
+        def execute(self, transpiled, shots, seed):
+            counts = []
+            for sent in transpiled:
+                spend.take(shots)
+                counts.extend(super().execute([sent], shots, seed))
+            return counts
+
+    return Guarded(session)
+
+
+@dataclass(frozen=True)
+class HardwareOutcome:
+    quote: str
+    run_id: str
+    case: str
+    target: str
+    status: str
+    reason: str | None
+    detail: str | None
+    recorded: bool
+    receipts: list[str]  # blob digests of the sealed device jobs, in order
+    credits: Decimal
+
+    def line(self) -> str:
+        got = f"{self.status}" + (f" ({self.reason})" if self.reason else "")
+        return f"quote {self.quote}: {self.case} on {self.target}: {got}, {len(self.receipts)} receipts"
+
+
+def run_quote(db: StateDB, quote_id: str, *, home: Path | None = None) -> HardwareOutcome:
+    """Run one confirmed quote as its run; an unconfirmed, lapsed or already run one never runs."""
+    from qsolve.cases import Case
+    from qsolve.workflow import load_workflow
+    from tasks.runs import run_case
+
+    home = home or qsolve_home()
+    db.expire_quotes()
+    quote = db.get_quote(quote_id)
+    if quote.status is not QuoteStatus.CONFIRMED or quote.authorised is None:
+        raise HardwareRefused("not_confirmed", f"quote {quote_id} is {quote.status.value}: nothing runs")
+    run = db.get_run(quote.run_id)
+    if run.status is not RunStatus.CREATED:
+        raise HardwareRefused(
+            "not_confirmed", f"run {run.id} of quote {quote_id} is {run.status.value} already"
+        )
+    version = db.get_version(quote.workflow, quote.version)
+    spend = _Spend(db, run.id, quote.target, quote.authorised)
+    backend = None
+    with run_folder(version, None, home) as folder:
+        cases = json.loads((folder / CASES).read_text())["cases"]
+        cases[quote.case_index]["target"] = quote.target
+        (folder / CASES).write_text(json.dumps({"cases": cases, "hardware_cases": []}, indent=1))
+        wf = load_workflow(folder)
+        case = Case.model_validate(cases[quote.case_index])
+        if quote.target.startswith("provider:"):
+            from qsolve.providers.commands import session
+            from qsolve.targets import use
+
+            try:  # the quote's confirmation stands for this run only
+                backend = _guarded(
+                    session(quote.target.split(":", 1)[1], yes=True, run_id=run.id, home=home), spend
+                )
+            except Exception as e:
+                db.finish_run(
+                    run.id, RunStatus.FAILED, reason=FailureReason.BACKEND_UNAVAILABLE, detail=str(e)
+                )
+                return _outcome(db, quote, home)
+            use(backend)
+        try:
+            run_case(
+                db, folder, version, quote.case_index, case, Source.HARDWARE, quote.account,
+                wf.manifest.resources, run=run, cap=quote.authorised,
+            )  # fmt: skip
+        finally:
+            if backend is not None:
+                backend.session.client.close()
+                backend.session.book.close()
+    if spend.stopped:  # ended run_too_large by the guard: charge what was sent, release the rest
+        hold = db.get_hold(run.id)
+        if hold is not None and not hold.closed:
+            db.settle(run.id, spend.spent())
+    return _outcome(db, quote, home)
+
+
+def _outcome(db: StateDB, quote: Quote, home: Path) -> HardwareOutcome:
+    from storage.trackrecord.filing import file_rows
+    from storage.trackrecord.row import TrackRecordRow
+
+    run = db.get_run(quote.run_id)
+    receipts = db.run_receipts(run.id)
+    if run.recordable and run.filed_at is None:
+        file_rows([TrackRecordRow.from_run(run, receipts)], home)
+        db.mark_filed([run.id])
+    return HardwareOutcome(
+        quote=quote.id,
+        run_id=run.id,
+        case=quote.case_name,
+        target=quote.target,
+        status=run.status.value,
+        reason=None if run.reason is None else run.reason.value,
+        detail=run.detail,
+        recorded=run.recordable,
+        receipts=receipts,
+        credits=run.actual_credits or Decimal(0),
+    )

@@ -1,0 +1,173 @@
+"""Hardware quotes on the reference provider (issue 13): quote, confirm, run; the run's row filed with
+its receipts, each valid; unconfirmed, lapsed and unseen-unknown-cost quotes never run; a second batch
+refused while one is in progress; insufficient credits refuse the run before anything is sent."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from qsolve.cli import main
+from qsolve.publication import digest_of, pack
+from qsolve.receipts import verify
+from storage.blobs import BlobStore
+from storage.state import BatchInProgress, QuoteRefused, QuoteStatus, RunStatus, connect
+from tasks.hardware import HardwareRefused, request_quotes, run_quote
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = [sys.executable, "-m", "qsolve.providers.reference", "--stdio"]
+HARDWARE = {
+    "name": "hardware-single-edge",
+    "input": {"nodes": 2, "edges": [[0, 1, 1.0]]},
+    "params": {"grid": 3, "maxiter": 0, "shots": 200},
+    "seed": 1,
+    "target": "ibm:ibm_fez",
+    "expect": {"max_gap": 0.0},
+}
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("QSOLVE_HOME", str(home))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    return home
+
+
+def publish(home: Path, tmp_path: Path, qpu: str = "[ibm, provider]", name: str = "hw-max-cut") -> None:
+    folder = tmp_path / name
+    shutil.copytree(REPO / "workflows" / "max-cut", folder)
+    manifest = folder / "manifest.yaml"
+    text = manifest.read_text().replace("name: max-cut", f"name: {name}")
+    manifest.write_text(text.replace("targets: {qpu: [ibm]}", f"targets: {{qpu: {qpu}}}"))
+    packed = pack(folder)
+    BlobStore(home).put(packed)
+    with connect(home=home) as db:
+        db.publish_version(name, "1.0.0", digest_of(packed), [HARDWARE])
+
+
+def add_reference(*flags: str) -> None:
+    assert main(["providers", "add", "ref", "--process", "--", *REFERENCE, *flags]) == 0
+
+
+def test_quote_confirm_run_files_the_row_with_valid_receipts(home, tmp_path):
+    add_reference()
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+        batch, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+        assert quote.target == "provider:ref" and quote.estimate["circuits"] >= 1
+        assert quote.estimate["device"]["cost"] == "free" and not quote.unknown_cost
+        with pytest.raises(BatchInProgress):
+            request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+        with pytest.raises(HardwareRefused, match="not_confirmed"):
+            run_quote(db, quote.id, home=home)  # an unconfirmed quote never runs
+        assert db.list_provider_jobs() == []
+        db.confirm_quote(quote.id, "dev")
+        outcome = run_quote(db, quote.id, home=home)
+        assert outcome.status == "finished" and outcome.recorded, outcome
+        assert outcome.receipts and len(outcome.receipts) == len(db.list_provider_jobs())
+        run = db.get_run(quote.run_id)
+        assert run.filed_at is not None and db.get_hold(run.id).closed
+        assert db.get_batch(batch.id).status in ("open", "ended")
+        db.batch_status(batch.id)
+        assert db.get_batch(batch.id).status == "ended"
+    blobs = BlobStore(home)
+    for digest in outcome.receipts:
+        verdict = verify(blobs.get(digest))
+        assert verdict.valid, verdict.reasons
+
+    files = list((home / "trackrecord").rglob("*.parquet"))
+    assert files
+    import pyarrow.parquet as pq
+
+    rows = [r for f in files for r in pq.read_table(f).to_pylist() if r["run_id"] == quote.run_id]
+    assert rows and rows[0]["receipt_digest"] == ",".join(outcome.receipts)
+
+
+def test_target_not_in_the_manifest_is_refused(home, tmp_path):
+    add_reference()
+    publish(home, tmp_path, qpu="[ibm]")
+    with connect(home=home) as db, pytest.raises(HardwareRefused, match="target_not_supported"):
+        request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+
+
+def test_an_unknown_cost_never_runs_unconfirmed(home, tmp_path, capsys):
+    add_reference("--unpriced")
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+        assert quote.unknown_cost and quote.estimate["device"]["cost"] == "unknown"
+        with pytest.raises(QuoteRefused, match="unknown"):
+            db.confirm_quote(quote.id, "dev")
+        with pytest.raises(HardwareRefused):
+            run_quote(db, quote.id, home=home)
+        assert db.list_provider_jobs() == []
+    capsys.readouterr()
+    monkey_stdin_not_a_tty = main(
+        ["confirm", quote.id, "--account", "dev"]
+    )  # no --yes and nobody to ask: refused
+    assert monkey_stdin_not_a_tty != 0 and "the cost is unknown" in capsys.readouterr().err
+    assert main(["confirm", quote.id, "--yes", "--account", "dev"]) == 0
+    with connect(home=home) as db:
+        assert db.get_quote(quote.id).status is QuoteStatus.CONFIRMED
+
+
+def test_insufficient_credits_refuse_the_run_before_anything_is_sent(home, tmp_path):
+    add_reference()
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", Decimal("0.000001"))
+        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+        db.confirm_quote(quote.id, "dev")
+        outcome = run_quote(db, quote.id, home=home)
+        assert outcome.reason == "insufficient_credits" and not outcome.recorded
+        assert db.list_provider_jobs() == [] and db.get_run(quote.run_id).status is RunStatus.FAILED
+
+
+def test_jobs_past_what_was_authorised_stop_the_run_unrecorded(home, tmp_path, monkeypatch):
+    add_reference()
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+    # a confirmation that authorised less than one job costs: the first job is never sent
+    monkeypatch.setenv("QSOLVE_CREDITS_PER_RUN_LIMIT", "0.01")
+    with connect(home=home) as db:
+        assert db.confirm_quote(quote.id, "dev").authorised == Decimal("0.01")
+        outcome = run_quote(db, quote.id, home=home)
+        assert outcome.reason == "run_too_large" and not outcome.recorded, outcome
+        assert db.list_provider_jobs() == [] and db.get_hold(quote.run_id).closed
+
+
+def test_qsolve_quote_json_lists_each_quote(home, tmp_path, capsys):
+    add_reference()
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+    capsys.readouterr()
+    assert main(["quote", "hw-max-cut", "--target", "provider:ref", "--account", "dev", "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)["quotes"]
+    assert {"id", "case", "target", "price"} <= set(listed) and listed["target"] == "provider:ref"
+
+
+def test_the_hardware_flow_runs_only_confirmed_quotes(home, tmp_path, prefect, monkeypatch):
+    from flows.hardware import hardware_flow
+
+    add_reference()
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+        batch, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+    assert hardware_flow(batch=batch.id) == []  # not confirmed: nothing runs
+    with connect(home=home) as db:
+        db.confirm_quote(quote.id, "dev")
+    (outcome,) = hardware_flow(batch=batch.id)
+    assert outcome.status == "finished" and outcome.recorded and outcome.receipts

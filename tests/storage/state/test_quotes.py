@@ -1,0 +1,120 @@
+"""Hardware quote batches: one open per workflow (the database refuses a second), each quote confirmed on
+its own, capped by the per-run limit; lapsed quotes and unseen unknown costs never authorise a run."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+import sqlalchemy as sa
+
+from storage.state import (
+    BatchInProgress,
+    FailureReason,
+    QuoteRefused,
+    QuoteStatus,
+    RunStatus,
+    Source,
+    StateDB,
+)
+from storage.state._tables import quote_batches, quotes
+
+CASE = {"name": "hw", "input": {"nodes": 2}, "target": "ibm:ibm_fez", "seed": 1}
+
+
+def batch_of(db: StateDB, *prices, unknown: bool = False, valid_s: float = 3600):
+    version, _ = db.publish_version("w", "1.0.0", "d" * 64, [CASE] * len(prices))
+    batch = db.request_batch(version, "alice")
+    made = [
+        db.add_quote(
+            batch.id, i, "hw", "provider:ref", price, {"circuits": 1, "shots": 10}, unknown_cost=unknown,
+            valid_s=valid_s,
+        )
+        for i, price in enumerate(prices)
+    ]  # fmt: skip
+    db.batch_priced(batch.id)
+    return version, batch, made
+
+
+def test_a_quote_makes_a_created_hardware_run_in_the_developers_account(db: StateDB) -> None:
+    _, batch, (quote,) = batch_of(db, Decimal("1.5"))
+    assert quote.status is QuoteStatus.PENDING and quote.account == "alice" and quote.price == Decimal("1.5")
+    run = db.get_run(quote.run_id)
+    assert run.status is RunStatus.CREATED and run.source is Source.HARDWARE and run.case_index == 0
+    assert db.get_batch(batch.id).status == "open"
+    assert [q["id"] for q in db.batch_status(batch.id)["quotes"]] == [quote.id]
+    assert db.quotes_to_run() == []  # nothing runs until it is confirmed
+
+
+def test_confirming_authorises_at_most_the_price_capped_by_the_per_run_limit(db: StateDB) -> None:
+    _, _, (cheap, dear) = batch_of(db, Decimal("2"), Decimal("80"))
+    with pytest.raises(QuoteRefused):
+        db.confirm_quote(cheap.id, "mallory")  # only the payer confirms
+    assert db.confirm_quote(cheap.id, "alice").authorised == Decimal(2)
+    assert db.confirm_quote(dear.id, "alice").authorised == Decimal(50)
+    assert {q.id for q in db.quotes_to_run()} == {cheap.id, dear.id}
+    with pytest.raises(QuoteRefused):
+        db.confirm_quote(cheap.id, "alice")  # confirmed once, for its run only
+
+
+def test_an_unknown_cost_is_confirmed_only_when_seen(db: StateDB) -> None:
+    _, _, (quote,) = batch_of(db, Decimal("1"), unknown=True)
+    with pytest.raises(QuoteRefused, match="unknown"):
+        db.confirm_quote(quote.id, "alice")
+    assert db.get_quote(quote.id).status is QuoteStatus.PENDING
+    assert db.confirm_quote(quote.id, "alice", seen_unknown=True).status is QuoteStatus.CONFIRMED
+
+
+def test_a_lapsed_quote_expires_and_its_run_never_runs(db: StateDB) -> None:
+    _, batch, (late, later) = batch_of(db, Decimal("1"), Decimal("1"), valid_s=-1)
+    with pytest.raises(QuoteRefused, match="lapsed"):
+        db.confirm_quote(late.id, "alice")
+    assert db.get_quote(late.id).status is QuoteStatus.EXPIRED
+    assert db.expire_quotes() == [later.id]
+    for quote in (late, later):
+        run = db.get_run(quote.run_id)
+        assert run.status is RunStatus.FAILED and run.reason is FailureReason.CANCELLED
+    assert db.quotes_to_run() == [] and db.unfiled_runs() == []  # never recorded
+    assert db.get_batch(batch.id).status == "ended"
+
+
+def test_a_second_batch_is_refused_while_one_is_priced_or_run(db: StateDB) -> None:
+    version, batch, (quote,) = batch_of(db, Decimal("1"))
+    with pytest.raises(BatchInProgress) as refused:
+        db.request_batch(version, "bob")
+    assert refused.value.batch_id == batch.id
+    db.confirm_quote(quote.id, "alice")
+    db.start_run(quote.run_id)
+    with pytest.raises(BatchInProgress):
+        db.request_batch(version, "alice")
+    db.finish_run(quote.run_id, RunStatus.FINISHED, result={})
+    assert db.request_batch(version, "alice").status == "pricing"  # the first ended: a new one opens
+    assert db.get_batch(batch.id).status == "ended"
+
+
+def test_the_database_itself_refuses_two_open_batches(db: StateDB) -> None:
+    version, batch, _ = batch_of(db, Decimal("1"))
+    row = {"workflow": "w", "version_id": version.id, "account": "alice", "status": "pricing"}
+    with pytest.raises(sa.exc.IntegrityError), db.engine.begin() as connection:
+        connection.execute(quote_batches.insert().values(id="x" * 32, created_at=batch.created_at, **row))
+
+
+def test_a_batch_whose_pricing_failed_ends_with_its_runs_unrecorded(db: StateDB) -> None:
+    version, _ = db.publish_version("w", "1.0.0", "d" * 64, [CASE])
+    batch = db.request_batch(version, "alice")
+    quote = db.add_quote(batch.id, 0, "hw", "provider:ref", 1, {}, unknown_cost=False)
+    db.abandon_batch(batch.id, "the device is down")
+    assert db.get_quote(quote.id).status is QuoteStatus.REFUSED
+    assert db.get_run(quote.run_id).reason is FailureReason.PLATFORM_ERROR
+    assert db.request_batch(version, "alice").status == "pricing"
+
+
+def test_a_pricing_batch_left_by_a_stopped_process_does_not_block_for_ever(db: StateDB) -> None:
+    version, _ = db.publish_version("w", "1.0.0", "d" * 64, [CASE])
+    batch = db.request_batch(version, "alice")
+    with db.engine.begin() as connection:
+        old = batch.created_at - timedelta(hours=2)
+        connection.execute(quote_batches.update().values(created_at=old))
+        connection.execute(quotes.delete())
+    assert db.request_batch(version, "alice").id != batch.id
