@@ -1,9 +1,11 @@
 """``qsolve run DIR --case NAME --target T [--yes] [--json]``: one case of a workflow, outside
-validation, on any target, a ``provider:<name>`` among them (issue 12, item 11).
+validation, on any target, a ``provider:<name>`` (issue 12, item 11) or an ``ibm:<device>`` (issue 13)
+among them.
 
 The case is priced first (its ``estimate()``, asked in the sandbox's workflow process, and the
 platform's price table); on a provider each job's own estimate, or that its cost is unknown, is shown
-before it is sent, and a job that is not free is sent only with ``--yes`` or a yes when asked. The
+before it is sent, and a job that is not free is sent only with ``--yes`` or a yes when asked (IBM states
+no price: every job on ``ibm:`` is of unknown cost, and needs it). The
 methods run in the workflow process; compiling, sending, sealing and scoring are platform code. The
 result is printed like ``qsolve test``'s cases, with the receipts of the provider jobs. Nothing is
 recorded in the track record.
@@ -16,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-SPENDS = "on a provider:<name> target this can spend money on the provider's account"
+SPENDS = "on a provider:<name> or ibm:<device> target this can spend money on the provider's account"
 
 
 def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json: bool) -> int:
@@ -43,6 +45,19 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
 
         backend = ProviderBackend(session(target.split(":", 1)[1], yes=yes))
         use(backend)
+    elif target.startswith("ibm:"):
+        from qsolve.providers.jobs import Confirmation
+        from qsolve.targets import use
+        from qsolve.targets.ibm import IbmUnavailable, open_ibm
+
+        try:
+            backend = open_ibm(
+                target, confirmation=Confirmation(yes=yes, ask=_ask if sys.stdin.isatty() else None)
+            )
+        except IbmUnavailable as e:
+            print(f"qsolve run: {e}", file=sys.stderr)
+            return 1
+        use(backend)
 
     def approve(event: dict[str, Any]) -> bool:
         said, error = event.get("estimate") or {}, event.get("error")
@@ -52,7 +67,9 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
             err.print(f"price: the workflow estimates {said['circuits']} circuits and {said['shots']} shots")
         else:
             err.print("price: the workflow gives no estimate")
-        if backend is not None:
+        if target.startswith("ibm:"):
+            err.print(f"IBM Quantum states no price: each job's cost on {target} is unknown, and needs --yes")
+        elif backend is not None:
             err.print(f"each job on {target} is priced by the provider before it is sent")
         return True
 
@@ -60,7 +77,9 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
     try:
         outcome = run_case_job(root, index, target, limits, approve, on_target=True)
     finally:
-        if backend is not None:
+        if target.startswith("ibm:") and backend is not None:
+            backend.close()
+        elif backend is not None:
             backend.session.client.close()
             backend.session.book.close()
     receipts = [job.path for job in backend.sealed] if backend is not None else []
@@ -78,7 +97,9 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
         console = Console(width=None if sys.stdout.isatty() else 140)
         console.print(case_table([result]))
         if backend is not None:
-            label = _label(backend.session.description())
+            label = _label(
+                backend.description if target.startswith("ibm:") else backend.session.description()
+            )
             print(
                 f"{len(receipts)} provider jobs sent to {target}, their counts {label}"
                 if receipts
@@ -96,3 +117,8 @@ def _label(described: dict[str, Any]) -> str:
     if described.get("provenance") == "silicon":
         return "measured by the provider's processor (its word, sealed)"
     return f"simulated (the provider's device is a {described.get('provenance')}), not measured"
+
+
+def _ask(question: str) -> bool:
+    print(question + " [y/N] ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")

@@ -2,7 +2,7 @@
 
 sim-cpu                      qiskit-aer, ideal, seeded                 (sim_cpu.SimCpu)
 fake:<device>[@<scale>]      a fake IBM device, noise scaled 1 to 10   (fake.FakeDevice)
-ibm:<device>                 IBM Quantum; never started by validation
+ibm:<device>                 IBM Quantum, qiskit-ibm-runtime           (ibm.IbmBackend; never in validation)
 provider:<name>              a device brought over wai.quantum.provider/1
 """
 
@@ -133,6 +133,12 @@ def _open(spec: str, device_access: bool) -> Backend:
             f"{spec}: validation has no network and no device access; put real-device cases under "
             "hardware_cases"
         )
+    if _IBM.fullmatch(spec):
+        from qsolve.targets.ibm import open_ibm
+
+        # no confirmation here: IBM states no price, so each job waits for the person's (qsolve run
+        # opens the target itself with --yes, and ``use``s it)
+        return open_ibm(spec)
     raise TargetUnavailable(f"{spec}: running on this target is not available yet")
 
 
