@@ -49,6 +49,13 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the page as one JSON object")
     p.set_defaults(func=cmd_page)
 
+    p = subparsers.add_parser(
+        "receipts", help="write a run's device-job receipts as files anyone can check with qsolve verify"
+    )
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--out", required=True, metavar="DIR", help="the folder to write <digest>.json into")
+    p.set_defaults(func=cmd_receipts)
+
 
 def _fail(command: str, message: str) -> int:
     print(f"qsolve {command}: {message}", file=sys.stderr)
@@ -138,6 +145,16 @@ def _workflow(digest: str) -> Any:
         return None
 
 
+def _receipts(p: Any) -> dict[str, str]:
+    """Run id -> what each hardware row's receipts say, read and verified now."""
+    from qsolve.home import qsolve_home
+
+    from .receipts_check import check_row
+
+    rows = [*p.on_hardware, *(r for r in p.earlier_results if r.section == "on_hardware")]
+    return {r.run_id: check_row(r.receipt_digest, qsolve_home()).label for r in rows}
+
+
 def _bounds(p: Any, workflow: Any) -> dict[str, str]:
     """Run id -> the bound each failing row of the published version broke, from its case's expect."""
     from qsolve.checks import DEFAULT_TARGET
@@ -156,6 +173,28 @@ def _bounds(p: Any, workflow: Any) -> dict[str, str]:
     return out
 
 
+def cmd_receipts(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from qsolve.home import qsolve_home
+    from storage.state import NotFound, connect
+
+    from .receipts_check import write_receipts
+
+    with connect() as db:
+        try:
+            db.get_run(args.run_id)
+        except NotFound as e:
+            return _fail("receipts", str(e))
+        digests = db.run_receipts(args.run_id)
+    if not digests:
+        return _fail("receipts", f"run {args.run_id} sealed no device job (it ran on no device)")
+    for path in write_receipts(digests, qsolve_home(), Path(args.out)):
+        print(path)
+    print(f"{len(digests)} receipts; check each with: qsolve verify FILE", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_page(args: argparse.Namespace) -> int:
     with _warnings_on_stderr("page"):
         return _page(args)
@@ -170,7 +209,7 @@ def _page(args: argparse.Namespace) -> int:
         version, workflow = _published(args.name)
         note = workflow.manifest.metric.note if workflow is not None else None
         p = page(args.name, args.version, published=version, metric_note=note)
-        p = p.model_copy(update={"bounds": _bounds(p, workflow)})
+        p = p.model_copy(update={"bounds": _bounds(p, workflow), "receipts": _receipts(p)})
     except UnknownWorkflow as e:
         return _fail("page", str(e))
     if args.json:

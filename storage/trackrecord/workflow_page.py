@@ -48,6 +48,8 @@ class WorkflowPage(BaseModel):
     #: run id -> the bound a failing row's numbers broke ("gap 0.0189 > max_gap 0"), where its case's
     #: expect is known (its message is null then, as the seed has it)
     bounds: dict[str, str] = {}
+    #: run id -> what a hardware row's receipts say ("3 receipts verify; simulated"), where checked
+    receipts: dict[str, str] = {}
     passed: int  # track-record rows (sim- targets) that passed
     total: int  # track-record rows
     track_record: list[TrackRecordRow]
@@ -129,6 +131,8 @@ def render_page(p: WorkflowPage, console: Console | None = None) -> None:
     console = console or Console()
     _BOUNDS.clear()
     _BOUNDS.update(p.bounds)
+    _RECEIPTS.clear()
+    _RECEIPTS.update(p.receipts)
     shown = p.version + (
         " (current)" if p.version == p.current_version else f" (current: {p.current_version})"
     )
@@ -167,6 +171,7 @@ def _num(x: float | int | None, fmt: str = ".4g") -> str:
 
 
 _BOUNDS: dict[str, str] = {}  # run id -> the bound its numbers broke, for the page being rendered
+_RECEIPTS: dict[str, str] = {}  # run id -> what its receipts say, for the page being rendered
 
 
 def _result(r: TrackRecordRow) -> Text:
@@ -212,6 +217,7 @@ def _hardware_columns(current: str) -> list:
         ("kept", lambda r: percent(r.postselection)),
         ("credits", lambda r: _num(r.credits, ".2f")),
         ("recorded", lambda r: r.recorded_at.strftime("%Y-%m-%d %H:%M")),
+        ("receipts", lambda r: _RECEIPTS.get(r.run_id, "")),
     ]
 
 

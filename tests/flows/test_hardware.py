@@ -91,6 +91,33 @@ def test_quote_confirm_run_files_the_row_with_valid_receipts(home, tmp_path):
     assert rows and rows[0]["receipt_digest"] == ",".join(outcome.receipts)
 
 
+def test_the_page_marks_a_hardware_row_whose_receipts_verify_and_receipts_writes_them(
+    home, tmp_path, capsys
+):
+    import json
+
+    add_reference()
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+        db.confirm_quote(quote.id, "dev")
+        outcome = run_quote(db, quote.id, home=home)
+    capsys.readouterr()
+    assert main(["page", "hw-max-cut", "--json"]) == 0
+    page = json.loads(capsys.readouterr().out)
+    n = len(outcome.receipts)
+    assert page["receipts"] == {quote.run_id: f"{n} receipts verify; simulated"}  # the reference: a simulator
+    out = tmp_path / "receipts"
+    assert main(["receipts", quote.run_id, "--out", str(out)]) == 0
+    written = sorted(out.glob("*.json"))
+    assert len(written) == n
+    for path in written:
+        assert main(["verify", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["receipts", "no-such-run", "--out", str(out)]) == 2
+
+
 def test_target_not_in_the_manifest_is_refused(home, tmp_path):
     add_reference()
     publish(home, tmp_path, qpu="[ibm]")

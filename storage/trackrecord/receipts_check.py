@@ -1,0 +1,60 @@
+"""The receipts behind hardware rows (issue 13, item 6): each row's ``receipt_digest`` names the blobs
+of its device jobs' sealed receipts; they are read and verified here, and the class they seal
+(``measured`` by a device, or ``simulated``) is what the page labels the row with."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+
+class RowReceipts(BaseModel):
+    """What a hardware row's receipts say."""
+
+    named: int  # receipts the row names
+    verified: int  # of those, found and valid under qsolve verify
+    measured: int  # of those, sealed with accuracy.class measured (the rest: simulated)
+
+    @property
+    def label(self) -> str:
+        if self.named == 0:
+            return "no receipt"
+        kind = "measured" if self.measured == self.named else "simulated"
+        verdict = "verify" if self.verified == self.named else f"{self.verified} of {self.named} verify"
+        return f"{self.named} receipts {verdict}; {kind}"
+
+
+def check_row(receipt_digest: str, home: Path) -> RowReceipts:
+    """Read and verify every receipt a row names (a missing blob counts as not verified)."""
+    from qsolve.receipts import verify
+    from storage.blobs import BlobStore
+
+    digests = [d for d in receipt_digest.split(",") if d]
+    blobs = BlobStore(home)
+    verified = measured = 0
+    for digest in digests:
+        try:
+            text = blobs.get(digest)
+        except (OSError, ValueError, KeyError):
+            continue
+        if verify(text).valid:
+            verified += 1
+            accuracy = json.loads(text).get("result", {}).get("accuracy", {})
+            measured += accuracy.get("class") == "measured"
+    return RowReceipts(named=len(digests), verified=verified, measured=measured)
+
+
+def write_receipts(digests: list[str], home: Path, out: Path) -> list[Path]:
+    """The receipts as files anyone can check with ``qsolve verify``: ``OUT/<digest>.json``."""
+    from storage.blobs import BlobStore
+
+    out.mkdir(parents=True, exist_ok=True)
+    blobs = BlobStore(home)
+    written = []
+    for digest in digests:
+        path = out / f"{digest}.json"
+        path.write_bytes(blobs.get(digest))
+        written.append(path)
+    return written
