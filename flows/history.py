@@ -20,14 +20,12 @@ from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from qsolve.checks import DEFAULT_TARGET
-from qsolve.failpoint import failpoint
 from qsolve.publication import unpack
 from qsolve.submission import HistoryOutcome, NotRun
 from qsolve.workflow import load_workflow
 from storage.blobs import BlobStore
+from storage.maintenance import file_runs
 from storage.state import Claim, ClaimStatus, Lease, StageLost, StateDB, Version, connect, qsolve_home
-from storage.trackrecord.filing import file_rows
-from storage.trackrecord.row import TrackRecordRow
 from tasks.history import history_case
 
 
@@ -98,11 +96,7 @@ def history_flow(workflow: str, version: str | None = None, again: bool = False)
 
 def _file(db: StateDB, stage_id: int, home: Path) -> None:
     """File the round's recorded runs not filed yet (this stage's, and any an earlier holder left)."""
-    runs = [r for r in db.stage_runs(stage_id) if r.recordable and r.filed_at is None]
-    if runs:
-        file_rows([TrackRecordRow.from_run(r) for r in runs], home)
-        failpoint("history.filed")
-        db.mark_filed(r.id for r in runs)
+    file_runs(db, [r for r in db.stage_runs(stage_id) if r.recordable and r.filed_at is None], home)
 
 
 def _not_held(v: Version, claim: Claim) -> HistoryOutcome:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from qsolve.failpoint import failpoint
 from qsolve.sandbox import TIMEOUT_RANGE
 from storage.state import StateDB
 from storage.trackrecord.compaction import compact
@@ -85,10 +86,18 @@ def file_ended_runs(db: StateDB, home: Path, limit: int = RUNS_PER_PASS) -> tupl
     are still waiting). The rows are written before the runs are marked filed: a pass that stops
     between the two files them again next time, as the same file."""
     runs = db.unfiled_runs(limit)
+    file_runs(db, runs, home)
+    return [r.id for r in runs], db.count_unfiled()
+
+
+def file_runs(db: StateDB, runs: list, home: Path) -> None:
+    """File ended runs as one batch, each row naming its device jobs' receipts, then mark them filed
+    (the maintenance pass, the history stage and the hardware flow all file so). Rows first: a
+    process that stops between the two files the same runs again, as the same file."""
     if runs:
         file_rows([TrackRecordRow.from_run(r, db.run_receipts(r.id)) for r in runs], home)
+        failpoint("runs.filed")
         db.mark_filed(r.id for r in runs)
-    return [r.id for r in runs], db.count_unfiled()
 
 
 def compact_track_record(home: Path) -> str:

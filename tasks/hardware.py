@@ -297,14 +297,12 @@ def run_quote(db: StateDB, quote_id: str, *, home: Path | None = None) -> Hardwa
 
 
 def _outcome(db: StateDB, quote: Quote, home: Path) -> HardwareOutcome:
-    from storage.trackrecord.filing import file_rows
-    from storage.trackrecord.row import TrackRecordRow
+    from storage.maintenance import file_runs
 
     run = db.get_run(quote.run_id)
     receipts = db.run_receipts(run.id)
     if run.recordable and run.filed_at is None:
-        file_rows([TrackRecordRow.from_run(run, receipts)], home)
-        db.mark_filed([run.id])
+        file_runs(db, [run], home)
     return HardwareOutcome(
         quote=quote.id,
         run_id=run.id,

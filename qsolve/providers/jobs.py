@@ -121,6 +121,7 @@ class ProviderSession:
     wait_s: float = WAIT_S
     run_id: str | None = None
     _description: dict[str, Any] | None = None
+    _device: Any = None
 
     def description(self) -> dict[str, Any]:
         if self._description is None:
@@ -128,9 +129,12 @@ class ProviderSession:
         return self._description
 
     def device(self):
-        from qsolve.providers.messages import Description
+        """The device's shape, read once from its description (every circuit of the run compiles to it)."""
+        if self._device is None:
+            from qsolve.providers.messages import Description
 
-        return Description.model_validate(self.description()).device()
+            self._device = Description.model_validate(self.description()).device()
+        return self._device
 
     def compile(self, circuit: QuantumCircuit, seed: int = 0):
         """The circuit compiled to this provider's device and checked against it."""

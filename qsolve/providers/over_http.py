@@ -14,7 +14,6 @@ provider that drips bytes cannot hold the client; the answer has at most
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 import time
 from typing import Any
@@ -28,25 +27,13 @@ from qsolve.providers.transport import (
     TransportProtocolError,
     TransportTimeout,
     encode_message,
+    is_loopback,
     parse_answer,
 )
 
 
 class InsecureCredential(TransportError):
     """A credential asked to go over plain ``http://`` to another machine (§2.1)."""
-
-
-def is_loopback(host: str | None) -> bool:
-    """``localhost``, ``127.0.0.0/8`` or ``::1``: this machine."""
-    if not host:
-        return False
-    host = host.strip("[]").rstrip(".").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class HttpTransport:

@@ -47,10 +47,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from qsolve.providers.device import BASES, MOVE_BASES, Device
 from qsolve.providers.messages import OPS, PROTOCOL, REQUESTS, error_answer, ok
-from qsolve.providers.over_http import is_loopback
 from qsolve.providers.over_process import CREDENTIAL_ENV
 from qsolve.providers.reference_options import add_arguments
-from qsolve.providers.transport import MAX_ANSWER_BYTES
+from qsolve.providers.transport import MAX_ANSWER_BYTES, is_loopback
 
 DEFAULT_SEED = 1
 MAX_QUBITS = 24  # a state vector of 2^24 amplitudes, 256 MiB

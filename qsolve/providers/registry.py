@@ -30,9 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from qsolve.home import qsolve_home
 from qsolve.providers.credentials import NAME_RE
+from qsolve.providers.transport import is_loopback
 
 FILE = "providers.yaml"
-LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
 class RegistryError(ValueError):
@@ -69,17 +69,6 @@ class ProviderEntry(BaseModel):
 
     def describe_where(self) -> str:
         return self.url if self.transport == "http" else " ".join(self.command)
-
-
-def is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host in LOOPBACK:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class Registry:

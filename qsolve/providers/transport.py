@@ -11,6 +11,7 @@ or ``Infinity``, at most :data:`MAX_ANSWER_BYTES`.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from typing import Any, Protocol, runtime_checkable
 
@@ -92,3 +93,16 @@ def _json_kind(value: Any) -> str:
     if value is None:
         return "null"
     return "number"
+
+
+def is_loopback(host: str | None) -> bool:
+    """``localhost``, ``127.0.0.0/8`` or ``::1``: this machine."""
+    if not host:
+        return False
+    host = host.strip("[]").rstrip(".").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -169,7 +169,7 @@ class IbmSettings:
     def check(self, env: Mapping[str, str]) -> None:
         """Refuse settings that would send the API key in clear over the network, or to a host made up
         from the URL: the client sends the key to IAM, and, when IAM does not answer, to the API host."""
-        from qsolve.providers.registry import is_loopback
+        from qsolve.providers.transport import is_loopback
 
         for name, value in (("QISKIT_IBM_URL", self.url), *((n, env.get(n)) for n in ENVIRONMENT[4:])):
             if not value:

@@ -176,7 +176,7 @@ def test_four_submissions_at_once_make_one_history_stage(home: Home, max_cut: Pa
 
 @pytest.mark.parametrize(
     ("point", "again"),
-    [("run.started", "history"), ("run.ended:2", "submit"), ("history.filed", "history")],
+    [("run.started", "history"), ("run.ended:2", "submit"), ("runs.filed", "history")],
     ids=["before-any-case-ends", "after-two-cases", "during-filing"],
 )
 def test_a_history_stage_killed_is_finished_by_a_pass_and_a_resubmission(
@@ -187,7 +187,7 @@ def test_a_history_stage_killed_is_finished_by_a_pass_and_a_resubmission(
     code, out = finish(qsolve(home, "history", "max-cut", failpoint=point))
     assert code == -9, out  # SIGKILL, at the crash point
     killed = state_of(home)
-    if point == "history.filed":
+    if point == "runs.filed":
         assert len(killed["recorded"]) == CASES and killed["unended"] == []
     else:
         assert killed["unended"], "the kill left no run running: the crash point came too late"
