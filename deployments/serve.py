@@ -15,7 +15,7 @@ from prefect import serve
 from deployments.automations import crash_silent_runs, heartbeats
 from flows.calibration import calibration_flow
 from flows.evaluation import evaluation_flow
-from flows.hardware import hardware_flow
+from flows.hardware import ensure_limits, hardware_flow, quote_flow
 from flows.history import history_flow
 from flows.maintenance import maintenance_flow
 from flows.submission import submission_flow
@@ -28,6 +28,10 @@ def deployments() -> list:
         ),
         history_flow.to_deployment(
             name="history", description="Run a published version's cases again as track-record runs"
+        ),
+        quote_flow.to_deployment(
+            name="quote",
+            description="Price a workflow's hardware cases, wait for each quote's confirmation, run it",
         ),
         hardware_flow.to_deployment(
             name="hardware", description="Run the confirmed hardware quotes of a batch, paid by the developer"
@@ -49,4 +53,5 @@ def deployments() -> list:
 if __name__ == "__main__":
     heartbeats()  # each flow run this process serves sends a heartbeat every 30 s ...
     crash_silent_runs()  # ... and one that stops is Crashed, not Running for ever
+    ensure_limits(print)  # hardware runs take turns per device family
     serve(*deployments())

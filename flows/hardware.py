@@ -1,42 +1,216 @@
-"""Hardware runs on Prefect (issue 13, items 2-3, 8): the ``hardware`` flow runs every confirmed quote of
-a batch (or one quote) as an ordinary platform run, thin over ``tasks.hardware.run_quote``. Quotes are
-asked for with ``qsolve quote`` and confirmed with ``qsolve confirm``; an unconfirmed or lapsed quote
-never runs. The quote table is published as an artifact.
+"""Hardware quotes and runs on Prefect (issue 13, items 1-3, 8), thin over ``tasks.hardware``.
+
+``quote`` (the operator's and the developer's path in the UI): price every hardware case of a workflow's
+latest version (``request_quotes``), publish the quote table as an artifact, then wait for each quote's
+confirmation as a run input: the paused run shows a form with the quote (its price, what it authorises,
+whether its cost is unknown); resumed with ``confirm`` ticked, the quote is confirmed for its run only and
+the run starts; left, the quote lapses at the end of its validity; resumed unticked, it is refused. A quote
+confirmed meanwhile elsewhere (``qsolve confirm``) is run all the same; one run by another process is not
+run again (the database gives each quote's run to one process).
+
+``hardware``: run the confirmed quotes of a batch (or one quote), as ``qsolve confirm`` leaves them.
+
+Every hardware run holds a slot of its device family's Prefect concurrency limit (``hardware-ibm``,
+``hardware-provider``): the serve script and ``prefect.yaml``'s pull step create them
+(``python -m deployments.limits``), and each flow run creates any that is missing before it runs
+anything, saying so, so that no limit is silently missing. An operator changes a limit's size with
+``prefect gcl update NAME --limit N``; qsolve never resets it.
 """
 
 from __future__ import annotations
 
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md)
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.concurrency.sync import concurrency
+from prefect.input import RunInput
 
-from storage.state import connect
-from tasks.hardware import HardwareOutcome, run_quote
+from storage.state import Quote, QuoteRefused, QuoteStatus, connect
+from tasks.hardware import HardwareOutcome, HardwareRefused, request_quotes, run_quote
+
+#: each device family's Prefect concurrency limit, and the size it is created with
+LIMITS = {"hardware-ibm": 1, "hardware-provider": 2}
+
+
+def limit_of(target: str) -> str:
+    return f"hardware-{target.split(':', 1)[0]}"
+
+
+def ensure_limits(log=None) -> list[str]:
+    """Create each family's concurrency limit that does not exist (never resizing one that does); the
+    names created."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.exceptions import ObjectNotFound
+
+    made = []
+    with get_client(sync_client=True) as client:
+        for name, size in LIMITS.items():
+            try:
+                client.read_global_concurrency_limit_by_name(name)
+            except ObjectNotFound:
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=size))
+                made.append(name)
+                if log is not None:
+                    log(f"created the concurrency limit {name} ({size} at a time): it was missing")
+    return made
+
+
+class QuoteConfirmation(RunInput):
+    """The form the paused quote run shows for one quote."""
+
+    confirm: bool = False
+    seen_unknown_cost: bool = False
 
 
 @task(name="hardware run", cache_policy=NO_CACHE, task_run_name="hardware run {quote_id}")
-def hardware_run(quote_id: str) -> HardwareOutcome:
-    with connect() as db:
-        outcome = run_quote(db, quote_id)
-    get_run_logger().info(outcome.line())
+def hardware_run(quote_id: str, target: str) -> HardwareOutcome | None:
+    """One confirmed quote's run, in a slot of its family's limit; None when another process has it."""
+    logger = get_run_logger()
+    with concurrency(limit_of(target), occupy=1, strict=True), connect() as db:
+        try:
+            outcome = run_quote(db, quote_id)
+        except HardwareRefused as e:
+            logger.info(f"quote {quote_id}: not run here: {e}")
+            return None
+    logger.info(outcome.line())
+    if outcome.receipts:
+        logger.info(f"receipts of run {outcome.run_id}: " + ", ".join(outcome.receipts))
     return outcome
+
+
+@task(name="price hardware cases", cache_policy=NO_CACHE)
+def price(workflow: str, account: str, target: str | None) -> list[Quote]:
+    with connect() as db:
+        batch, made = request_quotes(db, workflow, account, target=target)
+    get_run_logger().info(f"batch {batch.id} of {workflow}: {len(made)} quotes; nothing runs until confirmed")
+    return made
+
+
+def _shown(quote: Quote, limit) -> str:
+    """The quote as the confirmation form shows it (markdown)."""
+    from qsolve.hardware.commands import describe
+
+    unknown = (
+        f"\n\n**The cost on {quote.target} is unknown.** Tick *seen unknown cost* as well to confirm it."
+        if quote.unknown_cost
+        else ""
+    )
+    return (
+        f"### Quote `{quote.id}`: {quote.case_name} on {quote.target}\n\n{describe(quote)}\n\n"
+        f"Confirming authorises at most **{min(quote.price, limit)} credits**, for this run only, paid by "
+        f"`{quote.account}`. Tick *confirm* and submit to run it; submit unticked to refuse it. Valid until "
+        f"{quote.valid_until:%Y-%m-%d %H:%M:%S} UTC.{unknown}"
+    )
+
+
+def _publish(made: list[Quote], key: str = "hardware-quotes") -> None:
+    from qsolve.hardware.commands import describe
+
+    create_table_artifact(
+        key=key,
+        table=[
+            {
+                "quote": q.id,
+                "case": q.case_name,
+                "target": q.target,
+                "credits": str(q.price),
+                "cost": q.estimate.get("device", {}).get("cost", ""),
+                "status": q.status.value,
+                "shown": describe(q),
+            }
+            for q in made
+        ],
+        description="Each hardware case's quote: confirm each on its own (this run's input, qsolve confirm)",
+    )
+
+
+@flow(name="quote", log_prints=True)
+def quote_flow(
+    workflow: str, account: str, target: str | None = None, wait_s: int | None = None
+) -> list[HardwareOutcome]:
+    """Price ``workflow``'s hardware cases for ``account``, then wait for each quote's confirmation as
+    this run's input and run the confirmed ones. ``wait_s``: wait at most this long per quote (its
+    validity by default)."""
+    from datetime import UTC, datetime
+
+    from prefect.exceptions import FlowPauseTimeout
+    from prefect.flow_runs import pause_flow_run
+
+    logger = get_run_logger()
+    ensure_limits(logger.warning)
+    made = price(workflow, account, target)
+    _publish(made)
+    outcomes: list[HardwareOutcome] = []
+    for quote in made:
+        with connect() as db:
+            limit = db.limits("hardware").credits
+            quote = db.get_quote(quote.id)
+        if quote.status is QuoteStatus.PENDING:
+            left = int((quote.valid_until - datetime.now(UTC)).total_seconds()) if quote.valid_until else 3600
+            try:
+                said = pause_flow_run(
+                    wait_for_input=QuoteConfirmation.with_initial_data(description=_shown(quote, limit)),
+                    timeout=max(1, min(left, wait_s or left)),
+                    poll_interval=2,
+                    key=f"quote-{quote.id}",
+                )
+            except FlowPauseTimeout:
+                said = None
+            quote = _answered(quote, said, logger)
+        if quote.status is QuoteStatus.CONFIRMED:
+            outcome = hardware_run(quote.id, quote.target)
+            if outcome is not None:
+                outcomes.append(outcome)
+    with connect() as db:
+        _publish([db.get_quote(q.id) for q in made])
+    _summary(outcomes)
+    return outcomes
+
+
+def _answered(quote: Quote, said: QuoteConfirmation | None, logger) -> Quote:
+    """The quote after its form was answered (or left): confirmed, refused, or lapsed."""
+    with connect() as db:
+        try:
+            if said is None:
+                db.expire_quotes()
+            elif said.confirm:
+                db.confirm_quote(quote.id, quote.account, seen_unknown=said.seen_unknown_cost)
+            else:
+                db.refuse_quote(quote.id, quote.account)
+        except QuoteRefused as e:  # confirmed or ended meanwhile elsewhere, lapsed, or an unseen unknown cost
+            logger.warning(f"quote {quote.id}: {e}")
+        quote = db.get_quote(quote.id)
+    logger.info(f"quote {quote.id}: {quote.status.value}")
+    return quote
 
 
 @flow(name="hardware", log_prints=True)
 def hardware_flow(batch: str | None = None, quote: str | None = None) -> list[HardwareOutcome]:
     """Run the confirmed quotes of ``batch`` (or the one ``quote``), one at a time."""
+    ensure_limits(get_run_logger().warning)
     with connect() as db:
         db.expire_quotes()
-        ids = [quote] if quote else [q.id for q in db.quotes_to_run(batch)]
-    outcomes = [hardware_run(i) for i in ids]
+        chosen = [db.get_quote(quote)] if quote else db.quotes_to_run(batch)
+    outcomes = [o for q in chosen if (o := hardware_run(q.id, q.target)) is not None]
+    _summary(outcomes)
+    return outcomes
+
+
+def _summary(outcomes: list[HardwareOutcome]) -> None:
     rows = "\n".join(
-        f"| `{o.quote}` | {o.case} | {o.target} | {o.status} | {o.reason or ''} | {len(o.receipts)} |"
+        f"| `{o.quote}` | {o.case} | {o.target} | `{o.run_id}` | {o.status} | {o.reason or ''} | "
+        f"{'yes' if o.recorded else 'no'} | {o.credits} | {', '.join(f'`{r[:16]}`' for r in o.receipts)} |"
         for o in outcomes
     )
     create_markdown_artifact(
         key="hardware-runs",
-        markdown="| quote | case | target | status | reason | receipts |\n|---|---|---|---|---|---|\n" + rows,
-        description="Confirmed hardware quotes run by this flow run",
+        markdown=(
+            "| quote | case | target | run | status | reason | recorded | credits | receipts |\n"
+            "|---|---|---|---|---|---|---|---|---|\n"
+            + rows
+            + "\n\nEach receipt: `qsolve receipts RUN_ID --out DIR`, then `qsolve verify DIR/DIGEST.json`."
+        ),
+        description="Hardware quotes run by this flow run, with their receipts",
     )
-    return outcomes

@@ -83,7 +83,10 @@ def device_billing(target: str, home: Path | None = None) -> dict[str, Any]:
     """What the device says of its cost, as a quote shows it: ``{"cost": "free" | "priced" | "unknown",
     ...}``; a device that cannot be reached raises HardwareRefused(backend_unavailable)."""
     if target.startswith("ibm:"):
-        return {"cost": "unknown", "note": "IBM Quantum states no price: each job's cost is unknown"}
+        return ibm_availability(target, home) | {
+            "cost": "unknown",
+            "note": "IBM Quantum states no price: each job's cost is unknown",
+        }
     if not target.startswith("provider:"):
         return {"cost": "free", "note": "a simulator: only credits"}
     from qsolve.providers.connect import open_client
@@ -109,6 +112,24 @@ def device_billing(target: str, home: Path | None = None) -> dict[str, Any]:
     if billing.kind == "priced":
         return shown | {"cost": "priced", "rate": f"{billing.price} {billing.currency} per {billing.unit}"}
     return shown | {"cost": "unknown", "note": billing.reason or "the provider sets no price it states"}
+
+
+def ibm_availability(target: str, home: Path | None = None) -> dict[str, Any]:
+    """An ``ibm:`` device reached with the person's key and asked its status; HardwareRefused
+    (backend_unavailable) when it cannot be reached, refuses the key, or is not operational."""
+    from qsolve.targets.ibm import IbmSettings, connect, ibm_key
+
+    try:
+        settings = IbmSettings.from_environment()
+        secret, where = ibm_key(home)
+        _, backend = connect(target.removeprefix("ibm:"), settings, secret, where)
+        status = backend.status()
+    except Exception as e:  # the messages are scrubbed of the key where they are made
+        raise HardwareRefused("backend_unavailable", str(e)) from None
+    if not status.operational:
+        said = f" ({status.status_msg})" if status.status_msg else ""
+        raise HardwareRefused("backend_unavailable", f"{target} is not operational{said}")
+    return {}
 
 
 def request_quotes(
@@ -187,7 +208,7 @@ class _Spend:
     stopped: list[str] = field(default_factory=list)
 
     def take(self, shots: int) -> None:
-        """Count one more job, or stop the run before it: past what was authorised."""
+        """Allow one more job, or stop the run before it: past what was authorised."""
         from qsolve.providers.jobs import JobStopped
 
         after = self.db.estimate_price(self.target, self.circuits + 1, self.shots + shots)
@@ -196,31 +217,103 @@ class _Spend:
                 f"the next job on {self.target} would bring run {self.run_id} to {after} credits, past the "
                 f"{self.authorised} its confirmation authorised: it was not sent, and the run stopped"
             )
-            if not self.stopped:
-                self.db.finish_run(
-                    self.run_id, RunStatus.FAILED, reason=FailureReason.RUN_TOO_LARGE, detail=why
-                )
-            self.stopped.append(why)
+            self.stop(FailureReason.RUN_TOO_LARGE, why)
             raise JobStopped(why)
+
+    def sent(self, shots: int) -> None:
+        """Count a job the device ran."""
         self.circuits += 1
         self.shots += shots
+
+    def stop(self, reason: FailureReason, why: str) -> None:
+        """End the run for a platform reason (never recorded), whatever its workflow does next."""
+        if not self.stopped:
+            self.db.finish_run(self.run_id, RunStatus.FAILED, reason=reason, detail=why)
+        self.stopped.append(why)
+
+    def failed(self, e: Exception) -> None:
+        """A device job that gave no counts: the device became unavailable (its own reason, or it stopped
+        answering), or its job failed there; either way not the workflow's doing."""
+        from qsolve.providers.jobs import StillRunning, SubmitIncomplete
+
+        said = getattr(e, "reason", None)
+        if said in {r.value for r in FailureReason}:
+            reason = FailureReason(said)
+        elif isinstance(e, StillRunning | SubmitIncomplete):
+            reason = FailureReason.BACKEND_UNAVAILABLE
+        else:
+            reason = FailureReason.PLATFORM_ERROR
+        self.stop(reason, str(e))
 
     def spent(self) -> Decimal:
         return self.db.estimate_price(self.target, self.circuits, self.shots)
 
 
-def _guarded(session, spend: _Spend):
-    from qsolve.targets.provider import ProviderBackend
+def metered(backend, spend: _Spend):
+    """``backend`` (a provider's or IBM's), its circuits sent one job at a time, each allowed first: the
+    job that would take the run past what was authorised is never sent, and a job that stops (the device
+    went down, its job failed) ends the run there for a platform reason."""
+    from qsolve.targets.base import Backend
 
-    class Guarded(ProviderBackend):
+    class Metered(Backend):
+        name, device, ideal = backend.name, backend.device, False
+        inner = backend
+
+        def pass_manager(self, seed):  # pragma: no cover - transpile is the device's own
+            return backend.pass_manager(seed)
+
+        def transpile(self, circuits, seed):
+            return backend.transpile(circuits, seed)
+
+        def confusion(self, qubit):
+            return backend.confusion(qubit)
+
         def execute(self, transpiled, shots, seed):
+            from qsolve.providers.jobs import JobStopped
+
             counts = []
             for sent in transpiled:
                 spend.take(shots)
-                counts.extend(super().execute([sent], shots, seed))
+                try:
+                    counts.extend(backend.execute([sent], shots, seed))
+                except JobStopped as e:
+                    spend.failed(e)
+                    raise
+                spend.sent(shots)
             return counts
 
-    return Guarded(session)
+    return Metered()
+
+
+def open_device(target: str, run_id: str, home: Path):
+    """The quote's device opened for its run, with the quote's confirmation standing for this run only
+    (its cost was shown, and confirmed, in the quote)."""
+    from qsolve.providers.jobs import Confirmation
+
+    if target.startswith("provider:"):
+        from qsolve.providers.commands import session
+        from qsolve.targets.provider import ProviderBackend
+
+        return ProviderBackend(session(target.split(":", 1)[1], yes=True, run_id=run_id, home=home))
+    from qsolve.targets.ibm import open_ibm
+
+    return open_ibm(target, home=home, confirmation=Confirmation(yes=True), run_id=run_id, tell=_log)
+
+
+def close_device(backend) -> None:
+    from qsolve.targets.provider import ProviderBackend
+
+    if isinstance(backend, ProviderBackend):
+        backend.session.client.close()
+        backend.session.book.close()
+    else:
+        backend.close()
+
+
+def _log(line: str) -> None:
+    import logging
+
+    logging.getLogger("qsolve.hardware").info(line)
 
 
 @dataclass(frozen=True)
@@ -242,9 +335,12 @@ class HardwareOutcome:
 
 
 def run_quote(db: StateDB, quote_id: str, *, home: Path | None = None) -> HardwareOutcome:
-    """Run one confirmed quote as its run; an unconfirmed, lapsed or already run one never runs."""
+    """Run one confirmed quote as its run; an unconfirmed, lapsed or already taken one never runs. The
+    run is taken in the database for this process's lease: of two processes asked to run it, one does."""
     from qsolve.cases import Case
+    from qsolve.targets import use
     from qsolve.workflow import load_workflow
+    from storage.state import Lease
     from tasks.runs import run_case
 
     home = home or qsolve_home()
@@ -252,44 +348,37 @@ def run_quote(db: StateDB, quote_id: str, *, home: Path | None = None) -> Hardwa
     quote = db.get_quote(quote_id)
     if quote.status is not QuoteStatus.CONFIRMED or quote.authorised is None:
         raise HardwareRefused("not_confirmed", f"quote {quote_id} is {quote.status.value}: nothing runs")
-    run = db.get_run(quote.run_id)
-    if run.status is not RunStatus.CREATED:
-        raise HardwareRefused(
-            "not_confirmed", f"run {run.id} of quote {quote_id} is {run.status.value} already"
-        )
-    version = db.get_version(quote.workflow, quote.version)
-    spend = _Spend(db, run.id, quote.target, quote.authorised)
-    backend = None
-    with run_folder(version, None, home) as folder:
-        cases = json.loads((folder / CASES).read_text())["cases"]
-        cases[quote.case_index]["target"] = quote.target
-        (folder / CASES).write_text(json.dumps({"cases": cases, "hardware_cases": []}, indent=1))
-        wf = load_workflow(folder)
-        case = Case.model_validate(cases[quote.case_index])
-        if quote.target.startswith("provider:"):
-            from qsolve.providers.commands import session
-            from qsolve.targets import use
-
-            try:  # the quote's confirmation stands for this run only
-                backend = _guarded(
-                    session(quote.target.split(":", 1)[1], yes=True, run_id=run.id, home=home), spend
-                )
-            except Exception as e:
+    with Lease(db) as lease:
+        if not db.claim_quote_run(quote.id, lease.owner, lease.seconds):
+            run = db.get_run(quote.run_id)
+            raise HardwareRefused(
+                "not_confirmed", f"run {run.id} of quote {quote_id} is {run.status.value} and taken already"
+            )
+        run = db.get_run(quote.run_id)
+        version = db.get_version(quote.workflow, quote.version)
+        spend = _Spend(db, run.id, quote.target, quote.authorised)
+        with run_folder(version, None, home) as folder:
+            cases = json.loads((folder / CASES).read_text())["cases"]
+            cases[quote.case_index]["target"] = quote.target
+            (folder / CASES).write_text(json.dumps({"cases": cases, "hardware_cases": []}, indent=1))
+            wf = load_workflow(folder)
+            case = Case.model_validate(cases[quote.case_index])
+            try:
+                device = open_device(quote.target, run.id, home)
+            except Exception as e:  # unreachable, not available, its key refused: before anything runs
                 db.finish_run(
                     run.id, RunStatus.FAILED, reason=FailureReason.BACKEND_UNAVAILABLE, detail=str(e)
                 )
                 return _outcome(db, quote, home)
-            use(backend)
-        try:
-            run_case(
-                db, folder, version, quote.case_index, case, Source.HARDWARE, quote.account,
-                wf.manifest.resources, run=run, cap=quote.authorised,
-            )  # fmt: skip
-        finally:
-            if backend is not None:
-                backend.session.client.close()
-                backend.session.book.close()
-    if spend.stopped:  # ended run_too_large by the guard: charge what was sent, release the rest
+            use(metered(device, spend))
+            try:
+                run_case(
+                    db, folder, version, quote.case_index, case, Source.HARDWARE, quote.account,
+                    wf.manifest.resources, run=run, cap=quote.authorised,
+                )  # fmt: skip
+            finally:
+                close_device(device)
+    if spend.stopped:  # ended by the meter: charge what the device ran, release the rest
         hold = db.get_hold(run.id)
         if hold is not None and not hold.closed:
             db.settle(run.id, spend.spent())

@@ -363,11 +363,33 @@ class Quotes(Store):
                 _close_done(connection, workflow)
         return expired
 
+    def claim_quote_run(self, quote_id: str, owner: str, seconds: float) -> bool:
+        """Take a confirmed quote's run for ``owner``'s lease, in one UPDATE: true for the one process
+        that gets it (the run still ``created`` and no one's), false for every other, which runs nothing."""
+        with self._write() as connection:
+            row = connection.execute(QUOTES.where(quotes.c.id == quote_id)).first()
+            if row is None:
+                raise NotFound(f"no quote {quote_id!r}", kind="quote", key=quote_id)
+            if row.status != QuoteStatus.CONFIRMED.value or row.run_id is None:
+                return False
+            moved = connection.execute(
+                runs.update()
+                .where(
+                    runs.c.id == row.run_id, runs.c.status == RunStatus.CREATED.value, runs.c.owner.is_(None)
+                )
+                .values(owner=owner, lease_expires_at=now() + timedelta(seconds=seconds))
+            )
+            return moved.rowcount == 1
+
     def quotes_to_run(self, batch_id: str | None = None) -> list[Quote]:
-        """Confirmed quotes whose run has not started yet, oldest first."""
+        """Confirmed quotes whose run no process has taken yet, oldest first."""
         query = (
             QUOTES.join(runs, runs.c.id == quotes.c.run_id)
-            .where(quotes.c.status == QuoteStatus.CONFIRMED.value, runs.c.status == RunStatus.CREATED.value)
+            .where(
+                quotes.c.status == QuoteStatus.CONFIRMED.value,
+                runs.c.status == RunStatus.CREATED.value,
+                runs.c.owner.is_(None),
+            )
             .order_by(quotes.c.confirmed_at, quotes.c.id)
         )
         if batch_id is not None:

@@ -91,9 +91,7 @@ def test_quote_confirm_run_files_the_row_with_valid_receipts(home, tmp_path):
     assert rows and rows[0]["receipt_digest"] == ",".join(outcome.receipts)
 
 
-def test_the_page_marks_a_hardware_row_whose_receipts_verify_and_receipts_writes_them(
-    home, tmp_path, capsys
-):
+def test_the_page_marks_a_hardware_row_whose_receipts_verify_and_receipts_writes_them(home, tmp_path, capsys):
     import json
 
     add_reference()
@@ -198,3 +196,101 @@ def test_the_hardware_flow_runs_only_confirmed_quotes(home, tmp_path, prefect, m
         db.confirm_quote(quote.id, "dev")
     (outcome,) = hardware_flow(batch=batch.id)
     assert outcome.status == "finished" and outcome.recorded and outcome.receipts
+
+
+def paused_run(since, timeout_s: float = 90.0):
+    """The quote flow run started after ``since`` once it is paused for its next input."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterStartTime,
+    )
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    deadline = time.monotonic() + timeout_s
+    with get_client(sync_client=True) as client:
+        while time.monotonic() < deadline:
+            (run, *_) = client.read_flow_runs(
+                flow_filter=FlowFilter(name=FlowFilterName(any_=["quote"])),
+                flow_run_filter=FlowRunFilter(start_time=FlowRunFilterStartTime(after_=since)),
+                sort=FlowRunSort.START_TIME_DESC,
+                limit=1,
+            ) or [None]
+            if run is not None and run.state is not None and run.state.is_paused():
+                return run
+            time.sleep(0.3)
+    raise AssertionError("the quote flow run never paused for its input")
+
+
+def test_the_quote_flow_waits_for_each_confirmation_as_a_run_input(home, tmp_path, prefect):
+    """Two quotes: the first confirmed through the paused run's form runs and is filed; the second,
+    answered unticked, is refused and never runs. The form shows the quote; the artifacts list both."""
+    import threading
+    import time
+    from datetime import UTC, datetime
+
+    from prefect.client.orchestration import get_client
+    from prefect.flow_runs import resume_flow_run
+    from prefect.input.run_input import keyset_from_paused_state, read_flow_run_input
+
+    from flows.hardware import quote_flow
+
+    add_reference()
+    second = HARDWARE | {"name": "hardware-second-edge", "seed": 2}
+    folder = tmp_path / "hw-max-cut"
+    shutil.copytree(REPO / "workflows" / "max-cut", folder)
+    manifest = folder / "manifest.yaml"
+    manifest.write_text(
+        manifest.read_text()
+        .replace("name: max-cut", "name: hw-max-cut")
+        .replace("targets: {qpu: [ibm]}", "targets: {qpu: [ibm, provider]}")
+    )
+    packed = pack(folder)
+    BlobStore(home).put(packed)
+    with connect(home=home) as db:
+        db.publish_version("hw-max-cut", "1.0.0", digest_of(packed), [HARDWARE, second])
+        db.grant("dev", 100)
+    since = datetime.now(UTC)
+    result: dict = {}
+    thread = threading.Thread(
+        target=lambda: result.update(outcomes=quote_flow("hw-max-cut", "dev", target="provider:ref")),
+        daemon=True,
+    )
+    thread.start()
+    first = paused_run(since)
+    shown = read_flow_run_input(keyset_from_paused_state(first.state)["description"], first.id)
+    with connect(home=home) as db:
+        quotes = db.list_quotes(workflow="hw-max-cut")
+        assert db.list_provider_jobs() == []  # nothing runs before its confirmation
+    assert [q.status for q in quotes] == [QuoteStatus.PENDING, QuoteStatus.PENDING]
+    assert quotes[0].id in shown and "authorises at most" in shown and "credits" in shown
+    resume_flow_run(first.id, run_input={"confirm": True})
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # the first quote's run, then the pause for the second
+        with connect(home=home) as db:
+            if db.get_run(quotes[0].run_id).filed_at is not None:
+                break
+        time.sleep(0.3)
+    again = paused_run(since)
+    shown = read_flow_run_input(keyset_from_paused_state(again.state)["description"], again.id)
+    assert quotes[1].id in shown
+    resume_flow_run(again.id, run_input={"confirm": False})
+    thread.join(120)
+    (outcome,) = result["outcomes"]
+    assert outcome.quote == quotes[0].id and outcome.status == "finished" and outcome.recorded
+    with connect(home=home) as db:
+        assert db.get_quote(quotes[1].id).status is QuoteStatus.REFUSED
+        assert db.get_run(quotes[1].run_id).status is RunStatus.FAILED  # cancelled: never recorded
+        assert {j.run_id for j in db.list_provider_jobs()} == {quotes[0].run_id}
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        table = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["hardware-quotes"]))
+        )
+    assert any(quotes[1].id in json.dumps(a.data) for a in table)

@@ -22,7 +22,8 @@ service answers a SamplerV2 job: a ``PrimitiveResult`` of ``SamplerPubResult``s 
 reads, written here by hand).
 
 Modes for the tests: :attr:`IbmStandIn.down` (a device whose status is not operational, and whose job
-submissions answer 503), :attr:`IbmStandIn.fail_jobs` (jobs end ``Failed`` with that reason),
+submissions answer 503), :attr:`IbmStandIn.down_after` (a device that goes down once it has taken that many
+jobs: down mid-run), :attr:`IbmStandIn.fail_jobs` (jobs end ``Failed`` with that reason),
 :attr:`IbmStandIn.hold` (jobs stay ``Queued`` until :meth:`IbmStandIn.release`, to cancel one or to stop a
 client before it ends). A wrong API key is refused at IAM with 401. Every request is recorded
 (:attr:`IbmStandIn.requests`), headers and body as received, so a test can read the options sent and find
@@ -246,6 +247,7 @@ class IbmStandIn:
         self.seed = seed
         self.run_s = run_s  # how long a job stays Running
         self.down: set[str] = set()
+        self.down_after: int | None = None
         self.fail_jobs: str | None = None
         self.hold = False
         self.requests: list[Recorded] = []
@@ -342,6 +344,8 @@ class IbmStandIn:
                 id="d" + secrets.token_hex(9), backend=name, body=body, pubs=pubs, number=len(self.jobs)
             )
             self.jobs[job.id] = job
+            if self.down_after is not None and len(self.jobs) >= self.down_after:
+                self.down.add(name)
         if not self.hold:
             job.go.set()
         threading.Thread(target=self._run, args=(job,), name=f"job-{job.id}", daemon=True).start()
