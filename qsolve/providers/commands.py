@@ -245,6 +245,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
             print(f"  receipt: {BlobStore(qsolve_home()).path(job.receipt)} (qsolve verify it)")
         return EXIT_OK if job.status == "done" else EXIT_FAILED
+    if _is_ibm(job):
+        return _follow_ibm(job)
     try:
         s = session(job.provider, yes=args.yes, run_id=job.run_id)
     except RegistryError as e:
@@ -271,6 +273,38 @@ def cmd_follow(args: argparse.Namespace) -> int:
     finally:
         s.client.close()
         s.book.close()
+    print(f"provider job {job.id}: done; receipt {sealed.path}")
+    return EXIT_OK
+
+
+def _is_ibm(job: Any) -> bool:
+    """A job the ``ibm:`` target recorded (provider ``ibm``, its context a ``sampler-v2`` one): IBM's own
+    client follows it, not a wai.quantum.provider/1 session (a provider someone named ``ibm`` in
+    providers.yaml records its jobs as ``http`` or ``process``)."""
+    from qsolve.targets.ibm.names import KIND, PROVIDER
+
+    return job.provider == PROVIDER and job.context.get("kind") == KIND
+
+
+def _follow_ibm(job: Any) -> int:
+    """An IBM Quantum job followed and sealed as ``python -m qsolve.targets.ibm collect`` does it: the
+    record's device and settings, the person's key; nothing is ever sent again from here."""
+    from qsolve.errors import QsolveError
+    from qsolve.targets.ibm import collect
+
+    if job.status == "recorded":
+        return _fail(f"provider job {job.id} was recorded and never sent: nothing to follow", EXIT_FAILED)
+    if job.status == "submitting":
+        return _fail(
+            f"provider job {job.id}: its submit to IBM Quantum did not complete, so IBM may have taken (and "
+            "billed) it; nothing was sent again, and an IBM job is never sent again from here (--resubmit "
+            "is for wai.quantum.provider/1 jobs): look for it among the instance's jobs at IBM Quantum",
+            EXIT_FAILED,
+        )
+    try:
+        sealed = collect(job.id)
+    except QsolveError as e:
+        return _fail(str(e), EXIT_FAILED)
     print(f"provider job {job.id}: done; receipt {sealed.path}")
     return EXIT_OK
 

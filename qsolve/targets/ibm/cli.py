@@ -1,0 +1,69 @@
+"""``python -m qsolve.targets.ibm save-key | collect RECORD | cancel RECORD`` (``__main__.py`` runs it)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from qsolve.errors import QsolveError
+from qsolve.providers.credentials import CredentialStore, Secret
+from qsolve.targets.ibm.later import cancel, collect
+from qsolve.targets.ibm.names import PROVIDER
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m qsolve.targets.ibm save-key | collect RECORD | cancel RECORD``."""
+    import argparse
+
+    from qsolve.targets import ibm
+
+    parser = argparse.ArgumentParser(
+        prog="python -m qsolve.targets.ibm", description=ibm.__doc__.splitlines()[0]
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser(
+        "save-key", help="keep QISKIT_IBM_TOKEN's key in the keychain, or a file only you can read"
+    )
+    for name, text in (
+        ("collect", "follow a recorded IBM job and seal it"),
+        ("cancel", "cancel a recorded IBM job"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("record")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "save-key":
+            value = os.environ.get("QISKIT_IBM_TOKEN")
+            if not value:
+                print(
+                    "save-key: set QISKIT_IBM_TOKEN to the key (it is read from there, once)", file=sys.stderr
+                )
+                return 2
+            stored = CredentialStore().put(PROVIDER, Secret(value))
+            print(f"the IBM Quantum API key is kept in {stored.label}")
+            return 0
+        if args.command == "collect":
+            from storage.blobs import BlobStore
+            from storage.state import connect as connect_state
+            from storage.state import qsolve_home
+
+            with connect_state() as db:
+                row = db.get_provider_job(args.record)
+            if row.status in ("done", "failed", "cancelled"):  # ended: sealed once, never again
+                print(f"IBM job {args.record} (IBM's id {row.job or 'never given'}): {row.status}")
+                if row.receipt:
+                    print(
+                        f"IBM job {args.record}: done; receipt {BlobStore(qsolve_home()).path(row.receipt)}"
+                    )
+                elif row.error:
+                    print(f"  {row.error}")
+                return 0 if row.status == "done" else 1
+            sealed = collect(args.record)
+            print(f"IBM job {args.record}: done; receipt {sealed.path}")
+            return 0
+        print(f"IBM job {args.record}: " + ("cancelled" if cancel(args.record) else "had already ended"))
+        return 0
+    except QsolveError as e:
+        print(f"python -m qsolve.targets.ibm: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,57 @@
+"""The client's service, opened with the key passed to it (never saved) and the settings' URLs (a
+resolver appends ``/api/v1`` to ``QISKIT_IBM_URL``: the client's own rewrites the host and drops the port),
+and the device's backend, refused when its gates are not those qsolve sends."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from qsolve.providers.credentials import Secret
+from qsolve.targets.ibm.device import _basis_check
+from qsolve.targets.ibm.errors import IbmUnavailable, _scrub
+from qsolve.targets.ibm.settings import IbmSettings
+
+
+def connect(device: str, settings: IbmSettings, secret: Secret, where: str) -> tuple[Any, Any]:
+    """The client's service, with the key passed to it (never saved), and the device's backend."""
+    from qiskit.providers.exceptions import QiskitBackendNotFoundError
+    from qiskit_ibm_runtime import QiskitRuntimeService
+    from qiskit_ibm_runtime.accounts.exceptions import InvalidAccountError
+
+    name = f"ibm:{device}"
+    extra: dict[str, Any] = {}
+    if settings.url is not None:
+        extra = {"url": settings.url, "url_resolver": lambda u, i, p, c: f"{u}/api/v1"}
+    try:
+        service = QiskitRuntimeService(
+            channel=settings.channel, token=secret.reveal(), instance=settings.instance or "auto", **extra
+        )
+    except InvalidAccountError as e:
+        raise IbmUnavailable(
+            f"{name}: opening the device: IBM Quantum did not accept the API key from {where}: "
+            f"{_scrub(str(e), secret)}"
+        ) from None
+    except Exception as e:
+        raise IbmUnavailable(
+            f"{name}: opening the device: IBM Quantum at {settings.service} could not be used: "
+            f"{_scrub(f'{type(e).__name__}: {e}', secret)}",
+            reason="backend_unavailable",
+        ) from None
+    try:
+        backend = service.backend(device)
+    except QiskitBackendNotFoundError:
+        known = ""
+        with contextlib.suppress(Exception):
+            known = ", ".join(sorted(b.name for b in service.backends()))
+        raise IbmUnavailable(
+            f"{name}: opening the device: the instance has no device named {device}"
+            + (f" (it has: {known})" if known else "")
+        ) from None
+    except Exception as e:
+        raise IbmUnavailable(
+            f"{name}: opening the device: {_scrub(f'{type(e).__name__}: {e}', secret)}",
+            reason="backend_unavailable",
+        ) from None
+    _basis_check(name, backend)
+    return service, backend
