@@ -40,9 +40,16 @@ def home(tmp_path, monkeypatch):
     return home
 
 
-def publish(home: Path, tmp_path: Path, qpu: str = "[ibm, provider]", name: str = "hw-max-cut") -> None:
+def publish(
+    home: Path, tmp_path: Path, qpu: str = "[ibm, provider]", name: str = "hw-max-cut", crash: bool = False
+) -> None:
     folder = tmp_path / name
     shutil.copytree(REPO / "workflows" / "max-cut", folder)
+    if crash:  # the method dies once the device has given it counts
+        code = folder / "workflow.py"
+        marker = '    final = ctx.sample([circuit(x_best)], params["shots"])[0]\n'
+        assert marker in code.read_text()
+        code.write_text(code.read_text().replace(marker, marker + '    raise RuntimeError("crashed")\n'))
     manifest = folder / "manifest.yaml"
     text = manifest.read_text().replace("name: max-cut", f"name: {name}")
     manifest.write_text(text.replace("targets: {qpu: [ibm]}", f"targets: {{qpu: {qpu}}}"))
@@ -170,6 +177,31 @@ def test_jobs_past_what_was_authorised_stop_the_run_unrecorded(home, tmp_path, m
         outcome = run_quote(db, quote.id, home=home)
         assert outcome.reason == "run_too_large" and not outcome.recorded, outcome
         assert db.list_provider_jobs() == [] and db.get_hold(quote.run_id).closed
+
+
+def test_a_workflow_that_crashes_on_hardware_is_recorded_as_failed(home, tmp_path):
+    add_reference()
+    publish(home, tmp_path, crash=True)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+        db.confirm_quote(quote.id, "dev")
+        outcome = run_quote(db, quote.id, home=home)
+        assert outcome.status == "finished" and outcome.recorded, outcome  # the workflow's doing: recorded
+        assert outcome.receipts  # the device's jobs were sealed all the same
+        run = db.get_run(quote.run_id)
+        assert run.filed_at is not None and run.result["passed"] is False
+        (qaoa,) = [m for m in run.result["methods"] if m["name"] == "qaoa"]
+        assert "crashed" in json.dumps(qaoa)
+    import pyarrow.parquet as pq
+
+    rows = [
+        r
+        for f in (home / "trackrecord").rglob("*.parquet")
+        for r in pq.read_table(f).to_pylist()
+        if r["run_id"] == quote.run_id
+    ]
+    assert [(r["status"], r["passed"]) for r in rows] == [("failed", False)]
 
 
 def test_qsolve_quote_json_lists_each_quote(home, tmp_path, capsys):
