@@ -21,7 +21,12 @@ from __future__ import annotations
 
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md)
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
 from prefect.cache_policies import NO_CACHE
 from prefect.concurrency.sync import concurrency
 from prefect.input import RunInput
@@ -69,11 +74,20 @@ def hardware_run(quote_id: str, target: str) -> HardwareOutcome | None:
     """One confirmed quote's run, in a slot of its family's limit; None when another process has it."""
     logger = get_run_logger()
     with concurrency(limit_of(target), occupy=1, strict=True), connect() as db:
+        planned = db.get_quote(quote_id).estimate.get("circuits") or 0
+        bar = create_progress_artifact(
+            0.0, key=f"hardware-run-{quote_id[:12]}", description=f"Device jobs of quote {quote_id}"
+        )
+
+        def progress(jobs: int) -> None:
+            update_progress_artifact(bar, 100.0 * min(jobs / planned, 1.0) if planned else 100.0)
+
         try:
-            outcome = run_quote(db, quote_id)
+            outcome = run_quote(db, quote_id, progress=progress)
         except HardwareRefused as e:
             logger.info(f"quote {quote_id}: not run here: {e}")
             return None
+    update_progress_artifact(bar, 100.0)
     logger.info(outcome.line())
     if outcome.receipts:
         logger.info(f"receipts of run {outcome.run_id}: " + ", ".join(outcome.receipts))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -206,6 +206,7 @@ class _Spend:
     circuits: int = 0
     shots: int = 0
     stopped: list[str] = field(default_factory=list)
+    progress: Callable[[int], None] | None = None  # told the number of jobs the device has run
 
     def take(self, shots: int) -> None:
         """Allow one more job, or stop the run before it: past what was authorised."""
@@ -224,6 +225,8 @@ class _Spend:
         """Count a job the device ran."""
         self.circuits += 1
         self.shots += shots
+        if self.progress is not None:
+            self.progress(self.circuits)
 
     def stop(self, reason: FailureReason, why: str) -> None:
         """End the run for a platform reason (never recorded), whatever its workflow does next."""
@@ -334,9 +337,16 @@ class HardwareOutcome:
         return f"quote {self.quote}: {self.case} on {self.target}: {got}, {len(self.receipts)} receipts"
 
 
-def run_quote(db: StateDB, quote_id: str, *, home: Path | None = None) -> HardwareOutcome:
+def run_quote(
+    db: StateDB,
+    quote_id: str,
+    *,
+    home: Path | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> HardwareOutcome:
     """Run one confirmed quote as its run; an unconfirmed, lapsed or already taken one never runs. The
-    run is taken in the database for this process's lease: of two processes asked to run it, one does."""
+    run is taken in the database for this process's lease: of two processes asked to run it, one does.
+    ``progress`` is told how many device jobs have run, after each."""
     from qsolve.cases import Case
     from qsolve.targets import use
     from qsolve.workflow import load_workflow
@@ -356,7 +366,7 @@ def run_quote(db: StateDB, quote_id: str, *, home: Path | None = None) -> Hardwa
             )
         run = db.get_run(quote.run_id)
         version = db.get_version(quote.workflow, quote.version)
-        spend = _Spend(db, run.id, quote.target, quote.authorised)
+        spend = _Spend(db, run.id, quote.target, quote.authorised, progress=progress)
         with run_folder(version, None, home) as folder:
             cases = json.loads((folder / CASES).read_text())["cases"]
             cases[quote.case_index]["target"] = quote.target

@@ -228,6 +228,18 @@ def test_the_hardware_flow_runs_only_confirmed_quotes(home, tmp_path, prefect, m
         db.confirm_quote(quote.id, "dev")
     (outcome,) = hardware_flow(batch=batch.id)
     assert outcome.status == "finished" and outcome.recorded and outcome.receipts
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        (bar,) = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[f"hardware-run-{quote.id[:12]}"]))
+        )
+        runs = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["hardware-runs"]))
+        )
+    assert bar.type == "progress" and bar.data == 100.0  # every device job of the run done
+    assert any(all(r[:16] in a.data for r in outcome.receipts) for a in runs)  # its receipts listed
 
 
 def paused_run(since, timeout_s: float = 90.0):
