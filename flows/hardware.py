@@ -98,14 +98,16 @@ def hardware_run(quote_id: str, target: str) -> HardwareOutcome | None:
 def price(workflow: str, account: str, target: str | None) -> list[Quote]:
     with connect() as db:
         batch, made = request_quotes(db, workflow, account, target=target)
-    get_run_logger().info(f"batch {batch.id} of {workflow}: {len(made)} quotes; nothing runs until confirmed")
+    n = f"{len(made)} quote" + ("" if len(made) == 1 else "s")
+    get_run_logger().info(f"batch {batch.id} of {workflow}: {n}; nothing runs until each is confirmed")
     return made
 
 
 def _shown(quote: Quote, limit) -> str:
     """The quote as the confirmation form shows it (markdown)."""
-    from qsolve.hardware.commands import describe
+    from qsolve.hardware.commands import describe, over_limit
 
+    warning = over_limit(quote, limit)
     unknown = (
         f"\n\n**The cost on {quote.target} is unknown.** Tick *seen unknown cost* as well to confirm it."
         if quote.unknown_cost
@@ -116,6 +118,7 @@ def _shown(quote: Quote, limit) -> str:
         f"Confirming authorises at most **{min(quote.price, limit)} credits**, for this run only, paid by "
         f"`{quote.account}`. Tick *confirm* and submit to run it; submit unticked to refuse it. Valid until "
         f"{quote.valid_until:%Y-%m-%d %H:%M:%S} UTC.{unknown}"
+        + (f"\n\n**Warning:** {warning}." if warning else "")
     )
 
 
@@ -141,38 +144,57 @@ def _publish(made: list[Quote], key: str = "hardware-quotes") -> None:
 
 
 @flow(name="quote", log_prints=True)
-def quote_flow(
-    workflow: str, account: str, target: str | None = None, wait_s: int | None = None
-) -> list[HardwareOutcome]:
+def quote_flow(workflow: str, account: str, target: str | None = None, wait_s: int | None = None):
     """Price ``workflow``'s hardware cases for ``account``, then wait for each quote's confirmation as
     this run's input and run the confirmed ones. ``wait_s``: wait at most this long per quote (its
-    validity by default)."""
+    validity by default). A refused request (in progress, target_not_supported, a device unavailable)
+    ends the run Failed with the reason, as does a hardware run that a platform reason stopped."""
     from datetime import UTC, datetime
 
     from prefect.exceptions import FlowPauseTimeout
     from prefect.flow_runs import pause_flow_run
+    from prefect.states import Failed
+
+    from storage.state import BatchInProgress
 
     logger = get_run_logger()
     ensure_limits(logger.warning)
-    made = price(workflow, account, target)
+    try:
+        made = price(workflow, account, target)
+    except (BatchInProgress, HardwareRefused) as e:
+        logger.error(f"refused: {e}")
+        return Failed(message=f"refused: {e}")
     _publish(made)
     outcomes: list[HardwareOutcome] = []
     for quote in made:
-        with connect() as db:
-            limit = db.limits("hardware").credits
-            quote = db.get_quote(quote.id)
-        if quote.status is QuoteStatus.PENDING:
-            left = int((quote.valid_until - datetime.now(UTC)).total_seconds()) if quote.valid_until else 3600
+        note = ""
+        for attempt in range(3):  # asked again if an unknown cost was confirmed without being ticked as seen
+            with connect() as db:
+                limit = db.limits("hardware").credits
+                quote = db.get_quote(quote.id)
+            if quote.status is not QuoteStatus.PENDING:
+                break
+            left = (quote.valid_until - datetime.now(UTC)).total_seconds() if quote.valid_until else 3600
+            if left <= 0:
+                break
             try:
                 said = pause_flow_run(
-                    wait_for_input=QuoteConfirmation.with_initial_data(description=_shown(quote, limit)),
-                    timeout=max(1, min(left, wait_s or left)),
+                    wait_for_input=QuoteConfirmation.with_initial_data(
+                        description=note + _shown(quote, limit)
+                    ),
+                    timeout=max(1, int(min(left, wait_s or left))),
                     poll_interval=2,
-                    key=f"quote-{quote.id}",
+                    key=f"quote-{quote.id}-{attempt}",
                 )
             except FlowPauseTimeout:
                 said = None
             quote = _answered(quote, said, logger)
+            if said is None or quote.status is not QuoteStatus.PENDING:
+                break
+            note = (
+                "**Not confirmed: the cost is unknown and *seen unknown cost* was not ticked.** "
+                "Tick both to confirm, or neither to refuse.\n\n"
+            )
         if quote.status is QuoteStatus.CONFIRMED:
             outcome = hardware_run(quote.id, quote.target)
             if outcome is not None:
@@ -180,11 +202,27 @@ def quote_flow(
     with connect() as db:
         _publish([db.get_quote(q.id) for q in made])
     _summary(outcomes)
-    return outcomes
+    return _ended(outcomes)
+
+
+def _ended(outcomes: list[HardwareOutcome]):
+    """The outcomes, or a Failed state naming each run a platform reason stopped (never recorded)."""
+    from prefect.states import Failed
+
+    from storage.state import PLATFORM_REASONS
+
+    stopped = [o for o in outcomes if o.reason in {r.value for r in PLATFORM_REASONS}]
+    if not stopped:
+        return outcomes
+    return Failed(
+        message="; ".join(f"{o.case} on {o.target}: {o.reason}: {o.detail}" for o in stopped),
+        data=outcomes,
+    )
 
 
 def _answered(quote: Quote, said: QuoteConfirmation | None, logger) -> Quote:
-    """The quote after its form was answered (or left): confirmed, refused, or lapsed."""
+    """The quote after its form was answered (or left): confirmed, refused, lapsed, or still pending (an
+    unknown cost confirmed without being ticked as seen)."""
     with connect() as db:
         try:
             if said is None:
@@ -194,14 +232,14 @@ def _answered(quote: Quote, said: QuoteConfirmation | None, logger) -> Quote:
             else:
                 db.refuse_quote(quote.id, quote.account)
         except QuoteRefused as e:  # confirmed or ended meanwhile elsewhere, lapsed, or an unseen unknown cost
-            logger.warning(f"quote {quote.id}: {e}")
+            logger.warning(str(e))
         quote = db.get_quote(quote.id)
     logger.info(f"quote {quote.id}: {quote.status.value}")
     return quote
 
 
 @flow(name="hardware", log_prints=True)
-def hardware_flow(batch: str | None = None, quote: str | None = None) -> list[HardwareOutcome]:
+def hardware_flow(batch: str | None = None, quote: str | None = None):
     """Run the confirmed quotes of ``batch`` (or the one ``quote``), one at a time."""
     ensure_limits(get_run_logger().warning)
     with connect() as db:
@@ -209,14 +247,20 @@ def hardware_flow(batch: str | None = None, quote: str | None = None) -> list[Ha
         chosen = [db.get_quote(quote)] if quote else db.quotes_to_run(batch)
     outcomes = [o for q in chosen if (o := hardware_run(q.id, q.target)) is not None]
     _summary(outcomes)
-    return outcomes
+    return _ended(outcomes)
 
 
 def _summary(outcomes: list[HardwareOutcome]) -> None:
     rows = "\n".join(
         f"| `{o.quote}` | {o.case} | {o.target} | `{o.run_id}` | {o.status} | {o.reason or ''} | "
-        f"{'yes' if o.recorded else 'no'} | {o.credits} | {', '.join(f'`{r[:16]}`' for r in o.receipts)} |"
+        f"{'yes' if o.recorded else 'no'} | {o.credits} | {len(o.receipts)} |"
         for o in outcomes
+    )
+    listed = "".join(
+        f"\n\n**Receipts of run `{o.run_id}`** ({o.case} on {o.target}):\n\n"
+        + "\n".join(f"- `{r}`" for r in o.receipts)
+        for o in outcomes
+        if o.receipts
     )
     create_markdown_artifact(
         key="hardware-runs",
@@ -225,6 +269,7 @@ def _summary(outcomes: list[HardwareOutcome]) -> None:
             "|---|---|---|---|---|---|---|---|---|\n"
             + rows
             + "\n\nEach receipt: `qsolve receipts RUN_ID --out DIR`, then `qsolve verify DIR/DIGEST.json`."
+            + listed
         ),
         description="Hardware quotes run by this flow run, with their receipts",
     )

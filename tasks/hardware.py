@@ -47,7 +47,7 @@ CASES = Path("benchmarks") / "cases.yaml"
 
 class HardwareRefused(QsolveError):
     """A quote request or a run the platform refuses: ``reason`` says why (``target_not_supported``,
-    ``backend_unavailable``, ``no_hardware_cases``, ``not_confirmed``)."""
+    ``backend_unavailable``, ``no_hardware_cases``, ``not_confirmed``, ``taken``: another process runs it)."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(f"{reason}: {message}")
@@ -362,7 +362,7 @@ def run_quote(
         if not db.claim_quote_run(quote.id, lease.owner, lease.seconds):
             run = db.get_run(quote.run_id)
             raise HardwareRefused(
-                "not_confirmed", f"run {run.id} of quote {quote_id} is {run.status.value} and taken already"
+                "taken", f"run {run.id} of quote {quote_id} is {run.status.value} and taken already"
             )
         run = db.get_run(quote.run_id)
         version = db.get_version(quote.workflow, quote.version)

@@ -1,4 +1,5 @@
-"""``qsolve quote NAME [--target T] [--account A] [--json]`` and ``qsolve confirm QUOTE_ID [--yes]``
+"""``qsolve quote NAME [--target T] [--account A] [--json]``, ``qsolve confirm QUOTE_ID [--yes]`` and
+``qsolve refuse QUOTE_ID``
 (issue 13, items 1-2; docs/hardware.md).
 
 A quote prices every hardware case of the latest published version; nothing runs. A confirmation covers
@@ -35,6 +36,10 @@ def add_commands(subparsers: Any) -> None:
     c.add_argument("--yes", action="store_true", help="confirm without asking (an unknown cost included)")
     c.add_argument("--account", metavar="A", help=f"the paying account (${ACCOUNT_VARIABLE}, else you)")
     c.set_defaults(func=cmd_confirm)
+    r = subparsers.add_parser("refuse", help="refuse one quote: its run never runs")
+    r.add_argument("quote", metavar="QUOTE_ID")
+    r.add_argument("--account", metavar="A", help=f"the paying account (${ACCOUNT_VARIABLE}, else you)")
+    r.set_defaults(func=cmd_refuse)
 
 
 def cmd_quote(args: argparse.Namespace) -> int:
@@ -47,14 +52,32 @@ def cmd_quote(args: argparse.Namespace) -> int:
         except (HardwareRefused, BatchInProgress, NotFound) as e:
             print(f"qsolve quote: {e}", file=sys.stderr)
             return 1
+        limit = db.limits("hardware").credits
     if args.json:
         print(json.dumps({"batch": batch.id, "quotes": [q.summary() for q in made]}, indent=2))
         return 0
-    print(f"batch {batch.id} of {args.name}: {len(made)} quotes; nothing runs until each is confirmed")
+    print(f"batch {batch.id} of {args.name}: {_quotes(len(made))}; nothing runs until each is confirmed")
     for quote in made:
         print(describe(quote))
-        print(f"  confirm with: qsolve confirm {quote.id}")
+        if warning := over_limit(quote, limit):
+            print(f"  warning: {warning}")
+        print(f"  confirm with: qsolve confirm {quote.id}   refuse with: qsolve refuse {quote.id}")
     return 0
+
+
+def _quotes(n: int) -> str:
+    return f"{n} quote" + ("" if n == 1 else "s")
+
+
+def over_limit(quote, limit) -> str:
+    """What a person must be told of a quote priced above the per-run limit, else ''."""
+    if quote.price <= limit:
+        return ""
+    return (
+        f"its price {quote.price} is above the per-run limit of {limit} credits: confirmed, the run stops "
+        f"(run_too_large, not recorded) before the job that would pass {limit}, unless the operator raises "
+        "per_run_limit (QSOLVE_HOME/credits.toml, or QSOLVE_CREDITS_PER_RUN_LIMIT)"
+    )
 
 
 def describe(quote) -> str:
@@ -93,6 +116,8 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         print(
             f"this authorises at most {min(quote.price, limit)} credits, for this run only", file=sys.stderr
         )
+        if warning := over_limit(quote, limit):
+            print(f"warning: {warning}", file=sys.stderr)
         if quote.unknown_cost:
             print(f"the cost is unknown on {quote.target}: confirm only if you accept that", file=sys.stderr)
         yes = args.yes
@@ -108,4 +133,22 @@ def cmd_confirm(args: argparse.Namespace) -> int:
             print(f"qsolve confirm: {e}", file=sys.stderr)
             return 1
     print(f"confirmed {confirmed.id}: {confirmed.authorised} credits authorised for run {confirmed.run_id}")
+    print(
+        f"run it: prefect deployment run 'hardware/hardware' --param quote={confirmed.id} (a quote flow run "
+        "waiting for this quote runs it too, once resumed)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_refuse(args: argparse.Namespace) -> int:
+    from storage.state import NotFound, QuoteRefused, connect
+
+    with connect() as db:
+        try:
+            refused = db.refuse_quote(args.quote, _account(args.account))
+        except (NotFound, QuoteRefused) as e:
+            print(f"qsolve refuse: {e}", file=sys.stderr)
+            return 1
+    print(f"refused {refused.id}: its run {refused.run_id} never runs")
     return 0

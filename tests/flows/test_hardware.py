@@ -338,3 +338,68 @@ def test_the_quote_flow_waits_for_each_confirmation_as_a_run_input(home, tmp_pat
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["hardware-quotes"]))
         )
     assert any(quotes[1].id in json.dumps(a.data) for a in table)
+
+
+def test_a_quote_flow_refused_in_progress_ends_failed_naming_why(home, tmp_path, prefect):
+    from flows.hardware import quote_flow
+
+    add_reference()
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        batch, _ = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+    state = quote_flow("hw-max-cut", "dev", target="provider:ref", return_state=True)
+    assert state.is_failed() and "in progress" in state.message and batch.id in state.message
+
+
+def test_an_unknown_cost_confirmed_unseen_in_the_form_is_asked_again(home, tmp_path, prefect):
+    import threading
+    from datetime import UTC, datetime
+
+    from prefect.flow_runs import resume_flow_run
+    from prefect.input.run_input import keyset_from_paused_state, read_flow_run_input
+
+    from flows.hardware import quote_flow
+
+    add_reference("--unpriced")
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+    since = datetime.now(UTC)
+    result: dict = {}
+    thread = threading.Thread(
+        target=lambda: result.update(outcomes=quote_flow("hw-max-cut", "dev", target="provider:ref")),
+        daemon=True,
+    )
+    thread.start()
+    first = paused_run(since)
+    assert "unknown" in read_flow_run_input(keyset_from_paused_state(first.state)["description"], first.id)
+    resume_flow_run(first.id, run_input={"confirm": True})  # the unknown cost not ticked as seen
+    again = paused_run(since)
+    while again.state.state_details.pause_key == first.state.state_details.pause_key:
+        again = paused_run(since)
+    shown = read_flow_run_input(keyset_from_paused_state(again.state)["description"], again.id)
+    assert shown.startswith("**Not confirmed: the cost is unknown")
+    with connect(home=home) as db:
+        (quote,) = db.list_quotes(workflow="hw-max-cut")
+        assert quote.status is QuoteStatus.PENDING and db.list_provider_jobs() == []
+    resume_flow_run(again.id, run_input={"confirm": True, "seen_unknown_cost": True})
+    thread.join(120)
+    (outcome,) = result["outcomes"]
+    assert outcome.status == "finished" and outcome.recorded
+
+
+def test_qsolve_refuse_and_the_over_limit_warning(home, tmp_path, capsys, monkeypatch):
+    add_reference()
+    publish(home, tmp_path)
+    monkeypatch.setenv("QSOLVE_CREDITS_PER_RUN_LIMIT", "0.5")
+    capsys.readouterr()
+    assert main(["quote", "hw-max-cut", "--target", "provider:ref", "--account", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "above the per-run limit of 0.5 credits" in out and "QSOLVE_CREDITS_PER_RUN_LIMIT" in out
+    with connect(home=home) as db:
+        (quote,) = db.list_quotes(workflow="hw-max-cut")
+    assert main(["refuse", quote.id, "--account", "dev"]) == 0
+    assert main(["refuse", quote.id, "--account", "dev"]) == 1  # refused already
+    with connect(home=home) as db:
+        assert db.get_quote(quote.id).status is QuoteStatus.REFUSED
+        assert db.get_run(quote.run_id).status is RunStatus.FAILED
