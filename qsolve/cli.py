@@ -291,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     from qsolve.hardware.commands import add_commands as add_hardware_commands
     from qsolve.providers.commands import add_commands as add_provider_commands
     from qsolve.receipts.commands import add_commands as add_receipt_commands
+    from qsolve.web.commands import add_commands as add_web_commands
     from storage.trackrecord.commands import add_commands as add_trackrecord_commands
 
     add_trackrecord_commands(sub)
@@ -300,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_knowledge_commands(sub)
     add_calibration_commands(sub)
     add_evaluation_commands(sub)
+    add_web_commands(sub)
 
     p = sub.add_parser("check", help="the submission checks of every case, as the platform runs them")
     p.add_argument("dir", metavar="DIR")
@@ -336,7 +338,9 @@ ENDS_AT_ONCE = {"test", "lint", "check"}
 
 #: commands that start helpers of their own (Prefect's temporary server, a provider's process, sandbox
 #: folders): run as a command, each gets a janitor, so that even SIGKILL leaves nothing behind
-GUARDED = {"submit", "history", "maintenance", "run", "evaluate", "evaluations", "calibrate"}
+GUARDED = {
+    "submit", "history", "maintenance", "run", "evaluate", "evaluations", "calibrate", "quote", "serve",
+}  # fmt: skip
 
 
 def run() -> None:

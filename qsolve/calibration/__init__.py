@@ -21,6 +21,7 @@ vlm           a vision-language model through the openai package: six requests a
 classical_judge  the baseline: answers what the data and fit show, declines the rest
 evaluate      one evaluation and its record (input, output, evaluator)
 runs          evaluation runs: selection, heartbeat, cancel, retry;  compare: two runs, and scores
+verdicts      a reviewer's verdict choices and areas
 knowledge_commands  ``qsolve knowledge reference|preview|draft|archive``
 evaluation_commands  ``qsolve evaluate`` and ``qsolve evaluations ...``
 

@@ -20,6 +20,8 @@ import json
 import sys
 from typing import Any
 
+from qsolve.calibration.verdicts import AREAS, VERDICTS
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -69,8 +71,8 @@ def add_commands(subparsers: Any) -> None:
     x = sub.add_parser("verdict", help="add a reviewer's verdict to a record (its history is kept)")
     x.add_argument("record", metavar="RECORD")
     x.add_argument("--reviewer", required=True)
-    x.add_argument("--verdict", required=True, choices=["agree", "disagree", "unsure"])
-    x.add_argument("--area", choices=["status", "outcome", "fit", "parameters", "range", "description"])
+    x.add_argument("--verdict", required=True, choices=VERDICTS)
+    x.add_argument("--area", choices=AREAS)
     x.add_argument("--comment")
     x.set_defaults(func=cmd_verdict)
 

@@ -80,6 +80,16 @@ def over_limit(quote, limit) -> str:
     )
 
 
+def device_cost(quote) -> str:
+    """What the device says of its cost: free, its rate, or that it is unknown (and why)."""
+    device = quote.estimate.get("device", {})
+    return {
+        "free": "the device is free",
+        "priced": f"the device bills {device.get('rate')}",
+        "unknown": "the cost is unknown" + (f" ({device['note']})" if device.get("note") else ""),
+    }.get(device.get("cost"), "")
+
+
 def describe(quote) -> str:
     """What a person is shown of a quote before confirming it."""
     e = quote.estimate
@@ -88,12 +98,7 @@ def describe(quote) -> str:
         if e.get("circuits") is not None
         else e.get("note", "")
     )
-    device = e.get("device", {})
-    cost = {
-        "free": "the device is free",
-        "priced": f"the device bills {device.get('rate')}",
-        "unknown": "the cost is unknown" + (f" ({device['note']})" if device.get("note") else ""),
-    }.get(device.get("cost"), "")
+    cost = device_cost(quote)
     valid = f", valid until {quote.valid_until:%Y-%m-%d %H:%M:%S} UTC" if quote.valid_until else ""
     return (
         f"{quote.id}  {quote.case_name} on {quote.target}: {said}; {quote.price} credits; {cost} "

@@ -16,9 +16,11 @@ _provider_jobs  provider jobs recorded before they are sent, followed from any p
 _quotes     hardware quote batches: one open per workflow, each quote confirmed on its own
 _calibration    calibration task results (issue 14), figures as blobs
 _evaluations    evaluation runs, their records, reviewers' verdicts, figure assets
+_accounts   people of the web pages: logins, roles (developer, editor, reviewer), sessions
 _errors     the error tree
 """
 
+from storage.state._accounts import AccountExists, LoginAccount, OpenedSession
 from storage.state._config import DEFAULT_PRICES, CreditSettings, Price, qsolve_home
 from storage.state._db import StateDB, connect
 from storage.state._errors import (
@@ -62,6 +64,7 @@ __all__ = [
     "PLATFORM_REASONS",
     "SYSTEM_ACCOUNT",
     "WORKFLOW_REASONS",
+    "AccountExists",
     "BatchInProgress",
     "CaseTaken",
     "Claim",
@@ -73,8 +76,10 @@ __all__ = [
     "Hold",
     "InsufficientCredits",
     "Lease",
+    "LoginAccount",
     "NoHold",
     "NotFound",
+    "OpenedSession",
     "Price",
     "ProviderJob",
     "ProviderJobStatus",

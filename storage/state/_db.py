@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from storage.state._accounts import Accounts
 from storage.state._calibration import CalibrationResults
 from storage.state._config import DATABASE_URL_VARIABLE, CreditSettings, qsolve_home
 from storage.state._engine import make_engine
@@ -87,7 +88,7 @@ def _json_document(value: Any, what: str) -> Any:
         raise ValueError(f"{what} is not JSON: {e}") from e
 
 
-class StateDB(Ledger, HistoryStages, ProviderJobs, Quotes, CalibrationResults, Evaluations):
+class StateDB(Ledger, HistoryStages, ProviderJobs, Quotes, CalibrationResults, Evaluations, Accounts):
     """Versions, runs, history stages and leases, credit accounts and the ledger, hardware quote
     batches (``_quotes``), provider jobs, calibration task results. A context manager."""
 

@@ -337,3 +337,38 @@ evaluation_assets = sa.Table(
     sa.Column("media_type", sa.String(32), nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
 )
+
+# People of the web pages (issue 16): a login on a user's credit account, its roles, its sessions. Tokens
+# and session ids are kept only as their SHA-256; the form token is the one a session's pages carry.
+ROLES = ("developer", "editor", "reviewer")
+
+account_roles = sa.Table(
+    "account_roles",
+    metadata,
+    sa.Column("account", sa.String(200), sa.ForeignKey("accounts.name"), primary_key=True),
+    sa.Column("role", sa.String(16), primary_key=True),
+    sa.Column("workflow", sa.String(200), primary_key=True),  # a developer's workflow; '' for the others
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.CheckConstraint(_one_of("role", ROLES), name="role"),
+)
+
+account_logins = sa.Table(
+    "account_logins",
+    metadata,
+    sa.Column("account", sa.String(200), sa.ForeignKey("accounts.name"), primary_key=True),
+    sa.Column("token_sha256", sa.String(64), nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("token_sha256"),
+)
+
+account_sessions = sa.Table(
+    "account_sessions",
+    metadata,
+    sa.Column("id_sha256", sa.String(64), primary_key=True),
+    sa.Column("account", sa.String(200), sa.ForeignKey("accounts.name"), nullable=False),
+    sa.Column("form_token", sa.String(64), nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+    sa.Index(None, "account"),
+    sa.Index(None, "expires_at"),
+)

@@ -1,0 +1,13 @@
+"""The web pages (issue 16): one FastAPI app over the same core functions the command line uses.
+
+app          create_app(home): the routers, the error page, the security headers, /static
+pages        render, error_page, db: what every router uses
+people       accounts, roles and sessions: current_account, require(role), check_form; /login
+workflows    the workflow list and each workflow's page, per version, with its case charts
+charts       the small server-rendered SVG charts of a case's accuracy and fidelity over runs
+quotes       "Get a quote" and each quote's confirmation, for the workflow's developer
+receipts     a run's receipts, and the page that verifies a dropped job file
+evaluations  evaluation runs: list, detail, verdicts, compare, scores
+knowledge    the knowledge page's prompt preview and draft upload
+commands     qsolve serve, qsolve accounts add|list|token
+"""

@@ -1,0 +1,158 @@
+"""``qsolve serve`` and ``qsolve accounts`` (issue 16; docs/web.md).
+
+    qsolve serve [--host 127.0.0.1] [--port 8000]
+    qsolve accounts add NAME --role R [--role R...] [--workflow W...]
+    qsolve accounts list
+    qsolve accounts token NAME
+
+``serve`` runs the web pages on loopback unless told otherwise. ``accounts add`` gives an account a login
+and prints its access token once (it is kept only as a hash); ``accounts token`` issues a new one (the old
+one stops working and its sessions end). Exit codes: 0 done, 1 refused, 2 misuse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from typing import Any
+
+ROLES = ("developer", "editor", "reviewer")
+
+
+def add_commands(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="the web pages: workflow pages, quotes, receipts, evaluation runs (docs/web.md)",
+        description="Serve the web pages over QSOLVE_HOME, on loopback unless --host says otherwise.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="the port (default 8000; 0 picks a free one)")
+    p.set_defaults(func=cmd_serve)
+
+    a = subparsers.add_parser("accounts", help="who may log in to the web pages, and in which roles")
+    sub = a.add_subparsers(dest="accounts_command", required=True, metavar="COMMAND")
+    add = sub.add_parser("add", help="give an account a login; its access token is printed once")
+    add.add_argument("name", metavar="NAME")
+    add.add_argument("--role", action="append", required=True, choices=ROLES, help="repeat for several")
+    add.add_argument(
+        "--workflow", action="append", default=[], metavar="W", help="a workflow a developer develops"
+    )
+    add.add_argument("--json", action="store_true", help='print {"name", "roles", "workflows", "token"}')
+    add.set_defaults(func=cmd_accounts_add)
+    ls = sub.add_parser("list", help="the accounts that can log in, with their roles")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_accounts_list)
+    tok = sub.add_parser("token", help="issue a new access token (the old one stops working)")
+    tok.add_argument("name", metavar="NAME")
+    tok.set_defaults(func=cmd_accounts_token)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import socket
+
+    import uvicorn
+
+    from qsolve.home import qsolve_home
+    from qsolve.web.app import create_app
+
+    if not 0 <= args.port <= 65535:
+        print(f"qsolve serve: --port {args.port}: not a port (0 to 65535)", file=sys.stderr)
+        return 2
+    try:
+        loopback = ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        loopback = args.host == "localhost"
+    if not loopback:
+        print(
+            f"qsolve serve: warning: listening on {args.host}, not loopback: anyone who reaches it sees the "
+            "pages; put it behind HTTPS so that logins and their cookies are not sent in the clear",
+            file=sys.stderr,
+        )
+    try:
+        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((args.host, args.port))
+    except OSError as e:
+        print(f"qsolve serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    home = qsolve_home().resolve()
+    app = create_app(home)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"qsolve serve: the pages of {home} at http://{shown}:{port}/", file=sys.stderr, flush=True)
+    # the access log names methods and paths only: no URL of these pages carries a token or a session
+    server = uvicorn.Server(uvicorn.Config(app, log_level="info", proxy_headers=False, server_header=False))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0
+
+
+def cmd_accounts_add(args: argparse.Namespace) -> int:
+    import json
+
+    from storage.state import AccountExists, connect
+
+    with connect() as db:
+        try:
+            token = db.add_login(args.name, args.role, args.workflow)
+        except ValueError as e:
+            print(f"qsolve accounts add: {e}", file=sys.stderr)
+            return 2
+        except AccountExists as e:
+            print(f"qsolve accounts add: {e}", file=sys.stderr)
+            return 1
+        login = db.get_login(args.name)
+    if args.json:
+        print(json.dumps(_listed(login) | {"token": token}))
+        return 0
+    print(f"account {login.name}: {_roles(login)}")
+    print(f"access token (shown once; it is kept only as a hash): {token}")
+    return 0
+
+
+def cmd_accounts_list(args: argparse.Namespace) -> int:
+    import json
+
+    from storage.state import connect
+
+    with connect() as db:
+        logins = db.list_logins()
+    if args.json:
+        print(json.dumps([_listed(login) for login in logins]))
+        return 0
+    if not logins:
+        print("no account can log in yet: qsolve accounts add NAME --role ROLE")
+    for login in logins:
+        print(f"{login.name}: {_roles(login)}")
+    return 0
+
+
+def cmd_accounts_token(args: argparse.Namespace) -> int:
+    from storage.state import NotFound, connect
+
+    with connect() as db:
+        try:
+            token = db.reissue_token(args.name)
+        except NotFound as e:
+            print(f"qsolve accounts token: {e}", file=sys.stderr)
+            return 1
+    print(f"new access token of {args.name} (shown once; the old one no longer works): {token}")
+    return 0
+
+
+def _listed(login: Any) -> dict[str, Any]:
+    return {"name": login.name, "roles": sorted(login.roles), "workflows": sorted(login.workflows)}
+
+
+def _roles(login: Any) -> str:
+    said = []
+    for role in sorted(login.roles):
+        if role == "developer":
+            said.append(f"developer of {', '.join(sorted(login.workflows))}")
+        else:
+            said.append(role)
+    return "; ".join(said) or "no role"

@@ -1,0 +1,169 @@
+"""Receipts anyone can check (quantum-provider-protocol §8.4, §8.8; issue 16, item 4).
+
+    GET  /runs/{run_id}/receipts                  a run's receipts, each verified now, each downloadable
+    GET  /runs/{run_id}/receipts/{digest}.json    one of them, byte for byte as ``qsolve receipts`` writes it
+    GET  /verify                                  drop a job file (and a trust list, a time if you like)
+    POST /verify                                  ``qsolve verify``'s verdict, every reason named
+
+Verifying reads and changes nothing, so it needs no login. It is the verifier ``qsolve verify`` runs
+(:func:`qsolve.receipts.verifier.verify`; this surface reads 8 MiB of a job, the command's count of
+values), held to the same trust list and time,
+read by the same rules (``--at`` and ``--skew-ms`` as whole milliseconds, a trust list refused whole);
+the page also shows the verdict as the command prints it. A job that does not read is a verdict with its
+reason (``unreadable``, ``not_a_job``, ``too_large``), shown with 422; a trust list or a time that does
+not read is refused before anything is judged (422), as the command exits 2.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
+from fastapi.responses import HTMLResponse, Response
+
+from qsolve.web.pages import db, home, render
+
+router = APIRouter()
+
+#: what this surface reads of a job (§8.4 lets each surface say): 8 MiB, and the command's count of values;
+#: a longer job is ``too_large``. (``qsolve verify`` reads up to ``VERIFY_LIMITS.bytes`` from a file.)
+PAGE_READS_BYTES = 8 * 1024 * 1024
+
+
+def page_limits():
+    from qsolve.receipts.verdict import ReadAtMost
+    from qsolve.receipts.verifier import VERIFY_LIMITS
+
+    return ReadAtMost(bytes=min(PAGE_READS_BYTES, VERIFY_LIMITS.bytes), values=VERIFY_LIMITS.values)
+
+
+def _checked(data: bytes) -> dict[str, Any]:
+    import json
+
+    from qsolve.receipts import verify
+
+    verdict = verify(data)
+    try:
+        accuracy = json.loads(data).get("result", {}).get("accuracy", {})
+    except (ValueError, AttributeError):
+        accuracy = {}
+    return {"valid": verdict.valid, "reasons": verdict.reasons, "class": accuracy.get("class")}
+
+
+@router.get("/runs/{run_id}/receipts", response_class=HTMLResponse)
+def run_receipts(request: Request, run_id: str) -> HTMLResponse:
+    from storage.blobs import BlobStore
+
+    with db(request) as state:
+        run = state.get_run(run_id)  # NotFound: 404 naming it
+        digests = state.run_receipts(run_id)
+    blobs = BlobStore(home(request))
+    listed = []
+    for digest in digests:
+        try:
+            data = blobs.get(digest)
+        except (OSError, ValueError, KeyError):
+            listed.append({"digest": digest, "missing": True})
+            continue
+        listed.append({"digest": digest, "missing": False, "bytes": len(data)} | _checked(data))
+    return render(request, "receipts.html", run=run, receipts=listed)
+
+
+@router.get("/runs/{run_id}/receipts/{digest}.json")
+def receipt_file(request: Request, run_id: str, digest: str) -> Response:
+    from storage.blobs import BlobStore
+
+    with db(request) as state:
+        state.get_run(run_id)  # NotFound: 404 naming it
+        digests = state.run_receipts(run_id)
+    if digest not in digests:
+        raise HTTPException(404, f"run {run_id} has no receipt {digest[:80]}")
+    data = BlobStore(home(request)).get(digest)
+    return Response(
+        data,
+        media_type="application/json",
+        headers={"content-disposition": f'attachment; filename="{digest}.json"'},
+    )
+
+
+@router.get("/verify", response_class=HTMLResponse)
+def verify_page(request: Request) -> HTMLResponse:
+    return render(request, "verify.html", verdict=None)
+
+
+async def _read(upload: UploadFile, limit: int) -> bytes:
+    """At most one byte past ``limit``: enough for the verifier to find the file too large."""
+    data = await upload.read(limit + 1)
+    await upload.close()
+    return data
+
+
+@router.post("/verify", response_class=HTMLResponse)
+async def verify_job(
+    request: Request,
+    job: Annotated[UploadFile | None, File()] = None,
+    trust: Annotated[UploadFile | None, File()] = None,
+    at: Annotated[str, Form(max_length=40)] = "",
+    skew_ms: Annotated[str, Form(max_length=40)] = "",
+) -> HTMLResponse:
+    from qsolve.receipts.commands import _milliseconds, _Misuse, _plain
+    from qsolve.receipts.reasons import ALONE, BY_CODE
+    from qsolve.receipts.trust import HeldTo, TrustList, TrustListRefused
+    from qsolve.receipts.verifier import verify
+
+    limits = page_limits()
+    given = {"at": at, "skew_ms": skew_ms}
+
+    def refused(message: str, status: int = 422) -> HTMLResponse:
+        return render(request, "verify.html", status_code=status, verdict=None, problem=message, given=given)
+
+    if job is None or not job.filename:
+        return refused("drop a job file (the {request, result} JSON of one device job) to verify it")
+    name = _shown_name(job.filename)
+    held_trust = None
+    if trust is not None and trust.filename:
+        try:
+            held_trust = TrustList.read(await _read(trust, limits.bytes))
+        except TrustListRefused as e:
+            return refused(f"{_shown_name(trust.filename)}: refused whole: {e}; nothing was judged")
+    try:
+        at_ms = None
+        if at.strip():
+            text = at.strip()
+            at_ms = time.time_ns() // 1_000_000 if text == "now" else _milliseconds(text, "time")
+        skew = 0
+        if skew_ms.strip():
+            if at_ms is None:
+                raise _Misuse("the allowance is the allowance of a time: give a time with it")
+            skew = _milliseconds(skew_ms.strip(), "allowance")
+    except _Misuse as e:
+        return refused(f"{e}; nothing was judged")
+    data = await _read(job, limits.bytes)
+    verdict = verify(data, limits=limits, held=HeldTo(trust=held_trust, at_ms=at_ms, skew_ms=skew))
+    reasons = [
+        {
+            "code": code,
+            "section": BY_CODE[code].section if code in BY_CODE else "",
+            "when": BY_CODE[code].when if code in BY_CODE else "",
+        }
+        for code in verdict.reasons
+    ]
+    unread = any(code in ALONE and code != "no_receipt" for code in verdict.reasons)
+    return render(
+        request,
+        "verify.html",
+        status_code=422 if unread else 200,
+        verdict=verdict,
+        reasons=reasons,
+        plain=_plain(name, verdict),
+        name=name,
+        given=given,
+        trusted=held_trust is not None,
+    )
+
+
+def _shown_name(filename: str) -> str:
+    """A dropped file's name as the page shows it: its last part, at most 120 characters."""
+    base = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    return base[:120] or "the file"

@@ -1,0 +1,190 @@
+"""The workflow list and each workflow's page (benchmarks-and-gates.md, "What the workflow page shows").
+
+    GET /, /workflows                     every workflow with its card: current version, passed and total
+                                          cases on sim- targets, headline accuracy
+    GET /workflows/{name}                 the page of the current version
+    GET /workflows/{name}/versions/{v}    the page of that version
+
+The page is :func:`storage.trackrecord.workflow_page.page`, the model ``qsolve page`` prints, built as
+``qsolve page`` builds it: the latest published version from the state database is current, the bounds
+a failing row broke come from its published case's ``expect`` (``commands._bounds``), and each hardware
+row's receipts are read and verified now (``receipts_check.check_row``). Each case's history (its row on
+the page and its earlier results) is drawn as a small SVG chart of accuracy and fidelity.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from qsolve.web.charts import Point, history_chart
+from qsolve.web.pages import db, home, render
+
+router = APIRouter()
+
+SECTIONS = ("track_record", "noise_model_estimate", "on_hardware")
+
+
+@dataclass(frozen=True)
+class Published:
+    version: str | None  # the latest published version, as the state database says
+    workflow: Any  # that version's workflow as published (manifest and cases), None when it does not load
+
+
+def published(request: Request, name: str) -> Published:
+    """The workflow's latest published version and its workflow, as ``qsolve page`` finds them."""
+    from storage.state import NotFound
+
+    with db(request) as state:
+        try:
+            version = state.get_version(name)
+        except NotFound:
+            return Published(None, None)
+    return Published(version.version, _workflow(home(request), version.digest))
+
+
+def _workflow(where: Path, digest: str) -> Any:
+    from qsolve.publication import unpack
+    from qsolve.workflow import load_workflow
+    from storage.blobs import BlobStore
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="qsolve-web-") as tmp:
+            return load_workflow(unpack(BlobStore(where).get(digest), Path(tmp) / "workflow"))
+    except Exception:  # noqa: BLE001 - the page shows without it rather than not at all, as qsolve page does
+        return None
+
+
+def workflow_page(request: Request, name: str, version: str | None = None) -> tuple[Any, dict, list[str]]:
+    """The page model (bounds and receipt labels filled in as ``qsolve page`` fills them), each hardware
+    row's :class:`RowReceipts`, and the warnings the track record gave while it was read."""
+    from storage.trackrecord.commands import _bounds
+    from storage.trackrecord.errors import TrackRecordWarning
+    from storage.trackrecord.receipts_check import check_row
+    from storage.trackrecord.workflow_page import page
+
+    found = published(request, name)
+    note = found.workflow.manifest.metric.note if found.workflow is not None else None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TrackRecordWarning)
+        p = page(name, version, home(request), published=found.version, metric_note=note)
+    said = [str(w.message) for w in caught if issubclass(w.category, TrackRecordWarning)]
+    rows = [*p.on_hardware, *(r for r in p.earlier_results if r.section == "on_hardware")]
+    checked = {r.run_id: check_row(r.receipt_digest, home(request)) for r in rows}
+    p = p.model_copy(
+        update={
+            "bounds": _bounds(p, found.workflow),
+            "receipts": {run: c.label for run, c in checked.items()},
+        }
+    )
+    return p, checked, said
+
+
+def histories(p: Any) -> list[dict[str, Any]]:
+    """One chart per case and target on the page: its rows oldest first (earlier results, then the
+    latest), with the section it is shown in."""
+    out = []
+    for section in SECTIONS:
+        for row in getattr(p, section):
+            earlier = [
+                r
+                for r in p.earlier_results
+                if r.section == section and r.case_name == row.case_name and r.target == row.target
+            ]
+            runs = sorted([*earlier, row], key=lambda r: (r.recorded_at, r.run_id))
+            points = [
+                Point(r.run_id, r.recorded_at, r.version, r.accuracy, r.fidelity, r.passed) for r in runs
+            ]
+            label = f"{row.case_name} on {row.target}: accuracy and fidelity over {len(points)} runs"
+            out.append(
+                {
+                    "case": row.case_name,
+                    "target": row.target,
+                    "section": section,
+                    "runs": len(points),
+                    "has_fidelity": any(pt.fidelity is not None for pt in points),
+                    "svg": history_chart(points, label=label),
+                }
+            )
+    return out
+
+
+def card(request: Request, name: str) -> dict[str, Any]:
+    """A workflow's card, from its page: the same numbers ``workflow_cards`` gives."""
+    from storage.trackrecord.errors import UnknownWorkflow
+    from storage.trackrecord.workflow_page import page
+
+    found = published(request, name)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            p = page(name, None, home(request), published=found.version)
+    except UnknownWorkflow:
+        return {"name": name, "version": found.version, "passed": 0, "total": 0, "headline": None}
+    title = found.workflow.manifest.title if found.workflow is not None else None
+    return {
+        "name": name,
+        "title": title,
+        "version": p.current_version,
+        "versions": len(p.versions),
+        "passed": p.passed,
+        "total": p.total,
+        "headline": p.headline_accuracy,
+        "hardware": len(p.on_hardware),
+    }
+
+
+def workflow_names(request: Request) -> list[str]:
+    """Every workflow published in the state database or recorded in the track record."""
+    from storage.trackrecord.sql import run_sql
+
+    with db(request) as state:
+        names = set(state.published_workflows())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = run_sql("SELECT DISTINCT workflow FROM rows", home(request))
+    names |= set(table.column("workflow").to_pylist()) if table.num_rows else set()
+    return sorted(names)
+
+
+@router.get("/", response_class=HTMLResponse)
+@router.get("/workflows", response_class=HTMLResponse)
+def workflow_list(request: Request) -> HTMLResponse:
+    cards = [card(request, name) for name in workflow_names(request)]
+    return render(request, "workflows.html", cards=cards)
+
+
+@router.get("/workflows/{name}", response_class=HTMLResponse)
+def current_page(request: Request, name: str) -> HTMLResponse:
+    return _show(request, name, None)
+
+
+@router.get("/workflows/{name}/versions/{version}", response_class=HTMLResponse)
+def version_page(request: Request, name: str, version: str) -> HTMLResponse:
+    return _show(request, name, version)
+
+
+def _show(request: Request, name: str, version: str | None) -> HTMLResponse:
+    from qsolve.web.people import current_account
+
+    p, checked, said = workflow_page(request, name, version)
+    account = current_account(request)
+    matches = sum(1 for r in p.track_record if r.verdict and r.verdict.startswith("Matches"))
+    with_accuracy = sum(1 for r in p.track_record if r.accuracy is not None)
+    return render(
+        request,
+        "workflow.html",
+        p=p,
+        checked=checked,
+        warnings=said,
+        matches=matches,
+        with_accuracy=with_accuracy,
+        charts=histories(p),
+        developer=account is not None and account.develops(name),
+    )

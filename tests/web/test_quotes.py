@@ -1,0 +1,120 @@
+"""Quotes in the page: the workflow's developer asks, sees each case's price or that its cost is unknown,
+confirms each quote on its own with a POST carrying the page's form token; refusals shown as such."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from storage.state import QuoteStatus, connect
+
+
+@pytest.fixture
+def developer(seeded, client, make_account, login):
+    """The seeded workflow's developer, logged in (the credit account that paid for the seeded run)."""
+    login(client, seeded.developer, make_account(seeded.developer, "developer", workflows=[seeded.workflow]))
+    return seeded.developer
+
+
+def ask(client, form_token, target: str = "provider:ref"):
+    return client.post("/workflows/max-cut/quotes", data={"_token": form_token(client), "target": target})
+
+
+def pending(home) -> list:
+    with connect(home=home) as db:
+        return db.list_quotes(workflow="max-cut", status=QuoteStatus.PENDING)
+
+
+def test_ask_see_each_price_and_confirm_one_of_two(seeded, developer, client, form_token):
+    # (one batch serves several checks: pricing runs each case's estimate in the sandbox)
+    response = ask(client, form_token)
+    assert response.status_code == 303 and response.headers["location"].startswith(
+        "/workflows/max-cut/quotes"
+    )
+    first, second = pending(seeded.home)
+    page = client.get("/workflows/max-cut/quotes").text
+    for quote in (first, second):
+        row = re.search(rf'<tr id="quote-{quote.id}"(.*?)</tr>', page, re.S).group(1)
+        assert f"{quote.price.normalize():f} credits" in row and "the device is free" in row
+        assert f'action="/quotes/{quote.id}/confirm"' in row
+        assert re.search(r'<span class="amount">at most [0-9.]+ credits</span>\s*<button', row)
+
+    # a second request while this batch is open is refused as in progress, and prices nothing
+    again = ask(client, form_token)
+    assert again.status_code == 409
+    assert 'data-reason="in_progress"' in again.text and "Refused: in progress" in again.text
+    assert len(pending(seeded.home)) == 2
+
+    # nothing is confirmed by a GET, a link, a forged form or a form from another site
+    assert client.get(f"/quotes/{first.id}/confirm").status_code == 405
+    assert client.post(f"/quotes/{first.id}/confirm").status_code == 403
+    assert client.post(f"/quotes/{first.id}/confirm", data={"_token": "forged"}).status_code == 403
+    other_site = client.post(
+        f"/quotes/{first.id}/confirm",
+        data={"_token": form_token(client)},
+        headers={"origin": "http://evil.example"},
+    )
+    assert other_site.status_code == 403
+    assert len(pending(seeded.home)) == 2
+
+    confirmed = client.post(f"/quotes/{first.id}/confirm", data={"_token": form_token(client)})
+    assert confirmed.status_code == 303
+    with connect(home=seeded.home) as db:
+        assert db.get_quote(first.id).status is QuoteStatus.CONFIRMED
+        assert db.get_quote(first.id).authorised == first.price
+        assert db.get_quote(second.id).status is QuoteStatus.PENDING  # confirmed on its own
+    page = client.get(confirmed.headers["location"]).text
+    assert "credits authorised for run" in page and "hardware deployment" in page
+
+    assert client.post(f"/quotes/{second.id}/refuse", data={"_token": "forged"}).status_code == 403
+    assert client.post(f"/quotes/{second.id}/refuse", data={"_token": form_token(client)}).status_code == 303
+    with connect(home=seeded.home) as db:
+        assert db.get_quote(second.id).status is QuoteStatus.REFUSED
+
+    twice = client.post(f"/quotes/{first.id}/confirm", data={"_token": form_token(client)})
+    assert twice.status_code == 409 and "only a pending quote is confirmed" in twice.text
+    wrong = client.post("/quotes/nope123/confirm", data={"_token": form_token(client)})
+    assert wrong.status_code == 404 and "no quote &#39;nope123&#39;" in wrong.text
+    missing = client.get("/workflows/no-such-flow/quotes")
+    assert missing.status_code == 404 and "no published version no-such-flow" in missing.text
+
+
+def test_only_the_workflows_developer_asks_and_confirms(seeded, client, make_account, login, form_token):
+    assert client.get("/workflows/max-cut/quotes").status_code == 401
+    anonymous = client.post("/workflows/max-cut/quotes", data={"_token": "x", "target": "provider:ref"})
+    assert anonymous.status_code == 401
+    login(client, "other", make_account("other", "developer", workflows=["generic-qubo"]))
+    assert client.get("/workflows/max-cut/quotes").status_code == 403
+    assert ask(client, form_token).status_code == 403
+    client.post("/logout", data={"_token": form_token(client)})
+    login(client, "rev", make_account("rev", "reviewer", "editor"))
+    page = client.get("/workflows/max-cut/quotes")
+    assert page.status_code == 403 and "not a developer" in page.text
+    assert pending(seeded.home) == []
+
+
+def test_a_device_outside_the_manifests_targets_is_target_not_supported(
+    seeded, developer, client, form_token
+):
+    response = ask(client, form_token, target="fake:fez")
+    assert response.status_code == 422
+    assert 'data-reason="target_not_supported"' in response.text and "targets.qpu" in response.text
+    assert pending(seeded.home) == []
+
+
+def test_an_unknown_cost_is_confirmed_only_when_seen(seeded, developer, client, form_token):
+    ask(client, form_token, target="provider:lab")
+    first, _ = pending(seeded.home)
+    page = client.get("/workflows/max-cut/quotes").text
+    row = re.search(rf'<tr id="quote-{first.id}"(.*?)</tr>', page, re.S).group(1)
+    assert "the cost is unknown" in row and 'name="seen_unknown" value="yes" required' in row
+    unseen = client.post(f"/quotes/{first.id}/confirm", data={"_token": form_token(client)})
+    assert unseen.status_code == 422 and "Not confirmed: the cost is unknown" in unseen.text
+    assert first.id in [q.id for q in pending(seeded.home)]
+    seen = client.post(
+        f"/quotes/{first.id}/confirm", data={"_token": form_token(client), "seen_unknown": "yes"}
+    )
+    assert seen.status_code == 303
+    with connect(home=seeded.home) as db:
+        assert db.get_quote(first.id).status is QuoteStatus.CONFIRMED
