@@ -273,3 +273,42 @@ def _summary(outcomes: list[HardwareOutcome]) -> None:
         ),
         description="Hardware quotes run by this flow run, with their receipts",
     )
+
+
+def start_confirmed(quote_id: str) -> str:
+    """Start a quote confirmed outside its flow run (``qsolve confirm``, the web page), on the Prefect
+    server of ``PREFECT_API_URL``: the quote flow run paused for it is resumed (and runs it), else the
+    ``hardware/hardware`` deployment is run for it. What was done, said for the person."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.deployments import run_deployment
+    from prefect.exceptions import ObjectNotFound
+    from prefect.flow_runs import resume_flow_run
+
+    with get_client(sync_client=True) as client:
+        paused = client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=["quote"])),
+            flow_run_filter=FlowRunFilter(
+                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))
+            ),
+        )
+    for run in paused:
+        key = run.state.state_details.pause_key if run.state and run.state.state_details else None
+        if key and key.startswith(f"quote-{quote_id}-"):
+            resume_flow_run(run.id, run_input={"confirm": True, "seen_unknown_cost": True})
+            return f"resumed the quote flow run {run.name} waiting for {quote_id}: it runs it now"
+    try:
+        started = run_deployment("hardware/hardware", parameters={"quote": quote_id}, timeout=0)
+    except ObjectNotFound:
+        return (
+            f"no hardware deployment on this Prefect server: run it with `prefect deployment run "
+            f"'hardware/hardware' --param quote={quote_id}` once one is served"
+        )
+    return f"started the hardware flow run {started.name} for {quote_id}"

@@ -138,12 +138,24 @@ def cmd_confirm(args: argparse.Namespace) -> int:
             print(f"qsolve confirm: {e}", file=sys.stderr)
             return 1
     print(f"confirmed {confirmed.id}: {confirmed.authorised} credits authorised for run {confirmed.run_id}")
-    print(
-        f"run it: prefect deployment run 'hardware/hardware' --param quote={confirmed.id} (a quote flow run "
-        "waiting for this quote runs it too, once resumed)",
-        file=sys.stderr,
-    )
+    print(started(confirmed.id), file=sys.stderr)
     return 0
+
+
+def started(quote_id: str) -> str:
+    """How a confirmed quote's run starts: on the Prefect server of ``PREFECT_API_URL``, at once (the
+    quote flow run waiting for it resumed, or the hardware deployment run); else what to run."""
+    if os.environ.get("PREFECT_API_URL"):
+        from flows.hardware import start_confirmed
+
+        try:
+            return start_confirmed(quote_id)
+        except Exception as e:  # noqa: BLE001 - the quote stays confirmed: it can be run later
+            return f"confirmed, but not started on the Prefect server ({type(e).__name__}: {e})"
+    return (
+        f"run it: prefect deployment run 'hardware/hardware' --param quote={quote_id} (with a Prefect "
+        "server in PREFECT_API_URL, qsolve confirm starts it itself)"
+    )
 
 
 def cmd_refuse(args: argparse.Namespace) -> int:

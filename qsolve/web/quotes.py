@@ -90,6 +90,8 @@ def _page(
         providers = sorted(Registry(home(request)).load())
     except Exception:  # noqa: BLE001 - a broken providers.yaml: the form still takes a target typed in
         providers = []
+    import os
+
     confirmed = request.query_params.get("confirmed")
     return render(
         request,
@@ -104,6 +106,7 @@ def _page(
         refusal=refusal,
         target=target,
         confirmed=confirmed,
+        on_prefect=bool(os.environ.get("PREFECT_API_URL")),
     )
 
 
@@ -162,6 +165,11 @@ def confirm(
         except QuoteRefused as e:
             refusal = {"reason": "refused", "message": str(e)}
             return _page(request, quote.workflow, status_code=409, refusal=refusal)
+    import logging
+
+    from qsolve.hardware.commands import started
+
+    logging.getLogger("qsolve.web").info(started(quote.id))  # on the Prefect server, if there is one
     return RedirectResponse(f"/workflows/{quote.workflow}/quotes?confirmed={quote.id}#quote-{quote.id}", 303)
 
 

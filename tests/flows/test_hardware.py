@@ -403,3 +403,36 @@ def test_qsolve_refuse_and_the_over_limit_warning(home, tmp_path, capsys, monkey
     with connect(home=home) as db:
         assert db.get_quote(quote.id).status is QuoteStatus.REFUSED
         assert db.get_run(quote.run_id).status is RunStatus.FAILED
+
+
+def test_qsolve_confirm_resumes_the_quote_flow_run_waiting_for_it(
+    home, tmp_path, prefect, monkeypatch, capsys
+):
+    import threading
+    from datetime import UTC, datetime
+
+    from prefect.settings import PREFECT_API_URL
+
+    from flows.hardware import quote_flow
+
+    add_reference()
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+    since = datetime.now(UTC)
+    result: dict = {}
+    thread = threading.Thread(
+        target=lambda: result.update(outcomes=quote_flow("hw-max-cut", "dev", target="provider:ref")),
+        daemon=True,
+    )
+    thread.start()
+    waiting = paused_run(since)
+    with connect(home=home) as db:
+        (quote,) = db.list_quotes(workflow="hw-max-cut")
+    monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())  # the server the flow run is on
+    capsys.readouterr()
+    assert main(["confirm", quote.id, "--yes", "--account", "dev"]) == 0
+    assert f"resumed the quote flow run {waiting.name} waiting for {quote.id}" in capsys.readouterr().err
+    thread.join(120)
+    (outcome,) = result["outcomes"]
+    assert outcome.quote == quote.id and outcome.status == "finished" and outcome.recorded
