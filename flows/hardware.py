@@ -302,10 +302,10 @@ def start_confirmed(quote_id: str) -> str:
     for run in paused:
         key = run.state.state_details.pause_key if run.state and run.state.state_details else None
         if key and key.startswith(f"quote-{quote_id}-"):
-            resume_flow_run(run.id, run_input={"confirm": True, "seen_unknown_cost": True})
+            resume_flow_run(run.id, run_input={"confirm": True, "seen_unknown_cost": True}, _sync=True)
             return f"resumed the quote flow run {run.name} waiting for {quote_id}: it runs it now"
     try:
-        started = run_deployment("hardware/hardware", parameters={"quote": quote_id}, timeout=0)
+        started = run_deployment("hardware/hardware", parameters={"quote": quote_id}, timeout=0, _sync=True)
     except ObjectNotFound:
         return (
             f"no hardware deployment on this Prefect server: run it with `prefect deployment run "

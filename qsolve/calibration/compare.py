@@ -2,15 +2,19 @@
 "Comparing runs").
 
 ``compare``: the settings with the differing ones flagged, the totals, one row per entity joined by
-qid (saying whether both judged the same task result), each side's success, status, fit assessment
-and outcome; a change to one of those four is a *decision* difference, a change to any other field of
-the diagnosis (extracted parameters, suggested range, notes) a *content* difference; and the largest
-call of each run, so the cost of in-context examples shows beside their effect.
+qid (saying whether both judged the same task result), each side's record status (``record_status``:
+completed, failed, cancelled, ...) and its diagnosis's success, status, fit assessment and outcome; a
+change to one of those four is a *decision* difference, a change to any other field of the diagnosis
+(extracted parameters, suggested range, notes) a *content* difference, and a record that ended
+otherwise than the other (one failed, say, so it has no diagnosis) the decision difference
+``record_status``; and the largest call of each run, so the cost of in-context examples shows beside
+their effect.
 
 ``score``: each completed record's status, outcome and fit assessment against the task result's true
 status where it has one (``faults.known_answer``), and against reviewers' verdicts where there are
 some, per task and in total, so two models, two prompt settings, or the classical judge and a vision
-model are weighed on the same known-answer set.
+model are weighed on the same known-answer set. An unknown run is :class:`storage.state.NotFound`,
+naming it, as for ``compare``.
 """
 
 from __future__ import annotations
@@ -60,6 +64,10 @@ def compare(db, a: str, b: str) -> dict[str, Any]:
             for k in set(da or {}) | set(db_ or {})
             if k not in DECISION and (da or {}).get(k) != (db_ or {}).get(k)
         )
+        if da is None or db_ is None:  # a side without a diagnosis: only how the records ended can differ
+            decision, content = [], []
+        if left is not None and right is not None and left.status != right.status:
+            decision = ["record_status", *decision]
         rows.append(
             {
                 "task": key[0],
@@ -70,8 +78,8 @@ def compare(db, a: str, b: str) -> dict[str, Any]:
                 and left.task_result_id == right.task_result_id,
                 "a": _side(left, da),
                 "b": _side(right, db_),
-                "decision_differences": decision if da is not None and db_ is not None else [],
-                "content_differences": content if da is not None and db_ is not None else [],
+                "decision_differences": decision,
+                "content_differences": content,
             }
         )
     return {
@@ -87,19 +95,23 @@ def compare(db, a: str, b: str) -> dict[str, Any]:
 def _side(record, diagnosis: dict[str, Any] | None) -> dict[str, Any] | None:
     if record is None:
         return None
+    """One side of a row: the record, how it ended (``record_status``), and its diagnosis's four decision
+    fields (``status`` among them: the diagnosis's, None without a diagnosis)."""
     d = diagnosis or {}
     return {
         "record": record.id,
         "task_result_id": record.task_result_id,
-        "status": record.status.value,
+        "record_status": record.status.value,
         **{k: d.get(k) for k in DECISION},
     }
 
 
 def score(db, store, run_id: str) -> dict[str, Any]:
-    """The run's records against the known answers and the reviewers' verdicts."""
+    """The run's records against the known answers and the reviewers' verdicts; an unknown run raises
+    :class:`storage.state.NotFound`."""
     from qsolve.calibration.faults import known_answer
 
+    db.get_evaluation_run(run_id)  # an unknown run: NotFound, naming it
     per_task: dict[str, dict[str, int]] = {}
     total = _tally()
     for record in db.evaluation_records(run_id):

@@ -123,9 +123,9 @@ def cmd_reference(args: argparse.Namespace) -> int:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    from qsolve.calibration.examples import select_examples
-    from qsolve.calibration.knowledge import KnowledgeError, read_task
-    from qsolve.calibration.prompts import preview
+    from qsolve.calibration.knowledge import KnowledgeError
+    from qsolve.calibration.models import ConfigError, UnknownModel, choose_model
+    from qsolve.calibration.prompts import preview_task
 
     if (args.dir is None) == (args.draft is None):
         return _failed("knowledge preview: give a task directory DIR or --draft ID (one of them)")
@@ -137,30 +137,20 @@ def cmd_preview(args: argparse.Namespace) -> int:
             directory = DraftStore().get(args.draft).directory
         except DraftError as e:
             return _failed(str(e))
-    try:
-        knowledge = read_task(directory)
-    except KnowledgeError as e:
-        return _failed(str(e))
-    selection = select_examples(directory) if args.with_examples else None
-    from qsolve.calibration.models import ConfigError, UnknownModel, choose_model
-
     try:  # the model that would judge, chosen as an evaluation chooses it
         choice = choose_model(args.model)
     except (ConfigError, UnknownModel) as e:
         return _failed(str(e))
     model = choice.id + (" (fallback)" if choice.fallback else "")
-    shown = preview(
-        knowledge.reference,
-        with_examples=args.with_examples,
-        examples=selection.examples if selection else (),
-        question=args.question,
-        model=model,
-    )
-    skipped = [f"example {s.id}: {s.reason}" for s in (selection.skipped if selection else [])]
-    _warn([*shown.warnings, *skipped])
+    try:
+        task = preview_task(directory, with_examples=args.with_examples, question=args.question, model=model)
+    except KnowledgeError as e:
+        return _failed(str(e))
+    shown = task.preview
+    _warn(task.warnings)
     if args.json:
         data = shown.model_dump(mode="json")
-        data["warnings"] = [*shown.warnings, *skipped]
+        data["warnings"] = task.warnings
         if args.draft is not None:
             data["knowledge_draft_id"] = args.draft.strip().lower()
         print(json.dumps(data, ensure_ascii=False))

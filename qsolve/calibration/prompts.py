@@ -8,8 +8,9 @@ parts (:meth:`Request.openai_content`); its prompt text marks each image ``[figu
 
     requests = evaluation_requests(reference, result.evidence(), with_examples=True, examples=chosen)
     shown = preview(reference, with_examples=True, examples=chosen)   # no figure, no model
+    task = preview_task(directory, with_examples=True, model=name)   # read, selected and previewed
 
-No model calls here, no storage, no Prefect.
+No model calls here, no storage, no Prefect (``preview_task`` reads the task directory it is given).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -426,3 +428,40 @@ def preview(
         examples=list(used.values()),
         warnings=list(reference.warnings),
     )
+
+
+class TaskPreview(BaseModel):
+    """A task directory's preview: the prompts, the reference they were built from, and every warning
+    (the reference's, then one per example left out, ``example ID: why``)."""
+
+    preview: Preview
+    reference: Reference
+    warnings: list[str]
+
+
+def preview_task(
+    directory: Path | str,
+    *,
+    with_examples: bool = False,
+    question: str | None = None,
+    model: str | None = None,
+) -> TaskPreview:
+    """The preview of a task directory (published or a draft's), as ``qsolve knowledge preview`` prints
+    it and the Knowledge page shows it: its task.md read, its labeled examples selected when
+    ``with_examples``, and the prompts built with ``model`` named as the one that would judge (the
+    caller chooses it). Raises :class:`qsolve.calibration.knowledge.KnowledgeError` for a directory
+    that does not read as task knowledge."""
+    from qsolve.calibration.examples import select_examples
+    from qsolve.calibration.knowledge import read_task
+
+    reference = read_task(directory).reference
+    selection = select_examples(directory) if with_examples else None
+    shown = preview(
+        reference,
+        with_examples=with_examples,
+        examples=selection.examples if selection else (),
+        question=question,
+        model=model,
+    )
+    skipped = [f"example {s.id}: {s.reason}" for s in (selection.skipped if selection else [])]
+    return TaskPreview(preview=shown, reference=reference, warnings=[*shown.warnings, *skipped])

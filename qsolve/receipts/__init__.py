@@ -12,6 +12,7 @@ unchecked        the families of rules not run here (§8.7 contracts, §8.9, §8
 sets             a set's receipt and its Merkle tree (§8.6)
 trust            trust lists and times (§8.8)
 verifier         the verifier: every reason, as a set;  verdict: what it answers
+reading          verify's inputs read (a time, its allowance), a verdict told plainly: command and page
 commands         ``qsolve verify`` and ``qsolve receipt-key``
 """
 

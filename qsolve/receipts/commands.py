@@ -16,19 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from qsolve.receipts.trust import HeldTo
-    from qsolve.receipts.verdict import Verdict
 
 EXIT_VALID, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-
-
-class _Misuse(Exception):
-    """The command was misused, or an input could not be opened or was refused whole: exit 2."""
 
 
 def add_commands(subparsers: Any) -> None:
@@ -59,33 +53,23 @@ def add_commands(subparsers: Any) -> None:
 
 
 def _read_file(name: str, limit: int) -> bytes:
+    from qsolve.receipts.reading import InputRefused
+
     try:
         if name == "-":
             return sys.stdin.buffer.read(limit + 1)
         with open(name, "rb") as f:
             return f.read(limit + 1)  # one byte past the limit is enough to find it too large
     except FileNotFoundError:
-        raise _Misuse(f"{name}: no such file") from None
+        raise InputRefused(f"{name}: no such file") from None
     except IsADirectoryError:
-        raise _Misuse(f"{name}: is a folder, not a file") from None
+        raise InputRefused(f"{name}: is a folder, not a file") from None
     except OSError as e:
-        raise _Misuse(f"{name}: cannot be read: {e.strerror or e}") from None
-
-
-def _milliseconds(text: str, option: str) -> int:
-    from qsolve.receipts.strict_json import Unreadable, read_value
-    from qsolve.receipts.values import MAX_WHOLE, whole
-
-    try:
-        n = whole(read_value(text))
-    except Unreadable:
-        n = None
-    if n is None or not 0 <= n <= MAX_WHOLE:
-        raise _Misuse(f"{option} {text}: not a whole number of milliseconds from 0 to 2^53 - 1")
-    return n
+        raise InputRefused(f"{name}: cannot be read: {e.strerror or e}") from None
 
 
 def _held(args: argparse.Namespace) -> HeldTo:
+    from qsolve.receipts.reading import InputRefused, held_time
     from qsolve.receipts.trust import HeldTo, TrustList, TrustListRefused
     from qsolve.receipts.verifier import VERIFY_LIMITS
 
@@ -94,77 +78,27 @@ def _held(args: argparse.Namespace) -> HeldTo:
         try:
             trust = TrustList.read(_read_file(args.trust, VERIFY_LIMITS.bytes))
         except TrustListRefused as e:
-            raise _Misuse(f"{args.trust}: refused whole: {e}; nothing was judged") from None
-    at_ms = None
-    if args.at is not None:
-        at_ms = time.time_ns() // 1_000_000 if args.at == "now" else _milliseconds(args.at, "--at")
-    skew_ms = 0
-    if args.skew_ms is not None:
-        if at_ms is None:
-            raise _Misuse("--skew-ms is the allowance of a time: give --at with it")
-        skew_ms = _milliseconds(args.skew_ms, "--skew-ms")
+            raise InputRefused(f"{args.trust}: refused whole: {e}; nothing was judged") from None
+    at_ms, skew_ms = held_time(args.at, args.skew_ms, at_name="--at", skew_name="--skew-ms")
     return HeldTo(trust=trust, at_ms=at_ms, skew_ms=skew_ms)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from qsolve.receipts.reading import InputRefused, plain
     from qsolve.receipts.verifier import VERIFY_LIMITS, verify
 
     try:
         held = _held(args)
         data = _read_file(args.job, VERIFY_LIMITS.bytes)
-    except _Misuse as e:
+    except InputRefused as e:
         print(f"qsolve verify: {e}", file=sys.stderr)
         return EXIT_USAGE
     verdict = verify(data, limits=VERIFY_LIMITS, held=held)
     if args.json:
         print(json.dumps(verdict.as_json(), ensure_ascii=False))
     else:
-        print(_plain(args.job, verdict))
+        print(plain(args.job, verdict))
     return EXIT_VALID if verdict.valid else EXIT_INVALID
-
-
-def _plain(name: str, verdict: Verdict) -> str:
-    """The verdict for a person: valid or not, each reason with what it means, and what was found."""
-    from qsolve.receipts.reasons import BY_CODE
-
-    if verdict.valid:
-        lines = [f"{name}: valid"]
-    elif verdict.reasons:
-        lines = [f"{name}: not valid: {', '.join(verdict.reasons)}"]
-    else:
-        lines = [f"{name}: not called valid: it needs rules not checked here"]
-    for code in verdict.reasons:
-        reason = BY_CODE.get(code)
-        lines.append(f"  {code}: {verdict.why or (reason.when if reason else '')}")
-    for u in verdict.unchecked:
-        lines.append(f"  not checked ({u.rules}): {u.why}")
-    if verdict.form:
-        lines.append(f"  receipt: {verdict.form} form, key {verdict.key}")
-    t = verdict.time
-    if t is not None:
-        if t["sealed"]:
-            end = t["not_after_ms"]
-            lines.append(f"  time: issued {t['issued_ms']} ms" + (f", offered until {end} ms" if end else ""))
-        else:
-            lines.append("  time: none sealed (it can be placed in no window that ends)")
-    trust = verdict.trust
-    if trust.get("held") is False:
-        lines.append("  trust: held to no list")
-    elif trust.get("listed"):
-        lines.append("  trust: listed")
-    elif trust.get("listed") is False:
-        lines.append("  trust: not listed")
-    if verdict.checked_at_ms is not None:
-        lines.append(f"  checked at {verdict.checked_at_ms} ms, allowance {verdict.skew_ms} ms")
-    p = verdict.provider
-    if p is not None:
-        said = f"  provider's result: {p.form} form, class by provenance {p.class_ or 'none'}"
-        if p.form == "stated":
-            stated_by = p.execution.get("stated_by") if isinstance(p.execution, dict) else None
-            said += f", counts from {p.counts_source}, execution stated by {stated_by}"
-        lines.append(said)
-        lines.extend(f"  {note}" for note in p.notes)
-    return "\n".join(lines)
 
 
 def trust_list_for(public_hex: str) -> dict[str, Any]:

@@ -170,35 +170,27 @@ def preview_page(
     dropped_on: str | None = None,
 ) -> Response:
     """The preview ``qsolve knowledge preview`` prints, for the published task or a draft of it."""
-    from qsolve.calibration.examples import select_examples
-    from qsolve.calibration.knowledge import KnowledgeError, read_task
+    from qsolve.calibration.knowledge import KnowledgeError
     from qsolve.calibration.models import ConfigError, ModelUnavailable, UnknownModel, choose_model
-    from qsolve.calibration.prompts import preview
+    from qsolve.calibration.prompts import preview_task
 
     if question is not None and len(question) > MAX_QUESTION:
         return error_page(request, 422, f"question: at most {MAX_QUESTION} characters")
     directory, found, problem = _directory(request, task, draft)
     if problem is not None:
         return problem
-    try:
-        knowledge = read_task(directory)
-    except KnowledgeError as e:
-        return error_page(request, 422, _quiet(str(e), request))
-    selection = select_examples(directory) if with_examples else None
     model_problem = None
-    try:  # the model that would judge, chosen as an evaluation chooses it
+    try:  # the model that would judge, chosen as an evaluation chooses it; the page shows a problem
         choice = choose_model(None, environ=_environ(request))
         model = choice.id + (" (fallback)" if choice.fallback else "")
     except (ConfigError, UnknownModel, ModelUnavailable) as e:
         model, model_problem = None, str(e)
-    shown = preview(
-        knowledge.reference,
-        with_examples=with_examples,
-        examples=selection.examples if selection else (),
-        question=question or None,
-        model=model,
-    )
-    skipped = [f"example {s.id}: {s.reason}" for s in (selection.skipped if selection else [])]
+    try:
+        previewed = preview_task(
+            directory, with_examples=with_examples, question=question or None, model=model
+        )
+    except KnowledgeError as e:
+        return error_page(request, 422, _quiet(str(e), request))
     drafts = [d for d in _drafts(request).list() if d.task == task]
     drafts.reverse()
     return render(
@@ -206,9 +198,9 @@ def preview_page(
         "evaluation/knowledge.html",
         task=task,
         published=_published(task) is not None,
-        reference=knowledge.reference,
-        shown=shown,
-        warnings=[*shown.warnings, *skipped],
+        reference=previewed.reference,
+        shown=previewed.preview,
+        warnings=previewed.warnings,
         model_problem=model_problem,
         draft=found,
         drafts=drafts,

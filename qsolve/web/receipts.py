@@ -16,7 +16,6 @@ not read is refused before anything is judged (422), as the command exits 2.
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
@@ -107,7 +106,7 @@ async def verify_job(
     at: Annotated[str, Form(max_length=40)] = "",
     skew_ms: Annotated[str, Form(max_length=40)] = "",
 ) -> HTMLResponse:
-    from qsolve.receipts.commands import _milliseconds, _Misuse, _plain
+    from qsolve.receipts.reading import InputRefused, held_time, plain
     from qsolve.receipts.reasons import ALONE, BY_CODE
     from qsolve.receipts.trust import HeldTo, TrustList, TrustListRefused
     from qsolve.receipts.verifier import verify
@@ -128,16 +127,10 @@ async def verify_job(
         except TrustListRefused as e:
             return refused(f"{_shown_name(trust.filename)}: refused whole: {e}; nothing was judged")
     try:
-        at_ms = None
-        if at.strip():
-            text = at.strip()
-            at_ms = time.time_ns() // 1_000_000 if text == "now" else _milliseconds(text, "time")
-        skew = 0
-        if skew_ms.strip():
-            if at_ms is None:
-                raise _Misuse("the allowance is the allowance of a time: give a time with it")
-            skew = _milliseconds(skew_ms.strip(), "allowance")
-    except _Misuse as e:
+        at_ms, skew = held_time(
+            at.strip() or None, skew_ms.strip() or None, at_name="the time", skew_name="the allowance"
+        )
+    except InputRefused as e:
         return refused(f"{e}; nothing was judged")
     data = await _read(job, limits.bytes)
     verdict = verify(data, limits=limits, held=HeldTo(trust=held_trust, at_ms=at_ms, skew_ms=skew))
@@ -156,7 +149,7 @@ async def verify_job(
         status_code=422 if unread else 200,
         verdict=verdict,
         reasons=reasons,
-        plain=_plain(name, verdict),
+        plain=plain(name, verdict),
         name=name,
         given=given,
         trusted=held_trust is not None,

@@ -5,19 +5,16 @@
     GET /workflows/{name}                 the page of the current version
     GET /workflows/{name}/versions/{v}    the page of that version
 
-The page is :func:`storage.trackrecord.workflow_page.page`, the model ``qsolve page`` prints, built as
-``qsolve page`` builds it: the latest published version from the state database is current, the bounds
-a failing row broke come from its published case's ``expect`` (``commands._bounds``), and each hardware
-row's receipts are read and verified now (``receipts_check.check_row``). Each case's history (its row on
-the page and its earlier results) is drawn as a small SVG chart of accuracy and fidelity.
+The page is :func:`storage.trackrecord.published.published_page`, the model ``qsolve page`` prints, built
+by the same function: the latest published version from the state database is current, the bounds a
+failing row broke come from its published case's ``expect``, and each hardware row's receipts are read
+and verified now. Each case's history (its row on the page and its earlier results) is drawn as a small
+SVG chart of accuracy and fidelity.
 """
 
 from __future__ import annotations
 
-import tempfile
 import warnings
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -25,64 +22,29 @@ from fastapi.responses import HTMLResponse
 
 from qsolve.web.charts import Point, history_chart
 from qsolve.web.pages import db, home, render
+from storage.trackrecord.published import Published, published_page
+from storage.trackrecord.published import published as find_published
 
 router = APIRouter()
 
 SECTIONS = ("track_record", "noise_model_estimate", "on_hardware")
 
 
-@dataclass(frozen=True)
-class Published:
-    version: str | None  # the latest published version, as the state database says
-    workflow: Any  # that version's workflow as published (manifest and cases), None when it does not load
-
-
 def published(request: Request, name: str) -> Published:
     """The workflow's latest published version and its workflow, as ``qsolve page`` finds them."""
-    from storage.state import NotFound
-
     with db(request) as state:
-        try:
-            version = state.get_version(name)
-        except NotFound:
-            return Published(None, None)
-    return Published(version.version, _workflow(home(request), version.digest))
-
-
-def _workflow(where: Path, digest: str) -> Any:
-    from qsolve.publication import unpack
-    from qsolve.workflow import load_workflow
-    from storage.blobs import BlobStore
-
-    try:
-        with tempfile.TemporaryDirectory(prefix="qsolve-web-") as tmp:
-            return load_workflow(unpack(BlobStore(where).get(digest), Path(tmp) / "workflow"))
-    except Exception:  # noqa: BLE001 - the page shows without it rather than not at all, as qsolve page does
-        return None
+        return find_published(name, home(request), state=state)
 
 
 def workflow_page(request: Request, name: str, version: str | None = None) -> tuple[Any, dict, list[str]]:
     """The page model (bounds and receipt labels filled in as ``qsolve page`` fills them), each hardware
     row's :class:`RowReceipts`, and the warnings the track record gave while it was read."""
-    from storage.trackrecord.commands import _bounds
     from storage.trackrecord.errors import TrackRecordWarning
-    from storage.trackrecord.receipts_check import check_row
-    from storage.trackrecord.workflow_page import page
 
-    found = published(request, name)
-    note = found.workflow.manifest.metric.note if found.workflow is not None else None
-    with warnings.catch_warnings(record=True) as caught:
+    with db(request) as state, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TrackRecordWarning)
-        p = page(name, version, home(request), published=found.version, metric_note=note)
+        p, checked = published_page(name, version, home(request), state=state)
     said = [str(w.message) for w in caught if issubclass(w.category, TrackRecordWarning)]
-    rows = [*p.on_hardware, *(r for r in p.earlier_results if r.section == "on_hardware")]
-    checked = {r.run_id: check_row(r.receipt_digest, home(request)) for r in rows}
-    p = p.model_copy(
-        update={
-            "bounds": _bounds(p, found.workflow),
-            "receipts": {run: c.label for run, c in checked.items()},
-        }
-    )
     return p, checked, said
 
 

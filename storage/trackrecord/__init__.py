@@ -9,6 +9,9 @@ track record" and "What the workflow page shows").
     compaction     compact: merge batch files, keep the latest rows apart (what makes ``current`` quick)
     views          the views, in trackrecord.duckdb for analysts and in memory for the commands
     workflow_page  page: the workflow page's four sections, headline accuracy and verdicts
+    published      published_page: the page as qsolve page and the web page build it (the published
+                   version current, failing rows' bounds, hardware rows' receipts checked)
+    receipts_check the receipts behind hardware rows, read and verified
     sql            query: SQL over the views, as a table, CSV, JSON or Parquet
     commands       ``qsolve query`` and ``qsolve page`` (add_commands)
     errors         the error tree

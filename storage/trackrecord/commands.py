@@ -106,73 +106,6 @@ def _query(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _published(name: str) -> tuple[str | None, Any]:
-    """The workflow's latest published version in the state database, where there is one (a home
-    with no state database is not given one by reading it), and that version's workflow as published
-    (``None`` when it does not load)."""
-    import os
-
-    from qsolve.home import qsolve_home
-    from storage.state import NotFound, connect
-    from storage.state._config import DATABASE_URL_VARIABLE
-
-    if not os.environ.get(DATABASE_URL_VARIABLE) and not (qsolve_home() / "state.db").exists():
-        return None, None
-    db = connect()
-    try:
-        version = db.get_version(name)
-    except NotFound:
-        return None, None
-    finally:
-        db.close()
-    return version.version, _workflow(version.digest)
-
-
-def _workflow(digest: str) -> Any:
-    """The published workflow (its manifest and cases): what qualifies the page's numbers."""
-    import tempfile
-    from pathlib import Path
-
-    from qsolve.home import qsolve_home
-    from qsolve.publication import unpack
-    from qsolve.workflow import load_workflow
-    from storage.blobs import BlobStore
-
-    try:
-        with tempfile.TemporaryDirectory(prefix="qsolve-page-") as tmp:
-            return load_workflow(unpack(BlobStore(qsolve_home()).get(digest), Path(tmp) / "workflow"))
-    except Exception:  # noqa: BLE001 - the page shows without them rather than not at all
-        return None
-
-
-def _receipts(p: Any) -> dict[str, str]:
-    """Run id -> what each hardware row's receipts say, read and verified now."""
-    from qsolve.home import qsolve_home
-
-    from .receipts_check import check_row
-
-    rows = [*p.on_hardware, *(r for r in p.earlier_results if r.section == "on_hardware")]
-    return {r.run_id: check_row(r.receipt_digest, qsolve_home()).label for r in rows}
-
-
-def _bounds(p: Any, workflow: Any) -> dict[str, str]:
-    """Run id -> the bound each failing row of the published version broke, from its case's expect."""
-    from qsolve.checks import DEFAULT_TARGET
-    from qsolve.judging import broken_bound
-
-    if workflow is None:
-        return {}
-    expects = {(c.name, c.target or DEFAULT_TARGET): c.expect for c in workflow.cases.cases}
-    out = {}
-    for r in [*p.track_record, *p.noise_model_estimate]:
-        expect = expects.get((r.case_name, r.target))
-        if r.passed or r.message or expect is None or r.quantum is None or r.baseline is None:
-            continue
-        if r.version == p.current_version and (bound := broken_bound(expect, r.quantum, r.baseline)):
-            out[r.run_id] = bound
-    return out
-
-
 def cmd_receipts(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -203,13 +136,11 @@ def cmd_page(args: argparse.Namespace) -> int:
 def _page(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from .workflow_page import page, render_page
+    from .published import published_page
+    from .workflow_page import render_page
 
     try:
-        version, workflow = _published(args.name)
-        note = workflow.manifest.metric.note if workflow is not None else None
-        p = page(args.name, args.version, published=version, metric_note=note)
-        p = p.model_copy(update={"bounds": _bounds(p, workflow), "receipts": _receipts(p)})
+        p, _checked = published_page(args.name, args.version)
     except UnknownWorkflow as e:
         return _fail("page", str(e))
     if args.json:

@@ -306,13 +306,13 @@ def test_the_quote_flow_waits_for_each_confirmation_as_a_run_input(home, tmp_pat
     )
     thread.start()
     first = paused_run(since)
-    shown = read_flow_run_input(keyset_from_paused_state(first.state)["description"], first.id)
+    shown = read_flow_run_input(keyset_from_paused_state(first.state)["description"], first.id, _sync=True)
     with connect(home=home) as db:
         quotes = db.list_quotes(workflow="hw-max-cut")
         assert db.list_provider_jobs() == []  # nothing runs before its confirmation
     assert [q.status for q in quotes] == [QuoteStatus.PENDING, QuoteStatus.PENDING]
     assert quotes[0].id in shown and "authorises at most" in shown and "credits" in shown
-    resume_flow_run(first.id, run_input={"confirm": True})
+    resume_flow_run(first.id, run_input={"confirm": True}, _sync=True)
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # the first quote's run, then the pause for the second
@@ -321,9 +321,9 @@ def test_the_quote_flow_waits_for_each_confirmation_as_a_run_input(home, tmp_pat
                 break
         time.sleep(0.3)
     again = paused_run(since)
-    shown = read_flow_run_input(keyset_from_paused_state(again.state)["description"], again.id)
+    shown = read_flow_run_input(keyset_from_paused_state(again.state)["description"], again.id, _sync=True)
     assert quotes[1].id in shown
-    resume_flow_run(again.id, run_input={"confirm": False})
+    resume_flow_run(again.id, run_input={"confirm": False}, _sync=True)
     thread.join(120)
     (outcome,) = result["outcomes"]
     assert outcome.quote == quotes[0].id and outcome.status == "finished" and outcome.recorded
@@ -372,17 +372,19 @@ def test_an_unknown_cost_confirmed_unseen_in_the_form_is_asked_again(home, tmp_p
     )
     thread.start()
     first = paused_run(since)
-    assert "unknown" in read_flow_run_input(keyset_from_paused_state(first.state)["description"], first.id)
-    resume_flow_run(first.id, run_input={"confirm": True})  # the unknown cost not ticked as seen
+    assert "unknown" in read_flow_run_input(
+        keyset_from_paused_state(first.state)["description"], first.id, _sync=True
+    )
+    resume_flow_run(first.id, run_input={"confirm": True}, _sync=True)  # unknown cost not ticked as seen
     again = paused_run(since)
     while again.state.state_details.pause_key == first.state.state_details.pause_key:
         again = paused_run(since)
-    shown = read_flow_run_input(keyset_from_paused_state(again.state)["description"], again.id)
+    shown = read_flow_run_input(keyset_from_paused_state(again.state)["description"], again.id, _sync=True)
     assert shown.startswith("**Not confirmed: the cost is unknown")
     with connect(home=home) as db:
         (quote,) = db.list_quotes(workflow="hw-max-cut")
         assert quote.status is QuoteStatus.PENDING and db.list_provider_jobs() == []
-    resume_flow_run(again.id, run_input={"confirm": True, "seen_unknown_cost": True})
+    resume_flow_run(again.id, run_input={"confirm": True, "seen_unknown_cost": True}, _sync=True)
     thread.join(120)
     (outcome,) = result["outcomes"]
     assert outcome.status == "finished" and outcome.recorded

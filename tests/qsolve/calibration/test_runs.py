@@ -193,3 +193,36 @@ def test_two_runs_compare_and_score_against_known_answers(home: Path) -> None:
     assert q00["same_result"] and "status" in q00["decision_differences"]
     assert s["total"]["known"] == 5 and s["total"]["status"] == 0  # SHORT_T1 is not a code of this task
     assert json.dumps(c)  # a JSON document, as --json prints it
+
+
+def test_a_failed_record_shows_as_failed_beside_its_diagnosis_status_in_a_comparison(home: Path) -> None:
+    with open_store(home) as store:
+        judged = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        execute_run(store.db, store, judged.id)
+        broken = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        assert store.db.start_evaluation_run(broken.id, "test-owner")
+        for r in store.db.evaluation_records(broken.id):  # each record ends as the executor fails one
+            assert store.db.claim_evaluation_record(r.id)
+            store.db.finish_evaluation_record(r.id, "failed", error="FigureMissing: the figure is gone")
+        c = compare(store.db, judged.id, broken.id)
+        same = compare(store.db, broken.id, broken.id)
+    q00 = next(r for r in c["rows"] if r["qid"] == "Q00")
+    assert q00["a"]["record_status"] == "completed" and q00["a"]["status"] == "SUCCESS"
+    assert q00["b"]["record_status"] == "failed" and q00["b"]["status"] is None  # no diagnosis: no status
+    assert q00["decision_differences"] == ["record_status"] and q00["content_differences"] == []
+    assert all(r["decision_differences"] == [] for r in same["rows"])  # both failed: nothing differs
+    assert c["totals"]["b"]["completed"] == 0
+
+
+def test_scoring_an_unknown_run_is_refused_naming_it(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from qsolve.cli import main
+    from storage.state import NotFound
+
+    with open_store(home) as store, pytest.raises(NotFound, match="no evaluation run feedface") as refused:
+        score(store.db, store, "feedface")
+    assert refused.value.key == "feedface"
+    capsys.readouterr()
+    assert main(["evaluations", "score", "feedface"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "no evaluation run feedface" in err
+    assert main(["evaluations", "show", "feedface"]) == 2  # as the other commands exit for an unknown run

@@ -1,0 +1,129 @@
+"""What the workflow page reads beside the track record, for ``qsolve page`` and the web pages alike
+(benchmarks-and-gates.md, "What the workflow page shows"; issue 11):
+
+    published        the workflow's latest published version in the state database, and that version's
+                     workflow as published (its manifest and cases: what qualifies the page's numbers)
+    broken_bounds    run id -> the bound each failing row of the published version broke, from its
+                     case's ``expect``
+    checked_receipts run id -> what each hardware row's receipts say, read and verified now
+    published_page   the page of a workflow with all of these filled in, as both surfaces show it
+
+Each takes the home it reads (default ``QSOLVE_HOME``, else ``./.qsolve``); ``published`` also takes a
+state database already open, for a caller that holds one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from storage.state import StateDB
+
+    from .receipts_check import RowReceipts
+    from .workflow_page import WorkflowPage
+
+
+@dataclass(frozen=True)
+class Published:
+    """A workflow's latest published version, as the state database says (None: none published), and
+    that version's workflow as published (None when there is none or it does not load)."""
+
+    version: str | None
+    workflow: Any
+
+    @property
+    def metric_note(self) -> str | None:
+        """The manifest's ``metric.note``, where the published workflow loads."""
+        return self.workflow.manifest.metric.note if self.workflow is not None else None
+
+
+def published(name: str, home: Path | str | None = None, *, state: StateDB | None = None) -> Published:
+    """The workflow's latest published version and its workflow. Read from ``state`` when given, else
+    from the state database of ``home``, where there is one: a home with no state database (and no
+    ``QSOLVE_DATABASE_URL``) is not given one by reading it."""
+    from qsolve.home import qsolve_home
+    from storage.state import NotFound, connect
+    from storage.state._config import DATABASE_URL_VARIABLE
+
+    where = qsolve_home(home)
+    if state is None:
+        if not os.environ.get(DATABASE_URL_VARIABLE) and not (where / "state.db").exists():
+            return Published(None, None)
+        with connect(home=where) as opened:
+            return published(name, where, state=opened)
+    try:
+        version = state.get_version(name)
+    except NotFound:
+        return Published(None, None)
+    return Published(version.version, published_workflow(version.digest, where))
+
+
+def published_workflow(digest: str, home: Path | str | None = None) -> Any:
+    """The workflow published as blob ``digest`` of ``home``, loaded; None when it does not load (the
+    page shows without it rather than not at all)."""
+    from qsolve.home import qsolve_home
+    from qsolve.publication import unpack
+    from qsolve.workflow import load_workflow
+    from storage.blobs import BlobStore
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="qsolve-page-") as tmp:
+            return load_workflow(unpack(BlobStore(qsolve_home(home)).get(digest), Path(tmp) / "workflow"))
+    except Exception:  # noqa: BLE001 - the page shows without it rather than not at all
+        return None
+
+
+def broken_bounds(p: WorkflowPage, workflow: Any) -> dict[str, str]:
+    """Run id -> the bound each failing row of the published version broke, from its case's expect
+    (none without the published ``workflow``; none for a row whose message says why it failed)."""
+    from qsolve.checks import DEFAULT_TARGET
+    from qsolve.judging import broken_bound
+
+    if workflow is None:
+        return {}
+    expects = {(c.name, c.target or DEFAULT_TARGET): c.expect for c in workflow.cases.cases}
+    out = {}
+    for r in [*p.track_record, *p.noise_model_estimate]:
+        expect = expects.get((r.case_name, r.target))
+        if r.passed or r.message or expect is None or r.quantum is None or r.baseline is None:
+            continue
+        if r.version == p.current_version and (bound := broken_bound(expect, r.quantum, r.baseline)):
+            out[r.run_id] = bound
+    return out
+
+
+def checked_receipts(p: WorkflowPage, home: Path | str | None = None) -> dict[str, RowReceipts]:
+    """Run id -> what each hardware row's receipts say (the page's and its earlier results'), read
+    from ``home``'s blobs and verified now."""
+    from qsolve.home import qsolve_home
+
+    from .receipts_check import check_row
+
+    where = qsolve_home(home)
+    rows = [*p.on_hardware, *(r for r in p.earlier_results if r.section == "on_hardware")]
+    return {r.run_id: check_row(r.receipt_digest, where) for r in rows}
+
+
+def published_page(
+    name: str,
+    version: str | None = None,
+    home: Path | str | None = None,
+    *,
+    state: StateDB | None = None,
+) -> tuple[WorkflowPage, dict[str, RowReceipts]]:
+    """The page of workflow ``name`` (:func:`storage.trackrecord.workflow_page.page`) with the latest
+    published version current, the published metric note, each failing row's broken bound and each
+    hardware row's receipt label filled in; and each hardware row's receipts, checked. Raises
+    :class:`UnknownWorkflow` as ``page`` does; the track record's warnings are given as ``page`` gives
+    them."""
+    from .workflow_page import page
+
+    found = published(name, home, state=state)
+    p = page(name, version, home, published=found.version, metric_note=found.metric_note)
+    checked = checked_receipts(p, home)
+    labels = {run: c.label for run, c in checked.items()}
+    return p.model_copy(update={"bounds": broken_bounds(p, found.workflow), "receipts": labels}), checked
