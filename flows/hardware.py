@@ -147,8 +147,9 @@ def _publish(made: list[Quote], key: str = "hardware-quotes") -> None:
 def quote_flow(workflow: str, account: str, target: str | None = None, wait_s: int | None = None):
     """Price ``workflow``'s hardware cases for ``account``, then wait for each quote's confirmation as
     this run's input and run the confirmed ones. ``wait_s``: wait at most this long per quote (its
-    validity by default). A refused request (in progress, target_not_supported, a device unavailable)
-    ends the run Failed with the reason, as does a hardware run that a platform reason stopped."""
+    validity by default); one left unanswered is not run here, and stays pending until it lapses. A
+    refused request (in progress, target_not_supported, a device unavailable) ends the run Failed with
+    the reason, as does a hardware run that a platform reason stopped."""
     from datetime import UTC, datetime
 
     from prefect.exceptions import FlowPauseTimeout
@@ -186,8 +187,9 @@ def quote_flow(workflow: str, account: str, target: str | None = None, wait_s: i
                     poll_interval=2,
                     key=f"quote-{quote.id}-{attempt}",
                 )
-            except FlowPauseTimeout:
+            except FlowPauseTimeout:  # left unanswered: this run goes on (Prefect would leave it Paused)
                 said = None
+                _running_again()
             quote = _answered(quote, said, logger)
             if said is None or quote.status is not QuoteStatus.PENDING:
                 break
@@ -203,6 +205,18 @@ def quote_flow(workflow: str, account: str, target: str | None = None, wait_s: i
         _publish([db.get_quote(q.id) for q in made])
     _summary(outcomes)
     return _ended(outcomes)
+
+
+def _running_again() -> None:
+    """This flow run back to Running after a pause nobody answered, so that it can go on to its next quote
+    and end as it ends (a run still Paused when it ends is Failed by the server, "never resumed")."""
+    from prefect.client.orchestration import get_client
+    from prefect.context import FlowRunContext
+    from prefect.states import Running
+
+    context = FlowRunContext.get()
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(context.flow_run.id, Running(), force=True)
 
 
 def _ended(outcomes: list[HardwareOutcome]):

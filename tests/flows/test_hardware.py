@@ -438,3 +438,18 @@ def test_qsolve_confirm_resumes_the_quote_flow_run_waiting_for_it(
     thread.join(120)
     (outcome,) = result["outcomes"]
     assert outcome.quote == quote.id and outcome.status == "finished" and outcome.recorded
+
+
+def test_a_quote_left_unanswered_is_not_run_and_the_flow_run_ends(home, tmp_path, prefect):
+    from flows.hardware import quote_flow
+
+    add_reference()
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+    state = quote_flow("hw-max-cut", "dev", target="provider:ref", wait_s=2, return_state=True)
+    assert state.is_completed() and state.result() == []
+    with connect(home=home) as db:
+        (quote,) = db.list_quotes(workflow="hw-max-cut")
+        assert quote.status is QuoteStatus.PENDING  # still valid: qsolve confirm may confirm it yet
+        assert db.list_provider_jobs() == []
