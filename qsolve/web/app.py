@@ -99,7 +99,11 @@ async def _refuse_large(scope: Scope, send: Send, limit: int) -> None:
         {
             "type": "http.response.start",
             "status": 413,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8"), *HEADERS],
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                *HEADERS,
+                (b"cache-control", b"no-store"),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import sys
 from typing import Any
 
@@ -82,13 +83,34 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"qsolve serve: the pages of {home} at http://{shown}:{port}/", file=sys.stderr, flush=True)
-    # the access log names methods and paths only: no URL of these pages carries a token or a session
-    server = uvicorn.Server(uvicorn.Config(app, log_level="info", proxy_headers=False, server_header=False))
+    # the access log names methods and paths only: no URL of these pages carries a token or a session,
+    # and a query string someone typed (or a link gave) is left out of the log too
+    config = uvicorn.Config(app, log_level="info", proxy_headers=False, server_header=False)
+    access_log_paths_only()
+    server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])
     finally:
         sock.close()
     return 0
+
+
+class PathsOnly(logging.Filter):
+    """Drops the query string from uvicorn's access log lines: the log names a method and a path."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str) and "?" in args[2]:
+            record.args = (*args[:2], args[2].split("?", 1)[0], *args[3:])
+        return True
+
+
+def access_log_paths_only(logger: logging.Logger | None = None) -> None:
+    """Put :class:`PathsOnly` on uvicorn's access logger (once); call it after ``uvicorn.Config``, which
+    configures that logger."""
+    logger = logger or logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, PathsOnly) for f in logger.filters):
+        logger.addFilter(PathsOnly())
 
 
 def cmd_accounts_add(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ from qsolve.web.people import Account, check_form, require
 router = APIRouter()
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_TASK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")  # as a draft's task folder is named
 MAX_QUESTION = 1000
 
 
@@ -193,6 +194,8 @@ def preview_page(
         return error_page(request, 422, _quiet(str(e), request))
     drafts = [d for d in _drafts(request).list() if d.task == task]
     drafts.reverse()
+    if dropped_on is not None and not _TASK_NAME.match(dropped_on):
+        dropped_on = None  # only a task's name is said back: a link cannot put its own words on the page
     return render(
         request,
         "evaluation/knowledge.html",

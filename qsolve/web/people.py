@@ -4,7 +4,8 @@ keep every change behind a login, a role and the form token its page issued.
 - An account (``qsolve accounts add NAME --role R``) logs in at ``/login`` with its name and the access
   token printed once when it was added. The session is a random id in an HttpOnly, SameSite=Strict cookie
   (``Secure`` over HTTPS), kept in the state database only as its SHA-256; it lapses after twelve hours,
-  at logout, or when the account's token is reissued.
+  at logout, when the account's token is reissued, or when the browser logs in again (the session it
+  held before ends; a login never keeps a session id the browser brought with it).
 - Roles: ``developer`` of named workflows (asks for their quotes, confirms them: the quotes are paid from
   the account of the same name), ``editor`` of task knowledge (uploads drafts), ``reviewer`` (adds
   verdicts).
@@ -204,7 +205,9 @@ async def login(request: Request) -> Response:
     login = await run_in_threadpool(state.check_login, name.strip(), token.strip())
     if login is None:
         return again("that account name and access token do not match an account that can log in", 401)
-    opened = await run_in_threadpool(state.open_session, login.name)
+    previous = request.cookies.get(SESSION_COOKIE)  # a session this browser held before: it ends now
+    replaces = previous if previous and len(previous) <= 200 else None
+    opened = await run_in_threadpool(state.open_session, login.name, replaces=replaces)
     response = RedirectResponse(nxt, status_code=303)
     _cookie(response, request, SESSION_COOKIE, opened.session_id, None)
     response.delete_cookie(LOGIN_COOKIE, path="/")

@@ -150,13 +150,21 @@ class Accounts(Store):
                 return None
             return _logins(connection, name)[0]
 
-    def open_session(self, name: str, *, seconds: float = SESSION_S) -> OpenedSession:
-        """A new session of ``name`` (and the account's lapsed sessions gone)."""
+    def open_session(
+        self, name: str, *, seconds: float = SESSION_S, replaces: str | None = None
+    ) -> OpenedSession:
+        """A new session of ``name`` (and the account's lapsed sessions gone). ``replaces``, the session id
+        the browser held before this login (whoever's it was), ends in the same transaction: a login never
+        leaves the session it replaces alive."""
         session_id, form_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         created = now()
         expires = created + timedelta(seconds=seconds)
         with self._write() as connection:
             connection.execute(account_sessions.delete().where(account_sessions.c.expires_at < created))
+            if replaces:
+                connection.execute(
+                    account_sessions.delete().where(account_sessions.c.id_sha256 == token_hash(replaces))
+                )
             connection.execute(
                 account_sessions.insert().values(
                     id_sha256=token_hash(session_id),
