@@ -109,8 +109,10 @@ async def _refuse_large(scope: Scope, send: Send, limit: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def create_app(home: Path | str | None = None) -> FastAPI:
-    """The web pages over ``home`` (default: ``QSOLVE_HOME``, else ``./.qsolve``)."""
+def create_app(home: Path | str | None = None, *, hosts: list[str] | None = None) -> FastAPI:
+    """The web pages over ``home`` (default: ``QSOLVE_HOME``, else ``./.qsolve``). ``hosts``: the only
+    ``Host`` headers answered (``qsolve serve`` on loopback gives its own names, so that a page of another
+    site reaching it through DNS rebinding gets 400); None answers any."""
     from qsolve.web import evaluations, knowledge, people, quotes, receipts, workflows
     from qsolve.web.pages import STATIC, error_page
 
@@ -123,6 +125,10 @@ def create_app(home: Path | str | None = None) -> FastAPI:
 
     app = FastAPI(title="qsolve", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.add_middleware(Guard)
+    if hosts is not None:
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts)
     app.state.home = qsolve_home(home).resolve()
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     for module in (workflows, quotes, receipts, people, evaluations, knowledge):

@@ -79,8 +79,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"qsolve serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
         return 2
     home = qsolve_home().resolve()
-    app = create_app(home)
     host, port = sock.getsockname()[:2]
+    # on loopback, only this machine's own names for it: a page that rebinds its DNS name to 127.0.0.1
+    # reaches the server with its own Host header, and is refused
+    names = ["127.0.0.1", "localhost", "::1", "[::1]", args.host, host]
+    app = create_app(home, hosts=sorted(set(names)) if loopback else None)
     shown = f"[{host}]" if ":" in host else host
     print(f"qsolve serve: the pages of {home} at http://{shown}:{port}/", file=sys.stderr, flush=True)
     # the access log names methods and paths only: no URL of these pages carries a token or a session,

@@ -72,6 +72,11 @@ def test_serve_listens_on_loopback_and_shows_the_pages(home):
             except httpx.ConnectError:
                 time.sleep(0.05)
         assert page.status_code == 200 and "Workflows" in page.text
+        local = httpx.get(url.replace("127.0.0.1", "localhost") + "workflows", timeout=5)
+        assert local.status_code == 200
+        # a page of another site whose name was rebound to 127.0.0.1 comes with its own Host: refused
+        rebound = httpx.get(url + "workflows", headers={"Host": "evil.example"}, timeout=5)
+        assert rebound.status_code == 400 and "Workflows" not in rebound.text
     finally:
         process.terminate()
         process.wait(10)
