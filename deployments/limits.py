@@ -1,13 +1,21 @@
-"""Create the hardware runs' concurrency limits, one per device family, where they are missing:
-``python -m deployments.limits`` (``prefect.yaml``'s pull step and the serve script run it; a flow run
-that finds one missing creates it too). A limit that exists keeps the size the operator gave it."""
+"""Create the hardware runs' concurrency limits, one per device family, where they are missing, never
+resizing one that exists: ``python -m deployments.limits``, or as ``prefect.yaml``'s build step
+(``prefect deploy`` calls :func:`create_limits`); the serve script does it too, and a flow run that finds
+one missing creates it before it runs anything."""
 
 from __future__ import annotations
 
 from flows.hardware import LIMITS, ensure_limits
 
-if __name__ == "__main__":
+
+def create_limits() -> dict[str, list[str]]:
+    """The build step: the limits made (a Prefect step returns a dict of outputs)."""
     made = ensure_limits(print)
     for name in LIMITS:
         if name not in made:
             print(f"the concurrency limit {name} exists")
+    return {"created": made}
+
+
+if __name__ == "__main__":
+    create_limits()

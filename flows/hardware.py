@@ -11,7 +11,7 @@ run again (the database gives each quote's run to one process).
 ``hardware``: run the confirmed quotes of a batch (or one quote), as ``qsolve confirm`` leaves them.
 
 Every hardware run holds a slot of its device family's Prefect concurrency limit (``hardware-ibm``,
-``hardware-provider``): the serve script and ``prefect.yaml``'s pull step create them
+``hardware-provider``): the serve script and ``prefect.yaml``'s build step (at ``prefect deploy``) create them
 (``python -m deployments.limits``), and each flow run creates any that is missing before it runs
 anything, saying so, so that no limit is silently missing. An operator changes a limit's size with
 ``prefect gcl update NAME --limit N``; qsolve never resets it.
