@@ -453,3 +453,48 @@ def test_a_quote_left_unanswered_is_not_run_and_the_flow_run_ends(home, tmp_path
         (quote,) = db.list_quotes(workflow="hw-max-cut")
         assert quote.status is QuoteStatus.PENDING  # still valid: qsolve confirm may confirm it yet
         assert db.list_provider_jobs() == []
+
+
+def test_a_hardware_run_killed_before_it_was_marked_filed_is_filed_once_by_maintenance(
+    home, tmp_path, capsys
+):
+    """The process running a quote dies (SIGKILL) between writing its row and marking it filed; the
+    maintenance pass files it: one row, naming its receipts, which verify on the page."""
+    import os
+    import subprocess
+
+    import pyarrow.parquet as pq
+
+    add_reference()
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+        db.confirm_quote(quote.id, "dev")
+    code = (
+        "from storage.state import connect\nfrom tasks.hardware import run_quote\n"
+        f"with connect() as db:\n    run_quote(db, {quote.id!r})\n"
+    )
+    died = subprocess.run(
+        [sys.executable, "-c", code], env=dict(os.environ, QSOLVE_FAILPOINT="runs.filed"), cwd=REPO
+    )
+    assert died.returncode == -9
+    with connect(home=home) as db:
+        run = db.get_run(quote.run_id)
+        assert run.status is RunStatus.FINISHED and run.filed_at is None
+    capsys.readouterr()
+    assert main(["maintenance"]) == 0
+    with connect(home=home) as db:
+        assert db.get_run(quote.run_id).filed_at is not None
+        receipts = db.run_receipts(quote.run_id)
+    rows = [
+        r
+        for f in (home / "trackrecord").rglob("*.parquet")
+        for r in pq.read_table(f).to_pylist()
+        if r["run_id"] == quote.run_id
+    ]
+    assert len(rows) == 1 and rows[0]["receipt_digest"] == ",".join(receipts)
+    capsys.readouterr()
+    assert main(["page", "hw-max-cut", "--json"]) == 0
+    page = json.loads(capsys.readouterr().out)
+    assert page["receipts"][quote.run_id] == f"{len(receipts)} receipts verify; simulated"
