@@ -262,11 +262,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
         else:
             kind = "same"
         same = "same result" if row["same_result"] else "other results"
-        print(
-            f"  {row['task']} {row['qid']} ({same}): {a.get('status')}/{a.get('success')} vs "
-            f"{b.get('status')}/{b.get('success')}  [{kind}]"
-        )
+        print(f"  {row['task']} {row['qid']} ({same}): {_side(a)} vs {_side(b)}  [{kind}]")
     return EXIT_OK
+
+
+def _side(side: dict[str, Any]) -> str:
+    """One side of a compared row: its diagnosis's status and success, or how its record ended."""
+    ended = side.get("record_status")
+    if ended is not None and ended != "completed":
+        return f"record {ended}"
+    return f"{side.get('status')}/{side.get('success')}"
 
 
 def cmd_score(args: argparse.Namespace) -> int:

@@ -5,12 +5,24 @@ and the device's backend, refused when its gates are not those qsolve sends."""
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import Any
 
 from qsolve.providers.credentials import Secret
 from qsolve.targets.ibm.device import _basis_check
 from qsolve.targets.ibm.errors import IbmUnavailable, _scrub
 from qsolve.targets.ibm.settings import IbmSettings
+
+
+class _GivenKey(logging.Filter):
+    """The client's warning that it was given a key rather than a saved account: that is how qsolve
+    always opens it (a saved account is never read), so the warning only misleads the person."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Loading account with the given token")
+
+
+_QUIET = _GivenKey()
 
 
 def connect(device: str, settings: IbmSettings, secret: Secret, where: str) -> tuple[Any, Any]:
@@ -20,6 +32,7 @@ def connect(device: str, settings: IbmSettings, secret: Secret, where: str) -> t
     from qiskit_ibm_runtime.accounts.exceptions import InvalidAccountError
 
     name = f"ibm:{device}"
+    logging.getLogger("qiskit_ibm_runtime.qiskit_runtime_service").addFilter(_QUIET)  # once: a set
     extra: dict[str, Any] = {}
     if settings.url is not None:
         extra = {"url": settings.url, "url_resolver": lambda u, i, p, c: f"{u}/api/v1"}

@@ -195,7 +195,11 @@ def test_two_runs_compare_and_score_against_known_answers(home: Path) -> None:
     assert json.dumps(c)  # a JSON document, as --json prints it
 
 
-def test_a_failed_record_shows_as_failed_beside_its_diagnosis_status_in_a_comparison(home: Path) -> None:
+def test_a_failed_record_shows_as_failed_beside_its_diagnosis_status_in_a_comparison(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from qsolve.cli import main
+
     with open_store(home) as store:
         judged = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
         execute_run(store.db, store, judged.id)
@@ -212,6 +216,10 @@ def test_a_failed_record_shows_as_failed_beside_its_diagnosis_status_in_a_compar
     assert q00["decision_differences"] == ["record_status"] and q00["content_differences"] == []
     assert all(r["decision_differences"] == [] for r in same["rows"])  # both failed: nothing differs
     assert c["totals"]["b"]["completed"] == 0
+    capsys.readouterr()
+    assert main(["evaluations", "compare", judged.id, broken.id]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if " Q00 " in x]
+    assert "SUCCESS/True vs record failed" in line and "[decision: record_status]" in line
 
 
 def test_scoring_an_unknown_run_is_refused_naming_it(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
