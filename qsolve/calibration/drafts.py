@@ -263,6 +263,23 @@ def _check_kind(info: zipfile.ZipInfo, name: str, folder: bool) -> None:
         raise _refuse(f"{what}; a draft holds only .md, .png, .jpg, .jpeg and .webp files", name)
 
 
+#: the end of central directory record (APPNOTE 4.3.16): its signature, and the offset of its total count
+_EOCD, _EOCD_TOTAL = b"PK\x05\x06", 10
+
+
+def _entries_at_most(data: bytes) -> None:
+    """Refuse a zip whose end record counts more than MAX_ENTRIES entries before :class:`zipfile.ZipFile`
+    reads its whole central directory (a 20 MiB zip can list some 230,000 entries: seconds and a hundred
+    MiB to parse, for nothing). A zip whose count is not there to read (none, or a Zip64 0xFFFF) is left
+    to zipfile and :func:`_plan`, which count again."""
+    at = data.rfind(_EOCD, max(0, len(data) - 22 - 0xFFFF))
+    if at < 0 or at + 22 > len(data):
+        return
+    total = int.from_bytes(data[at + _EOCD_TOTAL : at + _EOCD_TOTAL + 2], "little")
+    if MAX_ENTRIES < total < 0xFFFF:
+        raise _refuse(f"the zip has {total} entries; a draft holds at most {MAX_ENTRIES} (MAX_ENTRIES)")
+
+
 def _plan(zf: zipfile.ZipFile, size: int) -> _Plan:
     """Every check that needs no extraction: names, kinds, layout, duplicates, overlaps."""
     infos = zf.infolist()
@@ -556,6 +573,7 @@ class DraftStore:
         existing = self._find(draft_id)
         if existing is not None:
             return existing
+        _entries_at_most(data)
         try:
             zf = zipfile.ZipFile(io.BytesIO(data))
         except (

@@ -339,6 +339,13 @@ def test_too_many_entries_are_refused(store: DraftStore) -> None:
     refused(store, build(*extra), "201 entries", "at most 200 (MAX_ENTRIES)")
 
 
+def test_a_zip_listing_too_many_entries_is_refused_before_its_directory_is_read(store: DraftStore) -> None:
+    """Its end record counts 60,000 entries (as a 20 MiB zip of empty names could): refused from that
+    count alone, before zipfile would parse a directory that is not even there."""
+    data = build() + b"PK\x05\x06" + b"\0" * 4 + (60_000).to_bytes(2, "little") * 2 + b"\0" * 10
+    refused(store, data, "60000 entries", "at most 200 (MAX_ENTRIES)")
+
+
 def test_an_oversize_zip_is_refused_before_it_is_read(
     store: DraftStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
