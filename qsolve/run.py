@@ -77,11 +77,8 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
     try:
         outcome = run_case_job(root, index, target, limits, approve, on_target=True)
     finally:
-        if target.startswith("ibm:") and backend is not None:
+        if backend is not None:
             backend.close()
-        elif backend is not None:
-            backend.session.client.close()
-            backend.session.book.close()
     receipts = [job.path for job in backend.sealed] if backend is not None else []
     for why in dict.fromkeys(backend.stopped if backend is not None else []):
         err.print(f"[yellow]{why}[/yellow]", soft_wrap=True)

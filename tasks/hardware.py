@@ -303,16 +303,6 @@ def open_device(target: str, run_id: str, home: Path):
     return open_ibm(target, home=home, confirmation=Confirmation(yes=True), run_id=run_id, tell=_log)
 
 
-def close_device(backend) -> None:
-    from qsolve.targets.provider import ProviderBackend
-
-    if isinstance(backend, ProviderBackend):
-        backend.session.client.close()
-        backend.session.book.close()
-    else:
-        backend.close()
-
-
 def _log(line: str) -> None:
     import logging
 
@@ -387,7 +377,7 @@ def run_quote(
                     wf.manifest.resources, run=run, cap=quote.authorised,
                 )  # fmt: skip
             finally:
-                close_device(device)
+                device.close()
     if spend.stopped:  # ended by the meter: charge what the device ran, release the rest
         hold = db.get_hold(run.id)
         if hold is not None and not hold.closed:

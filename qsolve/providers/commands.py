@@ -271,8 +271,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     except (JobStopped, ProviderError) as e:
         return _fail(str(e), EXIT_FAILED)
     finally:
-        s.client.close()
-        s.book.close()
+        s.close()
     print(f"provider job {job.id}: done; receipt {sealed.path}")
     return EXIT_OK
 

@@ -123,6 +123,11 @@ class ProviderSession:
     _description: dict[str, Any] | None = None
     _device: Any = None
 
+    def close(self) -> None:
+        """The provider's client and the book closed."""
+        self.client.close()
+        self.book.close()
+
     def description(self) -> dict[str, Any]:
         if self._description is None:
             self._description = self.client.describe().answer

@@ -29,6 +29,9 @@ class ProviderBackend(Backend):
         self.stopped: list[str] = []  # why a job was not sent or not sealed, for the person
         self._compiled: dict[int, tuple[QuantumCircuit, object]] = {}
 
+    def close(self) -> None:
+        self.session.close()
+
     def pass_manager(self, seed: int) -> PassManager:  # pragma: no cover - transpile is its own
         raise NotImplementedError("a provider's circuits are compiled by qsolve.providers.compiler")
 

@@ -5,30 +5,17 @@ refused while one is in progress; insufficient credits refuse the run before any
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
 from qsolve.cli import main
-from qsolve.publication import digest_of, pack
 from qsolve.receipts import verify
 from storage.blobs import BlobStore
 from storage.state import BatchInProgress, QuoteRefused, QuoteStatus, RunStatus, connect
 from tasks.hardware import HardwareRefused, request_quotes, run_quote
-
-REPO = Path(__file__).resolve().parents[2]
-REFERENCE = [sys.executable, "-m", "qsolve.providers.reference", "--stdio"]
-HARDWARE = {
-    "name": "hardware-single-edge",
-    "input": {"nodes": 2, "edges": [[0, 1, 1.0]]},
-    "params": {"grid": 3, "maxiter": 0, "shots": 200},
-    "seed": 1,
-    "target": "ibm:ibm_fez",
-    "expect": {"max_gap": 0.0},
-}
+from tests.flows.hardware_setup import HARDWARE, REPO, QuoteFlowRun, add_reference, publish
 
 
 @pytest.fixture
@@ -38,29 +25,6 @@ def home(tmp_path, monkeypatch):
     monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     return home
-
-
-def publish(
-    home: Path, tmp_path: Path, qpu: str = "[ibm, provider]", name: str = "hw-max-cut", crash: bool = False
-) -> None:
-    folder = tmp_path / name
-    shutil.copytree(REPO / "workflows" / "max-cut", folder)
-    if crash:  # the method dies once the device has given it counts
-        code = folder / "workflow.py"
-        marker = '    final = ctx.sample([circuit(x_best)], params["shots"])[0]\n'
-        assert marker in code.read_text()
-        code.write_text(code.read_text().replace(marker, marker + '    raise RuntimeError("crashed")\n'))
-    manifest = folder / "manifest.yaml"
-    text = manifest.read_text().replace("name: max-cut", f"name: {name}")
-    manifest.write_text(text.replace("targets: {qpu: [ibm]}", f"targets: {{qpu: {qpu}}}"))
-    packed = pack(folder)
-    BlobStore(home).put(packed)
-    with connect(home=home) as db:
-        db.publish_version(name, "1.0.0", digest_of(packed), [HARDWARE])
-
-
-def add_reference(*flags: str) -> None:
-    assert main(["providers", "add", "ref", "--process", "--", *REFERENCE, *flags]) == 0
 
 
 def test_quote_confirm_run_files_the_row_with_valid_receipts(home, tmp_path):
@@ -242,71 +206,23 @@ def test_the_hardware_flow_runs_only_confirmed_quotes(home, tmp_path, prefect, m
     assert any(all(r[:16] in a.data for r in outcome.receipts) for a in runs)  # its receipts listed
 
 
-def paused_run(since, timeout_s: float = 90.0):
-    """The quote flow run started after ``since`` once it is paused for its next input."""
-    import time
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        FlowFilter,
-        FlowFilterName,
-        FlowRunFilter,
-        FlowRunFilterStartTime,
-    )
-    from prefect.client.schemas.sorting import FlowRunSort
-
-    deadline = time.monotonic() + timeout_s
-    with get_client(sync_client=True) as client:
-        while time.monotonic() < deadline:
-            (run, *_) = client.read_flow_runs(
-                flow_filter=FlowFilter(name=FlowFilterName(any_=["quote"])),
-                flow_run_filter=FlowRunFilter(start_time=FlowRunFilterStartTime(after_=since)),
-                sort=FlowRunSort.START_TIME_DESC,
-                limit=1,
-            ) or [None]
-            if run is not None and run.state is not None and run.state.is_paused():
-                return run
-            time.sleep(0.3)
-    raise AssertionError("the quote flow run never paused for its input")
-
-
 def test_the_quote_flow_waits_for_each_confirmation_as_a_run_input(home, tmp_path, prefect):
     """Two quotes: the first confirmed through the paused run's form runs and is filed; the second,
     answered unticked, is refused and never runs. The form shows the quote; the artifacts list both."""
-    import threading
     import time
-    from datetime import UTC, datetime
 
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from prefect.flow_runs import resume_flow_run
-    from prefect.input.run_input import keyset_from_paused_state, read_flow_run_input
-
-    from flows.hardware import quote_flow
 
     add_reference()
     second = HARDWARE | {"name": "hardware-second-edge", "seed": 2}
-    folder = tmp_path / "hw-max-cut"
-    shutil.copytree(REPO / "workflows" / "max-cut", folder)
-    manifest = folder / "manifest.yaml"
-    manifest.write_text(
-        manifest.read_text()
-        .replace("name: max-cut", "name: hw-max-cut")
-        .replace("targets: {qpu: [ibm]}", "targets: {qpu: [ibm, provider]}")
-    )
-    packed = pack(folder)
-    BlobStore(home).put(packed)
+    publish(home, tmp_path, cases=[HARDWARE, second])
     with connect(home=home) as db:
-        db.publish_version("hw-max-cut", "1.0.0", digest_of(packed), [HARDWARE, second])
         db.grant("dev", 100)
-    since = datetime.now(UTC)
-    result: dict = {}
-    thread = threading.Thread(
-        target=lambda: result.update(outcomes=quote_flow("hw-max-cut", "dev", target="provider:ref")),
-        daemon=True,
-    )
-    thread.start()
-    first = paused_run(since)
-    shown = read_flow_run_input(keyset_from_paused_state(first.state)["description"], first.id, _sync=True)
+    flow_run = QuoteFlowRun("hw-max-cut", "dev", "provider:ref")
+    first = flow_run.paused()
+    shown = flow_run.shown(first)
     with connect(home=home) as db:
         quotes = db.list_quotes(workflow="hw-max-cut")
         assert db.list_provider_jobs() == []  # nothing runs before its confirmation
@@ -320,19 +236,15 @@ def test_the_quote_flow_waits_for_each_confirmation_as_a_run_input(home, tmp_pat
             if db.get_run(quotes[0].run_id).filed_at is not None:
                 break
         time.sleep(0.3)
-    again = paused_run(since)
-    shown = read_flow_run_input(keyset_from_paused_state(again.state)["description"], again.id, _sync=True)
-    assert quotes[1].id in shown
+    again = flow_run.paused()
+    assert quotes[1].id in flow_run.shown(again)
     resume_flow_run(again.id, run_input={"confirm": False}, _sync=True)
-    thread.join(120)
-    (outcome,) = result["outcomes"]
+    (outcome,) = flow_run.outcomes()
     assert outcome.quote == quotes[0].id and outcome.status == "finished" and outcome.recorded
     with connect(home=home) as db:
         assert db.get_quote(quotes[1].id).status is QuoteStatus.REFUSED
         assert db.get_run(quotes[1].run_id).status is RunStatus.FAILED  # cancelled: never recorded
         assert {j.run_id for j in db.list_provider_jobs()} == {quotes[0].run_id}
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-
     with get_client(sync_client=True) as client:
         table = client.read_artifacts(
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["hardware-quotes"]))
@@ -352,41 +264,23 @@ def test_a_quote_flow_refused_in_progress_ends_failed_naming_why(home, tmp_path,
 
 
 def test_an_unknown_cost_confirmed_unseen_in_the_form_is_asked_again(home, tmp_path, prefect):
-    import threading
-    from datetime import UTC, datetime
-
     from prefect.flow_runs import resume_flow_run
-    from prefect.input.run_input import keyset_from_paused_state, read_flow_run_input
-
-    from flows.hardware import quote_flow
 
     add_reference("--unpriced")
     publish(home, tmp_path)
     with connect(home=home) as db:
         db.grant("dev", 100)
-    since = datetime.now(UTC)
-    result: dict = {}
-    thread = threading.Thread(
-        target=lambda: result.update(outcomes=quote_flow("hw-max-cut", "dev", target="provider:ref")),
-        daemon=True,
-    )
-    thread.start()
-    first = paused_run(since)
-    assert "unknown" in read_flow_run_input(
-        keyset_from_paused_state(first.state)["description"], first.id, _sync=True
-    )
+    flow_run = QuoteFlowRun("hw-max-cut", "dev", "provider:ref")
+    first = flow_run.paused()
+    assert "unknown" in flow_run.shown(first)
     resume_flow_run(first.id, run_input={"confirm": True}, _sync=True)  # unknown cost not ticked as seen
-    again = paused_run(since)
-    while again.state.state_details.pause_key == first.state.state_details.pause_key:
-        again = paused_run(since)
-    shown = read_flow_run_input(keyset_from_paused_state(again.state)["description"], again.id, _sync=True)
-    assert shown.startswith("**Not confirmed: the cost is unknown")
+    again = flow_run.paused(after_key=first.state.state_details.pause_key)
+    assert flow_run.shown(again).startswith("**Not confirmed: the cost is unknown")
     with connect(home=home) as db:
         (quote,) = db.list_quotes(workflow="hw-max-cut")
         assert quote.status is QuoteStatus.PENDING and db.list_provider_jobs() == []
     resume_flow_run(again.id, run_input={"confirm": True, "seen_unknown_cost": True}, _sync=True)
-    thread.join(120)
-    (outcome,) = result["outcomes"]
+    (outcome,) = flow_run.outcomes()
     assert outcome.status == "finished" and outcome.recorded
 
 
@@ -410,33 +304,21 @@ def test_qsolve_refuse_and_the_over_limit_warning(home, tmp_path, capsys, monkey
 def test_qsolve_confirm_resumes_the_quote_flow_run_waiting_for_it(
     home, tmp_path, prefect, monkeypatch, capsys
 ):
-    import threading
-    from datetime import UTC, datetime
-
     from prefect.settings import PREFECT_API_URL
-
-    from flows.hardware import quote_flow
 
     add_reference()
     publish(home, tmp_path)
     with connect(home=home) as db:
         db.grant("dev", 100)
-    since = datetime.now(UTC)
-    result: dict = {}
-    thread = threading.Thread(
-        target=lambda: result.update(outcomes=quote_flow("hw-max-cut", "dev", target="provider:ref")),
-        daemon=True,
-    )
-    thread.start()
-    waiting = paused_run(since)
+    flow_run = QuoteFlowRun("hw-max-cut", "dev", "provider:ref")
+    waiting = flow_run.paused()
     with connect(home=home) as db:
         (quote,) = db.list_quotes(workflow="hw-max-cut")
     monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())  # the server the flow run is on
     capsys.readouterr()
     assert main(["confirm", quote.id, "--yes", "--account", "dev"]) == 0
     assert f"resumed the quote flow run {waiting.name} waiting for {quote.id}" in capsys.readouterr().err
-    thread.join(120)
-    (outcome,) = result["outcomes"]
+    (outcome,) = flow_run.outcomes()
     assert outcome.quote == quote.id and outcome.status == "finished" and outcome.recorded
 
 

@@ -16,7 +16,7 @@ from qsolve.receipts import verify
 from storage.blobs import BlobStore
 from storage.state import QuoteRefused, RunStatus, connect
 from tasks.hardware import HardwareRefused, request_quotes, run_quote
-from tests.flows.test_hardware import publish
+from tests.flows.hardware_setup import publish
 from tests.qsolve.providers.test_credential_nowhere import found_in
 from tests.qsolve.targets import test_ibm
 from tests.qsolve.targets.test_ibm import API_KEY, DEVICE, TARGET

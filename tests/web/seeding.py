@@ -14,40 +14,19 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from qsolve.cli import main
-from qsolve.publication import digest_of, pack
-from storage.blobs import BlobStore
 from storage.state import connect
 from storage.trackrecord import TrackRecordRow, file_rows
-from tests.storage.trackrecord.builders import BELOW, MATCHES
+from tests.flows.hardware_setup import HARDWARE, REFERENCE, TRIANGLE, publish
+from tests.storage.trackrecord import builders
 
-REPO = Path(__file__).resolve().parents[2]
-REFERENCE = [sys.executable, "-m", "qsolve.providers.reference", "--stdio"]
 WORKFLOW = "max-cut"
-HARDWARE = [
-    {
-        "name": "hardware-single-edge",
-        "input": {"nodes": 2, "edges": [[0, 1, 1.0]]},
-        "params": {"grid": 3, "maxiter": 0, "shots": 200},
-        "seed": 1,
-        "target": "ibm:ibm_fez",
-        "expect": {"max_gap": 0.0},
-    },
-    {
-        "name": "hardware-triangle",
-        "input": {"nodes": 3, "edges": [[0, 1, 1.0], [1, 2, 1.0], [0, 2, 1.0]]},
-        "params": {"grid": 3, "maxiter": 0, "shots": 200},
-        "seed": 2,
-        "target": "ibm:ibm_fez",
-        "expect": {"max_gap": 0.0},
-    },
-]
+CASES = [HARDWARE, TRIANGLE]  # the hardware cases of every version
 
 
 @dataclass(frozen=True)
@@ -75,53 +54,20 @@ def home_set(home: Path) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def publish(
-    home: Path, work: Path, version: str, *, name: str = WORKFLOW, qpu: str = "[ibm, provider]"
-) -> None:
-    folder = work / f"{name}-{version}"
-    shutil.copytree(REPO / "workflows" / "max-cut", folder)
-    manifest = folder / "manifest.yaml"
-    text = manifest.read_text().replace("name: max-cut", f"name: {name}")
-    text = text.replace("version: 1.0.0", f"version: {version}")
-    manifest.write_text(text.replace("targets: {qpu: [ibm]}", f"targets: {{qpu: {qpu}}}"))
-    packed = pack(folder)
-    BlobStore(home).put(packed)
-    with connect(home=home) as db:
-        db.publish_version(name, version, digest_of(packed), HARDWARE)
-
-
 def row(run_id: str, version: str, case: str, target: str, when: datetime, **fields) -> TrackRecordRow:
-    hardware = not (target.startswith("sim-") or target.startswith("fake:"))
-    accuracy = fields.pop("accuracy", 1.0)
-    passed = fields.pop("passed", True)
-    values = dict(
-        workflow=WORKFLOW,
-        version=version,
-        case_name=case,
-        target=target,
-        device=target.split(":")[-1].split("@")[0],
-        source="hardware" if hardware else "history",
-        run_id=run_id,
+    """A row of max-cut recorded ``when``; its gap and quantum answer follow its accuracy."""
+    accuracy = fields.get("accuracy", 1.0)
+    derived = dict(
         recorded_at=when,
-        status="passed" if passed else "failed",
-        passed=passed,
         message=None,
         quantum=-9.0 if accuracy == 1.0 else -9.0 * (accuracy or 0),
         baseline=-9.0,
         gap=0.0 if accuracy == 1.0 else 1 - (accuracy or 0),
         abs_error=0.0,
-        accuracy=accuracy,
-        verdict=None if accuracy is None else (MATCHES if accuracy >= 1.0 else BELOW),
-        circuits=3,
-        shots=12000,
-        run_seconds=1.5,
-        credits=0.42,
-        seed=1,
-        params='{"layers":1,"shots":4000}',
-        result_hash=f"hash-{run_id}",
     )
-    values.update(fields)
-    return TrackRecordRow(**values)
+    return builders.row(
+        run_id, version=version, case=case, target=target, **({"workflow": WORKFLOW} | derived | fields)
+    )
 
 
 def rows(now: datetime) -> list[TrackRecordRow]:
@@ -188,8 +134,8 @@ def build(home: Path, work: Path) -> Seeded:
     with home_set(home):
         assert main(["providers", "add", "ref", "--process", "--", *REFERENCE]) == 0
         assert main(["providers", "add", "lab", "--process", "--", *REFERENCE, "--unpriced"]) == 0
-        publish(home, work, "0.9.0")
-        publish(home, work, "1.0.0")
+        publish(home, work, name=WORKFLOW, version="0.9.0", cases=CASES)
+        publish(home, work, name=WORKFLOW, version="1.0.0", cases=CASES)
         file_rows(rows(datetime.now(UTC)), home)
         with connect(home=home) as db:
             db.grant("dev", 100)

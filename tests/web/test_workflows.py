@@ -118,10 +118,11 @@ def test_get_a_quote_is_offered_to_the_workflows_developer_only(
 
 
 def test_a_published_workflow_with_no_run_yet_has_a_page(home, client, tmp_path):
-    from tests.web.seeding import home_set, publish
+    from tests.flows.hardware_setup import publish
+    from tests.web.seeding import CASES, home_set
 
     with home_set(home):
-        publish(home, tmp_path, "2.0.0", name="fresh")
+        publish(home, tmp_path, name="fresh", version="2.0.0", cases=CASES)
     assert "fresh" in client.get("/workflows").text
     page = client.get("/workflows/fresh")
     assert page.status_code == 200 and "none yet" in page.text
