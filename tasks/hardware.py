@@ -117,18 +117,15 @@ def device_billing(target: str, home: Path | None = None) -> dict[str, Any]:
 def ibm_availability(target: str, home: Path | None = None) -> dict[str, Any]:
     """An ``ibm:`` device reached with the person's key and asked its status; HardwareRefused
     (backend_unavailable) when it cannot be reached, refuses the key, or is not operational."""
-    from qsolve.targets.ibm import IbmSettings, connect, ibm_key
+    from qsolve.targets.ibm import IbmSettings, connect, ibm_key, unavailable
 
-    try:
-        settings = IbmSettings.from_environment()
+    try:  # connect's messages are scrubbed of the key
         secret, where = ibm_key(home)
-        _, backend = connect(target.removeprefix("ibm:"), settings, secret, where)
-        status = backend.status()
-    except Exception as e:  # the messages are scrubbed of the key where they are made
+        _, backend = connect(target.removeprefix("ibm:"), IbmSettings.from_environment(), secret, where)
+    except Exception as e:
         raise HardwareRefused("backend_unavailable", str(e)) from None
-    if not status.operational:
-        said = f" ({status.status_msg})" if status.status_msg else ""
-        raise HardwareRefused("backend_unavailable", f"{target} is not operational{said}")
+    if why := unavailable(backend, secret):
+        raise HardwareRefused("backend_unavailable", f"{target}: {why}")
     return {}
 
 

@@ -43,6 +43,7 @@ One module per concept (every name below is importable from ``qsolve.targets.ibm
 - ``settings``: ``IbmSettings``, where the client goes, and which settings are refused;
 - ``credentials``: ``ibm_key``, the key from ``QISKIT_IBM_TOKEN`` or the credential store;
 - ``service``: ``connect``, the client's service with the key passed to it, and the device's backend;
+  ``unavailable``, why the device takes no job now;
 - ``device``: ``describe``, the device as this client describes it, provenance included;
 - ``isa``: the ISA's gates and ``check_isa``, the check of an ISA circuit against its circuit;
 - ``sampler``: ``IbmSampler``, our interface over SamplerV2 (decoupling and twirling off), and the bodies
@@ -67,7 +68,7 @@ from qsolve.targets.ibm.later import cancel, collect
 from qsolve.targets.ibm.names import BASIS, KIND, PROVIDER
 from qsolve.targets.ibm.sampler import IbmSampler
 from qsolve.targets.ibm.sealing import FIELDS, SETTINGS, execution_of, is_the_row
-from qsolve.targets.ibm.service import connect
+from qsolve.targets.ibm.service import connect, unavailable
 from qsolve.targets.ibm.settings import CHANNELS, ENVIRONMENT, IBM_DEFAULT_URL, IbmSettings
 from qsolve.targets.ibm.target import FIRST_POLL_S, POLL_S, UNKNOWN_COST, WAIT_S, IbmBackend, open_ibm
 
@@ -96,6 +97,7 @@ __all__ = [
     "check_isa",
     "collect",
     "connect",
+    "unavailable",
     "describe",
     "execution_of",
     "ibm_key",

@@ -68,3 +68,15 @@ def connect(device: str, settings: IbmSettings, secret: Secret, where: str) -> t
         ) from None
     _basis_check(name, backend)
     return service, backend
+
+
+def unavailable(backend: Any, secret: Secret | None) -> str | None:
+    """Why the device takes no job now (its status unreadable, or not operational), or None."""
+    try:
+        status = backend.status()
+    except Exception as e:
+        return f"the device's status could not be read ({_scrub(str(e), secret)})"
+    if not status.operational:
+        said = f" ({status.status_msg})" if status.status_msg else ""
+        return f"the device is not available: IBM Quantum says it is not operational{said}"
+    return None

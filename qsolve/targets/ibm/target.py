@@ -39,7 +39,7 @@ from qsolve.targets.ibm.isa import (
 from qsolve.targets.ibm.names import BASIS, KIND, PROVIDER
 from qsolve.targets.ibm.sampler import IbmSampler, _Bodies, _is_transport
 from qsolve.targets.ibm.sealing import FIELDS, _execution_from, _protocol, execution_of, is_the_row
-from qsolve.targets.ibm.service import connect
+from qsolve.targets.ibm.service import connect, unavailable
 from qsolve.targets.ibm.settings import IbmSettings
 
 WAIT_S = 600.0  # how long one command follows a job before it says how to collect it later
@@ -351,20 +351,9 @@ class IbmBackend(Backend):
     # --- helpers ---------------------------------------------------------------------------------------
 
     def _check_status(self, operation: str) -> None:
-        try:
-            status = self.backend.status()
-        except Exception as e:
+        if why := unavailable(self.backend, self._secret):
             raise IbmJobStopped(
-                f"{self.name}: {operation}: the device's status could not be read "
-                f"({_scrub(str(e), self._secret)}): nothing was sent",
-                reason="backend_unavailable",
-            ) from None
-        if not status.operational:
-            said = f" ({status.status_msg})" if status.status_msg else ""
-            raise IbmJobStopped(
-                f"{self.name}: {operation}: the device is not available: IBM Quantum says it is not "
-                f"operational{said}: nothing was sent",
-                reason="backend_unavailable",
+                f"{self.name}: {operation}: {why}: nothing was sent", reason="backend_unavailable"
             )
 
     def _job(self, job_id: str, record: str) -> Any:
