@@ -292,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     from qsolve.providers.commands import add_commands as add_provider_commands
     from qsolve.receipts.commands import add_commands as add_receipt_commands
     from qsolve.web.commands import add_commands as add_web_commands
-    from storage.state._commands import add_commands as add_credit_commands
+    from storage.credit_commands import add_commands as add_credit_commands
     from storage.trackrecord.commands import add_commands as add_trackrecord_commands
 
     add_trackrecord_commands(sub)

@@ -18,7 +18,6 @@ _calibration    calibration task results (issue 14), figures as blobs
 _evaluations    evaluation runs, their records, reviewers' verdicts, figure assets
 _accounts   people of the web pages: logins, roles (developer, editor, reviewer), sessions
 _errors     the error tree
-_commands   ``qsolve credits grant|balance``
 """
 
 from storage.state._accounts import AccountExists, LoginAccount, OpenedSession

@@ -1,7 +1,8 @@
 """``qsolve credits grant ACCOUNT CREDITS [--memo M]`` and ``qsolve credits balance ACCOUNT`` (the
 operator's side of the ledger, docs/storage.md "State database and credits"). A grant opens the account
 when it does not exist; a balance counts what is held for running runs as spent until they settle.
-Exit codes: 0 done, 1 refused (an unknown account), 2 misuse (a credit amount that does not read)."""
+Exit codes: 0 done, 1 refused (an unknown account), 2 misuse (a credit amount that does not read).
+Outside ``storage.state``, so that building the command line imports no database code."""
 
 from __future__ import annotations
 
