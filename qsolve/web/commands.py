@@ -18,7 +18,7 @@ import logging
 import sys
 from typing import Any
 
-ROLES = ("developer", "editor", "reviewer")
+from storage.roles import ROLES
 
 
 def add_commands(subparsers: Any) -> None:

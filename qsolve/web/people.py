@@ -29,12 +29,11 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
+from storage.roles import ROLES
 from storage.state import LoginAccount
 
 SESSION_COOKIE = "qsolve_session"
 LOGIN_COOKIE = "qsolve_login"  # the login form's own token, before there is a session
-ROLES = ("developer", "editor", "reviewer")
-
 router = APIRouter()
 
 
@@ -53,6 +52,11 @@ class Account(BaseModel):
     def develops(self, workflow: str) -> bool:
         """Whether this account is ``workflow``'s developer."""
         return "developer" in self.roles and workflow in self.workflows
+
+    def quotes(self, workflow: str) -> bool:
+        """Whether this account may ask for ``workflow``'s quotes: its developer, or an admin (the quotes
+        are then the admin's, paid from the admin's own credits)."""
+        return "admin" in self.roles or self.develops(workflow)
 
     @classmethod
     def of(cls, login: LoginAccount) -> Account:

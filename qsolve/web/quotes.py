@@ -38,13 +38,15 @@ REFUSAL_STATUS = {
 
 
 def developer_of(request: Request, workflow: str) -> Account:
-    """The logged-in account when it is ``workflow``'s developer (401 / 403 otherwise)."""
+    """The logged-in account when it is ``workflow``'s developer or an admin (401 / 403 otherwise)."""
     from fastapi import HTTPException
 
-    account = need(request, "developer")
-    if not account.develops(workflow):
+    account = need(request)
+    if not account.quotes(workflow):
         raise HTTPException(
-            403, f"account {account.name} is not a developer of {workflow}: only its developer may do this"
+            403,
+            f"account {account.name} is not a developer of {workflow}: only its developer (or an admin) may "
+            "do this",
         )
     return account
 

@@ -148,5 +148,5 @@ def _show(request: Request, name: str, version: str | None) -> HTMLResponse:
         matches=matches,
         with_accuracy=with_accuracy,
         charts=histories(p),
-        developer=account is not None and account.develops(name),
+        developer=account is not None and account.quotes(name),
     )

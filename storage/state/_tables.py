@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 
+from storage.roles import ROLES
 from storage.state._models import (
     EvaluationStatus,
     FailureReason,
@@ -340,8 +341,6 @@ evaluation_assets = sa.Table(
 
 # People of the web pages (issue 16): a login on a user's credit account, its roles, its sessions. Tokens
 # and session ids are kept only as their SHA-256; the form token is the one a session's pages carry.
-ROLES = ("developer", "editor", "reviewer")
-
 account_roles = sa.Table(
     "account_roles",
     metadata,

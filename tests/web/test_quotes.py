@@ -118,3 +118,20 @@ def test_an_unknown_cost_is_confirmed_only_when_seen(seeded, developer, client, 
     assert seen.status_code == 303
     with connect(home=seeded.home) as db:
         assert db.get_quote(first.id).status is QuoteStatus.CONFIRMED
+
+
+def test_an_admin_asks_for_quotes_in_their_own_account_and_a_reviewer_may_not(
+    seeded, client, make_account, login, form_token
+):
+    """benchmarks-and-gates.md: the developer asks for a quote, "admins can too"; the quotes are then the
+    admin's, paid from the admin's credits. A reviewer (no admin, no developer of it) is refused."""
+    login(client, "rita", make_account("rita", "reviewer"))
+    assert client.get("/workflows/max-cut/quotes").status_code == 403
+    assert ask(client, form_token).status_code == 403
+    assert pending(seeded.home) == []
+    client.cookies.clear()
+    login(client, "ann", make_account("ann", "admin"))
+    assert client.get("/workflows/max-cut").text.count('id="get-a-quote"') == 1
+    assert ask(client, form_token).status_code == 303
+    quotes = pending(seeded.home)
+    assert len(quotes) == 2 and {q.account for q in quotes} == {"ann"}

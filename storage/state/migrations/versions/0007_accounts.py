@@ -1,5 +1,5 @@
 """People of the web pages (issue 16): a login (an access token, kept as its SHA-256) on a user's credit
-account, the account's roles (``developer`` of a workflow, ``editor``, ``reviewer``), and its sessions
+account, its roles (``admin``, ``developer`` of a workflow, ``editor``, ``reviewer``), and its sessions
 (their ids kept as SHA-256, each with the form token its pages carry).
 
 Revision ID: 0007
@@ -28,7 +28,9 @@ def upgrade() -> None:
         sa.Column("created_at", When, nullable=False),
         sa.PrimaryKeyConstraint("account", "role", "workflow", name="pk_account_roles"),
         sa.ForeignKeyConstraint(["account"], ["accounts.name"], name="fk_account_roles_account_accounts"),
-        sa.CheckConstraint("role IN ('developer', 'editor', 'reviewer')", name=op.f("ck_account_roles_role")),
+        sa.CheckConstraint(
+            "role IN ('admin', 'developer', 'editor', 'reviewer')", name=op.f("ck_account_roles_role")
+        ),
     )
     op.create_table(
         "account_logins",
