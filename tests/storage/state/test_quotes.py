@@ -118,3 +118,35 @@ def test_a_pricing_batch_left_by_a_stopped_process_does_not_block_for_ever(db: S
         connection.execute(quote_batches.update().values(created_at=old))
         connection.execute(quotes.delete())
     assert db.request_batch(version, "alice").id != batch.id
+
+
+def test_of_many_processes_claiming_one_quotes_run_at_once_one_gets_it(
+    db: StateDB, database_url: str, tmp_path
+) -> None:
+    """Eight connections (as eight processes would hold) race to take one confirmed quote's run: the
+    database gives it to exactly one; the run is then no one else's to run."""
+    import threading
+
+    from storage.state import connect
+    from tests.storage.state.conftest import default_settings
+
+    _, _, (quote,) = batch_of(db, Decimal("2"))
+    db.confirm_quote(quote.id, "alice")
+    others = [connect(database_url, home=tmp_path, settings=default_settings()) for _ in range(8)]
+    start, won = threading.Barrier(len(others)), []
+
+    def claim(i: int) -> None:
+        start.wait()
+        if others[i].claim_quote_run(quote.id, f"owner-{i}", 30):
+            won.append(i)
+
+    threads = [threading.Thread(target=claim, args=(i,)) for i in range(len(others))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    for other in others:
+        other.close()
+    assert len(won) == 1
+    assert db.get_run(quote.run_id).owner == f"owner-{won[0]}"
+    assert db.quotes_to_run() == [] and not db.claim_quote_run(quote.id, "late", 30)
