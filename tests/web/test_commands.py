@@ -26,7 +26,7 @@ def test_accounts_add_prints_the_token_once_and_keeps_its_hash(home, capsys):
     assert "already has a login" in capsys.readouterr().err
     assert main(["accounts", "add", "bob", "--role", "developer"]) == 2
     assert "--workflow" in capsys.readouterr().err
-    assert main(["accounts", "add", "bob", "--role", "admin"]) == 2  # argparse's choices
+    assert main(["accounts", "add", "bob", "--role", "owner"]) == 2  # argparse's choices
     capsys.readouterr()
     assert main(["accounts", "list"]) == 0
     listed = capsys.readouterr().out

@@ -111,7 +111,7 @@ def test_accounts_and_their_roles(home):
         with pytest.raises(ValueError, match="--workflow"):
             db.add_login("bob", ["developer"])
         with pytest.raises(ValueError, match="roles"):
-            db.add_login("bob", ["admin"])
+            db.add_login("bob", ["owner"])
         with pytest.raises(ValueError, match="not an account name"):
             db.add_login("ledger:revenue", ["reviewer"])
         login = db.get_login("dev")
