@@ -11,7 +11,7 @@ import yaml
 from qiskit import QuantumCircuit
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+VECTORS = Path(__file__).resolve().parent / "vectors"  # public test vectors, sources in its README
 
 MODULE = """\
 from qsolve import MethodResult

@@ -10,7 +10,7 @@
   response;
 - files: path traversal and content sniffing on every route that serves bytes;
 - uploads: an oversized body (declared or chunked), a zip bomb and a zip of too many entries, job files
-  of deep nesting, huge numbers, NaN and duplicate keys (the strict JSON of /work/shared/vectors/README.md);
+  of deep nesting, huge numbers, NaN and duplicate keys (the strict JSON of tests/vectors/README.md);
 - secrets: the access token, the session id or the form token in a page, a URL or the log of a real
   ``qsolve serve``.
 """

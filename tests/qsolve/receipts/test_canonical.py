@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from qsolve.receipts.canonical import canonical_bytes, canonical_text, es6_number
 from qsolve.receipts.first_form import first_form_bytes, first_form_number
 from qsolve.receipts.strict_json import read, read_value
-from tests.conftest import SHARED
+from tests.conftest import VECTORS
 
-JCS = SHARED / "vectors" / "jcs"
+JCS = VECTORS / "jcs"
 
 
 @pytest.mark.parametrize("path", sorted((JCS / "input").iterdir()), ids=lambda p: p.name)

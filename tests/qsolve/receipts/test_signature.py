@@ -9,12 +9,12 @@ import nacl.bindings
 import pytest
 
 from qsolve.receipts.signature import SMALL_ORDER_ENCODINGS, L, key_is_strict, verify_strict
-from tests.conftest import SHARED
+from tests.conftest import VECTORS
 from tests.qsolve.receipts.builders import KEY
 
-VECTORS = SHARED / "vectors" / "ed25519"
-SPECCHECK = json.loads((VECTORS / "speccheck-cases.json").read_text())
-WYCHEPROOF = json.loads((VECTORS / "wycheproof-ed25519-test.json").read_text())
+ED25519 = VECTORS / "ed25519"
+SPECCHECK = json.loads((ED25519 / "speccheck-cases.json").read_text())
+WYCHEPROOF = json.loads((ED25519 / "wycheproof-ed25519-test.json").read_text())
 
 
 def _wycheproof_cases() -> list[tuple[str, dict[str, Any]]]:

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qsolve.receipts.strict_json import INFINITE_AT, MAX_DEPTH, Unreadable, read, read_value
-from tests.conftest import SHARED
+from tests.conftest import VECTORS
 
-PARSING = SHARED / "vectors" / "json-parsing" / "test_parsing"
+PARSING = VECTORS / "json-parsing" / "test_parsing"
 DUPLICATES = {"y_object_duplicated_key.json", "y_object_duplicated_key_and_value.json"}
 
 

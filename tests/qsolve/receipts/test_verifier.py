@@ -16,10 +16,10 @@ from qsolve.receipts.first_form import first_form_bytes
 from qsolve.receipts.seal import Form, digest, seal, sealed_part
 from qsolve.receipts.verdict import ReadAtMost
 from qsolve.receipts.verifier import SERVICE_LIMITS, VERIFY_LIMITS, count_values, verify
-from tests.conftest import SHARED
+from tests.conftest import VECTORS
 from tests.qsolve.receipts.builders import KEY, OTHER_KEY, earlier_result, request, result, sealed
 
-SPECCHECK = json.loads((SHARED / "vectors" / "ed25519" / "speccheck-cases.json").read_text())
+SPECCHECK = json.loads((VECTORS / "ed25519" / "speccheck-cases.json").read_text())
 
 
 def _text(job: Any) -> bytes:
