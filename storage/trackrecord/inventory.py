@@ -8,14 +8,16 @@ its footer alone, by :data:`CHECKS` in order, the first that fails giving the re
     columns   exactly ``row.SCHEMA``'s columns, in order, with their types
     metadata  ``qsolve.trackrecord.schema = 1`` in its metadata: qsolve wrote it
 
-A file that fails is left out of the views and of compaction (never removed), and named in a warning.
-Checks are cached by path, size and modification time (a file qsolve wrote never changes), and
-``trackrecord.duckdb`` keeps them (``trackrecord_files``), so another process does not read every footer
-again either.
+A file that fails is left out of the views and of compaction, and named in a warning; a command that may
+write the home moves it into ``trackrecord/left-out/`` (:func:`set_aside`), so that the globs of
+``trackrecord.duckdb``'s views never meet it. Nothing is ever removed. Checks are cached by path, size
+and modification time (a file qsolve wrote never changes); a footer also gives the file's row count, which
+the maintenance pass weighs against the state database (``storage.maintenance``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -27,7 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 from blake3 import blake3
 
-from .layout import BATCH, HEAD, OLDER, SCHEMA_FILE, TEMPORARY_PREFIX, Layout
+from .layout import BATCH, HEAD, LEFT_OUT, OLDER, SCHEMA_FILE, TEMPORARY_PREFIX, Layout
 from .row import COLUMNS, SCHEMA_VERSION
 
 METADATA_KEY = b"qsolve.trackrecord.schema"
@@ -44,6 +46,7 @@ class FileEntry:
     size: int
     mtime_ns: int
     problem: str | None = None
+    rows: int = 0  # from the footer, for a file the views read
 
     def same_file(self, st: os.stat_result) -> bool:
         return (self.size, self.mtime_ns) == (st.st_size, st.st_mtime_ns)
@@ -74,6 +77,10 @@ class Inventory:
     @cached_property
     def _by_name(self) -> dict[str, FileEntry]:
         return {e.name: e for e in self.entries}
+
+    def rows(self, *kinds: str) -> int:
+        """The rows of the readable data files of these kinds (all by default), from their footers."""
+        return sum(self._by_name[p.name].rows for p in self.readable(*kinds))
 
     @property
     def left_out(self) -> list[tuple[Path, str]]:
@@ -138,12 +145,18 @@ CHECKS: list[tuple[str, Callable[[Path, pa.Schema | None], str | None]]] = [
 def check_file(path: Path) -> str | None:
     """Why the views must leave ``path`` out, or None. Reads the footer only; a file gone meanwhile
     raises FileNotFoundError."""
+    return _check(path)[0]
+
+
+def _check(path: Path) -> tuple[str | None, int]:
+    """Why the views must leave ``path`` out (or None), and its row count from the footer."""
     import pyarrow.parquet as pq
 
-    schema = None
+    schema, rows = None, 0
     if NAME.fullmatch(path.name) is not None:
         try:
-            schema = pq.read_schema(path)
+            footer = pq.read_metadata(path)
+            schema, rows = footer.schema.to_arrow_schema(), footer.num_rows
         except FileNotFoundError:
             raise
         except (OSError, ValueError, pa.ArrowException):
@@ -151,8 +164,8 @@ def check_file(path: Path) -> str | None:
     for _, check in CHECKS:
         problem = check(path, schema)
         if problem is not None:
-            return problem
-    return None
+            return problem, 0
+    return None, rows
 
 
 #: per folder: the checks done, by name, with the size and time they were done at
@@ -160,16 +173,16 @@ _checked: dict[Path, dict[str, FileEntry]] = {}
 
 
 def checked(path: Path, st: os.stat_result, known: Mapping[str, FileEntry] | None = None) -> FileEntry:
-    """``path``'s entry, its check taken from this process's cache or ``known`` (what
-    ``trackrecord.duckdb`` recorded) where the file's size and time are the same, else done now."""
+    """``path``'s entry, its check taken from this process's cache or ``known`` where the file's size and
+    time are the same, else done now."""
     folder_cache = _checked.setdefault(path.parent, {})
     for source in (folder_cache, known or {}):
         entry = source.get(path.name)
         if entry is not None and entry.same_file(st):
             folder_cache[path.name] = entry
             return entry
-    problem = check_file(path) if stat.S_ISREG(st.st_mode) else "not a file"
-    entry = FileEntry(path.name, st.st_size, st.st_mtime_ns, problem)
+    problem, rows = _check(path) if stat.S_ISREG(st.st_mode) else ("not a file", 0)
+    entry = FileEntry(path.name, st.st_size, st.st_mtime_ns, problem, rows)
     folder_cache[path.name] = entry
     return entry
 
@@ -194,3 +207,35 @@ def take_inventory(layout: Layout, known: Mapping[str, FileEntry] | None = None)
         for name in [n for n in cache if n not in names]:
             del cache[name]
     return Inventory(layout.folder, layout.schema_file, tuple(entries))
+
+
+def set_aside(inventory: Inventory) -> Inventory:
+    """Move every file the views leave out into ``trackrecord/left-out/`` (a name taken there gets a
+    suffix), so that no glob over the folder meets it; returns the inventory with each one's problem
+    saying where it went. A file that cannot be moved (a home qsolve may not write) stays, as it was."""
+    if not inventory.left_out:
+        return inventory
+    aside = inventory.folder / LEFT_OUT
+    entries = []
+    for e in inventory.entries:
+        if e.problem is None:
+            entries.append(e)
+            continue
+        try:
+            aside.mkdir(exist_ok=True)
+            target = aside / e.name
+            n = 0
+            while target.exists() or target.is_symlink():
+                n += 1
+                target = aside / f"{e.name}.{n}"
+            os.rename(inventory.folder / e.name, target)
+        except FileNotFoundError:  # gone meanwhile
+            continue
+        except OSError:
+            entries.append(e)
+            continue
+        with contextlib.suppress(KeyError):
+            del _checked[inventory.folder][e.name]
+        moved = f"{e.problem}; moved to {target.relative_to(inventory.folder.parent)}"
+        entries.append(FileEntry(e.name, e.size, e.mtime_ns, moved))
+    return Inventory(inventory.folder, inventory.schema_file, tuple(entries))

@@ -9,6 +9,7 @@
         h-<digest>.parquet              heads: after a compaction, the latest row of each case and target
         o-<digest>.parquet              older: after a compaction, rows some newer row of theirs replaced
         .tmp-*                          a file being written (or left by a crash); never read
+        left-out/                       files the views leave out (damaged, or not qsolve's), set aside
 
 A file's digest is BLAKE3 over its sorted run ids, so filing the same runs again finds its file already
 there. Every file is written whole under a temporary name, fsynced and linked into place: no file is ever
@@ -31,6 +32,7 @@ FOLDER = "trackrecord"
 DATABASE = "trackrecord.duckdb"
 SQL_FILE = "trackrecord.sql"
 TEMPORARY_PREFIX = ".tmp-"
+LEFT_OUT = "left-out"
 BATCH, HEAD, OLDER = "b", "h", "o"
 SCHEMA_FILE = f"schema-v{SCHEMA_VERSION}.parquet"
 

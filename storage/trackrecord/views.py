@@ -22,12 +22,16 @@ history runs start at its publication, so first-recorded order is publication or
 an older version finishing late does not move it). Semantic-version order was not used: versions are free
 text (``manifest.VERSION_RE``), and a fix published as 1.0.1 after 2.0.0 is the newer publication.
 
-The views name their files one by one (issue 11): the DuckDB 1.x an analyst installs knows no
-``allow_empty`` and refuses a glob that matches no file, and a file that fails a check
-(``inventory``) is left out. So ``trackrecord.duckdb`` is rebuilt whenever the set of files changes
-(each filing and compaction) and whenever a command finds it made for another folder (a home copied or
-moved): every command that touches the track record brings it up to date. Its paths are absolute, so it
-opens from any folder; ``trackrecord.sql`` names the same files relative to the home.
+``trackrecord.duckdb``'s views read the folder through globs (``trackrecord/*.parquet``, and
+``trackrecord/[bhs]*.parquet`` for the latest candidates), each always matching the schema file, so that
+the DuckDB 1.x an analyst installs (which knows no ``allow_empty`` and refuses a glob that matches no file)
+opens it, and filing a batch or compacting changes nothing in it: it is built again only when its views'
+definitions change or the home moved (every command that touches the track record checks). A file that
+fails a check is set aside into ``trackrecord/left-out/`` by the command that finds it (``inventory``), so
+no glob meets it. A home whose path holds a glob character gets views naming its files one by one
+instead, rebuilt whenever they change. The in-memory views of ``qsolve query`` and ``qsolve page`` name
+the files they found, so they read a home they may not write as well. Its paths are absolute, so it opens
+from any folder; ``trackrecord.sql`` uses the same globs relative to the home.
 """
 
 from __future__ import annotations
@@ -43,14 +47,14 @@ from pathlib import Path
 import duckdb
 
 from .errors import TrackRecordWarning
-from .inventory import FileEntry, Inventory, take_inventory
+from .inventory import Inventory, set_aside, take_inventory
 from .layout import BATCH, HEAD, OLDER, SCHEMA_FILE, TEMPORARY_PREFIX, Layout
 from .row import SCHEMA_VERSION
 
 #: the storage version of ``trackrecord.duckdb``: DuckDB 2.x writes files that 1.x cannot open (version 69
 #: against 64 to 68); written as v1.2.0, the 1.5 command line on the package index opens it, views and all
 STORAGE_VERSION = "v1.2.0"
-VIEWS_VERSION = f"{SCHEMA_VERSION}.3"  # bump when a definition changes: stale databases are rebuilt
+VIEWS_VERSION = f"{SCHEMA_VERSION}.4"  # bump when a definition changes: stale databases are rebuilt
 GROUP = "workflow, version, case_name, target"
 COPY_ORDER = "recorded_at DESC, result_hash DESC, filename DESC, file_row_number DESC"
 LATEST_ORDER = "recorded_at DESC, run_id DESC, result_hash DESC"
@@ -58,7 +62,8 @@ SIM = "starts_with(target, 'sim-')"
 FAKE = "starts_with(target, 'fake:')"
 HARDWARE = f"NOT ({SIM} OR {FAKE})"
 META_TABLE = "trackrecord_meta"
-FILES_TABLE = "trackrecord_files"
+GLOBBED = "glob"  # the files_digest of a database whose views read globs: no list to keep up to date
+GLOB_CHARACTERS = frozenset("*?[]{}")
 TRIES = 8  # builds of one call, when files come and go meanwhile (a filing or compaction elsewhere)
 
 
@@ -92,6 +97,16 @@ class Sources:
             return parquet_source(files)
 
         return cls(filed=source(BATCH, HEAD, OLDER), candidates=source(BATCH, HEAD))
+
+    @classmethod
+    def globbed(cls, folder: Path | str) -> Sources:
+        """Over the folder's files by glob, each glob matching the schema file at least (module
+        docstring): what ``trackrecord.duckdb`` and ``trackrecord.sql`` read."""
+
+        def source(pattern: str) -> str:
+            return f"read_parquet({sql_text(f'{folder}/{pattern}')}, filename = true, file_row_number = true)"
+
+        return cls(filed=source("*.parquet"), candidates=source(f"[{BATCH}{HEAD}{SCHEMA_FILE[0]}]*.parquet"))
 
 
 def definitions(sources: Sources, version: str | None = None) -> list[tuple[str, str]]:
@@ -232,14 +247,15 @@ def reading(home: Path | str | Layout | None = None) -> Inventory:
             warnings.warn(said, TrackRecordWarning, stacklevel=2)
     if inventory is None:
         inventory = take_inventory(for_reading(layout))
-    warn_left_out(inventory)
+        warn_left_out(inventory)
     return inventory
 
 
-def warn_left_out(inventory: Inventory) -> None:
+def warn_left_out(inventory: Inventory, stacklevel: int = 3) -> None:
     for path, problem in inventory.left_out:
         shown = str(path).replace("\n", "\\n")
-        warnings.warn(f"{shown}: {problem}; left out of the track record", TrackRecordWarning, stacklevel=3)
+        said = f"{shown}: {problem}; left out of the track record"
+        warnings.warn(said, TrackRecordWarning, stacklevel=stacklevel)
 
 
 def ensure_views(home: Path | str | Layout | None = None, *, force: bool = False) -> bool:
@@ -249,27 +265,40 @@ def ensure_views(home: Path | str | Layout | None = None, *, force: bool = False
     into place, so a reader holding the old one open keeps it (with the files it named) and nobody waits
     on its lock. Each file left out is named in a :class:`TrackRecordWarning`."""
     layout = home if isinstance(home, Layout) else Layout(home)
-    built, inventory = _ensure(layout, force=force)
-    warn_left_out(inventory)
-    return built
+    return _ensure(layout, force=force)[0]
 
 
 @dataclass(frozen=True)
 class Stored:
-    """What a ``trackrecord.duckdb`` says of itself: its ``trackrecord_meta`` and ``trackrecord_files``."""
+    """What a ``trackrecord.duckdb`` says of itself: its ``trackrecord_meta``."""
 
     views_version: str | None
     folder: str | None
     files_digest: str | None
-    files: dict[str, FileEntry]
 
     def serves(self, layout: Layout, inventory: Inventory) -> bool:
-        """Whether its views are this code's, over these files, in this folder."""
+        """Whether its views are this code's, over these files (by glob, or named), in this folder."""
         return (
             self.views_version == VIEWS_VERSION
-            and self.files_digest == inventory.digest
+            and self.files_digest == _files_digest(layout, inventory)
             and _same_folder(self.folder, layout.folder)
         )
+
+
+def _globbed(layout: Layout) -> bool:
+    """Whether the home's database reads its files by glob: not where its path has a glob character."""
+    return GLOB_CHARACTERS.isdisjoint(str(layout.home))
+
+
+def _files_digest(layout: Layout, inventory: Inventory) -> str:
+    return GLOBBED if _globbed(layout) else inventory.digest
+
+
+def _sources(layout: Layout, inventory: Inventory, relative_to: Path | None = None) -> Sources:
+    if not _globbed(layout):
+        return Sources.of(inventory, relative_to)
+    folder = layout.folder if relative_to is None else layout.folder.relative_to(relative_to)
+    return Sources.globbed(folder)
 
 
 def _same_folder(stored: str | None, folder: Path) -> bool:
@@ -310,42 +339,42 @@ def stored(database: Path) -> Stored | None:
         return None
     try:
         meta = dict(con.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
-        files = con.execute(f"SELECT name, bytes, mtime_ns, problem FROM {FILES_TABLE}").fetchall()
     except duckdb.Error:  # made by an older qsolve, or not by qsolve
         return None
     finally:
         con.close()
-    found = Stored(
-        meta.get("views_version"),
-        meta.get("folder"),
-        meta.get("files_digest"),
-        {name: FileEntry(name, size, mtime_ns, problem) for name, size, mtime_ns, problem in files},
-    )
+    found = Stored(meta.get("views_version"), meta.get("folder"), meta.get("files_digest"))
     _stored[database] = (key, found)
     return found
 
 
 def _ensure(layout: Layout, *, force: bool = False) -> tuple[bool, Inventory]:
-    """Bring ``trackrecord.duckdb`` up to date; returns whether it was built and the files it names.
-    After a build the folder is listed again, and the database built again if the files changed
-    meanwhile: of two processes racing, the one that renames last checks last."""
+    """Bring ``trackrecord.duckdb`` up to date, files left out set aside first (each named in a
+    :class:`TrackRecordWarning`, even when the build then fails); returns whether it was built and the
+    folder's files. After a build the folder is listed again, and the database built again if it no
+    longer serves (a database naming its files, which changed meanwhile): of two processes racing, the
+    one that renames last checks last."""
     from .filing import ensure_schema_file
 
-    found = stored(layout.database)
-    ensure_schema_file(layout, found.files if found else None)
+    ensure_schema_file(layout)
     built = False
-    for attempt in range(TRIES):
-        found = None if force else stored(layout.database)
-        inventory = take_inventory(layout, known=found.files if found else None)
-        if found is not None and found.serves(layout, inventory) and layout.sql_file.exists():
-            break
-        try:
-            _build(layout, inventory)
-        except duckdb.IOException:  # a file went between the listing and the views (a compaction)
-            if attempt == TRIES - 1:
-                raise
-            continue
-        built, force = True, False
+    inventory = None
+    try:
+        for attempt in range(TRIES):
+            found = None if force else stored(layout.database)
+            inventory = set_aside(take_inventory(layout))
+            if found is not None and found.serves(layout, inventory) and layout.sql_file.exists():
+                break
+            try:
+                _build(layout, inventory)
+            except duckdb.IOException:  # a file went between the listing and the views (a compaction)
+                if attempt == TRIES - 1:
+                    raise
+                continue
+            built, force = True, False
+    finally:
+        if inventory is not None:
+            warn_left_out(inventory, stacklevel=4)
     return built, inventory
 
 
@@ -353,24 +382,15 @@ def _build(layout: Layout, inventory: Inventory) -> None:
     from .filing import fsync_folder, write_replacing
 
     tmp = layout.home / f"{TEMPORARY_PREFIX}{layout.database.name}.{os.getpid()}.{secrets.token_hex(4)}"
-    meta = [
-        ("views_version", VIEWS_VERSION),
-        ("folder", str(layout.folder)),
-        ("files_digest", inventory.digest),
-    ]
-    files = [(e.name, e.size, e.mtime_ns, e.problem) for e in inventory.entries]
+    digest = _files_digest(layout, inventory)
+    meta = [("views_version", VIEWS_VERSION), ("folder", str(layout.folder)), ("files_digest", digest)]
     con = session(duckdb.connect())
     try:  # written in a storage version the DuckDB 1.x an analyst installs reads (FACTS.md)
         con.execute(f"ATTACH {sql_text(str(tmp))} AS built (STORAGE_VERSION '{STORAGE_VERSION}')")
         con.execute("USE built")
-        create_views(con, Sources.of(inventory))
+        create_views(con, _sources(layout, inventory))
         con.execute(f"CREATE TABLE {META_TABLE} (key VARCHAR, value VARCHAR)")
         con.executemany(f"INSERT INTO {META_TABLE} VALUES (?, ?)", meta)
-        con.execute(
-            f"CREATE TABLE {FILES_TABLE} (name VARCHAR, bytes BIGINT, mtime_ns BIGINT, problem VARCHAR)"
-        )
-        if files:
-            con.executemany(f"INSERT INTO {FILES_TABLE} VALUES (?, ?, ?, ?)", files)
         con.execute("CHECKPOINT")
         con.execute("USE memory")
         con.execute("DETACH built")
@@ -381,7 +401,7 @@ def _build(layout: Layout, inventory: Inventory) -> None:
                 leftover.unlink()
         raise
     con.close()
-    write_replacing(layout.sql_file, sql_script(inventory, layout.home).encode())
+    write_replacing(layout.sql_file, sql_script(layout, inventory).encode())
     with open(tmp, "rb+") as f:
         os.fsync(f.fileno())
         with contextlib.suppress(FileNotFoundError):  # a write-ahead log of the database replaced
@@ -390,12 +410,12 @@ def _build(layout: Layout, inventory: Inventory) -> None:
         fsync_folder(layout.home)
         st = os.fstat(f.fileno())  # this file's, whatever another process renames into place meanwhile
     key = st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-    entries = {e.name: e for e in inventory.entries}
-    _stored[layout.database] = (key, Stored(VIEWS_VERSION, str(layout.folder), inventory.digest, entries))
+    _stored[layout.database] = (key, Stored(VIEWS_VERSION, str(layout.folder), digest))
 
 
-def sql_script(inventory: Inventory, home: Path) -> str:
-    """The views as plain SQL over the same files, named relative to ``home``: ``trackrecord.sql``."""
+def sql_script(layout: Layout, inventory: Inventory) -> str:
+    """The views as plain SQL over the same files, relative to the home: ``trackrecord.sql``."""
+    home = layout.home
     lines = [
         "-- The track record's views (docs/trackrecord.md) as plain SQL, for any DuckDB, 1.x or 2.x. qsolve",
         "-- writes it with trackrecord.duckdb, whenever the files change. Its paths are relative to",
@@ -403,9 +423,10 @@ def sql_script(inventory: Inventory, home: Path) -> str:
         "--   cd .qsolve && duckdb -init trackrecord.sql",
         "--   cd .qsolve && duckdb analysis.duckdb < trackrecord.sql",
     ]
-    for path, problem in inventory.left_out:
-        shown = str(path.relative_to(home)).replace("\n", "\\n")
-        lines.append(f"-- left out: {shown}: {problem}")
-    for name, select in definitions(Sources.of(inventory, relative_to=home)):
+    if not _globbed(layout):
+        for path, problem in inventory.left_out:
+            shown = str(path.relative_to(home)).replace("\n", "\\n")
+            lines.append(f"-- left out: {shown}: {problem}")
+    for name, select in definitions(_sources(layout, inventory, relative_to=home)):
         lines.append(f"CREATE OR REPLACE VIEW {name} AS {select};")
     return "\n".join(lines) + "\n"

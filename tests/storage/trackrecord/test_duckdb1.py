@@ -1,6 +1,6 @@
 """trackrecord.duckdb and trackrecord.sql work in the DuckDB 1.x an analyst installs from the package index
-(issue 11): their views name existing files one by one, with no glob and no ``allow_empty`` (which 1.x
-lacks), and the database is rebuilt when the files change.
+(issue 11): their views read globs that always match the schema file, with no ``allow_empty`` (which 1.x
+lacks), so filing and compacting leave the database as it is (issue 24).
 
 The first tests need no DuckDB 1.x. The others run where one is found (skipped otherwise): a Python with
 ``duckdb`` 1.x at ``$QSOLVE_DUCKDB1_PYTHON`` or ``/tmp/d15/bin/python``, a 1.x command line at
@@ -24,7 +24,6 @@ import pytest
 
 from storage.trackrecord import TrackRecordWarning, compact, ensure_views, file_rows
 from storage.trackrecord.commands import add_commands
-from storage.trackrecord.inventory import take_inventory
 from storage.trackrecord.layout import Layout
 
 from .builders import EXPECTED, EXPECTED_CARDS, scenario
@@ -47,38 +46,57 @@ def file_scenario(home: Path) -> None:
 
 
 def listed_files(sql: str) -> list[str]:
-    """The paths every ``read_parquet([...])`` of ``sql`` names (DuckDB keeps a list as ``list_value``)."""
-    lists = re.findall(r"read_parquet\((?:\[|list_value\()((?:'(?:[^']|'')*'(?:, )?)+)[\])]", sql)
+    """The paths every ``read_parquet(...)`` of ``sql`` names: one glob, or a list (``list_value``)."""
+    lists = re.findall(r"read_parquet\((?:\[|list_value\()?((?:'(?:[^']|'')*'(?:, )?)+)[\]),]", sql)
     assert lists, sql
     return [p.replace("''", "'") for inner in lists for p in re.findall(r"'((?:[^']|'')*)'", inner)]
 
 
-def test_the_database_names_existing_files_only(home):
+def test_the_database_reads_the_folder_by_globs_each_matching_the_schema_file(home):
     file_scenario(home)
     layout = Layout(home)
-    readable = {str(p) for p in take_inventory(layout).readable()}
-    assert len(readable) == 4  # an h-, an o- and two b- files; the garbage is not among them
+    assert (layout.folder / "left-out" / "b-0000.parquet").is_file()  # set aside, out of the globs' way
     con = duckdb.connect(str(layout.database), read_only=True)
     views = dict(con.sql("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
     con.close()
     assert sorted(views) == EVERY_VIEW
-    named: set[str] = set()
+    globs: set[str] = set()
     for name, sql in views.items():
         assert "allow_empty" not in sql, name
-        for path in listed_files(sql) if "read_parquet" in sql else []:
-            assert not GLOB.search(path) and Path(path).is_absolute() and Path(path).is_file(), (name, path)
-            named.add(path)
-    assert named == readable | {str(layout.schema_file)}
+        globs.update(listed_files(sql) if "read_parquet" in sql else [])
+    assert globs == {f"{layout.folder}/*.parquet", f"{layout.folder}/[bhs]*.parquet"}
+    for pattern in globs:  # never an empty glob, which DuckDB 1.x refuses
+        assert layout.schema_file in layout.folder.glob(Path(pattern).name)
 
 
-def test_the_sql_file_names_the_same_files_relative_to_the_home(home, tmp_path, monkeypatch):
+def test_filing_and_compacting_leave_the_database_as_it_is(home, tmp_path):
+    file_rows(scenario()[:3], home)
+    database = Layout(home).database
+    before = database.stat().st_ino
+    file_rows(scenario()[3:], home)
+    compact(home)
+    assert database.stat().st_ino == before
+    out = analyst(database, sorted(EXPECTED), tmp_path)
+    assert {k: set(out[k]) for k in EXPECTED} == EXPECTED
+
+
+def test_a_home_whose_path_has_a_glob_character_names_its_files(tmp_path, monkeypatch):
+    home = tmp_path / "home[1]"
+    file_rows(scenario()[:3], home)
+    file_rows(scenario()[3:], home)
+    con = duckdb.connect(str(Layout(home).database), read_only=True)
+    sql = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'filed_rows'").fetchall()[0][0]
+    out = {r[0] for r in con.sql("SELECT run_id FROM current").fetchall()}
+    con.close()
+    assert all(Path(p).is_file() for p in listed_files(sql))
+    assert out == EXPECTED["current"]
+
+
+def test_the_sql_file_reads_the_same_globs_relative_to_the_home(home, tmp_path, monkeypatch):
     file_scenario(home)
     text = (home / "trackrecord.sql").read_text()
     assert "allow_empty" not in text
-    assert "-- left out: trackrecord/b-0000.parquet: not a Parquet file" in text
-    paths = listed_files(text)
-    assert paths and all(p.startswith("trackrecord/") and not GLOB.search(p) for p in paths)
-    assert {home / p for p in paths} == {*take_inventory(Layout(home)).readable(), Layout(home).schema_file}
+    assert set(listed_files(text)) == {"trackrecord/*.parquet", "trackrecord/[bhs]*.parquet"}
     monkeypatch.chdir(home)  # run from the home, by plain DuckDB
     con = duckdb.connect()
     con.execute(text)
@@ -90,8 +108,7 @@ def test_a_removed_sql_file_is_written_again(home):
     file_scenario(home)
     text = (home / "trackrecord.sql").read_text()
     (home / "trackrecord.sql").unlink()
-    with pytest.warns(TrackRecordWarning):
-        assert ensure_views(home)
+    assert ensure_views(home)
     assert (home / "trackrecord.sql").read_text() == text
 
 
@@ -190,6 +207,5 @@ def test_duckdb_1x_reads_a_moved_home_once_a_command_ran_there(home, tmp_path, m
     shutil.rmtree(home)
     monkeypatch.setenv("QSOLVE_HOME", str(moved))
     assert run("query", "SELECT 1") == 0
-    assert "b-0000.parquet" in capsys.readouterr().err
     out = analyst(moved / "trackrecord.duckdb", sorted(EXPECTED), tmp_path, python=python)
     assert {k: set(out[k]) for k in EXPECTED} == EXPECTED
