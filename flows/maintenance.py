@@ -1,5 +1,6 @@
 """The maintenance pass as a Prefect flow, deployed on a schedule (``prefect.yaml``, every minute):
-abandoned runs ended, stale credit holds released, ended runs filed into the track record (20 a pass),
+abandoned runs ended, stale credit holds released, runs whose rows were lost filed again from the state
+database, ended runs filed into the track record (20 a pass),
 the track record compacted. The report is the flow's result and a markdown artifact,
 ``maintenance-report``."""
 
@@ -10,7 +11,13 @@ from prefect.artifacts import create_markdown_artifact
 
 from storage.maintenance import MaintenanceReport
 from storage.state import qsolve_home
-from tasks.maintenance import compact_track_record, end_abandoned_runs, file_ended_runs, release_stale_holds
+from tasks.maintenance import (
+    compact_track_record,
+    end_abandoned_runs,
+    file_ended_runs,
+    refile_lost_runs,
+    release_stale_holds,
+)
 
 
 @flow(name="maintenance")
@@ -19,10 +26,12 @@ def maintenance_flow(home: str | None = None) -> MaintenanceReport:
     folder = qsolve_home(home).resolve()
     abandoned = end_abandoned_runs(folder)
     released = release_stale_holds(folder)
+    refiled = refile_lost_runs(folder)
     filed, waiting = file_ended_runs(folder)
     report = MaintenanceReport(
         abandoned=abandoned,
         released=released,
+        refiled=len(refiled),
         filed=filed,
         waiting=waiting,
         compaction=compact_track_record(folder),

@@ -217,6 +217,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_maintenance(args: argparse.Namespace) -> int:
     import json
 
+    if args.rebuild:
+        return _rebuild_track_record(args)
     _prefect()
     from flows.maintenance import maintenance_flow
 
@@ -226,6 +228,22 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
         print(f"qsolve: the maintenance pass failed: {type(report).__name__}: {report}", file=sys.stderr)
         return EXIT_FAILED
     print(json.dumps(report.model_dump(mode="json")) if args.json else report.summary())
+    return EXIT_OK
+
+
+def _rebuild_track_record(args: argparse.Namespace) -> int:
+    """``qsolve maintenance --rebuild``: the track record written again from the state database, here
+    (no flow: an operator's repair, which needs no Prefect)."""
+    import json
+
+    from storage.maintenance import rebuild_track_record
+    from storage.state import connect, qsolve_home
+
+    home = qsolve_home().resolve()
+    with connect(home=home) as db:
+        runs = rebuild_track_record(db, home)
+    said = {"rebuilt": runs}
+    print(json.dumps(said) if args.json else f"rebuilt the track record from the state database: {runs} runs")
     return EXIT_OK
 
 
@@ -283,6 +301,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="one maintenance pass: abandoned runs ended, stale holds released, ended runs filed, compaction",
     )
     p.add_argument("--json", action="store_true", help="print the pass's report as one JSON object")
+    p.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="instead of a pass: write the whole track record again from the state database",
+    )
     p.set_defaults(func=cmd_maintenance)
 
     from qsolve.calibration.commands import add_commands as add_calibration_commands

@@ -9,9 +9,16 @@ In this order, each step safe to run twice and alongside another pass:
    released in the same transaction (``StateDB.end_lapsed_runs``; leases in docs/storage.md);
 2. credit holds older than the longest a run may take (a sandbox job's 7200 s and a margin) that were
    never settled: released (``StateDB.release_stale_holds``), the credits back to their account;
-3. ended runs the track record keeps and has not filed, oldest first, at most 20 a pass, are filed as
+3. the track record is checked against the state database, the source of truth: a file that fails its
+   checks is set aside (``trackrecord/left-out/``), and where the rows of the readable files no longer
+   count the runs marked filed (a file damaged, cut short or deleted), every filed run missing from
+   them is filed again (``refile_lost_runs``): a run counts as filed only while its row is readable;
+4. ended runs the track record keeps and has not filed, oldest first, at most 20 a pass, are filed as
    rows (a run failed for platform reasons never is; a crash or a timeout is, as failed);
-4. the track record is compacted (``storage.trackrecord.compact``), so ``current`` stays quick.
+5. the track record is compacted (``storage.trackrecord.compact``), so ``current`` stays quick.
+
+``rebuild_track_record`` (``qsolve maintenance --rebuild``) writes the whole track record again from the
+state database, then removes the files it replaced.
 
 The Prefect flow ``flows/maintenance.py`` runs the steps as tasks, in that order, on a schedule. The
 history stage files its own runs as it ends; a pass files whatever else has ended (hardware runs)
@@ -20,6 +27,7 @@ and whatever a crash left unfiled. Filing again is harmless: a batch of the same
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 from pathlib import Path
 
@@ -30,9 +38,11 @@ from qsolve.sandbox import TIMEOUT_RANGE
 from storage.state import StateDB
 from storage.trackrecord.compaction import compact
 from storage.trackrecord.filing import file_rows
+from storage.trackrecord.layout import Layout
 from storage.trackrecord.row import TrackRecordRow
 
 RUNS_PER_PASS = 20
+REFILE_BATCH = 10_000  # runs a file when the track record is filed again from the state database
 #: past this, no job can still be running a run: the longest a sandbox job may take, and a margin
 ABANDONED_AFTER = timedelta(seconds=TIMEOUT_RANGE[1]) + timedelta(minutes=10)
 
@@ -42,6 +52,7 @@ class MaintenanceReport(BaseModel):
 
     abandoned: list[str] = []  # runs ended platform_error: left by a worker that died
     released: list[str] = []  # runs whose stale credit hold was released
+    refiled: int = 0  # filed runs whose rows were no longer readable, filed again from the state database
     filed: list[str] = []  # runs filed into the track record by this pass
     waiting: int = 0  # runs still waiting to be filed: the next passes take them, 20 at a time
     compaction: str = "not run"
@@ -58,6 +69,9 @@ class MaintenanceReport(BaseModel):
             f"released {len(self.released)} stale credit hold{'' if len(self.released) == 1 else 's'}",
             f"compaction: {self.compaction}",
         ]
+        if self.refiled:
+            again = f"filed {_runs(self.refiled)} again from the state database: their rows were gone"
+            lines.insert(1, again)
         return "\n".join(lines)
 
     def markdown(self) -> str:
@@ -98,6 +112,68 @@ def file_runs(db: StateDB, runs: list, home: Path) -> None:
         file_rows([TrackRecordRow.from_run(r, db.run_receipts(r.id)) for r in runs], home)
         failpoint("runs.filed")
         db.mark_filed(r.id for r in runs)
+
+
+def refile_lost_runs(db: StateDB, home: Path) -> list[str]:
+    """File again, from the state database, every run marked filed whose row no readable file holds;
+    returns their ids. Cheap when nothing was lost: the readable files' row counts (from their footers)
+    are weighed against the count of filed runs, and the run ids read only when the two disagree."""
+    filed = db.count_filed()
+    layout = Layout(home)
+    if _inventory(layout).rows() == filed:
+        return []
+    wanted = db.filed_run_ids()  # before the files are read: each of these was written before its mark
+    lost = sorted(wanted - _run_ids_on_disk(layout))
+    for i in range(0, len(lost), REFILE_BATCH):
+        runs = db.runs_by_id(lost[i : i + REFILE_BATCH])
+        if runs:
+            file_rows([TrackRecordRow.from_run(r, db.run_receipts(r.id)) for r in runs], home)
+    return lost
+
+
+def rebuild_track_record(db: StateDB, home: Path) -> int:
+    """Write the whole track record again from the state database (every ended run it keeps, filed
+    or not, then marked filed), then remove the data files it replaced and compact; returns the runs
+    written. Crash-safe as filing is: the old files go only once the new ones are whole, and until
+    then the views show each run once."""
+    layout = Layout(home)
+    before = set(_inventory(layout).readable()) | set(layout.files())
+    ids = db.recordable_run_ids()
+    written: set[Path] = set()
+    for i in range(0, len(ids), REFILE_BATCH):
+        runs = db.runs_by_id(ids[i : i + REFILE_BATCH])
+        done = file_rows([TrackRecordRow.from_run(r, db.run_receipts(r.id)) for r in runs], home)
+        if done.path is not None:
+            written.add(done.path)
+        db.mark_filed(r.id for r in runs)
+    failpoint("trackrecord.rebuilt")
+    for path in before - written:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    compact(home)
+    return len(ids)
+
+
+def _inventory(layout: Layout):
+    from storage.trackrecord.views import inventory_of
+
+    return inventory_of(layout)
+
+
+def _run_ids_on_disk(layout: Layout) -> set[str]:
+    """The run ids of every readable data file (a file a compaction removes meanwhile: listed again)."""
+    import pyarrow.parquet as pq
+
+    for attempt in range(3):
+        found: set[str] = set()
+        try:
+            for path in _inventory(layout).readable():
+                found.update(pq.read_table(path, columns=["run_id"]).column("run_id").to_pylist())
+            return found
+        except FileNotFoundError:
+            if attempt == 2:
+                raise
+    return found
 
 
 def compact_track_record(home: Path) -> str:

@@ -23,6 +23,12 @@ def release_stale_holds(home: Path) -> list[str]:
         return db.release_stale_holds(maintenance.ABANDONED_AFTER)
 
 
+@task(name="refile lost runs", cache_policy=NO_CACHE)
+def refile_lost_runs(home: Path) -> list[str]:
+    with connect(home=home) as db:
+        return maintenance.refile_lost_runs(db, home)
+
+
 @task(name="file ended runs", cache_policy=NO_CACHE)
 def file_ended_runs(home: Path) -> tuple[list[str], int]:
     with connect(home=home) as db:

@@ -44,6 +44,9 @@ from storage.state._rows import (
 from storage.state._stages import HistoryStages
 from storage.state._tables import history_stages, runs, versions, workflows
 
+#: ids per ``IN (...)`` list: well under SQLite's and PostgreSQL's limits on bound parameters
+ID_CHUNK = 500
+
 
 def connect(
     url: str | None = None, home: Path | None = None, *, settings: CreditSettings | None = None
@@ -282,6 +285,34 @@ class StateDB(Ledger, HistoryStages, ProviderJobs, Quotes, CalibrationResults, E
         query = sa.select(sa.func.count()).select_from(runs).where(runs.c.filed_at.is_(None), RECORDABLE)
         with self._read() as connection:
             return connection.execute(query).scalar_one()
+
+    def count_filed(self) -> int:
+        """How many ended runs the track record keeps are marked filed."""
+        query = sa.select(sa.func.count()).select_from(runs).where(runs.c.filed_at.is_not(None), RECORDABLE)
+        with self._read() as connection:
+            return connection.execute(query).scalar_one()
+
+    def filed_run_ids(self) -> set[str]:
+        """The ids of the ended runs the track record keeps that are marked filed."""
+        query = sa.select(runs.c.id).where(runs.c.filed_at.is_not(None), RECORDABLE)
+        with self._read() as connection:
+            return set(connection.execute(query).scalars())
+
+    def recordable_run_ids(self) -> list[str]:
+        """The ids of every ended run the track record keeps, filed or not, oldest first."""
+        query = sa.select(runs.c.id).where(RECORDABLE).order_by(runs.c.finished_at, runs.c.id)
+        with self._read() as connection:
+            return list(connection.execute(query).scalars())
+
+    def runs_by_id(self, run_ids: Iterable[str]) -> list[Run]:
+        """These runs (those that exist), oldest first."""
+        ids = list(dict.fromkeys(run_ids))
+        found: list[Run] = []
+        with self._read() as connection:
+            for i in range(0, len(ids), ID_CHUNK):
+                query = RUNS.where(runs.c.id.in_(ids[i : i + ID_CHUNK]))
+                found.extend(run_of(row) for row in connection.execute(query))
+        return sorted(found, key=lambda r: (r.finished_at is None, r.finished_at, r.id))
 
     def mark_filed(self, run_ids: Iterable[str]) -> int:
         """Mark ended runs filed; already filed ones keep their time. Returns how many were newly marked."""

@@ -268,6 +268,13 @@ def ensure_views(home: Path | str | Layout | None = None, *, force: bool = False
     return _ensure(layout, force=force)[0]
 
 
+def inventory_of(home: Path | str | Layout | None = None) -> Inventory:
+    """The home's files, checked, those left out set aside (and named in warnings), with
+    ``trackrecord.duckdb`` brought up to date: what a command that writes the home reads."""
+    layout = home if isinstance(home, Layout) else Layout(home)
+    return _ensure(layout)[1]
+
+
 @dataclass(frozen=True)
 class Stored:
     """What a ``trackrecord.duckdb`` says of itself: its ``trackrecord_meta``."""
