@@ -41,10 +41,13 @@ def _call(result: int, what: str) -> None:
         raise ConfinementError(code, f"own filesystem: {what}: {os.strerror(code)}")
 
 
+def _bytes(s: str | None) -> bytes | None:
+    return None if s is None else os.fsencode(s)
+
+
 def _mount(source: str | None, target: str, kind: str | None, flags: int, data: str | None = None) -> None:
-    enc = (lambda s: None if s is None else os.fsencode(s))
-    _call(_libc().mount(enc(source), enc(target), enc(kind), ctypes.c_ulong(flags), enc(data)),
-          f"mount {source or kind} on {target}")
+    result = _libc().mount(_bytes(source), _bytes(target), _bytes(kind), ctypes.c_ulong(flags), _bytes(data))
+    _call(result, f"mount {source or kind} on {target}")
 
 
 def plan(paths: Iterable[str]) -> tuple[list[str], dict[str, str]]:
