@@ -1193,3 +1193,97 @@ def test_a_number_json_cannot_hold_is_a_broken_protocol(wf: WorkflowDir) -> None
     outcome = hostile_job(wf, body, one_case())
     message = cases_of(outcome)["one"]["message"]
     assert message.startswith("FAIL the workflow process broke the protocol: it sent a line that is not JSON")
+
+
+# 6. A channel between workflow processes ---------------------------------------------------------------
+
+LOCK_CHANNEL = """\
+import random, struct
+from qiskit import QuantumCircuit
+
+BITS = 24
+HELD = []  # the open file the locks belong to: they last while it is open
+
+
+def lock(fd, command, kind, start):
+    return fcntl.fcntl(fd, command, struct.pack("hhqqi", kind, 0, start, 1, 0))
+
+
+def read_back():
+    # the value a process before this one published: bit i is a lock on byte 1000 + i of numpy's file
+    fd = numpy_fd()
+    bits = [struct.unpack("hhqqi", lock(fd, 36, fcntl.F_WRLCK, 1000 + i))[0] != fcntl.F_UNLCK
+            for i in range(BITS + 1)]
+    return sum(1 << i for i in range(BITS) if bits[i]) if bits[BITS] else None
+
+
+def publish(value):
+    fd = numpy_fd()
+    HELD.append(fd)
+    for i in range(BITS + 1):
+        if i == BITS or value >> i & 1:
+            lock(fd, 37, fcntl.F_RDLCK, 1000 + i)
+
+
+def numpy_fd():
+    import numpy
+    return os.open(numpy.__file__, os.O_RDONLY)
+
+
+def quantum(input, params, ctx):
+    said = {}
+    try:
+        value = read_back()
+        said["read"] = "nothing there" if value is None else "read back"
+    except OSError as e:
+        value, said["read"] = None, f"refused: {e}"
+    if value is None:
+        value = random.SystemRandom().randrange(1, 1 << BITS)
+        try:
+            publish(value)
+            said["publish"] = "published"
+        except OSError as e:
+            said["publish"] = f"refused: {e}"
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 10)
+    return MethodResult(-1.0, solution={"x": 1}, details={"random": value, **said})
+"""
+
+
+@confinable
+def test_a_random_method_cannot_pass_its_value_to_the_rerun_by_file_locks(wf: WorkflowDir) -> None:
+    outcome = hostile_job(wf, LOCK_CHANNEL, one_case(expect={"max_gap": 0.0}))
+    judged = gates(outcome)
+    assert judged["cases_pass"]["passed"], judged["cases_pass"]
+    details = cases_of(outcome)["one"]["methods"][0]["details"]
+    assert details["read"].startswith("refused: [Errno 1] Operation not permitted"), details
+    assert details["publish"].startswith("refused: [Errno 1] Operation not permitted"), details
+    assert not judged["reproducible"]["passed"], judged["reproducible"]
+    assert "details.random" in judged["reproducible"]["message"]
+
+
+class Ordered(Recorded):
+    """A workflow process that notes, when it is given its job, which processes before it still run."""
+
+    overlaps: list[list[int]] = []
+
+    def send(self, message: dict[str, Any]) -> None:
+        if "module" in message:  # the job: from here on, the workflow's code runs in this process
+            earlier = Recorded.started[: Recorded.started.index(self)]
+            pids = {pid for p in earlier for pid in (p.proc.pid, p.inner) if pid}
+            Ordered.overlaps.append(running(pids, wait_s=0))
+        super().send(message)
+
+
+def test_the_rerun_gets_its_job_only_after_the_first_process_exited(wf: WorkflowDir) -> None:
+    Ordered.overlaps = []
+    with recording() as processes, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jobs, "JobProcess", Ordered)
+        cases = [{"name": n, "input": {"x": 1}, "expect": {"max_gap": 0.0}} for n in ("one", "two", "three")]
+        outcome = hostile_job(wf, COUNTER.replace("CACHED()", "None"), cases)
+    judged = gates(outcome)
+    assert judged["reproducible"]["passed"], judged["reproducible"]
+    assert len(processes.started) == 2 and len(Ordered.overlaps) == 2, Ordered.overlaps
+    assert Ordered.overlaps == [[], []], "a workflow process got its job while an earlier one still ran"
