@@ -32,6 +32,7 @@ OPEN_FILES = 256
 THREADS = 512
 FILE_MB = 64
 UNPRIVILEGED = 65534
+HOSTNAME = "qsolve-sandbox"  # in place of the host's name, which its UTS namespace starts with
 LANDLOCK_SCOPES_ABI = 6  # signals and abstract unix sockets scoped from this ABI on
 
 
@@ -106,10 +107,14 @@ def _mapped_bytes() -> int:
 
 
 def own_mount_namespace() -> bool:
-    """Whether this process has a mount namespace other than its parent's (what it mounts stays its own).
-    Asked by the workflow process's first process, before it forks."""
+    """Whether this process has mount and UTS namespaces other than its parent's (what it mounts, and
+    the name it gives its host, stay its own). Asked by the workflow process's first process, before
+    it forks."""
     try:
-        return os.readlink("/proc/self/ns/mnt") != os.readlink(f"/proc/{os.getppid()}/ns/mnt")
+        return all(
+            os.readlink(f"/proc/self/ns/{kind}") != os.readlink(f"/proc/{os.getppid()}/ns/{kind}")
+            for kind in ("mnt", "uts")
+        )
     except OSError:
         return False
 
@@ -127,11 +132,14 @@ def confine(job: Job, own_mounts: bool = False) -> Protections:
         try:
             os.makedirs(new_root, exist_ok=True)
             rootfs.make_root(new_root, job.read, job.write, job.scratch, SCRATCH_MB, UNPRIVILEGED)
+            rootfs.name_host(HOSTNAME)
             p.own_root, p.scratch_mb = True, SCRATCH_MB
         except Exception as e:
             missing.append(f"no filesystem of its own: {e}")
     elif root:
         missing.append("no filesystem of its own: no mount namespace of its own")
+    else:
+        missing.append("no filesystem of its own: only root can build it")
     if root and not p.own_root:
         os.chown(job.scratch, UNPRIVILEGED, UNPRIVILEGED)
     try:

@@ -117,6 +117,11 @@ def make_root(
     return points
 
 
+def name_host(name: str) -> None:
+    """Give the process's own UTS namespace a name of its own, in place of the host's it started with."""
+    _call(_libc().sethostname(name.encode(), len(name)), "sethostname")
+
+
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine, -1)
 
-__all__ = ["make_root", "plan"]
+__all__ = ["make_root", "name_host", "plan"]

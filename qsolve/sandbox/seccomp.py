@@ -59,7 +59,7 @@ ALLOWED = (
     "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat",
     "rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat",
     "chmod", "fchmod", "fchmodat", "fchmodat2", "truncate", "ftruncate", "fallocate",
-    "fsync", "fdatasync", "utime", "utimes", "utimensat", "futimesat", "umask",
+    "fsync", "fdatasync", "utime", "utimes", "utimensat", "futimesat", "umask", "mknod", "mknodat",
     "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr",
     "dup", "dup2", "dup3", "pipe", "pipe2", "sendfile", "copy_file_range", "splice", "memfd_create",
     "select", "_newselect", "pselect6", "poll", "ppoll", "epoll_create", "epoll_create1", "epoll_ctl",

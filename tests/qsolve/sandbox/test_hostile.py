@@ -478,6 +478,7 @@ def quantum(input, params, ctx):
     details = {name: attempt(fn) for name, fn in ATTACKS.items()}
     details["env: names"] = sorted(os.environ)
     details["mountinfo"] = open("/proc/self/mountinfo").read()
+    details["hostname"] = socket.gethostname()
     details["temp folder"] = attempt(lambda: os.listdir(os.path.dirname(os.path.dirname(os.getcwd()))))
     details["env: holds the secret"] = any(%(secret)r in v for v in os.environ.values())
     qc = QuantumCircuit(1)
@@ -845,6 +846,7 @@ def test_mountinfo_shows_the_processs_own_mounts_only(probe: Probe) -> None:
     host = {line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()}
     assert points & host <= {"/", "/proc"}, points & host  # none of the host's mounts but its own two
     assert str(probe.site.home) not in text and "qsolve-home" not in text
+    assert probe.details["hostname"] == "qsolve-sandbox"  # not the host's name
     assert {"/usr", "/dev/null"} <= points and len(points) < 40, points
     for fields in mounts:  # every mount made for it: nothing to run as another user, no access times
         options = fields[5].split(",")
