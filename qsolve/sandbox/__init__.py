@@ -7,6 +7,7 @@
     circuits.py   circuits as QPY, checked from their headers before they are read
     child.py      the workflow process itself (python -m qsolve.sandbox.child)
     confine.py    how it confines itself, and what held (Protections)
+    rootfs.py     the filesystem made for it, in its own mount namespace
     landlock.py, seccomp.py, privileges.py   the kernel's parts: Landlock, seccomp, uid and capabilities
     guard.py      audit hooks: friendly early errors in the workflow process, not the boundary
 

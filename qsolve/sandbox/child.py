@@ -105,6 +105,9 @@ def _context_classes(channel: Channel):
 
 
 def main() -> None:
+    from qsolve.sandbox.confine import own_mount_namespace
+
+    own_mounts = own_mount_namespace()  # asked of the platform, its parent, before the fork
     _fork_into_namespace()
     gc.disable()  # while the platform's part imports; on again, frozen, before workflow code runs
     import numpy  # noqa: F401 - what workflow code imports, loaded before the job is known
@@ -121,7 +124,7 @@ def main() -> None:
     if first is None:
         return
     job = confine.Job.model_validate(first)
-    protections = confine.confine(job)
+    protections = confine.confine(job, own_mounts)
     channel.emit({"event": "confined", **protections.model_dump(mode="json")})
     if job.require and not protections.confined:
         return  # no workflow code without the full boundary: the platform says why

@@ -2,14 +2,16 @@
 
 In this order, each step the kernel's own (docs/validation.md, "The sandbox"):
 
-1. its scratch folder becomes a ``tmpfs`` of :data:`SCRATCH_MB` in its own mount namespace, the cap on
-   all it may write (where it has a mount namespace of its own);
+1. a filesystem made for it becomes its root, in its own mount namespace (:mod:`qsolve.sandbox.rootfs`):
+   what it may read, bound read-only, and its scratch folder as a ``tmpfs`` of :data:`SCRATCH_MB`, the
+   cap on all it may write; nothing of the host's or of ``QSOLVE_HOME`` is there to ``stat`` or watch;
 2. root becomes ``nobody`` (uid 65534) keeping only ``CAP_DAC_READ_SEARCH``, so that it can read the
    Python runtime wherever it is installed; what it may read is Landlock's to say;
 3. Landlock: read only the paths of the job (its copy, the Python runtime, the platform's package),
    write only its scratch folder, no TCP, no abstract unix socket and no signal outside itself;
-4. seccomp: no new process, no exec, no namespace, no mount, no ptrace, no socket, no io_uring, no
-   bpf, no keyring, no change of identity (:mod:`qsolve.sandbox.seccomp`);
+4. seccomp: an allowlist of the calls Python, NumPy and Qiskit make; among those refused, no new
+   process, no exec, no namespace, no mount, no ptrace, no socket, no file lock, no inotify
+   (:mod:`qsolve.sandbox.seccomp`);
 5. limits: address space (what is mapped before workflow code runs, plus the manifest's ``memory_mb``),
    open files, file size, no core dumps (last:
    loading the seccomp library needs address space the cap may not leave).
@@ -20,7 +22,6 @@ still run the job (:func:`qsolve.sandbox.require_confinement`).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import resource
 
@@ -31,7 +32,7 @@ OPEN_FILES = 256
 THREADS = 512
 FILE_MB = 64
 UNPRIVILEGED = 65534
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+HOSTNAME = "qsolve-sandbox"  # in place of the host's name, which its UTS namespace starts with
 LANDLOCK_SCOPES_ABI = 6  # signals and abstract unix sockets scoped from this ABI on
 
 
@@ -61,6 +62,7 @@ class Protections(BaseModel):
     uid: int | None = None
     pid: int | None = None  # the process's pid as the platform sees it
     namespaces: list[str] = Field(default_factory=list)  # its own: net, pid, ipc, mnt
+    own_root: bool = False  # a filesystem made for it (its copy, the runtime, its scratch), no more
     scratch_mb: int | None = None  # the cap on all it may write, where there is one
     memory_mb: int | None = None
     address_space_mb: int | None = None  # the cap: what was mapped before workflow code, plus memory_mb
@@ -83,6 +85,8 @@ class Protections(BaseModel):
             "namespaces " + ",".join(self.namespaces) if self.namespaces else "no namespaces",
             f"{self.memory_mb} MB",
         ]
+        if self.own_root:
+            parts.append("own root")
         if self.scratch_mb:
             parts.append(f"scratch {self.scratch_mb} MiB")
         return "confined: " + ", ".join(parts)
@@ -102,25 +106,41 @@ def _mapped_bytes() -> int:
     return 0
 
 
-def _tmpfs(scratch: str, uid: int) -> bool:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+def own_mount_namespace() -> bool:
+    """Whether this process has mount and UTS namespaces other than its parent's (what it mounts, and
+    the name it gives its host, stay its own). Asked by the workflow process's first process, before
+    it forks."""
+    try:
+        return all(
+            os.readlink(f"/proc/self/ns/{kind}") != os.readlink(f"/proc/{os.getppid()}/ns/{kind}")
+            for kind in ("mnt", "uts")
+        )
+    except OSError:
         return False
-    options = f"size={SCRATCH_MB}m,mode=0700,uid={uid},gid={uid}".encode()
-    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
-    return libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", flags, options) == 0
 
 
-def confine(job: Job) -> Protections:
-    """Confine this process as :mod:`this module <qsolve.sandbox.confine>` says; what held."""
-    from qsolve.sandbox import landlock, privileges, seccomp
+def confine(job: Job, own_mounts: bool = False) -> Protections:
+    """Confine this process as :mod:`this module <qsolve.sandbox.confine>` says; what held.
+    ``own_mounts``: whether it is in a mount namespace of its own (:func:`own_mount_namespace`)."""
+    from qsolve.sandbox import landlock, privileges, rootfs, seccomp
 
     p = Protections(pid=int(os.readlink("/proc/self")))
     missing = p.missing
     root = os.geteuid() == 0
-    if root and _tmpfs(job.scratch, UNPRIVILEGED):
-        p.scratch_mb = SCRATCH_MB
+    if root and own_mounts:
+        new_root = os.path.join(os.path.dirname(os.path.abspath(job.scratch)), "root")
+        try:
+            os.makedirs(new_root, exist_ok=True)
+            rootfs.make_root(new_root, job.read, job.write, job.scratch, SCRATCH_MB, UNPRIVILEGED)
+            rootfs.name_host(HOSTNAME)
+            p.own_root, p.scratch_mb = True, SCRATCH_MB
+        except Exception as e:
+            missing.append(f"no filesystem of its own: {e}")
     elif root:
+        missing.append("no filesystem of its own: no mount namespace of its own")
+    else:
+        missing.append("no filesystem of its own: only root can build it")
+    if root and not p.own_root:
         os.chown(job.scratch, UNPRIVILEGED, UNPRIVILEGED)
     try:
         if root:

@@ -5,7 +5,9 @@ link that leaves it, at most :data:`COPY_MAX_BYTES`); the cases run with the wor
 process and everything else here. The time limit is ``resources.timeout_s`` raised to at least 300 and
 capped at 7200, over the whole job; memory is ``resources.memory_mb`` (at most 8192) for each workflow
 process. The first case runs again in a fresh workflow process, so nothing of the first run carries
-over into the second.
+over into the second: that process is started ahead (it imports numpy and Qiskit, platform code,
+meanwhile) but gets its job, and with it the workflow's code, only once every workflow process before
+it has exited, so that no two of the job's workflow processes ever run at once.
 """
 
 from __future__ import annotations
@@ -136,6 +138,17 @@ class _Processes:
         copy_workflow(self.root, process.workflow)
         return RemoteCode(process).begin(self.module, self.limits.memory_mb, self.require)
 
+    def start_ahead(self) -> None:
+        """Start a process now, its job to come (:meth:`start_fresh`): no workflow code runs in it yet."""
+        if not self.spare:
+            self.spare.append(JobProcess())
+
+    def start_fresh(self) -> RemoteCode:
+        """The code of a fresh process, given its job only after every process used so far has exited."""
+        for process in self.used:
+            process.end()
+        return self.start()
+
     def start(self) -> RemoteCode:
         code = self.begun.pop(0) if self.begun else self._begin()
         code.ready()
@@ -220,10 +233,10 @@ def run_job(
 
         def event(e: dict[str, Any]) -> None:
             if e.get("event") == "result" and e["index"] == 0:
-                processes.begin()  # the fresh process the first case runs again in
+                processes.start_ahead()  # the fresh process the first case runs again in
             on_event(e)
 
-        inputs = run_gates(root, target, case, event, processes.start, processes.start)
+        inputs = run_gates(root, target, case, event, processes.start, processes.start_fresh)
         return {**gate_report(inputs), "died": inputs.died}
 
     return _run(root, limits, body, process, require_confinement)

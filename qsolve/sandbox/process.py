@@ -309,6 +309,13 @@ class JobProcess:
             os.killpg(self.proc.pid, signal.SIGKILL)
         return self.proc.wait()
 
+    def end(self, wait_s: float = 10.0) -> None:
+        """End the process and wait, up to ``wait_s``, until the one that ran its job has exited too."""
+        self.kill()
+        if self._inner_fd is not None:
+            with contextlib.suppress(OSError):
+                select.select([self._inner_fd], [], [], wait_s)  # a pidfd is readable once it exited
+
     def close(self) -> None:
         self.kill()
         if self._inner_fd is not None:

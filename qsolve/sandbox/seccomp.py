@@ -1,12 +1,17 @@
 """Which system calls the sandbox job may make: a seccomp filter built with libseccomp (ctypes only).
 
-:func:`install` denies, for good, starting or becoming another program, reaching other processes,
-namespaces, mounts, the kernel's own interfaces, changing identity and opening any socket (one can still
-``socketpair``, which reaches nothing but itself). Denied calls fail with EPERM (clone3 with ENOSYS, so
-that the C library falls back to ``clone``, whose flags seccomp can read). Everything else is allowed:
-what the job may read or write is Landlock's to decide (:mod:`qsolve.sandbox.landlock`). libseccomp's
-defaults stay: no_new_privs is set, and a system call of another architecture kills the process. The
-filter is synchronised to every thread of the process.
+:func:`install` loads, for good, an allowlist (:data:`ALLOWED`): the calls that Python, NumPy, Qiskit
+and Aer make (files, memory, threads, time, signals to itself), as traced running the example
+workflows. A call nobody listed, including every call a later kernel adds, fails with ENOSYS, as on a
+kernel without it (the C library then falls back where it can). Refused with EPERM, to say so plainly:
+starting or becoming another program, reaching other processes, namespaces, mounts, the kernel's own
+interfaces, changing identity, opening any socket (one can still ``socketpair``, which reaches nothing
+but itself), file locks (``flock``; ``fcntl``'s lock, lease, owner and notify commands: a lock on a file
+every workflow process may read is a channel between them) and inotify or fanotify (which would see
+other processes' use of a folder). clone3 fails with ENOSYS, so that the C library falls back to
+``clone``, whose flags seccomp can read. What the job may read or write is Landlock's to decide
+(:mod:`qsolve.sandbox.landlock`). libseccomp's defaults stay: no_new_privs is set, and a system call of
+another architecture kills the process. The filter is synchronised to every thread of the process.
 """
 
 from __future__ import annotations
@@ -39,14 +44,64 @@ DENIED = (
     "setfsuid", "setfsgid", "capset",
     # every socket: the job talks to the platform over the pipes it was given
     "socket",
+    # channels between processes that can read the same file or folder
+    "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "fanotify_mark",
 )  # fmt: skip
+
+#: what a workflow process may call (names of another architecture are skipped); a call not here fails
+#: with ENOSYS, one of :data:`DENIED` with EPERM
+ALLOWED = (
+    # files: what they hold is Landlock's to say, which there are the process's own root's
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
+    "open", "openat", "openat2", "creat", "close", "close_range", "lseek", "_llseek",
+    "stat", "fstat", "lstat", "newfstatat", "fstatat64", "statx", "statfs", "fstatfs",
+    "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents", "getdents64",
+    "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat",
+    "rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat",
+    "chmod", "fchmod", "fchmodat", "fchmodat2", "truncate", "ftruncate", "fallocate",
+    "fsync", "fdatasync", "utime", "utimes", "utimensat", "futimesat", "umask", "mknod", "mknodat",
+    "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr",
+    "dup", "dup2", "dup3", "pipe", "pipe2", "sendfile", "copy_file_range", "splice", "memfd_create",
+    "select", "_newselect", "pselect6", "poll", "ppoll", "epoll_create", "epoll_create1", "epoll_ctl",
+    "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2",
+    # sockets already open (socket itself is denied: only socketpair's pairs exist)
+    "socketpair", "sendto", "recvfrom", "sendmsg", "recvmsg", "shutdown", "getsockopt", "setsockopt",
+    "getsockname", "getpeername",
+    # memory
+    "brk", "mmap", "mmap2", "munmap", "mremap", "mprotect", "madvise", "msync",
+    "mbind", "get_mempolicy", "set_mempolicy",  # where its own memory lives (Aer's allocator asks)
+    # threads and waiting
+    "futex", "futex_waitv", "set_robust_list", "get_robust_list", "set_tid_address", "rseq",
+    "sched_yield", "sched_getaffinity", "sched_getparam", "sched_getscheduler",
+    "sched_get_priority_max", "sched_get_priority_min", "nanosleep", "clock_nanosleep",
+    "exit", "exit_group", "wait4", "waitid", "restart_syscall",
+    # who and where it is, the time, its limits
+    "getpid", "getppid", "gettid", "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid",
+    "getgroups", "getpgrp", "getpgid", "getsid", "getpriority", "capget", "uname", "sysinfo", "getcpu",
+    "getrandom", "clock_gettime", "clock_getres", "gettimeofday", "time", "times", "getrusage",
+    "getrlimit", "prlimit64", "prctl", "arch_prctl",
+    # signals, to itself (Landlock scopes signals to the process)
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend", "rt_sigtimedwait",
+    "rt_sigpending", "sigaltstack", "kill", "tkill", "tgkill", "pause", "alarm", "getitimer", "setitimer",
+    "timer_create", "timer_settime", "timer_gettime", "timer_getoverrun", "timer_delete",
+    "timerfd_create", "timerfd_settime", "timerfd_gettime", "signalfd", "signalfd4",
+)  # fmt: skip
+
+#: the commands of fcntl a workflow process may give: duplicating, descriptor and status flags, pipe
+#: sizes, seals; never a lock (F_GETLK 5, F_SETLK 6, F_SETLKW 7, F_OFD_* 36-38), a lease, an owner
+#: for signals or a directory notification
+FCNTL_ALLOWED = (0, 1, 2, 3, 4, 1030, 1031, 1032, 1033, 1034)
 
 CLONE_THREAD = 0x00010000
 # clone with any of these makes a new namespace, even for a thread
 CLONE_NAMESPACES = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 TIOCSTI = 0x5412  # pushes input into a terminal: denied on ioctl
+#: the requests of ioctl a workflow process may make: is it a terminal and how large (TCGETS,
+#: TIOCGWINSZ), bytes waiting (FIONREAD), blocking and close-on-exec (FIONBIO, FIOCLEX, FIONCLEX)
+IOCTL_ALLOWED = (0x5401, 0x5413, 0x541B, 0x5421, 0x5451, 0x5450)
 
 SCMP_ACT_ALLOW = 0x7FFF0000
+SCMP_CMP_EQ = 4
 SCMP_CMP_MASKED_EQ = 7
 SCMP_FLTATR_CTL_TSYNC = 4
 
@@ -115,33 +170,46 @@ def install(*, allow_threads: bool = True) -> None:
     lib = _library()
     if lib is None:
         raise ConfinementError(errno.ENOENT, "seccomp: libseccomp (libseccomp.so.2) cannot be loaded")
-    ctx = lib.seccomp_init(SCMP_ACT_ALLOW)
+    ctx = lib.seccomp_init(_fail_with(errno.ENOSYS))
     if not ctx:
         raise ConfinementError(errno.ENOMEM, "seccomp: seccomp_init failed")
     try:
         _check(lib.seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1), "setting TSYNC")
         eperm = _fail_with(errno.EPERM)
 
-        def deny(name: str, action: int = eperm, *conditions: _ArgCmp) -> None:
+        def rule(name: str, action: int = eperm, *conditions: _ArgCmp) -> None:
             number = lib.seccomp_syscall_resolve_name(name.encode())
             if number < 0:  # not a system call of this architecture
                 return
             array = (_ArgCmp * len(conditions))(*conditions) if conditions else None
-            _check(lib.seccomp_rule_add_array(ctx, action, number, len(conditions), array), f"denying {name}")
+            added = lib.seccomp_rule_add_array(ctx, action, number, len(conditions), array)
+            _check(added, f"a rule for {name}")
 
+        for name in ALLOWED:
+            rule(name, SCMP_ACT_ALLOW)
         for name in DENIED:
-            deny(name)
-        deny("clone3", _fail_with(errno.ENOSYS))
-        if allow_threads:
-            deny("clone", eperm, _masked(0, CLONE_THREAD, 0))
+            rule(name)
+        # clone3 is not listed: it fails with ENOSYS (its flags are in memory, which seccomp cannot read)
+        if allow_threads:  # a thread, never with a namespace of its own; every other clone is refused
+            namespaces = sum(CLONE_NAMESPACES)
+            rule("clone", SCMP_ACT_ALLOW, _masked(0, CLONE_THREAD | namespaces, CLONE_THREAD))
+            rule("clone", eperm, _masked(0, CLONE_THREAD, 0))
             for flag in CLONE_NAMESPACES:
-                deny("clone", eperm, _masked(0, flag, flag))
+                rule("clone", eperm, _masked(0, flag, flag))
         else:
-            deny("clone")
-        deny("ioctl", eperm, _masked(1, 0xFFFFFFFF, TIOCSTI))  # the kernel reads the request as 32 bits
+            rule("clone")
+        for command in FCNTL_ALLOWED:  # the kernel reads the command as 32 bits
+            rule("fcntl", SCMP_ACT_ALLOW, _masked(1, 0xFFFFFFFF, command))
+            rule("fcntl64", SCMP_ACT_ALLOW, _masked(1, 0xFFFFFFFF, command))
+        for command in (5, 6, 7, 36, 37, 38, 1024, 1025, 1026, 8, 9, 10, 11, 15, 16):
+            rule("fcntl", eperm, _masked(1, 0xFFFFFFFF, command))
+            rule("fcntl64", eperm, _masked(1, 0xFFFFFFFF, command))
+        for request in IOCTL_ALLOWED:  # the kernel reads the request as 32 bits
+            rule("ioctl", SCMP_ACT_ALLOW, _masked(1, 0xFFFFFFFF, request))
+        rule("ioctl", eperm, _masked(1, 0xFFFFFFFF, TIOCSTI))
         _check(lib.seccomp_load(ctx), "seccomp_load")
     finally:
         lib.seccomp_release(ctx)
 
 
-__all__ = ["DENIED", "available", "install"]
+__all__ = ["ALLOWED", "DENIED", "available", "install"]

@@ -13,6 +13,8 @@ marked ``xfail(strict=True)`` with what it gets.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import json
 import os
 import platform
@@ -53,16 +55,25 @@ GATES = [
     "estimate_honest",
 ]
 #: what a refusal by the sandbox says: the kernel's EPERM / EACCES (ESRCH: a pid outside its PID
-#: namespace), or the audit hooks' early error
+#: namespace; ENOENT, EROFS: a path not in the filesystem made for it, which the control shows is there,
+#: or one bound read-only), or
+#: the audit hooks' early error
 DENIED = (
+    "No such file or directory",
+    "Read-only file system",
     "Permission denied",
     "Operation not permitted",
+    "Function not implemented",
     "No such process",
     "SandboxRefused",
     "unable to open",
 )
 #: raw system call numbers of the attacks that differ between architectures
-SYSCALLS = {"x86_64": {"fork": 57, "clone": 56, "ptrace": 101}, "aarch64": {"clone": 220, "ptrace": 117}}
+SYSCALLS = {
+    "x86_64": {"fork": 57, "clone": 56, "ptrace": 101, "modify_ldt": 154},
+    "aarch64": {"clone": 220, "ptrace": 117},
+}
+OPEN_TREE_ATTR = 467  # Linux 6.15, the same number everywhere: newer than the sandbox's list
 NUMBERS = SYSCALLS.get(platform.machine(), {})
 confinable = pytest.mark.skipif(
     os.geteuid() != 0 or landlock.abi_version() < 6 or not seccomp.available() or not NUMBERS,
@@ -256,6 +267,10 @@ def make_home(home: Path) -> Path:
     (home / "keys").mkdir(parents=True)
     (home / "keys" / "receipt.key").write_text(SECRET)
     (home / "keys" / "receipt.key").chmod(0o600)
+    (home / "keys" / "receipt-ed25519.seed").write_bytes(os.urandom(32))
+    (home / "credentials").mkdir()
+    (home / "credentials" / "ibm").write_text(SECRET)
+    (home / "credentials" / "ibm").chmod(0o600)
     (home / "cache" / "devices").mkdir(parents=True)
     with contextlib.closing(sqlite3.connect(home / "state.db")) as db:
         db.execute("create table secrets (value text)")
@@ -422,6 +437,19 @@ def sqlite_write(path):
     db.commit()
 
 
+def watch(path):  # an inotify watch on path: what happens in it, as it happens
+    return checked(LIBC.inotify_add_watch(checked(LIBC.inotify_init1(0)), os.fsencode(path), 0xFFF))
+
+
+def numpy_fd():  # numpy's __init__.py: a file every workflow process may read
+    import numpy
+    return os.open(numpy.__file__, os.O_RDONLY)
+
+
+def lock(command, kind=fcntl.F_RDLCK):  # struct flock: a read lock on byte 0 (F_GETLK: who holds one)
+    return fcntl.fcntl(numpy_fd(), command, struct.pack("hhqqi", kind, 0, 0, 1, 0))
+
+
 def fill(size_mb, file_mb):
     # write size_mb MiB into the scratch folder in files of file_mb MiB; how far it got
     block, written, files = bytes(2**20), 0, []
@@ -449,6 +477,9 @@ ATTACKS = {
 def quantum(input, params, ctx):
     details = {name: attempt(fn) for name, fn in ATTACKS.items()}
     details["env: names"] = sorted(os.environ)
+    details["mountinfo"] = open("/proc/self/mountinfo").read()
+    details["hostname"] = socket.gethostname()
+    details["temp folder"] = attempt(lambda: os.listdir(os.path.dirname(os.path.dirname(os.getcwd()))))
     details["env: holds the secret"] = any(%(secret)r in v for v in os.environ.values())
     qc = QuantumCircuit(1)
     qc.x(0)
@@ -537,8 +568,41 @@ SIGNALS = {
     "pidfd_open + pidfd_send_signal": "sys_call(424, sys_call(434, TEST_PID, 0), SIGKILL, 0, 0)",
     "ptrace attach": "sys_call(SYSCALLS['ptrace'], 16, TEST_PID, 0, 0)",
 }
+HOST = {  # what a stat or a watch tells of the platform's home and the host: nothing, it is not there
+    "stat of the receipt key's seed": "os.stat(HOME + '/keys/receipt-ed25519.seed').st_size",
+    "stat of a credential": "os.stat(HOME + '/credentials/ibm').st_size",
+    "stat of the platform's home": "os.stat(HOME).st_mtime",
+    "lstat of keys/, by libc": "libc('lstat', HOME + '/keys', ctypes.create_string_buffer(256))",
+    "inotify on the platform's home": "watch(HOME)",
+    "inotify on keys/": "watch(HOME + '/keys')",
+    "inotify on credentials/": "watch(HOME + '/credentials')",
+    "inotify on /tmp": "watch('/tmp')",
+    "inotify on its own scratch": "watch('.')",
+    "the platform's repository, by stat": "os.stat(REPO + '/pyproject.toml').st_size",
+    "the host's /etc, listed": "os.listdir('/etc')",
+}
+LOCKS = {  # a lock on a file every workflow process reads is a channel between them: none is taken
+    "flock": "fcntl.flock(numpy_fd(), fcntl.LOCK_SH | fcntl.LOCK_NB)",
+    "lockf": "fcntl.lockf(numpy_fd(), fcntl.LOCK_SH | fcntl.LOCK_NB)",
+    "F_SETLK": "lock(fcntl.F_SETLK)",
+    "F_SETLKW": "lock(fcntl.F_SETLKW)",
+    "F_GETLK": "lock(fcntl.F_GETLK, fcntl.F_WRLCK)",
+    "F_OFD_SETLK": "lock(37)",
+    "F_OFD_SETLKW": "lock(38)",
+    "F_OFD_GETLK": "lock(36, fcntl.F_WRLCK)",
+    "F_SETLEASE": "fcntl.fcntl(numpy_fd(), 1024, fcntl.F_RDLCK)",
+    "F_NOTIFY on its copy": "fcntl.fcntl(os.open(os.path.dirname(__file__), os.O_RDONLY), 1026, 0x3F)",
+    "fanotify": "sys_call(300 if 'fork' in SYSCALLS else 262, 0x200, 0)",
+}
+CALLS = {  # calls nobody listed: one Linux added after the list was written, one it never needed
+    "open_tree_attr": f"sys_call({OPEN_TREE_ATTR}, -1, 0, 0, 0, 0)",
+    **({"modify_ldt": "sys_call(SYSCALLS['modify_ldt'], 0, 0, 0)"} if "modify_ldt" in NUMBERS else {}),
+}
 GROUPS = {
     "read": READS,
+    "host": HOST,
+    "lock": LOCKS,
+    "call": CALLS,
     "write": WRITES,
     "scratch": SCRATCH,
     "capped": CAPPED,
@@ -675,7 +739,12 @@ print(json.dumps({name: module["attempt"](fn) for name, fn in module["ATTACKS"].
 def test_the_attacks_work_where_nothing_confines_them(tmp_path: Path) -> None:
     """The control: the probe's reads, writes and connections, run as root by a plain Python, get what
     they try (so a refusal in the sandbox is the sandbox's). Not the platform's source: never written."""
-    tables = {"read": READS, "write": {k: v for k, v in WRITES.items() if "platform's source" not in k}}
+    tables = {
+        "read": READS,
+        "write": {k: v for k, v in WRITES.items() if "platform's source" not in k},
+        "host": HOST,
+        "lock": LOCKS,
+    }
     with site(tmp_path, make_home(tmp_path / "home")) as where:
         module = tmp_path / "workflow" / "workflow.py"
         module.parent.mkdir()
@@ -724,10 +793,66 @@ def test_the_probe_ran_confined_and_its_job_reported_normally(probe: Probe) -> N
 
 @confinable
 def test_stolen_secrets_are_not_readable(probe: Probe) -> None:
-    assert_refused(probe.group("read"), READS)
+    reads = probe.group("read")
+    # pid 1 of its own PID namespace, with a /proc of that namespace, is the process itself
+    init = reads.pop("init's environment")
+    assert init.startswith("refused: ") or "HOME=/tmp/qsolve-sandbox-" in init, init
+    assert_refused(reads, {k: v for k, v in READS.items() if k != "init's environment"})
     assert "QISKIT_IBM_TOKEN" not in probe.details["env: names"]
     assert probe.details["env: holds the secret"] is False
     assert SECRET not in json.dumps(probe.outcome.report) + probe.outcome.log_tail
+
+
+@confinable
+def test_nothing_of_the_platforms_home_or_the_host_is_there_to_stat_or_watch(probe: Probe) -> None:
+    results = probe.group("host")
+    assert set(results) == set(HOST), "the probe did not run every attack"
+    got = {name: value for name, value in results.items() if not value.startswith("refused: ")}
+    assert not got, f"the attacker got: {got}"
+    assert all(any(d in v for d in DENIED) for v in results.values()), results
+    assert all("Operation not permitted" in v for k, v in results.items() if "inotify" in k), results
+    # the temporary folder: not to be listed (Landlock), and it holds this process's folder only
+    listed = probe.details["temp folder"]
+    assert listed.startswith(("refused: PermissionError", "GOT: ['qsolve-sandbox-")), listed
+    assert "," not in listed, listed
+
+
+@confinable
+def test_no_file_lock_lease_or_notification_is_had(probe: Probe) -> None:
+    assert_refused(probe.group("lock"), LOCKS)
+    assert all("Operation not permitted" in v for v in probe.group("lock").values()), probe.group("lock")
+
+
+@confinable
+def test_a_call_nobody_listed_is_refused(probe: Probe) -> None:
+    assert_refused(probe.group("call"), CALLS)
+    assert all("Function not implemented" in v for v in probe.group("call").values()), probe.group("call")
+    # the kernel has them: here, outside the sandbox, each is a call it knows (EFAULT; 0 bytes read)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    assert libc.syscall(ctypes.c_long(OPEN_TREE_ATTR), *map(ctypes.c_long, (-1, 0, 0, 0, 0))) == -1
+    assert ctypes.get_errno() != errno.ENOSYS
+    if "modify_ldt" in NUMBERS:
+        assert libc.syscall(ctypes.c_long(NUMBERS["modify_ldt"]), *map(ctypes.c_long, (0, 0, 0))) >= 0
+
+
+@confinable
+def test_mountinfo_shows_the_processs_own_mounts_only(probe: Probe) -> None:
+    text = probe.details["mountinfo"]
+    mounts = [line.split(" - ")[0].split() for line in text.splitlines()]
+    points = {fields[4] for fields in mounts}
+    fstype = {line.split()[4]: line.split(" - ")[1].split()[0] for line in text.splitlines()}
+    assert fstype["/"] == "tmpfs" and fstype["/proc"] == "proc", text
+    host = {line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()}
+    assert points & host <= {"/", "/proc"}, points & host  # none of the host's mounts but its own two
+    assert str(probe.site.home) not in text and "qsolve-home" not in text
+    assert probe.details["hostname"] == "qsolve-sandbox"  # not the host's name
+    assert {"/usr", "/dev/null"} <= points and len(points) < 40, points
+    for fields in mounts:  # every mount made for it: nothing to run as another user, no access times
+        options = fields[5].split(",")
+        assert "nosuid" in options, fields
+        if fields[4] not in ("/", "/proc"):
+            assert "noatime" in options, fields
 
 
 @confinable
@@ -1070,3 +1195,97 @@ def test_a_number_json_cannot_hold_is_a_broken_protocol(wf: WorkflowDir) -> None
     outcome = hostile_job(wf, body, one_case())
     message = cases_of(outcome)["one"]["message"]
     assert message.startswith("FAIL the workflow process broke the protocol: it sent a line that is not JSON")
+
+
+# 6. A channel between workflow processes ---------------------------------------------------------------
+
+LOCK_CHANNEL = """\
+import random, struct
+from qiskit import QuantumCircuit
+
+BITS = 24
+HELD = []  # the open file the locks belong to: they last while it is open
+
+
+def lock(fd, command, kind, start):
+    return fcntl.fcntl(fd, command, struct.pack("hhqqi", kind, 0, start, 1, 0))
+
+
+def read_back():
+    # the value a process before this one published: bit i is a lock on byte 1000 + i of numpy's file
+    fd = numpy_fd()
+    bits = [struct.unpack("hhqqi", lock(fd, 36, fcntl.F_WRLCK, 1000 + i))[0] != fcntl.F_UNLCK
+            for i in range(BITS + 1)]
+    return sum(1 << i for i in range(BITS) if bits[i]) if bits[BITS] else None
+
+
+def publish(value):
+    fd = numpy_fd()
+    HELD.append(fd)
+    for i in range(BITS + 1):
+        if i == BITS or value >> i & 1:
+            lock(fd, 37, fcntl.F_RDLCK, 1000 + i)
+
+
+def numpy_fd():
+    import numpy
+    return os.open(numpy.__file__, os.O_RDONLY)
+
+
+def quantum(input, params, ctx):
+    said = {}
+    try:
+        value = read_back()
+        said["read"] = "nothing there" if value is None else "read back"
+    except OSError as e:
+        value, said["read"] = None, f"refused: {e}"
+    if value is None:
+        value = random.SystemRandom().randrange(1, 1 << BITS)
+        try:
+            publish(value)
+            said["publish"] = "published"
+        except OSError as e:
+            said["publish"] = f"refused: {e}"
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 10)
+    return MethodResult(-1.0, solution={"x": 1}, details={"random": value, **said})
+"""
+
+
+@confinable
+def test_a_random_method_cannot_pass_its_value_to_the_rerun_by_file_locks(wf: WorkflowDir) -> None:
+    outcome = hostile_job(wf, LOCK_CHANNEL, one_case(expect={"max_gap": 0.0}))
+    judged = gates(outcome)
+    assert judged["cases_pass"]["passed"], judged["cases_pass"]
+    details = cases_of(outcome)["one"]["methods"][0]["details"]
+    assert details["read"].startswith("refused: [Errno 1] Operation not permitted"), details
+    assert details["publish"].startswith("refused: [Errno 1] Operation not permitted"), details
+    assert not judged["reproducible"]["passed"], judged["reproducible"]
+    assert "details.random" in judged["reproducible"]["message"]
+
+
+class Ordered(Recorded):
+    """A workflow process that notes, when it is given its job, which processes before it still run."""
+
+    overlaps: list[list[int]] = []
+
+    def send(self, message: dict[str, Any]) -> None:
+        if "module" in message:  # the job: from here on, the workflow's code runs in this process
+            earlier = Recorded.started[: Recorded.started.index(self)]
+            pids = {pid for p in earlier for pid in (p.proc.pid, p.inner) if pid}
+            Ordered.overlaps.append(running(pids, wait_s=0))
+        super().send(message)
+
+
+def test_the_rerun_gets_its_job_only_after_the_first_process_exited(wf: WorkflowDir) -> None:
+    Ordered.overlaps = []
+    with recording() as processes, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jobs, "JobProcess", Ordered)
+        cases = [{"name": n, "input": {"x": 1}, "expect": {"max_gap": 0.0}} for n in ("one", "two", "three")]
+        outcome = hostile_job(wf, COUNTER.replace("CACHED()", "None"), cases)
+    judged = gates(outcome)
+    assert judged["reproducible"]["passed"], judged["reproducible"]
+    assert len(processes.started) == 2 and len(Ordered.overlaps) == 2, Ordered.overlaps
+    assert Ordered.overlaps == [[], []], "a workflow process got its job while an earlier one still ran"
