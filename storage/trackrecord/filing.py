@@ -27,11 +27,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .inventory import FileEntry, checked
+from .inventory import FileEntry, checked, remember
 from .layout import BATCH, TEMPORARY_PREFIX, Layout
 from .row import SCHEMA, TrackRecordRow, conform, to_table
 
 COMPRESSION = "zstd"
+BATCH_COMPRESSION = "snappy"  # a batch is small and short-lived: zstd's set-up per column costs 3x more
 ROW_GROUP_ROWS = 122_880
 SORT_KEYS = [
     ("workflow", "ascending"),
@@ -70,8 +71,10 @@ def file_table(table: pa.Table, home: Path | str | None = None) -> Filed:
     new = False
     if not path.exists():
         table = table.sort_by(SORT_KEYS)
-        new = write_whole(path, lambda f: write_parquet(table, f))
-    ensure_views(layout)
+        new = write_whole(path, lambda f: write_parquet(table, f, BATCH_COMPRESSION), durable=False)
+        if new:
+            remember(path, table.num_rows)
+    ensure_views(layout, filed=True)
     return Filed(path, table.num_rows, new)
 
 
@@ -91,8 +94,8 @@ def one_copy_per_run(table: pa.Table) -> pa.Table:
     return ordered.take(pa.array(keep, pa.int64()))
 
 
-def write_parquet(table: pa.Table, f: BinaryIO) -> None:
-    pq.write_table(table, f, compression=COMPRESSION, row_group_size=ROW_GROUP_ROWS)
+def write_parquet(table: pa.Table, f: BinaryIO, compression: str = COMPRESSION) -> None:
+    pq.write_table(table, f, compression=compression, row_group_size=ROW_GROUP_ROWS)
 
 
 def ensure_schema_file(layout: Layout, known: Mapping[str, FileEntry] | None = None) -> None:
@@ -134,20 +137,25 @@ def for_reading(layout: Layout) -> Layout:
     return reading
 
 
-def write_whole(path: Path, write: Callable[[BinaryIO], None]) -> bool:
+def write_whole(path: Path, write: Callable[[BinaryIO], None], *, durable: bool = True) -> bool:
     """Write ``path`` whole: a temporary file in its folder, fsync, link into place, fsync the folder.
-    Never replaces a file already there; returns whether this call made it."""
+    Never replaces a file already there; returns whether this call made it. ``durable=False`` leaves
+    out the two fsyncs, for a batch: a machine losing power may then leave it empty or cut short under
+    its name, which the inventory's checks set aside and the maintenance pass files again from the state
+    database (``storage.maintenance.refile_lost_runs``)."""
     tmp = path.parent / f"{TEMPORARY_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
     try:
         with open(tmp, "xb") as f:
             write(f)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         made = _link_no_clobber(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-    fsync_folder(path.parent)
+    if durable:
+        fsync_folder(path.parent)
     return made
 
 

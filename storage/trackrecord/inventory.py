@@ -187,6 +187,14 @@ def checked(path: Path, st: os.stat_result, known: Mapping[str, FileEntry] | Non
     return entry
 
 
+def remember(path: Path, rows: int) -> None:
+    """A file this process has just written whole, with ``rows`` rows: known good, no footer to read."""
+    with contextlib.suppress(FileNotFoundError):
+        st = path.stat()
+        entry = FileEntry(path.name, st.st_size, st.st_mtime_ns, None, rows)
+        _checked.setdefault(path.parent, {})[path.name] = entry
+
+
 def take_inventory(layout: Layout, known: Mapping[str, FileEntry] | None = None) -> Inventory:
     """The folder's Parquet files now, each checked (see the module's docstring)."""
     entries: list[FileEntry] = []

@@ -258,13 +258,21 @@ def warn_left_out(inventory: Inventory, stacklevel: int = 3) -> None:
         warnings.warn(said, TrackRecordWarning, stacklevel=stacklevel)
 
 
-def ensure_views(home: Path | str | Layout | None = None, *, force: bool = False) -> bool:
-    """Make ``trackrecord.duckdb`` (and ``trackrecord.sql``) hold the views over this home's files now,
-    if it does not already: its views name the files, so it is rebuilt when they change or the home
-    moved. Returns whether it was (re)built. The database is built under a temporary name and renamed
-    into place, so a reader holding the old one open keeps it (with the files it named) and nobody waits
-    on its lock. Each file left out is named in a :class:`TrackRecordWarning`."""
+def ensure_views(
+    home: Path | str | Layout | None = None, *, force: bool = False, filed: bool = False
+) -> bool:
+    """Make ``trackrecord.duckdb`` (and ``trackrecord.sql``) hold this code's views over this home's
+    files, if it does not already (the module's docstring says when it does), files left out set aside
+    first. Returns whether it was (re)built. The database is built under a temporary name and renamed
+    into place, so a reader holding the old one open keeps it and nobody waits on its lock. Each file
+    left out is named in a :class:`TrackRecordWarning`. ``filed``: called by filing, which only added a
+    file it wrote, so a database that reads globs needs no look at the files."""
     layout = home if isinstance(home, Layout) else Layout(home)
+    if filed and not force and _globbed(layout) and layout.sql_file.exists():
+        found = stored(layout.database)
+        serves = found is not None and (found.views_version, found.files_digest) == (VIEWS_VERSION, GLOBBED)
+        if serves and _same_folder(found.folder, layout.folder):
+            return False
     return _ensure(layout, force=force)[0]
 
 
