@@ -120,15 +120,19 @@ class ProviderClient:
         settings: Mapping[str, Any] | None = None,
         timeout: float = 60,
         env: Mapping[str, str] | None = None,
+        pass_env: Sequence[str] = (),
         cwd: str | Path | None = None,
         log_path: str | Path | None = None,
     ) -> ProviderClient:
-        """A provider that is the program ``argv`` (§2.2), started at the first message."""
+        """A provider that is the program ``argv`` (§2.2), started at the first message, in the
+        allowlisted environment of :func:`~qsolve.providers.over_process.provider_environment`."""
         from qsolve.providers.over_process import ProcessTransport
 
         secret = _reveal(credential)
         try:
-            transport = ProcessTransport(argv, credential=secret, env=env, cwd=cwd, log_path=log_path)
+            transport = ProcessTransport(
+                argv, credential=secret, env=env, pass_env=pass_env, cwd=cwd, log_path=log_path
+            )
         except TransportError as exc:
             raise ProviderError(name, "connect", exc.code, str(exc), secrets=(secret,)) from None
         return cls(name, transport, settings=settings, credential=secret, timeout=timeout)

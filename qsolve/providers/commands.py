@@ -1,7 +1,8 @@
 """``qsolve providers ...`` (DESIGN.md §5; issue 12): bring a device, check it, follow its jobs.
 
     qsolve providers add NAME --http URL [--credential-env VAR] [--timeout S] [--setting K=V ...]
-    qsolve providers add NAME --process [--credential-env VAR] [--timeout S] -- COMMAND ARG...
+    qsolve providers add NAME --process [--credential-env VAR] [--env NAME ...] [--timeout S] -- COMMAND
+        ARG...
     qsolve providers list | remove NAME | describe NAME
     qsolve providers follow JOB [--resubmit] [--yes]
     qsolve providers test NAME [--yes]
@@ -41,6 +42,14 @@ def add_commands(subparsers: Any) -> None:
     )
     a.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds for each answer (60)")
     a.add_argument("--setting", action="append", default=[], metavar="K=V", help="a non-secret setting")
+    a.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="pass this environment variable on to a process provider (a non-secret one of your own; "
+        "its credential goes as WAI_PROVIDER_CREDENTIAL, and nothing else of qsolve's environment does)",
+    )
     a.add_argument("command", nargs="*", metavar="-- COMMAND ARG...")
     a.set_defaults(func=cmd_add)
 
@@ -95,6 +104,11 @@ def cmd_add(args: argparse.Namespace) -> int:
         if not sep or not key:
             return _fail(f"--setting {item!r}: give KEY=VALUE")
         settings[key] = value
+    if args.credential_env and args.credential_env in args.env:
+        return _fail(
+            f"--env {args.credential_env}: that is the credential's variable; the credential reaches the "
+            "provider as WAI_PROVIDER_CREDENTIAL only"
+        )
     secret = None
     if args.credential_env:
         value = os.environ.get(args.credential_env)
@@ -109,6 +123,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             settings=settings,
             timeout_s=args.timeout,
             credential=secret is not None,
+            env=tuple(dict.fromkeys(args.env)),
         )
         registry = Registry()
         store = CredentialStore(registry.home)
@@ -122,6 +137,10 @@ def cmd_add(args: argparse.Namespace) -> int:
         return _fail(str(e).splitlines()[0] if "validation error" not in str(e) else _first_error(e))
     print(f"added provider {args.name} ({entry.transport}: {entry.describe_where()}) to {registry.path}")
     print(f"  its credential is in {stored.label}" if stored else "  it has no credential")
+    if entry.transport == "process":
+        given = ", ".join(("PATH, LANG, LC_*, TZ, a scratch HOME and TMPDIR", *entry.env))
+        given += ", WAI_PROVIDER_CREDENTIAL" if stored else ""
+        print(f"  its environment: {given}; nothing else")
     print(f"  next: qsolve providers test {args.name}")
     return EXIT_OK
 

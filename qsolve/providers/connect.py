@@ -1,5 +1,7 @@
 """A provider opened from ``providers.yaml``: its transport, its credential from the store (handed to
-that transport only), and a client that names it in every error."""
+that transport only), and a client that names it in every error. A process provider gets the
+allowlisted environment of :func:`~qsolve.providers.over_process.provider_environment`, with the
+variables its entry's ``env`` names."""
 
 from __future__ import annotations
 
@@ -27,7 +29,9 @@ def open_client(name: str, home: Path | None = None, *, entry: ProviderEntry | N
 
         logs = home / "providers" / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        transport = ProcessTransport(entry.command, credential=credential, log_path=logs / f"{name}.log")
+        transport = ProcessTransport(
+            entry.command, credential=credential, pass_env=entry.env, log_path=logs / f"{name}.log"
+        )
     client = ProviderClient(
         name, transport, settings=entry.settings or None, credential=credential, timeout=entry.timeout_s
     )
