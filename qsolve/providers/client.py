@@ -83,6 +83,8 @@ class ProviderClient:
         self.timeout = float(timeout)
         given = (_reveal(credential), _reveal(getattr(transport, "credential", None)))
         self._secrets = tuple(dict.fromkeys(s for s in given if s))
+        #: the operations whose answer quoted the credential (taken out before anyone saw it; §3)
+        self.quoted: list[str] = []
 
     def __repr__(self) -> str:
         return f"ProviderClient({self.name!r}, {self.transport!r})"
@@ -221,7 +223,10 @@ class ProviderClient:
             raise self.error(op, "invalid", f"the message was not sent: it is not JSON: {exc}") from None
         except OSError as exc:  # a pipe or socket the transport did not expect to fail
             raise self.error(op, "transport", f"{type(exc).__name__}: {exc}") from None
-        return redact_value(answer, self._secrets)
+        redacted = redact_value(answer, self._secrets)
+        if redacted != answer:
+            self.quoted.append(op)
+        return redacted
 
     def _read(self, op: str, reader: Any, answer: dict[str, Any]) -> Any:
         try:

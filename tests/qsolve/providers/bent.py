@@ -14,9 +14,14 @@ Twists:
                          is answered free
     any-credential       requires a credential, and takes any one at all
     echo-credential      requires a credential, and quotes the one it was given when it refuses it
-    resonators           the reference's star device (a resonator at its centre), as it is
+    runs-on              every job it took stays running; cancel cancels it
+    cannot-cancel        every job it took stays running; describe says cancels: false, and cancel
+                         is unsupported
+    resonators           the reference's star device (a resonator at its centre), as it is; the
+                         star device too for ``accepts "moves back"`` and ``accepts "never measured"``
 
-Credentialed twists read theirs from WAI_PROVIDER_CREDENTIAL, as the reference does.
+Credentialed twists read theirs from WAI_PROVIDER_CREDENTIAL, as the reference does. With BENT_LOG set,
+each message's op is appended to that file.
 """
 
 from __future__ import annotations
@@ -38,9 +43,9 @@ class Bent:
     def __init__(self, twist: str, arg: str | None) -> None:
         self.twist, self.arg = twist, arg
         self.credential = os.environ.get(CREDENTIAL_ENV) or None
-        star = twist in ("resonators", "accepts") and arg is not None and "resonator" in arg
+        star = twist == "resonators" or (twist == "accepts" and arg in ("moves back", "never measured"))
         options = ReferenceOptions(
-            connectivity="star" if twist == "resonators" or star else "line",
+            connectivity="star" if star else "line",
             qubits=4,
             max_shots=1000,
         )
@@ -60,9 +65,22 @@ class Bent:
                 return error_answer("unauthorized", "no credential")
             if token != self.credential and self.twist == "echo-credential":
                 return error_answer("unauthorized", f"the credential {token} is not accepted")
-        answer = self.reference.handle(message)
         op = message.get("op") if isinstance(message, dict) else None
-        refused = answer.get("ok") is False and self.arg in str(answer["error"]["message"])
+        if os.environ.get("BENT_LOG"):
+            with open(os.environ["BENT_LOG"], "a", encoding="utf-8") as f:
+                f.write(f"{op}\n")
+        if self.twist in ("runs-on", "cannot-cancel") and op in ("status", "cancel"):
+            if self.reference.jobs.get(str(message.get("job"))) is None:
+                return error_answer("not_found", "no such job")
+            if op == "status":
+                return ok(status="running")
+            if self.twist == "cannot-cancel":
+                return error_answer("unsupported", "this device cannot cancel a job")
+            return ok(status="cancelled")
+        answer = self.reference.handle(message)
+        if op == "describe" and self.twist == "cannot-cancel":
+            answer["cancels"] = False
+        refused = answer.get("ok") is False and str(self.arg) in str(answer["error"]["message"])
         if self.twist == "accepts" and refused and op == "estimate":
             return ok(free=True)
         if op == "result" and answer.get("ok"):
