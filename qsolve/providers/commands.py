@@ -5,6 +5,7 @@
         ARG...
     qsolve providers list | remove NAME | describe NAME
     qsolve providers follow JOB [--resubmit] [--yes]
+    qsolve providers cancel JOB
     qsolve providers test NAME [--yes]
     qsolve providers reference --stdio | --http ADDR [--unpriced] [--qubits N] [--basis B] [--connectivity C]
 
@@ -67,6 +68,14 @@ def add_commands(subparsers: Any) -> None:
     x.add_argument("--resubmit", action="store_true", help="send again a job whose submit did not complete")
     x.add_argument("--yes", action="store_true", help="confirm the spend of a resubmitted job, for it only")
     x.set_defaults(func=cmd_follow)
+
+    x = sub.add_parser(
+        "cancel",
+        help="cancel a recorded provider job at its provider (one whose describe says cancels: false "
+        "runs on, and is said to)",
+    )
+    x.add_argument("job", metavar="JOB", help="the job's record id (qsolve run and errors print it)")
+    x.set_defaults(func=cmd_cancel)
 
     x = sub.add_parser("test", help=f"the conformance checker; {SPENDS}")
     x.add_argument("name", metavar="NAME")
@@ -293,6 +302,22 @@ def cmd_follow(args: argparse.Namespace) -> int:
         s.close()
     print(f"provider job {job.id}: done; receipt {sealed.path}")
     return EXIT_OK
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    """Pass a cancel on to the job's provider (qsolve.providers.cancel): 0 when its device no longer runs
+    it (cancelled, or it had ended), 1 when it may still (it cannot be cancelled, or the cancel failed)."""
+    from qsolve.providers.cancel import cancel_job
+    from storage.state import NotFound, connect
+
+    with connect() as db:
+        try:
+            db.get_provider_job(args.job)
+        except NotFound as e:
+            return _fail(str(e))
+        done = cancel_job(db, args.job)
+    print(done.line, file=sys.stdout if done.stopped else sys.stderr)
+    return EXIT_OK if done.stopped else EXIT_FAILED
 
 
 def _is_ibm(job: Any) -> bool:
