@@ -68,15 +68,23 @@ def provider_environment(
     the ``scratch`` folder; ``WAI_PROVIDER_CREDENTIAL`` its ``credential``, when it has one. Nothing else."""
     env = {k: v for k, v in source.items() if k in START_ENV or k.startswith("LC_")}
     env.setdefault("PATH", os.defpath)
-    for name in names:
-        if name in OWN_ENV:
-            raise TransportError(f"{name} is set by qsolve for a provider process; it is not passed on")
+    for name in _passed(names):
         if name in source:
             env[name] = source[name]
     env["HOME"] = env["TMPDIR"] = str(scratch)
     if credential:
         env[CREDENTIAL_ENV] = credential
     return env
+
+
+def _passed(names: Sequence[str]) -> tuple[str, ...]:
+    """The names of the person's variables a provider process is given; one qsolve sets is refused."""
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TransportError("the variables passed on to a provider are a list of names")
+    for name in names:
+        if name in OWN_ENV:
+            raise TransportError(f"{name} is set by qsolve for a provider process; it is not passed on")
+    return tuple(names)
 
 
 class ProviderLog:
@@ -156,13 +164,10 @@ class ProcessTransport:
         given), and ``pass_env`` the names of the person's own variables passed on besides."""
         if isinstance(argv, str | bytes) or not argv or not all(isinstance(a, str) for a in argv):
             raise TransportError("a process provider is a program and its arguments: a list of strings")
-        if isinstance(pass_env, str) or not all(isinstance(n, str) for n in pass_env):
-            raise TransportError("the variables passed on to a provider are a list of names")
         self.argv = tuple(argv)
         self.credential = credential or None
         self._source = dict(os.environ if env is None else env)
-        self._pass_env = tuple(pass_env)
-        provider_environment({}, self._pass_env, scratch="", credential=None)  # a name it may not take
+        self._pass_env = _passed(pass_env)
         self._scratch: str | None = None
         self._cwd = cwd
         self._max_line = max_line
