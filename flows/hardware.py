@@ -252,7 +252,27 @@ def _answered(quote: Quote, said: QuoteConfirmation | None, logger) -> Quote:
     return quote
 
 
-@flow(name="hardware", log_prints=True)
+def _cancelled(flow, flow_run, state) -> list[str]:
+    """Prefect's cancellation of a hardware flow run, passed on to the provider jobs its quotes' runs
+    may still have at their devices (qsolve.providers.cancel; a device that cannot cancel is said so).
+    The lines logged."""
+    import logging
+
+    from qsolve.providers.cancel import cancel_run
+
+    log = logging.getLogger("qsolve.hardware")
+    named, said = flow_run.parameters or {}, []
+    with connect() as db:
+        quotes = [db.get_quote(named["quote"])] if named.get("quote") else []
+        quotes += db.list_quotes(batch_id=named["batch"]) if named.get("batch") else []
+        for run_id in dict.fromkeys(q.run_id for q in quotes if q.run_id):
+            for done in cancel_run(db, run_id):
+                said.append(f"run {run_id}: {done.line}")
+                (log.info if done.stopped else log.warning)(said[-1])
+    return said
+
+
+@flow(name="hardware", log_prints=True, on_cancellation=[_cancelled])
 def hardware_flow(batch: str | None = None, quote: str | None = None):
     """Run the confirmed quotes of ``batch`` (or the one ``quote``), one at a time."""
     ensure_limits(get_run_logger().warning)

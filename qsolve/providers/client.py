@@ -83,6 +83,8 @@ class ProviderClient:
         self.timeout = float(timeout)
         given = (_reveal(credential), _reveal(getattr(transport, "credential", None)))
         self._secrets = tuple(dict.fromkeys(s for s in given if s))
+        #: the operations whose answer quoted the credential (taken out before anyone saw it; §3)
+        self.quoted: list[str] = []
 
     def __repr__(self) -> str:
         return f"ProviderClient({self.name!r}, {self.transport!r})"
@@ -120,15 +122,19 @@ class ProviderClient:
         settings: Mapping[str, Any] | None = None,
         timeout: float = 60,
         env: Mapping[str, str] | None = None,
+        pass_env: Sequence[str] = (),
         cwd: str | Path | None = None,
         log_path: str | Path | None = None,
     ) -> ProviderClient:
-        """A provider that is the program ``argv`` (§2.2), started at the first message."""
+        """A provider that is the program ``argv`` (§2.2), started at the first message, in the
+        allowlisted environment of :func:`~qsolve.providers.over_process.provider_environment`."""
         from qsolve.providers.over_process import ProcessTransport
 
         secret = _reveal(credential)
         try:
-            transport = ProcessTransport(argv, credential=secret, env=env, cwd=cwd, log_path=log_path)
+            transport = ProcessTransport(
+                argv, credential=secret, env=env, pass_env=pass_env, cwd=cwd, log_path=log_path
+            )
         except TransportError as exc:
             raise ProviderError(name, "connect", exc.code, str(exc), secrets=(secret,)) from None
         return cls(name, transport, settings=settings, credential=secret, timeout=timeout)
@@ -217,7 +223,10 @@ class ProviderClient:
             raise self.error(op, "invalid", f"the message was not sent: it is not JSON: {exc}") from None
         except OSError as exc:  # a pipe or socket the transport did not expect to fail
             raise self.error(op, "transport", f"{type(exc).__name__}: {exc}") from None
-        return redact_value(answer, self._secrets)
+        redacted = redact_value(answer, self._secrets)
+        if redacted != answer:
+            self.quoted.append(op)
+        return redacted
 
     def _read(self, op: str, reader: Any, answer: dict[str, Any]) -> Any:
         try:

@@ -1,9 +1,11 @@
 """``qsolve providers ...`` (DESIGN.md §5; issue 12): bring a device, check it, follow its jobs.
 
     qsolve providers add NAME --http URL [--credential-env VAR] [--timeout S] [--setting K=V ...]
-    qsolve providers add NAME --process [--credential-env VAR] [--timeout S] -- COMMAND ARG...
+    qsolve providers add NAME --process [--credential-env VAR] [--env NAME ...] [--timeout S] -- COMMAND
+        ARG...
     qsolve providers list | remove NAME | describe NAME
     qsolve providers follow JOB [--resubmit] [--yes]
+    qsolve providers cancel JOB
     qsolve providers test NAME [--yes]
     qsolve providers reference --stdio | --http ADDR [--unpriced] [--qubits N] [--basis B] [--connectivity C]
 
@@ -41,6 +43,14 @@ def add_commands(subparsers: Any) -> None:
     )
     a.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds for each answer (60)")
     a.add_argument("--setting", action="append", default=[], metavar="K=V", help="a non-secret setting")
+    a.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="pass this environment variable on to a process provider (a non-secret one of your own; "
+        "its credential goes as WAI_PROVIDER_CREDENTIAL, and nothing else of qsolve's environment does)",
+    )
     a.add_argument("command", nargs="*", metavar="-- COMMAND ARG...")
     a.set_defaults(func=cmd_add)
 
@@ -58,6 +68,14 @@ def add_commands(subparsers: Any) -> None:
     x.add_argument("--resubmit", action="store_true", help="send again a job whose submit did not complete")
     x.add_argument("--yes", action="store_true", help="confirm the spend of a resubmitted job, for it only")
     x.set_defaults(func=cmd_follow)
+
+    x = sub.add_parser(
+        "cancel",
+        help="cancel a recorded provider job at its provider (one whose describe says cancels: false "
+        "runs on, and is said to)",
+    )
+    x.add_argument("job", metavar="JOB", help="the job's record id (qsolve run and errors print it)")
+    x.set_defaults(func=cmd_cancel)
 
     x = sub.add_parser("test", help=f"the conformance checker; {SPENDS}")
     x.add_argument("name", metavar="NAME")
@@ -95,6 +113,11 @@ def cmd_add(args: argparse.Namespace) -> int:
         if not sep or not key:
             return _fail(f"--setting {item!r}: give KEY=VALUE")
         settings[key] = value
+    if args.credential_env and args.credential_env in args.env:
+        return _fail(
+            f"--env {args.credential_env}: that is the credential's variable; the credential reaches the "
+            "provider as WAI_PROVIDER_CREDENTIAL only"
+        )
     secret = None
     if args.credential_env:
         value = os.environ.get(args.credential_env)
@@ -109,6 +132,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             settings=settings,
             timeout_s=args.timeout,
             credential=secret is not None,
+            env=tuple(dict.fromkeys(args.env)),
         )
         registry = Registry()
         store = CredentialStore(registry.home)
@@ -122,6 +146,10 @@ def cmd_add(args: argparse.Namespace) -> int:
         return _fail(str(e).splitlines()[0] if "validation error" not in str(e) else _first_error(e))
     print(f"added provider {args.name} ({entry.transport}: {entry.describe_where()}) to {registry.path}")
     print(f"  its credential is in {stored.label}" if stored else "  it has no credential")
+    if entry.transport == "process":
+        given = ", ".join(("PATH, LANG, LC_*, TZ, a scratch HOME and TMPDIR", *entry.env))
+        given += ", WAI_PROVIDER_CREDENTIAL" if stored else ""
+        print(f"  its environment: {given}; nothing else")
     print(f"  next: qsolve providers test {args.name}")
     return EXIT_OK
 
@@ -274,6 +302,22 @@ def cmd_follow(args: argparse.Namespace) -> int:
         s.close()
     print(f"provider job {job.id}: done; receipt {sealed.path}")
     return EXIT_OK
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    """Pass a cancel on to the job's provider (qsolve.providers.cancel): 0 when its device no longer runs
+    it (cancelled, or it had ended), 1 when it may still (it cannot be cancelled, or the cancel failed)."""
+    from qsolve.providers.cancel import cancel_job
+    from storage.state import NotFound, connect
+
+    with connect() as db:
+        try:
+            db.get_provider_job(args.job)
+        except NotFound as e:
+            return _fail(str(e))
+        done = cancel_job(db, args.job)
+    print(done.line, file=sys.stdout if done.stopped else sys.stderr)
+    return EXIT_OK if done.stopped else EXIT_FAILED
 
 
 def _is_ibm(job: Any) -> bool:

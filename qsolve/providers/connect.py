@@ -1,23 +1,34 @@
 """A provider opened from ``providers.yaml``: its transport, its credential from the store (handed to
-that transport only), and a client that names it in every error."""
+that transport only), and a client that names it in every error. A process provider gets the
+allowlisted environment of :func:`~qsolve.providers.over_process.provider_environment`, with the
+variables its entry's ``env`` names."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from qsolve.home import qsolve_home
 from qsolve.providers.credentials import CredentialStore
 from qsolve.providers.registry import ProviderEntry, Registry
 
+#: ``open_client``'s credential: the one kept for the provider
+STORED = object()
 
-def open_client(name: str, home: Path | None = None, *, entry: ProviderEntry | None = None):
-    """``(client, entry)`` for the provider named ``name``; the caller closes the client."""
+
+def open_client(
+    name: str, home: Path | None = None, *, entry: ProviderEntry | None = None, credential: Any = STORED
+):
+    """``(client, entry)`` for the provider named ``name``; the caller closes the client. ``credential``
+    other than :data:`STORED` is sent in place of the provider's own (the conformance checker's wrong
+    credential, or ``None``: none at all)."""
     from qsolve.providers.client import ProviderClient
 
     home = home or qsolve_home()
     entry = entry or Registry(home).get(name)
-    secret = CredentialStore(home).get(name) if entry.credential else None
-    credential = secret.reveal() if secret is not None else None
+    if credential is STORED:
+        secret = CredentialStore(home).get(name) if entry.credential else None
+        credential = secret.reveal() if secret is not None else None
     if entry.transport == "http":
         from qsolve.providers.over_http import HttpTransport
 
@@ -27,7 +38,9 @@ def open_client(name: str, home: Path | None = None, *, entry: ProviderEntry | N
 
         logs = home / "providers" / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        transport = ProcessTransport(entry.command, credential=credential, log_path=logs / f"{name}.log")
+        transport = ProcessTransport(
+            entry.command, credential=credential, pass_env=entry.env, log_path=logs / f"{name}.log"
+        )
     client = ProviderClient(
         name, transport, settings=entry.settings or None, credential=credential, timeout=entry.timeout_s
     )

@@ -13,8 +13,10 @@ In this order, and never otherwise:
    ``submitting``: it is never sent again without the person's word (``qsolve providers follow``);
 6. the job is followed to its end (never cancelled because the client stopped waiting: past the
    wait, the person is told how to follow it later);
-7. its answer is checked (counts that sum to neither the shots nor ``accepted_shots`` are refused,
-   and nothing is sealed), sealed with the host's key, kept, and the record marked done.
+7. its answer is checked (an outcome not of exactly the program's ``bits`` characters of 0 and 1, or
+   counts that sum to neither the shots nor ``accepted_shots``, are refused naming the provider and the
+   operation, and nothing is sealed), sealed with the host's key (the calibration snapshot the result
+   names, as the provider named it), kept, and the record marked done.
 """
 
 from __future__ import annotations
@@ -232,7 +234,7 @@ class ProviderSession:
                 )
             time.sleep(POLL_S)
         try:
-            answer = self.client.result(job.job, job.shots)
+            answer = self.client.result(job.job, job.shots, bits=_bits(job.program))
         except ProviderError as e:
             if e.code in ("transport", "timeout"):
                 raise StillRunning(
@@ -282,6 +284,12 @@ class ProviderSession:
         shown = estimate.shown()
         self.tell(f"provider {self.name}: {_estimate_text(shown)}")
         return shown, estimate.kind == "free"
+
+
+def _bits(program: Mapping[str, Any]) -> int | None:
+    """The classical bits of the program sent: every outcome of its counts is exactly that long (§6)."""
+    bits = program.get("bits")
+    return bits if isinstance(bits, int) and not isinstance(bits, bool) else None
 
 
 def _estimate_text(estimate: Mapping[str, Any]) -> str:

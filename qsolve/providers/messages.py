@@ -704,8 +704,10 @@ def read_result(obj: Any, shots: int, *, bits: int | None = None) -> ResultAnswe
             width = len(outcome)
         if len(outcome) != width:
             raise AnswerRefused(
-                f"the outcome {outcome!r} has {len(outcome)} bits, not {width}"
-                + (" (the program's)" if bits is not None else " as the others have")
+                f"the outcome {outcome!r} has {len(outcome)} characters: an outcome is exactly the "
+                f"program's {width} bits (§6)"
+                if bits is not None
+                else f"the outcome {outcome!r} has {len(outcome)} bits, not {width} as the others have"
             )
         n = _whole(count)
         if n is None or n < 0 or n > MAX_WHOLE:
@@ -741,8 +743,11 @@ def read_result(obj: Any, shots: int, *, bits: int | None = None) -> ResultAnswe
     for name, model in optional:
         if name not in obj or (obj[name] is None and name != "execution"):
             continue
+        given = obj[name]
+        if name == "calibration" and isinstance(given, str):  # a snapshot named by its id alone
+            given = {"id": given}
         try:
-            fields[name] = model.model_validate(obj[name])
+            fields[name] = model.model_validate(given)
         except ValidationError as exc:
             raise AnswerRefused(_reason(exc, f"the result's {name} is not of its form")) from None
     return ResultAnswer(counts=read, shots=shots, accepted_shots=accepted, counts_source=source, **fields)

@@ -7,8 +7,13 @@ object, a second line for one message, output nobody asked for, a line longer th
 the protocol: the process is ended, and every later exchange on the transport fails saying why. So does
 a provider that does not answer in time (it is killed: ``timeout``) or that ends (``transport``).
 
-A credential is in the program's environment only, as ``WAI_PROVIDER_CREDENTIAL``, never on its command
-line, and no other provider's credential inherited from this process's environment is passed on. Its
+The program's environment is an allowlist (:func:`provider_environment`), however qsolve was started
+(the command line, a serve script, a worker): what a program needs to start (``PATH``, ``LANG``,
+``LC_*``, ``TZ``), ``HOME`` and ``TMPDIR`` set to a scratch folder of its own (owner-only, made when it
+starts and removed when it ends), the variables its entry in ``providers.yaml`` names (``env: [NAME,
+...]``, the person's own non-secret settings), and its own credential, as ``WAI_PROVIDER_CREDENTIAL``,
+never on its command line. Nothing else of this process's environment reaches it: no other provider's
+credential, no cloud key (``QISKIT_IBM_TOKEN``, ``AWS_SECRET_ACCESS_KEY``), no database address. Its
 standard error is its log: a thread drains it so the program never blocks on it, and keeps its last
 ``log_chars`` characters (:meth:`ProcessTransport.log`) and, when asked, a file, the credential taken
 out of both.
@@ -20,8 +25,10 @@ import codecs
 import contextlib
 import os
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections import deque
@@ -40,9 +47,44 @@ from qsolve.providers.transport import (
 )
 
 CREDENTIAL_ENV = "WAI_PROVIDER_CREDENTIAL"
+#: what a program needs to start, passed on from this process's environment when set (and every LC_*)
+START_ENV = ("PATH", "LANG", "TZ")
+#: set by the transport itself: a scratch folder, and the provider's own credential
+OWN_ENV = ("HOME", "TMPDIR", CREDENTIAL_ENV)
 LOG_CHARS = 1 << 20
 CHUNK = 1 << 16
 CLOSE_GRACE_S = 2.0
+
+
+def provider_environment(
+    source: Mapping[str, str],
+    names: Sequence[str] = (),
+    *,
+    scratch: str | Path,
+    credential: str | None = None,
+) -> dict[str, str]:
+    """The whole environment of a provider process: from ``source`` (this process's), ``PATH``, ``LANG``,
+    ``LC_*`` and ``TZ`` where set and the ``names`` its entry passes on where set; ``HOME`` and ``TMPDIR``
+    the ``scratch`` folder; ``WAI_PROVIDER_CREDENTIAL`` its ``credential``, when it has one. Nothing else."""
+    env = {k: v for k, v in source.items() if k in START_ENV or k.startswith("LC_")}
+    env.setdefault("PATH", os.defpath)
+    for name in _passed(names):
+        if name in source:
+            env[name] = source[name]
+    env["HOME"] = env["TMPDIR"] = str(scratch)
+    if credential:
+        env[CREDENTIAL_ENV] = credential
+    return env
+
+
+def _passed(names: Sequence[str]) -> tuple[str, ...]:
+    """The names of the person's variables a provider process is given; one qsolve sets is refused."""
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TransportError("the variables passed on to a provider are a list of names")
+    for name in names:
+        if name in OWN_ENV:
+            raise TransportError(f"{name} is set by qsolve for a provider process; it is not passed on")
+    return tuple(names)
 
 
 class ProviderLog:
@@ -112,19 +154,21 @@ class ProcessTransport:
         *,
         credential: str | None = None,
         env: Mapping[str, str] | None = None,
+        pass_env: Sequence[str] = (),
         cwd: str | Path | None = None,
         log_path: str | Path | None = None,
         log_chars: int = LOG_CHARS,
         max_line: int = MAX_ANSWER_BYTES,
     ) -> None:
+        """``env`` is where the allowed variables are read from (this process's environment when not
+        given), and ``pass_env`` the names of the person's own variables passed on besides."""
         if isinstance(argv, str | bytes) or not argv or not all(isinstance(a, str) for a in argv):
             raise TransportError("a process provider is a program and its arguments: a list of strings")
         self.argv = tuple(argv)
         self.credential = credential or None
-        self._env = dict(os.environ if env is None else env)
-        self._env.pop(CREDENTIAL_ENV, None)  # never another provider's
-        if self.credential:
-            self._env[CREDENTIAL_ENV] = self.credential
+        self._source = dict(os.environ if env is None else env)
+        self._pass_env = _passed(pass_env)
+        self._scratch: str | None = None
         self._cwd = cwd
         self._max_line = max_line
         self._log = ProviderLog(
@@ -172,13 +216,17 @@ class ProcessTransport:
                 raise  # unreachable: _fail raises
 
     def _start(self) -> None:
+        self._scratch = tempfile.mkdtemp(prefix="qsolve-provider-")  # owner-only (0700)
+        env = provider_environment(
+            self._source, self._pass_env, scratch=self._scratch, credential=self.credential
+        )
         try:
             self._proc = subprocess.Popen(  # noqa: S603 - a list, no shell
                 list(self.argv),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=self._env,
+                env=env,
                 cwd=self._cwd,
                 bufsize=0,
                 close_fds=True,
@@ -187,6 +235,7 @@ class ProcessTransport:
             )
         except OSError as exc:
             self._broken = f"it did not start: {exc.strerror or exc}"
+            self._remove_scratch()
             raise TransportError(
                 f"the provider program {self.argv[0]!r} did not start: {exc.strerror or exc}"
             ) from None
@@ -284,9 +333,15 @@ class ProcessTransport:
 
     # ---- ending ---------------------------------------------------------------------------------
 
+    def _remove_scratch(self) -> None:
+        scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
     def _kill(self) -> None:
         proc = self._proc
         if proc is None:
+            self._remove_scratch()
             return
         if proc.poll() is None:
             try:
@@ -297,6 +352,7 @@ class ProcessTransport:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5.0)
         self._reap()
+        self._remove_scratch()
 
     def _reap(self) -> None:
         proc = self._proc
@@ -338,3 +394,6 @@ class ProcessTransport:
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(Exception):
                 os.killpg(proc.pid, signal.SIGKILL)
+        scratch = getattr(self, "_scratch", None)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)

@@ -33,6 +33,8 @@ from qiskit.circuit.library import CZGate, RGate, RXXGate, RZGate, RZZGate, Swap
 from .device import BASES, MOVE_BASES, Device
 
 FORMAT = "wai.native/1"
+#: the members every program gives (§4; ``qasm3`` is informative, and may be left out)
+MEMBERS = ("basis", "bits", "gates", "measure")
 TAU = 2 * math.pi
 MAX_K = 32
 
@@ -369,14 +371,17 @@ def _message(error: ValidationError) -> str:
 
 def read_program(obj: Any, device: Device | None = None) -> Program:
     """Read a program as a provider must on receiving one (§4): :class:`ProgramRefused` with ``invalid``
-    for one that does not read (another format, a gate outside its basis, wrong arity or angle count, an
-    angle out of range, inconsistent bits, a malformed field), and, given its ``device``, ``refused`` for
-    one the device cannot run (a basis it does not run, a resonator used out of turn, places or pairs it
-    does not have). Unknown members are ignored."""
+    for one that does not read (another format, a member missing (``gates`` among them), a gate outside
+    its basis, wrong arity or angle count, an angle out of range, inconsistent bits, a malformed field),
+    and, given its ``device``, ``refused`` for one the device cannot run (a basis it does not run, a
+    resonator used out of turn, places or pairs it does not have). Unknown members are ignored."""
     if not isinstance(obj, dict):
         raise ProgramRefused("invalid", "a program is a JSON object")
     if obj.get("format") != FORMAT:
         raise ProgramRefused("invalid", f"format {obj.get('format')!r} is not {FORMAT}")
+    missing = [m for m in MEMBERS if m not in obj]
+    if missing:  # §3: a field missing is invalid, even one a reader could take as empty
+        raise ProgramRefused("invalid", f"the program has no {' and no '.join(missing)} (§4)")
     try:
         program = Program.model_validate(obj)
     except ValidationError as e:

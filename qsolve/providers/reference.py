@@ -5,7 +5,7 @@ to copy: a provider for any device is this module with :func:`simulate` replaced
     python -m qsolve.providers.reference --stdio
     python -m qsolve.providers.reference --http 127.0.0.1:0      # prints its address on one line
         [--unpriced] [--qubits N] [--basis B] [--connectivity all|line|star] [--jobs DIR]
-        [--max-shots N] [--require-credential]
+        [--max-shots N] [--require-credential [--credential-file PATH]]
 
 It reads every message as a provider must (§3, §4): a message without ``protocol`` is ``invalid``,
 another protocol ``unsupported_version``, an ``op`` it does not know ``unsupported``, a field missing
@@ -21,8 +21,10 @@ written whole (a temporary file, then a rename), which any later process or conn
 one they live as long as the process. Settings (``settings``) are accepted and not used.
 
 With ``require_credential`` the provider takes messages only with its credential: over HTTP an
-``Authorization: Bearer`` header equal to ``credential`` (read from ``WAI_PROVIDER_CREDENTIAL`` by
-:func:`main`), over standard input its own environment's ``WAI_PROVIDER_CREDENTIAL`` set by the client.
+``Authorization: Bearer`` header equal to ``credential`` (read by :func:`main` from ``--credential-file``,
+else from ``WAI_PROVIDER_CREDENTIAL``), over standard input its own environment's
+``WAI_PROVIDER_CREDENTIAL`` set by the client, equal to the one ``--credential-file`` holds (without one,
+whatever credential the client set is taken as its own: it cannot tell a wrong one).
 A missing or wrong one is ``unauthorized``, and no answer or log quotes it.
 """
 
@@ -515,13 +517,13 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             unpriced=args.unpriced,
             max_shots=args.max_shots,
             jobs_dir=args.jobs,
-            credential=os.environ.get(CREDENTIAL_ENV) or None,
+            credential=_accepted(args.credential_file, parser),
             require_credential=args.require_credential,
         )
     except ValidationError as exc:
         parser.error("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors(include_url=False)))
     if args.require_credential and args.http and not options.credential:
-        parser.error(f"--require-credential needs the credential in {CREDENTIAL_ENV}")
+        parser.error(f"--require-credential needs the credential in {CREDENTIAL_ENV} or --credential-file")
     if args.stdio:
         out = _protocol_stdout()
         serve_stdio(options, sys.stdin.buffer, out)
@@ -537,6 +539,16 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         server.serve_forever()
     server.server_close()
     return 0
+
+
+def _accepted(path: Path | None, parser: argparse.ArgumentParser) -> str | None:
+    """The credential the provider accepts: the file's, when one is named, else its environment's."""
+    if path is None:
+        return os.environ.get(CREDENTIAL_ENV) or None
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError as exc:
+        parser.error(f"--credential-file {path}: {exc.strerror or exc}")
 
 
 def _protocol_stdout() -> IO[bytes]:

@@ -38,4 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=f"answer only messages with the credential in {CREDENTIAL_ENV} (over HTTP, as a Bearer token)",
     )
+    parser.add_argument(
+        "--credential-file",
+        type=Path,
+        metavar="PATH",
+        help="with --require-credential: the credential it accepts, read from PATH (over standard input "
+        f"the {CREDENTIAL_ENV} a client sets is held to it; without it, that one is taken as its own)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no request log on standard error")

@@ -1,11 +1,14 @@
 """The providers a person has brought: ``QSOLVE_HOME/providers.yaml`` (name, transport, URL or command
 with its arguments, non-secret ``settings``, time-outs). Credentials are not here: they are in the
-keychain or an owner-only file (``credentials.py``); an entry says only whether it has one.
+keychain or an owner-only file (``credentials.py``); an entry says only whether it has one. A process
+provider's ``env`` names the variables of qsolve's environment passed on to it besides what every
+provider process gets (``over_process.provider_environment``).
 
     providers:
       ref:
         transport: process
         command: [python, -m, qsolve.providers.reference, --stdio]
+        env: [LAB_REGION]       # the person's own non-secret variables it is given
         settings: {}
         timeout_s: 60
       lab:
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +37,7 @@ from qsolve.providers.credentials import NAME_RE
 from qsolve.providers.transport import is_loopback
 
 FILE = "providers.yaml"
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
 class RegistryError(ValueError):
@@ -50,6 +55,7 @@ class ProviderEntry(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
     credential: bool = False
+    env: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _where(self) -> ProviderEntry:
@@ -65,6 +71,15 @@ class ProviderEntry(BaseModel):
                 )
         elif not self.command or self.url:
             raise ValueError("a process provider has a command and no url")
+        if self.env and self.transport != "process":
+            raise ValueError("env: only a process provider is given variables")
+        from qsolve.providers.over_process import OWN_ENV
+
+        for name in self.env:
+            if not ENV_NAME.fullmatch(name):
+                raise ValueError(f"env: {name!r} is not the name of an environment variable")
+            if name in OWN_ENV:
+                raise ValueError(f"env: {name} is set by qsolve for a provider process, not passed on")
         return self
 
     def describe_where(self) -> str:

@@ -118,7 +118,7 @@ def provider_result(
     answer. ``compiled`` is what the host sent (``basis``, ``qasm3``, ``program``, counts, layouts,
     ``checked``); ``cost`` is ``free``, ``estimate`` and ``confirmed`` (``charged`` is the answer's)."""
     counts, distinct, omitted = listed_counts(answer["counts"])
-    calibration = answer.get("calibration") or (describe.get("calibration") or {}).get("id")
+    calibration = _snapshot(answer.get("calibration")) or _snapshot(describe.get("calibration"))
     result: dict[str, Any] = {
         "method": "provider",
         "accuracy": accuracy_of(describe),
@@ -132,7 +132,7 @@ def provider_result(
             "basis": compiled["basis"],
             "describe": describe_digest(describe),
         },
-        "calibration": calibration if isinstance(calibration, str) else None,
+        "calibration": calibration,
         "compiled": dict(compiled),
         "job": {"id": job, "polls": polls},
         "counts": counts,
@@ -158,6 +158,13 @@ def provider_result(
     if isinstance(kwh, int | float) and not isinstance(kwh, bool):
         result["energy"] |= {"service_kwh": kwh, "service_kwh_is": "the provider's own figure for the job"}
     return result
+
+
+def _snapshot(calibration: Any) -> str | None:
+    """The id a calibration snapshot is named by (§5.1 ``{"id"}``; §5.5 ``calibration``), or None."""
+    if isinstance(calibration, Mapping):
+        calibration = calibration.get("id")
+    return calibration if isinstance(calibration, str) and calibration else None
 
 
 def compiled_member(compiled: Any) -> dict[str, Any]:

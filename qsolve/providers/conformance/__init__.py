@@ -1,8 +1,10 @@
 """``qsolve providers test NAME [--yes]``: the conformance checker and its vectors (quantum-provider-protocol
 §9).
 
-checker          the checks, in order (describe, estimates, messages, programs, reference, cancel)
-provider-v1.json the vectors, written by qsolve from §9: messages and their codes, programs and their
+checker          the checks, in order (describe, estimates, messages, credentials, programs, reference,
+                 cancel, and credentials/not-echoed over the whole run)
+provider-v1.json the vectors, written by qsolve from §9: messages and their codes, credentials (a wrong
+                 one, none, none quoted), programs and their
                  thresholds, the reference provider's counts, and billing, estimate and result answers
                  each with how a client reads it (held to qsolve.providers.messages by the tests)
 
@@ -46,7 +48,12 @@ def run_checks(name: str, *, yes: bool) -> int:
         "the spend allowed (--yes)" if yes else "no spend allowed: jobs run only if every estimate is free"
     )
     print(f"qsolve providers test {name} ({entry.transport}; {spend})", file=sys.stderr)
-    checker = Checker(name, connect, yes=yes, emit=lambda line: print(line, flush=True))
+    def connect_with(credential: str | None):
+        return open_client(name, entry=entry, credential=credential)[0]
+
+    checker = Checker(
+        name, connect, yes=yes, emit=lambda line: print(line, flush=True), connect_with=connect_with
+    )
     try:
         checker.run()
     except KeyboardInterrupt:

@@ -8,15 +8,22 @@ describe/    the ``describe`` answer in full (it reads, names its provenance and
              when asked again (a client compiles against it and asks again before it submits);
 estimates/   each program compiled to the device (:func:`~qsolve.providers.compiler.compile_circuit`) and
              estimated: each answer one of §5.2's three forms (``unsupported``: the cost is its billing's);
-messages/    the vectors' messages sent as they are, each refused with its code: zero shots ``invalid``
-             and a program in another basis ``refused`` among them;
+messages/    the vectors' messages sent as they are, each refused with its code: zero shots ``invalid``,
+             a program in another basis ``refused``, a program without its gates ``invalid``, and
+             ``refused`` a gate on a place the device does not have, two qubits it does not couple, a
+             resonator used out of turn or measured, one shot past ``max_shots`` (``n/a`` for a device
+             with no such thing: no resonator, every pair coupled, no ``max_shots``);
+credentials/ for a provider that has a credential, a message with a wrong one and one with none, each
+             refused ``unauthorized`` (a provider that takes them takes anyone's messages);
 programs/    each program run with seed 1 and held to its counts, read of the shots the device kept, and
              its result asked twice found the same. They run only when every estimate says free, or with
              ``yes`` (the person allows the spend): a cost unknown (unpriced, refused, or no estimate and a
              billing that sets no price) is not free. Programs not run are ``skip`` and are not passes;
 reference/   for the reference provider's own devices, each program's counts exactly the vectors';
 cancel/      each job it ran asked to cancel, the answer held to §5.6 (``done`` for a job that finished,
-             ``failed`` with its reason, ``unsupported`` from a provider whose describe says it cannot).
+             ``failed`` with its reason, ``unsupported`` from a provider whose describe says it cannot);
+credentials/not-echoed  last: no answer of the run quoted a credential (§3), neither the wrong one
+             it was sent nor its own (the client takes it out of what it shows, and says it did).
 
 The messages that carry a program go to ``estimate``; to a provider that gives no estimate they go to
 ``submit``, and then only when its billing is free or with ``yes``. A provider that does not answer in
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import json
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -52,6 +60,15 @@ WAIT_S = 600.0
 #: the most qubits the probe measures: what the compiler's check simulates
 PROBE_QUBITS = 20
 NOT_RUN_COST = "not run: the cost is unknown; --yes allows the spend"
+#: why a message naming a token that cannot be filled for the device does not apply to it
+NOT_FOR_THE_DEVICE = {
+    "$probe-in-another-basis": "the device runs every basis of §4: no program is in another",
+    "$resonator": "the device has no computational resonator",
+    "$mover": "the device has no computational resonator",
+    "$unpaired-a": "the device couples every two of its qubits: no pair is missing",
+    "$unpaired-b": "the device couples every two of its qubits: no pair is missing",
+    "$too-many-shots": "its describe sets no max_shots",
+}
 
 Status = Literal["pass", "FAIL", "skip", "n/a"]
 
@@ -155,6 +172,25 @@ def probe_in_another_basis(vectors: dict[str, Any], description: Description) ->
     }
 
 
+def device_fills(description: Description) -> dict[str, Any]:
+    """The places and counts the device's own messages name: a place it does not have, two qubits it
+    does not couple, its first move's qubit and resonator, one shot past its ``max_shots`` (each only
+    where the device has one)."""
+    device = description.device()
+    fills: dict[str, Any] = {"$no-qubit": device.qubits}
+    qubits = device.computational_qubits
+    unpaired = next(
+        ((a, b) for i, a in enumerate(qubits) for b in qubits[i + 1 :] if not device.connects(a, b)), None
+    )
+    if unpaired is not None:
+        fills["$unpaired-a"], fills["$unpaired-b"] = unpaired
+    if device.moves:
+        fills["$mover"], fills["$resonator"] = device.moves[0]
+    if description.max_shots:
+        fills["$too-many-shots"] = description.max_shots + 1
+    return fills
+
+
 def substitute(value: Any, fills: dict[str, Any]) -> Any:
     """The vector's message with each ``$name`` string replaced by what it stands for."""
     if isinstance(value, str) and value in fills:
@@ -238,7 +274,11 @@ class Checker:
     stopped: str | None = None
     description: Description | None = None
     estimates_given: bool = True
+    #: a client sending another credential in place of the provider's (``None``: none at all)
+    connect_with: Callable[[str | None], Any] | None = None
     _secrets: tuple[str, ...] = ()
+    #: (which credential, the operation) for each answer that quoted a credential
+    _quoted: list[tuple[str, str]] = field(default_factory=list)
 
     # ---- output ------------------------------------------------------------------------------------
 
@@ -272,6 +312,7 @@ class Checker:
 
     def close(self) -> None:
         if self.client is not None:
+            self._quoted += [("its own", op) for op in getattr(self.client, "quoted", ())]
             self.client.close()
             self.client = None
 
@@ -311,12 +352,19 @@ class Checker:
             fills = self._fills(programs)
         for m in self.vectors["messages"]:
             self._message(m, fills)
-        if not described:
+        credentials = self.vectors.get("credentials", [])
+        for c in credentials:
+            if "send" in c:
+                self._credential(c)
+        if described:
+            self._programs(programs)
+            self._cancels(programs)
+        else:
             for p in programs:
                 self.add(f"programs/{p.vector['name']}", "skip", "not run: the provider gave no description")
-            return
-        self._programs(programs)
-        self._cancels(programs)
+        for c in credentials:
+            if c.get("check") == "never_quoted":
+                self._never_quoted(c)
 
     # ---- describe ----------------------------------------------------------------------------------
 
@@ -469,24 +517,32 @@ class Checker:
             other = probe_in_another_basis(self.vectors, d)
             if other is not None:
                 fills["$probe-in-another-basis"] = other
+            fills.update(device_fills(d))
         return fills
 
     def _message(self, vector: dict[str, Any], fills: dict[str, Any]) -> None:
         name, code = f"messages/{vector['name']}", vector["code"]
+        if self.stopped:
+            return self.add(name, "skip", self.stopped)
         fills = dict(fills)
+        tokens = set(_tokens(vector["send"]))
         if "gates_by_basis" in vector and "$basis" in fills:
-            fills["$gates"] = vector["gates_by_basis"].get(fills["$basis"])
-        needed = sorted(set(_tokens(vector["send"])) - set(fills))
+            gates = vector["gates_by_basis"].get(fills["$basis"])
+            if gates is None:
+                return self.add(name, "n/a", f"no such program in the device's basis, {fills['$basis']}")
+            fills["$gates"] = gates
+            tokens |= set(_tokens(gates))
+        needed = sorted(tokens - set(fills))
         if needed:
             d = self.description
             if d is None:
                 return self.add(name, "skip", "not run: the provider gave no description to write it for")
             if not d.qubits:
                 return self.add(name, "n/a", "the device runs no circuits: no program to send")
-            if needed == ["$probe-in-another-basis"]:
-                return self.add(name, "n/a", "the device runs every basis of §4: no program is in another")
+            if self._runs_circuits() and all(t in NOT_FOR_THE_DEVICE for t in needed):
+                return self.add(name, "n/a", NOT_FOR_THE_DEVICE[needed[0]])
             return self.add(name, "skip", "not run: no program was compiled for the device to send")
-        message = substitute(vector["send"], fills)
+        message = substitute(substitute(vector["send"], fills), fills)  # $gates holds places to fill
         if "program" in message and message.get("op") == "estimate" and not self.estimates_given:
             d = self.description
             if not (self.yes or (d is not None and d.billing.kind == "free")):
@@ -513,6 +569,55 @@ class Checker:
         except AnswerRefused as e:
             return self.add(name, "FAIL", f"the answer does not read ({e.reason}); {code} was due")
         return self.add(name, "FAIL", f'answered "ok": true; it should refuse it, {code}')
+
+    # ---- credentials --------------------------------------------------------------------------------
+
+    def _credential(self, vector: dict[str, Any]) -> None:
+        """A message sent with another credential than the provider's (or none): refused with its code."""
+        name, code = f"credentials/{vector['name']}", vector["code"]
+        if self.stopped:
+            return self.add(name, "skip", self.stopped)
+        if not self._secrets:
+            return self.add(name, "n/a", "the provider has no credential (its entry has none)")
+        if self.connect_with is None:
+            return self.add(name, "skip", "not run: the checker was given no way to send another credential")
+        sent = vector.get("credential")
+        credential = f"qsolve-conformance-{secrets.token_hex(12)}" if sent == "$wrong-credential" else None
+        what = "a wrong credential" if credential else "no credential"
+        client = None
+        try:
+            client = self.connect_with(credential)
+            answer = client.raw(vector["send"])
+        except ProviderError as e:
+            return self.add(name, "FAIL", f"with {what}: {e}")
+        finally:
+            if client is not None:
+                self._quoted += [("the wrong one" if credential else "its own", op) for op in client.quoted]
+                client.close()
+        try:
+            read_envelope(answer)
+        except ProviderAnswerError as e:
+            if e.code == code:
+                return self.add(name, "pass", f"{code} with {what}")
+            return self.add(name, "FAIL", f"with {what}: answered {e.code} ({e.message[:120]}), not {code}")
+        except AnswerRefused as e:
+            why = f"the answer does not read ({e.reason}); {code} was due"
+            return self.add(name, "FAIL", f"with {what}: {why}")
+        return self.add(name, "FAIL", f'with {what}: answered "ok": true; it takes anyone\'s messages')
+
+    def _never_quoted(self, vector: dict[str, Any]) -> None:
+        name = f"credentials/{vector['name']}"
+        self.close()  # the last client's answers counted too
+        if self.stopped:
+            return self.add(name, "skip", self.stopped)
+        if not self._secrets:
+            return self.add(name, "n/a", "the provider has no credential (its entry has none)")
+        if not self._quoted:
+            return self.add(name, "pass", "no answer quoted a credential")
+        which = sorted({f"{op} quoted {whose}" for whose, op in self._quoted})
+        return self.add(
+            name, "FAIL", f"answers quoted the credential they were sent (§3): {'; '.join(which)}"
+        )
 
     # ---- programs -----------------------------------------------------------------------------------
 

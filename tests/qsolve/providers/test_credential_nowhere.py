@@ -218,7 +218,12 @@ def test_the_planted_credential_is_found_nowhere(home, tmp_path, capsys, monkeyp
     code, described_p, _ = out.run("providers", "describe", "psec")
     assert code == 0 and "careless, holding [credential redacted]" in described_p
     code, checked_p, _ = out.run("providers", "test", "psec", "--yes")
-    assert code == 0, checked_p
+    failed = [line.split()[1] for line in checked_p.splitlines() if line.startswith("FAIL")]
+    assert code == 1 and failed == [  # careless: it takes any credential, and echoes the one it was given
+        "credentials/wrong-credential:",
+        "credentials/no-credential:",
+        "credentials/not-echoed:",
+    ], checked_p
     log = home / "providers" / "logs" / "psec.log"
     assert "careless provider: describe with [credential redacted]" in log.read_text()
 

@@ -228,7 +228,7 @@ def test_result_refused(answer, words):
 
 def test_result_outcomes_held_to_the_programs_bits():
     read_result({"counts": {"101": 10}}, 10, bits=3)
-    with pytest.raises(AnswerRefused, match="not 2"):
+    with pytest.raises(AnswerRefused, match="has 3 characters: an outcome is exactly the program.s 2 bits"):
         read_result({"counts": {"101": 10}}, 10, bits=2)
 
 

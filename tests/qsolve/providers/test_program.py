@@ -153,7 +153,7 @@ def test_a_program_reads_and_unknown_members_are_ignored():
         (program("rzsxxcz", [{"gate": "x", "qubits": [-1]}]), "gates.0.qubits.0"),
         (program("rzsxxcz", [{"gate": "x", "qubits": [1.0]}]), "gates.0.qubits.0"),
         (program("rzsxxcz", [{"qubits": [0]}]), "gates.0.gate: field required"),
-        ({"format": "wai.native/1", "bits": 0}, "basis: field required"),
+        ({"format": "wai.native/1", "bits": 0}, "the program has no basis and no gates and no measure (§4)"),
         ("not an object", "a program is a JSON object"),
     ],
 )

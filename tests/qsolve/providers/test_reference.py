@@ -20,6 +20,8 @@ from qsolve.providers.messages import (
 )
 from qsolve.providers.reference import EXECUTION, SIMULATOR, ReferenceOptions, ReferenceProvider, serve_http
 
+RZ_NO_TURNS = {"gate": "rz", "qubits": [0]}  # an angle missing
+
 
 def message(op: str, **fields) -> dict:
     return {"protocol": PROTOCOL, "op": op, **fields}
@@ -183,6 +185,14 @@ def test_estimates_and_billing():
             "refused",
         ),
         (message("submit", program=native("rzsxxcz", [], []), shots=10), "refused"),
+        *[  # §3: a member missing is invalid, whatever a reader could take it to be (issue 21)
+            (message(op, program={k: v for k, v in probe().items() if k != member}, shots=10), "invalid")
+            for op in ("estimate", "submit")
+            for member in ("format", "basis", "bits", "gates", "measure")
+        ],
+        (message("submit", program={**probe(), "gates": [{"gate": "x"}]}, shots=10), "invalid"),
+        (message("submit", program={**probe(), "measure": [{"qubit": 0}]}, shots=10), "invalid"),
+        (message("submit", program={**probe(), "gates": [RZ_NO_TURNS]}, shots=1), "invalid"),
         (message("status", job="j-17"), "not_found"),
         (message("result", job="../../etc/passwd"), "not_found"),
         (message("cancel", job="ref-000000000000000000000000"), "not_found"),
