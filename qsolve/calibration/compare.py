@@ -11,10 +11,12 @@ otherwise than the other (one failed, say, so it has no diagnosis) the decision 
 their effect.
 
 ``score``: each completed record's status, outcome and fit assessment against the task result's true
-status where it has one (``faults.known_answer``), and against reviewers' verdicts where there are
-some, per task and in total, so two models, two prompt settings, or the classical judge and a vision
-model are weighed on the same known-answer set. An unknown run is :class:`storage.state.NotFound`,
-naming it, as for ``compare``.
+status where it has one (``faults.known_answer``); an answer that states no reading is counted as
+unread (``status_unread``, ...), never right; the status is scored both by our reading and by
+QCalEval's own (``qcaleval_status``, any allowed code anywhere in the answer); and against reviewers'
+verdicts where there are some, per task and in total, so two models, two prompt settings, or the
+classical judge and a vision model are weighed on the same known-answer set. An unknown run is
+:class:`storage.state.NotFound`, naming it, as for ``compare``.
 """
 
 from __future__ import annotations
@@ -126,11 +128,18 @@ def score(db, store, run_id: str) -> dict[str, Any]:
             t["judged"] += 1
             if known is not None:
                 t["known"] += 1
-                t["status"] += d.get("status") == known["status"]
-                t["outcome"] += d.get("outcome") == known["outcome"]
+                status = d.get("status")
+                t["status"] += status is not None and status == known["status"]
+                t["status_unread"] += status is None
+                t["qcaleval_status"] += d.get("qcaleval_status", status) == known["status"]
+                outcome = d.get("outcome")
+                t["outcome"] += outcome is not None and outcome == known["outcome"]
+                t["outcome_unread"] += outcome is None
                 if known["fit_assessment"] is not None:
                     t["fit_known"] += 1
-                    t["fit_assessment"] += d.get("fit_assessment") == known["fit_assessment"]
+                    fit = d.get("fit_assessment")
+                    t["fit_assessment"] += fit is not None and fit == known["fit_assessment"]
+                    t["fit_unread"] += fit is None
             t["agreed"] += sum(1 for v in verdicts.values() if v.verdict == "agree")
             t["disagreed"] += sum(1 for v in verdicts.values() if v.verdict == "disagree")
     return {"run": run_id, "per_task": per_task, "total": total}
@@ -138,5 +147,19 @@ def score(db, store, run_id: str) -> dict[str, Any]:
 
 def _tally() -> dict[str, int]:
     return dict.fromkeys(
-        ("judged", "known", "status", "outcome", "fit_known", "fit_assessment", "agreed", "disagreed"), 0
+        (
+            "judged",
+            "known",
+            "status",
+            "status_unread",
+            "qcaleval_status",
+            "outcome",
+            "outcome_unread",
+            "fit_known",
+            "fit_assessment",
+            "fit_unread",
+            "agreed",
+            "disagreed",
+        ),
+        0,
     )

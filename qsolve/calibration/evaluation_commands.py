@@ -287,10 +287,17 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(json.dumps(s, indent=2))
         return EXIT_OK
     for name, t in [*sorted(s["per_task"].items()), ("total", s["total"])]:
-        fit = f", fit {t['fit_assessment']}/{t['fit_known']}" if t["fit_known"] else ""
+        fit = (
+            f", fit {t['fit_assessment']}/{t['fit_known']} ({t.get('fit_unread', 0)} unread)"
+            if t["fit_known"]
+            else ""
+        )
         print(
-            f"{name:<22} judged {t['judged']}: status {t['status']}/{t['known']}, outcome "
-            f"{t['outcome']}/{t['known']}{fit}; reviewers agree {t['agreed']}, disagree {t['disagreed']}"
+            f"{name:<22} judged {t['judged']}: status {t['status']}/{t['known']} "
+            f"({t.get('status_unread', 0)} unread; QCalEval's reading "
+            f"{t.get('qcaleval_status', 0)}/{t['known']}), "
+            f"outcome {t['outcome']}/{t['known']} ({t.get('outcome_unread', 0)} unread){fit}; "
+            f"reviewers agree {t['agreed']}, disagree {t['disagreed']}"
         )
     return EXIT_OK
 

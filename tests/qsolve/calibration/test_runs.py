@@ -91,18 +91,88 @@ def test_a_run_against_a_model_asks_six_questions_per_record_a_few_records_at_a_
             assert r.input["figures"][0]["sha256"]
 
 
-def test_a_request_that_fails_is_sent_once_more_and_a_record_that_still_fails_says_why(home: Path) -> None:
-    script = dict(GOOD) | {"fit_reliability": [fail(500), fail(500)]}
-    with ModelServer(script, default=GOOD["fit_reliability"]) as server:
+def test_a_request_that_fails_is_sent_once_more_and_a_record_that_still_fails_is_failed(home: Path) -> None:
+    retried = "Assessment: Reliable\nReason: asked again, answered."
+    script = dict(GOOD) | {"fit_reliability": [fail(500), fail(500), answer(retried)]}
+    with ModelServer(script) as server:
         declare(home, server)
         with open_store(home) as store:
             run = request_run(store.db, store, RunRequest(task_ids=[store.list(qid="Q00")[0].id]))
             assert run.trigger == "single"
-            execute_run(store.db, store, run.id)
+            done = execute_run(store.db, store, run.id)
             (record,) = store.db.evaluation_records(run.id)
-    assert server.asked("fit_reliability") == 2  # once, then once more; never a third time
-    assert record.status == "completed" and "fit_reliability" in record.output["missing_keys"]
-    assert record.output["attempts"]["fit_reliability"] == 2
+            s = summary(store.db, run.id)
+            assert server.asked("fit_reliability") == 2  # once, then once more; never a third time
+            # a question that got no answer after its resend is failed, and so is its record and run
+            assert record.status == "failed" and done.status == "failed"
+            fit = record.output["answers"]["fit_reliability"]
+            assert fit["state"] == "failed" and "500" in fit["error"] and fit["answer"] is None
+            assert record.output["failed_keys"] == ["fit_reliability"]
+            assert record.output["attempts"]["fit_reliability"] == 2
+            assert record.error.startswith("1 of 6 questions got no answer: fit_reliability:")
+            assert all(
+                a["state"] == "arrived" for k, a in record.output["answers"].items() if k != "fit_reliability"
+            )
+            assert s["failed_records"] == 1 and s["failed_questions"] == 1 and s["counts"] == {"failed": 1}
+            first_wall = s["wall_seconds"]
+            # retry asks exactly the failed question again; what arrived is kept byte for byte
+            _, reset = store.db.retry_evaluation_run(run.id)
+            assert reset == 1
+            before = len(server.received)
+            done = execute_run(store.db, store, run.id)
+            (again,) = store.db.evaluation_records(run.id)
+            s = summary(store.db, run.id)
+    assert [r.question for r in server.received[before:]] == ["fit_reliability"]
+    assert done.status == "completed" and again.status == "completed" and again.error is None
+    answers = again.output["answers"]
+    assert (
+        answers["fit_reliability"]["answer"] == retried and answers["fit_reliability"]["state"] == "arrived"
+    )
+    for key in GOOD:
+        if key != "fit_reliability":
+            assert answers[key] == record.output["answers"][key]
+    assert again.output["complete"] and again.output["failed_keys"] == []
+    assert len(again.output["calls"]) == 6 + 2  # both exchanges' calls, the two failures among them
+    assert len(again.output["exchanges"]) == 2
+    # the first execution still counts after the retry: both exchanges lie inside the wall time
+    assert s["wall_seconds"] >= sum(e["duration_seconds"] for e in again.output["exchanges"]) > 0
+    assert first_wall > 0
+
+
+def test_an_endpoint_that_always_fails_gives_failed_records_never_a_completed_run(home: Path) -> None:
+    with ModelServer({}, default=fail(500)) as server:
+        declare(home, server)
+        with open_store(home) as store:
+            run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+            done = execute_run(store.db, store, run.id, workers=2)
+            records = store.db.evaluation_records(run.id)
+            s = summary(store.db, run.id)
+            scored = score(store.db, store, run.id)
+            _, reset = store.db.retry_evaluation_run(run.id)
+    assert len(server.received) == 4 * 6 * 2  # every question sent twice, never a third time
+    assert done.status == "failed" and {r.status for r in records} == {"failed"}
+    assert all(r.output["failed_keys"] == list(GOOD) and r.output["success"] is None for r in records)
+    assert s["failed_records"] == 4 and s["failed_questions"] == 24
+    assert scored["total"]["judged"] == 0  # a failed record is never scored as a wrong status
+    assert reset == 4  # retry takes the failed records
+
+
+def test_a_refusal_is_a_completed_record_with_no_status_and_is_scored_unread(home: Path) -> None:
+    refusal = "I cannot tell whether this is a SUCCESS from this figure."
+    with ModelServer(dict(GOOD) | {"calibration_diagnosis": answer(refusal)}) as server:
+        declare(home, server)
+        with open_store(home) as store:
+            run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+            execute_run(store.db, store, run.id)
+            records = store.db.evaluation_records(run.id)
+            scored = score(store.db, store, run.id)["total"]
+    for r in records:
+        d = r.output["diagnosis"]
+        assert r.status == "completed" and d["status"] is None and r.output["success"] is None
+        assert d["qcaleval_status"] == "SUCCESS" and r.output["unread_keys"] == ["calibration_diagnosis"]
+        assert r.output["answers"]["calibration_diagnosis"]["answer"] == refusal
+    assert scored["known"] == 4 and scored["status"] == 0 and scored["status_unread"] == 4
+    assert scored["qcaleval_status"] == 4  # the benchmark's reading credits the refusal; ours does not
 
 
 def test_cancel_stops_the_run_between_records(home: Path) -> None:
