@@ -1,8 +1,11 @@
 """Two runs side by side, and a run scored against known answers (issue 14, items 10 and 11; the seed's
 "Comparing runs").
 
-``compare``: the settings with the differing ones flagged, the totals, one row per entity joined by
-qid (saying whether both judged the same task result), each side's record status (``record_status``:
+``compare``: the settings with the differing ones flagged (the knowledge's and the evaluator's hashes
+among them, read off the records), the totals, and one row per record of either run: joined by task
+result where both runs judged the same result, by entity (task, chip, qid) otherwise, with both results
+under the entity and ``results_differ`` when they are not the same, so the totals and the rows always
+agree; each side's record status (``record_status``:
 completed, failed, cancelled, ...) and its diagnosis's success, status, fit assessment and outcome; a
 change to one of those four is a *decision* difference, a change to any other field of the diagnosis
 (extracted parameters, suggested range, notes) a *content* difference, and a record that ended
@@ -25,6 +28,8 @@ from typing import Any
 
 DECISION = ("success", "status", "fit_assessment", "outcome")
 SETTINGS = ("model", "with_examples", "knowledge_draft_id", "question", "mode", "fallback")
+#: settings read off the records: the knowledge each task was judged against, and the evaluator
+RECORD_SETTINGS = ("knowledge_sha256", "evaluator_sha256", "evaluator_version")
 
 
 def _diagnosis(record) -> dict[str, Any] | None:
@@ -41,24 +46,77 @@ def _totals(records) -> dict[str, Any]:
     return {
         "records": len(records),
         "completed": len(done),
+        "failed": sum(1 for r in records if r.status == "failed"),
         "success": sum(1 for r in done if (_diagnosis(r) or {}).get("success") is True),
         "complete": sum(1 for r in done if r.output and r.output.get("complete")),
         "model_seconds": sum(r.model_seconds or 0.0 for r in done),
     }
 
 
+def _record_setting(records, name: str) -> str | None:
+    """A setting read off a run's records: the one value they share, else each task's (``task=value``,
+    sorted), or None when no record holds it."""
+    values: dict[str, set[str]] = {}
+    for r in records:
+        if name == "knowledge_sha256":
+            value = (r.input or {}).get("knowledge_sha256")
+        elif name == "evaluator_sha256":
+            value = (r.evaluator or {}).get("source_sha256")
+        else:
+            value = (r.evaluator or {}).get("version")
+        if value:
+            values.setdefault(r.task, set()).add(str(value))
+    every = set().union(*values.values()) if values else set()
+    if not every:
+        return None
+    if len(every) == 1:
+        return next(iter(every))
+    return ", ".join(f"{task}={'|'.join(sorted(v))}" for task, v in sorted(values.items()))
+
+
+def pairs(left: list, right: list) -> list[tuple[Any, Any]]:
+    """Every record of both runs in exactly one pair: joined by task result where both judged the same
+    result, the rest by entity (task, chip, qid) in task-result order, a side None where one run has
+    more records of the entity than the other."""
+    out: list[tuple[Any, Any]] = []
+    entities: dict[tuple[str, str, str], tuple[list, list]] = {}
+    for side, records in ((0, left), (1, right)):
+        for r in records:
+            entities.setdefault((r.task, r.chip, r.qid), ([], []))[side].append(r)
+    for key in sorted(entities):
+        a_side, b_side = (sorted(x, key=lambda r: (r.task_result_id, r.id)) for x in entities[key])
+        b_by_result: dict[str, list] = {}
+        for r in b_side:
+            b_by_result.setdefault(r.task_result_id, []).append(r)
+        rest_a = []
+        for r in a_side:
+            match = b_by_result.get(r.task_result_id)
+            if match:
+                out.append((r, match.pop(0)))
+            else:
+                rest_a.append(r)
+        rest_b = sorted(
+            (m for ms in b_by_result.values() for m in ms), key=lambda r: (r.task_result_id, r.id)
+        )
+        for i in range(max(len(rest_a), len(rest_b))):
+            out.append((rest_a[i] if i < len(rest_a) else None, rest_b[i] if i < len(rest_b) else None))
+    return out
+
+
 def compare(db, a: str, b: str) -> dict[str, Any]:
-    """Runs ``a`` and ``b`` side by side."""
+    """Runs ``a`` and ``b`` side by side: one row per record of either run (see :func:`pairs`), so the
+    totals and the rows always agree."""
     runs = [db.get_evaluation_run(a), db.get_evaluation_run(b)]
     records = [db.evaluation_records(a), db.evaluation_records(b)]
     settings = []
     for name in SETTINGS:
         left, right = ((run.model if name == "model" else run.settings.get(name)) for run in runs)
         settings.append({"setting": name, "a": left, "b": right, "differs": left != right})
-    by_entity = [{(r.task, r.chip, r.qid): r for r in side} for side in records]
+    for name in RECORD_SETTINGS:
+        left, right = (_record_setting(side, name) for side in records)
+        settings.append({"setting": name, "a": left, "b": right, "differs": left != right})
     rows = []
-    for key in sorted(set(by_entity[0]) | set(by_entity[1])):
-        left, right = by_entity[0].get(key), by_entity[1].get(key)
+    for left, right in pairs(records[0], records[1]):
         da, db_ = (None if r is None else _diagnosis(r) for r in (left, right))
         decision = [k for k in DECISION if (da or {}).get(k) != (db_ or {}).get(k)]
         content = sorted(
@@ -70,14 +128,16 @@ def compare(db, a: str, b: str) -> dict[str, Any]:
             decision, content = [], []
         if left is not None and right is not None and left.status != right.status:
             decision = ["record_status", *decision]
+        one = left or right
+        same = left is not None and right is not None and left.task_result_id == right.task_result_id
         rows.append(
             {
-                "task": key[0],
-                "chip": key[1],
-                "qid": key[2],
-                "same_result": left is not None
-                and right is not None
-                and left.task_result_id == right.task_result_id,
+                "task": one.task,
+                "chip": one.chip,
+                "qid": one.qid,
+                "same_result": same,
+                #: both sides judged different task results of the entity
+                "results_differ": left is not None and right is not None and not same,
                 "a": _side(left, da),
                 "b": _side(right, db_),
                 "decision_differences": decision,

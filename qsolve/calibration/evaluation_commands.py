@@ -249,6 +249,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     ta, tb = c["totals"]["a"], c["totals"]["b"]
     print(f"  {'completed':<18} {ta['completed']}/{ta['records']:<26} {tb['completed']}/{tb['records']}")
     print(f"  {'success':<18} {ta['success']:<28} {tb['success']}")
+    ra, rb = (sum(r[side] is not None for r in c["rows"]) for side in ("a", "b"))
+    print(f"  {'rows':<18} {ra:<28} {rb}")
     peak = {k: (v or {}).get("total_tokens") for k, v in c["tokens"].items()}
     print(f"  {'largest call':<18} {peak['a']!s:<28} {peak['b']!s}")
     for row in c["rows"]:
@@ -261,7 +263,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
             kind = "content: " + ", ".join(row["content_differences"])
         else:
             kind = "same"
-        same = "same result" if row["same_result"] else "other results"
+        if row["same_result"]:
+            same = f"same result {a['task_result_id'][:8]}"
+        elif row.get("results_differ"):
+            same = f"results differ: {a['task_result_id'][:8]} vs {b['task_result_id'][:8]}"
+        else:
+            same = f"result {(a or b)['task_result_id'][:8]}"
         print(f"  {row['task']} {row['qid']} ({same}): {_side(a)} vs {_side(b)}  [{kind}]")
     return EXIT_OK
 

@@ -398,6 +398,16 @@ def test_compare_flags_the_differing_settings_and_tells_decision_from_content(
     )
 
 
+def test_the_compare_page_shows_the_results_each_row_joined(client, runs, home, capsys) -> None:
+    c = cli_json(capsys, "evaluations", "compare", runs.model, runs.other)
+    page = client.get(f"/evaluations/compare?a={runs.model}&b={runs.other}").text
+    for row in c["rows"]:
+        shown = part(page, "data-entity", f"{row['task']} {row['qid']}", "details")
+        results = part(shown, "class", "ev-results", "span")
+        assert row["same_result"] and "same result" in results and row["a"]["task_result_id"][:8] in results
+    assert len(re.findall(r'<details class="ev-row" ', page)) == len(c["rows"]) == c["totals"]["a"]["records"]
+
+
 def test_a_run_compared_with_itself_has_no_difference(client, runs) -> None:
     page = client.get(f"/evaluations/compare?a={runs.other}&b={runs.other}").text
     assert 'data-differs="yes"' not in page

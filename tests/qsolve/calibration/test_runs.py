@@ -304,3 +304,41 @@ def test_scoring_an_unknown_run_is_refused_naming_it(home: Path, capsys: pytest.
     out, err = capsys.readouterr()
     assert out == "" and "no evaluation run feedface" in err
     assert main(["evaluations", "show", "feedface"]) == 2  # as the other commands exit for an unknown run
+
+
+def test_compare_of_two_day_runs_with_two_results_per_qubit_gives_one_row_per_record(home: Path) -> None:
+    """A day run holding the healthy and the faulted result of each qubit: every record is a row."""
+    with open_store(home) as store:
+        store.record_all([made(f"Q0{i}", true_status="SHORT_T1", minutes=5 + i) for i in range(4)])
+        a = request_run(store.db, store, RunRequest(day="2026-12-01"))
+        execute_run(store.db, store, a.id)
+        b = request_run(store.db, store, RunRequest(day="2026-12-01", with_examples=True))
+        execute_run(store.db, store, b.id)
+        latest = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        execute_run(store.db, store, latest.id)
+        c = compare(store.db, a.id, b.id)
+        d = compare(store.db, a.id, latest.id)
+    assert c["totals"]["a"]["records"] == c["totals"]["b"]["records"] == 8
+    assert len(c["rows"]) == 8  # two per qubit, never collapsed into one
+    assert all(r["same_result"] and not r["results_differ"] for r in c["rows"])
+    assert len({r["a"]["task_result_id"] for r in c["rows"]}) == 8
+    assert sum(r["a"] is not None for r in c["rows"]) == c["totals"]["a"]["records"]
+    # the latest-result run judged one result per qubit: joined by result where it can, the other
+    # result of each qubit is a row of its own, only in a
+    assert sum(r["a"] is not None for r in d["rows"]) == 8 and sum(r["b"] is not None for r in d["rows"]) == 4
+    assert sum(r["same_result"] for r in d["rows"]) == 4 and sum(r["b"] is None for r in d["rows"]) == 4
+    names = {s["setting"]: s for s in c["settings"]}
+    assert names["knowledge_sha256"]["a"] and not names["knowledge_sha256"]["differs"]
+    assert len(names["evaluator_sha256"]["a"]) == 64 and names["with_examples"]["differs"]
+
+
+def test_compare_by_entity_flags_rows_whose_results_differ(home: Path) -> None:
+    with open_store(home) as store:
+        first = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        execute_run(store.db, store, first.id)
+        store.record_all([made(f"Q0{i}", minutes=30) for i in range(4)])  # a newer result of each
+        second = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        execute_run(store.db, store, second.id)
+        c = compare(store.db, first.id, second.id)
+    assert len(c["rows"]) == 4 and all(r["results_differ"] and not r["same_result"] for r in c["rows"])
+    assert all(r["a"]["task_result_id"] != r["b"]["task_result_id"] for r in c["rows"])
