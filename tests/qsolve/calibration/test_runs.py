@@ -342,3 +342,75 @@ def test_compare_by_entity_flags_rows_whose_results_differ(home: Path) -> None:
         c = compare(store.db, first.id, second.id)
     assert len(c["rows"]) == 4 and all(r["results_differ"] and not r["same_result"] for r in c["rows"])
     assert all(r["a"]["task_result_id"] != r["b"]["task_result_id"] for r in c["rows"])
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 0):
+    from qsolve.cli import main
+
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == code
+    return json.loads(capsys.readouterr().out)
+
+
+def test_every_evaluations_subcommand_answers_json(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with open_store(home) as store:
+        run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        execute_run(store.db, store, run.id)
+    shown = _json(capsys, "evaluations", "show", run.id)
+    assert shown["id"] == run.id and shown["status"] == "completed" and len(shown["records"]) == 4
+    for r in shown["records"]:
+        assert r["state"] == "completed" and r["status"] == "SUCCESS" and r["success"] is True
+        assert r["answers"]["calibration_diagnosis"]["answer"].startswith("Status: SUCCESS")
+        assert r["answers"]["calibration_diagnosis"]["state"] == "arrived"
+    assert [s["id"] for s in _json(capsys, "evaluations", "list")] == [run.id]
+    assert _json(capsys, "evaluations", "compare", run.id, run.id)["rows"]
+    assert _json(capsys, "evaluations", "score", run.id)["total"]["judged"] == 4
+    record = shown["records"][0]["id"]
+    verdict = _json(capsys, "evaluations", "verdict", record, "--reviewer", "ana", "--verdict", "agree")
+    assert verdict["record_id"] == record and verdict["verdict"] == "agree"
+    assert _json(capsys, "evaluations", "retry", run.id, code=1) == {
+        "id": run.id,
+        "status": "completed",
+        "reset": 0,
+    }
+    assert _json(capsys, "evaluations", "cancel", run.id) == {"id": run.id, "status": "completed"}
+
+
+def test_every_knowledge_subcommand_answers_json(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from qsolve.calibration.runs import REPO_KNOWLEDGE
+
+    task = str(REPO_KNOWLEDGE / "CheckT1")
+    assert _json(capsys, "knowledge", "reference", task)["criteria"]
+    assert _json(capsys, "knowledge", "preview", task)["prompts"]
+    out = home / "CheckT1.zip"
+    written = _json(capsys, "knowledge", "archive", task, "--output", str(out))
+    assert written["output"] == str(out) and written["bytes"] == out.stat().st_size
+    stored = _json(capsys, "knowledge", "draft", str(out))
+    assert stored["task"] == "CheckT1"
+    assert [d["id"] for d in _json(capsys, "knowledge", "draft", "--list")] == [stored["id"]]
+
+
+SHOW = """
+import sys
+from qsolve.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("command", ["show", "compare"])
+def test_output_into_a_reader_that_stops_early_ends_quietly(home: Path, command: str) -> None:
+    with open_store(home) as store:
+        run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        execute_run(store.db, store, run.id)
+    argv = ["evaluations", command, run.id] + ([run.id] if command == "compare" else [])
+    reader = subprocess.Popen(
+        [sys.executable, "-c", SHOW, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    reader.stdout.close()  # as `| head` does once it has read its lines: every write meets a closed pipe
+    err = reader.stderr.read().decode()
+    reader.stderr.close()
+    assert reader.wait() == 0
+    assert "BrokenPipeError" not in err and "Traceback" not in err
