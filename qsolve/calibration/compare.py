@@ -17,7 +17,8 @@ their effect.
 status where it has one (``faults.known_answer``); an answer that states no reading is counted as
 unread (``status_unread``, ...), never right; the status is scored both by our reading and by
 QCalEval's own (``qcaleval_status``, any allowed code anywhere in the answer); and against reviewers'
-verdicts where there are some, per task and in total, so two models, two prompt settings, or the
+verdicts where there are some, per task, per known-answer set (``standard``: the fixed faults;
+``held_apart``: :mod:`.held_apart`'s drawn ones) and in total, so two models, two prompt settings, or the
 classical judge and a vision model are weighed on the same known-answer set. An unknown run is
 :class:`storage.state.NotFound`, naming it, as for ``compare``.
 """
@@ -172,9 +173,11 @@ def score(db, store, run_id: str) -> dict[str, Any]:
     """The run's records against the known answers and the reviewers' verdicts; an unknown run raises
     :class:`storage.state.NotFound`."""
     from qsolve.calibration.faults import known_answer
+    from qsolve.calibration.held_apart import is_held_apart
 
     db.get_evaluation_run(run_id)  # an unknown run: NotFound, naming it
     per_task: dict[str, dict[str, int]] = {}
+    per_set = {"standard": _tally(), "held_apart": _tally()}
     total = _tally()
     for record in db.evaluation_records(run_id):
         if record.status != "completed":
@@ -183,8 +186,9 @@ def score(db, store, run_id: str) -> dict[str, Any]:
         known = known_answer(result.task, result.true_status)
         d = _diagnosis(record) or {}
         tally = per_task.setdefault(record.task, _tally())
+        in_set = per_set["held_apart" if is_held_apart(result.fault) else "standard"]
         verdicts = db.current_verdicts(record.id)
-        for t in (tally, total):
+        for t in (tally, in_set, total):
             t["judged"] += 1
             if known is not None:
                 t["known"] += 1
@@ -202,7 +206,7 @@ def score(db, store, run_id: str) -> dict[str, Any]:
                     t["fit_unread"] += fit is None
             t["agreed"] += sum(1 for v in verdicts.values() if v.verdict == "agree")
             t["disagreed"] += sum(1 for v in verdicts.values() if v.verdict == "disagree")
-    return {"run": run_id, "per_task": per_task, "total": total}
+    return {"run": run_id, "per_task": per_task, "per_set": per_set, "total": total}
 
 
 def _tally() -> dict[str, int]:
