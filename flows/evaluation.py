@@ -11,6 +11,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
+from prefect.states import Cancelled, State
 
 from qsolve.calibration.runs import RunRequest, execute_run, request_run, summary
 from qsolve.calibration.store import open_store
@@ -35,15 +36,18 @@ def evaluation_flow(
     model: str | None = None,
     with_examples: bool = False,
     knowledge_draft_id: str | None = None,
-) -> dict[str, Any]:
-    """Execute evaluation run ``run_id``, or request one from the selection and execute it."""
+    question: str | None = None,
+) -> dict[str, Any] | State:
+    """Execute evaluation run ``run_id``, or request one from the selection and execute it (``question``:
+    the optional question, one more point for the significance question). A run cancelled meanwhile
+    ends the flow run Cancelled, its summary the state's data."""
     home = qsolve_home()
     logger = get_run_logger()
     with open_store(home) as store:
         if run_id is None:
             request = RunRequest(
                 task=task, chip=chip, day=day, task_ids=task_ids, model=model,
-                with_examples=with_examples, knowledge_draft_id=knowledge_draft_id,
+                with_examples=with_examples, knowledge_draft_id=knowledge_draft_id, question=question,
             )  # fmt: skip
             run_id = request_run(store.db, store, request, home=home).id
             logger.info("evaluation run %s requested", run_id)
@@ -59,6 +63,8 @@ def evaluation_flow(
         execute_run(store.db, store, run_id, home=home, on_record=told)
         done = summary(store.db, run_id)
     create_markdown_artifact(_markdown(done), key=f"evaluation-run-{run_id}", description="An evaluation run")
+    if done["status"] == "cancelled":
+        return Cancelled(message=f"evaluation run {run_id} was cancelled", data=done)
     return done
 
 

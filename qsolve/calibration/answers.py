@@ -4,11 +4,13 @@ Answers arrive as free text and are read the way the QCalEval benchmark's public
 them: JSON by trying the whole text, the first fenced code block, the first ``{...}``, the first
 ``[...]``; labels after ``Classification:``, ``Assessment:`` and ``Status:`` with bold markers and a
 trailing period stripped; a fit label tested for "unreliable" and "no fit" before "reliable"; a status
-from ``Status:``, then ``Classification:``, then the first line, then any allowed code in the text
-(longer codes first), only the allowed codes counting.
+from a JSON answer's ``status``, then ``Status:``, then ``Classification:``, then the first line, then
+the whole text only when it names exactly one allowed code that no sentence denies or doubts; an
+answer that states no status plainly reads as None, never as a verdict it does not give. QCalEval's own
+reading (any allowed code anywhere) is kept beside it as ``qcaleval_status``.
 
     reading = read_answers({"calibration_diagnosis": "Status: **SHORT_T1**\\n..."}, criteria=ref.criteria)
-    reading.diagnosis.status      # "SHORT_T1"
+    reading.diagnosis.status      # "SHORT_T1"; None when the answer states no status plainly
     reading.answers               # every answer as returned, beside the reading
     reading.complete, reading.missing_keys
 
@@ -153,7 +155,12 @@ def outcome_of(value: str | None) -> Outcome | None:
     if not value:
         return None
     hits = [(m.start(), name) for name, pattern in _OUTCOME_WORDS if (m := pattern.search(value))]
-    return min(hits)[1] if hits else None
+    if not hits:
+        return None
+    start, name = min(hits)
+    if _doubted(value, start):  # "Not expected", "I cannot tell whether it is expected"
+        return None
+    return name
 
 
 def classification(text: str | None) -> Outcome | None:
@@ -169,9 +176,11 @@ def classification(text: str | None) -> Outcome | None:
 def fit_assessment_of(value: str | None) -> FitAssessment | None:
     """ "unreliable" (or "not reliable") tested first, then "no fit" / "no_fit" / "no-fit", then
     "reliable", so that neither reads as reliable."""
-    if not value:
+    if not value or hedged(value, negation=False):  # "I cannot tell whether it is reliable"
         return None
     low = value.lower()
+    if re.search(r"\b(?:cannot|can't|can not|unable to)\b", low):
+        return None
     if "unreliable" in low or re.search(r"\bnot\s+reliable\b", low):
         return "unreliable"
     if re.search(r"\bno[ _-]?fit\b", low):
@@ -227,9 +236,12 @@ def _code_in(value: str | None, allowed: tuple[str, ...]) -> str | None:
     return whole if whole in allowed else None
 
 
-def status_of(text: str | None, criteria: Mapping[str, str] | Iterable[str] | None = None) -> str | None:
-    """A status read from ``Status:``, then ``Classification:``, then the first line, then any allowed
-    code found in the text (case ignored, whole words, longer codes first); only allowed codes count."""
+def qcaleval_status_of(
+    text: str | None, criteria: Mapping[str, str] | Iterable[str] | None = None
+) -> str | None:
+    """QCalEval's own reading of a status, kept beside ours (``qcaleval_status``): ``Status:``, then
+    ``Classification:``, then the first line, then any allowed code found anywhere in the text (case
+    ignored, whole words, longer codes first), whatever surrounds it; only allowed codes count."""
     if not text:
         return None
     allowed = allowed_codes(criteria)
@@ -247,21 +259,191 @@ def status_of(text: str | None, criteria: Mapping[str, str] | Iterable[str] | No
     return None
 
 
+#: words that deny or doubt what stands beside them ("not SUCCESS", "I cannot tell whether ...")
+NEGATION = frozenset(
+    [
+        "not",
+        "no",
+        "never",
+        "neither",
+        "nor",
+        "none",
+        "cannot",
+        "can't",
+        "cant",
+        "isn't",
+        "isnt",
+        "aren't",
+        "doesn't",
+        "don't",
+        "won't",
+        "wasn't",
+        "without",
+        "rather",
+        "instead",
+        "unlikely",
+        "excluded",
+        "exclude",
+        "ruled",
+        "rule",
+    ]
+)
+UNCERTAINTY = frozenset(
+    [
+        "unclear",
+        "uncertain",
+        "unsure",
+        "whether",
+        "if",
+        "maybe",
+        "perhaps",
+        "possibly",
+        "possible",
+        "might",
+        "may",
+        "could",
+        "or",
+        "probably",
+        "likely",
+        "unable",
+        "impossible",
+        "hard",
+        "difficult",
+        "ambiguous",
+        "undetermined",
+        "unknown",
+    ]
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
+
+
+def hedged(text: str, *, codes: Iterable[str] = (), negation: bool = True) -> bool:
+    """The text denies or doubts (a word of :data:`NEGATION`, with ``negation``, or of
+    :data:`UNCERTAINTY`, or a question mark); the ``codes`` themselves are not read as words."""
+    if "?" in text:
+        return True
+    for code in codes:
+        text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(code)}(?![A-Za-z0-9_])", " ", text, flags=re.I)
+    cues = UNCERTAINTY | NEGATION if negation else UNCERTAINTY
+    return any(w.lower().replace("’", "'") in cues for w in _WORD.findall(text))
+
+
+_DENIED_AFTER = re.compile(r"^\W*(?:is|it'?s|was)?\s*(?:not|n't|never|ruled out|excluded)\b", re.I)
+
+
+def _doubted(value: str, start: int, end: int | None = None, codes: Iterable[str] = ()) -> bool:
+    """A label's value doubts what it names at ``start:end`` (a word of doubt anywhere, a denial before
+    it, or "is not" right after it)."""
+    if hedged(value, codes=codes, negation=False) or hedged(value[:start], negation=True):
+        return True
+    return end is not None and bool(_DENIED_AFTER.search(value[end:]))
+
+
+def _code_stated(value: str | None, allowed: tuple[str, ...]) -> tuple[bool, str | None]:
+    """(whether ``value`` names an allowed code, the code when it states it without doubt)."""
+    code = _code_in(value, allowed)
+    if code is None or value is None:
+        return False, None
+    spelled = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(code).replace('_', '[ _]')}(?![A-Za-z0-9_])", re.I)
+    m = spelled.search(value)
+    start, end = (m.start(), m.end()) if m else (0, len(value))
+    return True, None if _doubted(value, start, end, codes=[code, code.replace("_", " ")]) else code
+
+
+def _sentences_with(text: str, code: str) -> list[str]:
+    pattern = re.compile(rf"(?<![A-Z0-9_]){re.escape(code)}(?![A-Z0-9_])")
+    out = []
+    for m in re.finditer(r"[^.!;\n]+[.!;]?", text):  # a sentence, its closing mark kept (a ? is a doubt)
+        if pattern.search(m.group(0).upper()):
+            out.append(m.group(0))
+    return out
+
+
+def status_of(text: str | None, criteria: Mapping[str, str] | Iterable[str] | None = None) -> str | None:
+    """The status the answer states (docs/calibration.md, "Reading the answers"): from a JSON object's
+    ``status``, else ``Status:``, then ``Classification:``, then the first line; a label that names an
+    allowed code but denies or doubts it (:func:`hedged`) gives no status. Failing those, the whole text
+    is scanned, and counts only when it names exactly one allowed code, in no sentence that denies or
+    doubts it. Otherwise None: the answer could not be read (never a verdict it does not state)."""
+    if not text:
+        return None
+    allowed = allowed_codes(criteria)
+    found = _json_field(text, "status")
+    if found is not None:
+        return _code_stated(str(found), allowed)[1]
+    for name in ("Status", "Classification"):
+        named, code = _code_stated(label(text, name), allowed)
+        if named:
+            return code
+    first = _first_line(text)
+    if first.upper() in allowed:
+        return first.upper()
+    upper = text.upper()
+    named_codes = [c for c in allowed if re.search(rf"(?<![A-Z0-9_]){re.escape(c)}(?![A-Z0-9_])", upper)]
+    if len(named_codes) != 1:
+        return None
+    (code,) = named_codes
+    sentences = _sentences_with(text, code)
+    if not sentences or any(hedged(s, codes=[code]) for s in sentences):
+        return None
+    return code
+
+
+def _json_object(text: str | None) -> dict | None:
+    found = parse_json(text)
+    return found if isinstance(found, dict) else None
+
+
+def _json_field(text: str | None, name: str) -> Any:
+    """A field of the answer's JSON object (key matched case-insensitively, ``suggested range`` as
+    ``suggested_range``); None when the answer holds no object with a ``status``."""
+    found = _json_object(text)
+    if not found:
+        return None
+    keys = {str(k).lower().replace(" ", "_"): v for k, v in found.items()}
+    if "status" not in keys:
+        return None
+    return keys.get(name)
+
+
 _NONE = {"none", "n/a", "na", "null", "-", "—", "not applicable", "no change", "not needed"}
 
 
+def _range_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return f"({value[0]}, {value[1]})"
+    if isinstance(value, dict):
+        low, high = value.get("min"), value.get("max")
+        if low is not None and high is not None:
+            unit = value.get("unit")
+            return f"({low}, {high})" + (f" [{unit}]" if unit else "")
+        return json.dumps(value)
+    text = str(value).strip()
+    return text or None
+
+
 def suggested_range(text: str | None) -> str | None:
-    """The value after ``Suggested range:``; "none", "n/a", "null", "-" read as no range."""
-    value = label(text, "Suggested range")
+    """The value after ``Suggested range:`` (or a JSON answer's ``suggested_range``); "none", "n/a",
+    "null", "-" read as no range."""
+    if _json_field(text, "status") is not None:
+        value = _range_text(_json_field(text, "suggested_range"))
+    else:
+        value = label(text, "Suggested range")
     if value is None or value.lower() in _NONE:
         return None
     return value
 
 
 def notes(text: str | None) -> str | None:
-    """The text after ``Notes:`` (to the end); else the answer without its Status and range lines."""
+    """The text after ``Notes:`` (to the end), or a JSON answer's ``notes``; else the answer without its
+    Status and range lines."""
     if not text:
         return None
+    if _json_field(text, "status") is not None:
+        value = _json_field(text, "notes")
+        return None if value is None else (str(value).strip() or None)
     after = _rest_after(text, "Notes")
     if after:
         return after
@@ -292,7 +474,10 @@ class Diagnosis(BaseModel):
     parameters: dict[str, Any] | list[Any] | str | None = None  #: parameter_extraction
     description: dict[str, Any] | list[Any] | str | None = None  #: technical_description
     significance: str | None = None  #: experimental_significance
+    #: SUCCESS stated; None when the status (or, not asked, the outcome) could not be read
     success: bool | None = None
+    #: QCalEval's own reading of the status (:func:`qcaleval_status_of`), kept to score its way
+    qcaleval_status: str | None = None
 
     @property
     def classification(self) -> Outcome | None:
@@ -312,12 +497,12 @@ READING_FIELD: dict[QuestionKey, str] = {
 
 def success_of(diagnosis: Diagnosis, questions: Iterable[str]) -> bool | None:
     """The status is SUCCESS; or, when the status question was not asked, the outcome is expected;
-    None when neither was asked."""
+    None when neither was asked, or when the answer it rests on could not be read."""
     asked = set(questions)
     if "calibration_diagnosis" in asked:
-        return diagnosis.status == "SUCCESS"
+        return None if diagnosis.status is None else diagnosis.status == "SUCCESS"
     if "experimental_conclusion" in asked:
-        return diagnosis.outcome == "expected"
+        return None if diagnosis.outcome is None else diagnosis.outcome == "expected"
     return None
 
 
@@ -383,6 +568,7 @@ def read_answers(
         fit_reason=reason(fit, "Assessment"),
         parameters=_json_or_text(got("parameter_extraction")),
         status=status_of(status_text, allowed),
+        qcaleval_status=qcaleval_status_of(status_text, allowed),
         suggested_range=suggested_range(status_text),
         notes=notes(status_text),
     )

@@ -40,6 +40,14 @@ class Calibrated:
 
 
 @dataclass(frozen=True)
+class _Taken:
+    """A held-apart case as the result records it: its name and its true status."""
+
+    name: str
+    true_status: str | None
+
+
+@dataclass(frozen=True)
 class RunSpec:
     task: str
     qubit: int
@@ -76,15 +84,27 @@ def _now() -> datetime:
 
 
 def run_task(
-    chip: str, task: str, qubit: int, *, fault_name: str | None = None, day: str | None = None, seed: int = 0
+    chip: str,
+    task: str,
+    qubit: int,
+    *,
+    fault_name: str | None = None,
+    day: str | None = None,
+    seed: int = 0,
+    case=None,
 ) -> Calibrated:
-    """One task on one qubit; with ``fault_name``, that fault injected and its true status recorded."""
+    """One task on one qubit; with ``fault_name``, that fault injected and its true status recorded;
+    with ``case``, a held-apart case (:class:`~.held_apart.Case`) taken and its true status."""
     exp = experiment(task)
     q = open_qubit(chip, qubit)
     plan = exp.plan(q)
     injected = fault(fault_name, task) if fault_name else None
     if injected is not None:
         plan = injected.apply(task, plan, q)
+    if case is not None:
+        plan = case.apply(task, plan, q)
+        injected = _Taken(case.name, case.true_status(task, plan, q))
+        fault_name = case.name
     simulator_seed = run_seed(seed, chip, task, qubit, fault_name)
     p1 = run(exp.circuits(plan, q), q, plan, simulator_seed)
     analysis = exp.analyse(plan, q, p1)

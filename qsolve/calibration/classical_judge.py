@@ -24,9 +24,9 @@ The findings, checked in order, the first that holds deciding (:data:`CHECKS`):
 3. ``too_few_points``: fewer points than the criterion's "fewer than N ... points" (default 8).
 4. ``aliased``: fewer points per oscillation period (1 / (frequency × step)) than the criterion's
    "fewer than N points" (default 4).
-5. ``sweep_too_short``: the sweep spans less than one fitted decay constant (an output in the sweep's
-   time unit: span / T1), or fewer oscillation periods than the criterion's "fewer than N fringes"
-   (default 1).
+5. ``sweep_too_short``: the sweep spans less than ln 2 fitted decay constants (an output in the sweep's
+   time unit: span / T1; under ln 2 the decay has not fallen to half its start), or fewer oscillation
+   periods than the criterion's "fewer than N fringes" (default 1).
 6. ``poor_fit``: R² < :data:`MIN_R2`, reduced χ² > :data:`MAX_REDUCED_CHI2`, or an output's standard
    error above :data:`MAX_RELATIVE_ERROR` of its value.
 
@@ -69,8 +69,9 @@ MIN_R2 = 0.9
 MAX_REDUCED_CHI2 = 5.0
 #: a standard error above this share of its value leaves the parameter unconstrained
 MAX_RELATIVE_ERROR = 0.5
-#: a sweep shorter than this many decay constants has not seen the decay
-MIN_DECAY_CONSTANTS = 1.0
+#: a sweep shorter than this many decay constants has not seen the decay: ln 2, where an exponential has
+#: fallen to half its start (the knowledge's "the last point is still above half of the first")
+MIN_DECAY_CONSTANTS = math.log(2)
 #: a healthy decay sweep ends at this many decay constants (the suggested range)
 SUGGESTED_DECAY_CONSTANTS = 5.0
 

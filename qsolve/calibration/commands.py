@@ -1,7 +1,7 @@
 """``qsolve calibrate`` (issue 14, item 1): calibration task results with known answers.
 
     qsolve calibrate [--device fake:fez[@S]] [--tasks CheckT1,CheckRabi,...] [--qubits 0-7]
-                     [--faults] [--day YYYY-MM-DD] [--seed N] [--json]
+                     [--faults | --held-apart N] [--day YYYY-MM-DD] [--seed N] [--json]
     qsolve calibrate --import DIR [--json]
     qsolve calibrate --write-examples DIR [--check]
 
@@ -9,10 +9,12 @@ The first form runs each task on each qubit of the fake chip, records every resu
 database; figures as blobs) and prints one line per result (task, qubit, status, true status, its key
 fitted value) and a summary. ``--faults`` adds, for each task with faults, one injected fault per
 qubit in rotation (the qubits at positions 1, 2, ... of the list get the task's first, second, ...
-fault; every (k+1)-th stays healthy) after its healthy result. ``--import`` records the task results
-of a folder of JSON and figures (qsolve.calibration.importing), all or none. ``--write-examples``
-regenerates the knowledge examples' figures and labels from the runs their frontmatter names; with
-``--check`` it writes nothing and lists the stale ones.
+fault; every (k+1)-th stays healthy) after its healthy result. ``--held-apart N`` records instead the
+held-apart known-answer set (qsolve.calibration.held_apart): N cases of each fault kind per task,
+their strengths drawn from wide, continuous ranges across the criteria's thresholds. ``--import``
+records the task results of a folder of JSON and figures (qsolve.calibration.importing), all or
+none. ``--write-examples`` regenerates the knowledge examples' figures and labels from the runs their
+frontmatter names; with ``--check`` it writes nothing and lists the stale ones.
 
 Exit codes: 0 done; 1 a healthy run's task failed (a fit that did not converge), or with ``--check``
 an example is stale; 2 misuse or input that does not read.
@@ -44,6 +46,13 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--tasks", metavar="T,T", help=f"the tasks (default all: {','.join(TASK_NAMES)})")
     p.add_argument("--qubits", default="0-7", metavar="0-7", help="qubits: ranges and numbers, 0-3,7 (0-7)")
     p.add_argument("--faults", action="store_true", help="also inject known faults (true status recorded)")
+    p.add_argument(
+        "--held-apart",
+        type=int,
+        metavar="N",
+        help="instead: the held-apart known-answer set, N cases per fault kind and task, strengths drawn "
+        "from wide ranges (qsolve/calibration/held_apart.py)",
+    )
     p.add_argument("--day", metavar="YYYY-MM-DD", help="the results' day (default today)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="the simulations' seed (0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -96,7 +105,15 @@ def _calibrate(args: argparse.Namespace) -> int:
             print(result.line(), flush=True)
 
     try:
-        calibrate(args.device, tasks, qubits, faults=args.faults, day=day, seed=args.seed, each=keep)
+        if args.held_apart:
+            from qsolve.calibration.calibrate import run_task
+            from qsolve.calibration.held_apart import cases
+
+            for case in cases(qubits, args.held_apart):
+                if case.task in tasks:
+                    keep(run_task(args.device, case.task, case.qubit, case=case, day=day, seed=args.seed))
+        else:
+            calibrate(args.device, tasks, qubits, faults=args.faults, day=day, seed=args.seed, each=keep)
     except UnknownChip as e:
         return _fail(str(e))
     finally:

@@ -47,7 +47,7 @@ from qsolve.calibration.prompts import (
     evaluation_requests,
 )
 from qsolve.calibration.questions import QUESTION_KEYS, QuestionKey
-from qsolve.calibration.vlm import Call, ModelAnswers, TokenPeak, VisionModel, media_type
+from qsolve.calibration.vlm import Answer, Call, ModelAnswers, TokenPeak, VisionModel, collect, media_type
 
 PACKAGE = "qsolve"
 #: the modules whose source :func:`source_sha256` covers: those that ask, call, judge and read
@@ -144,10 +144,17 @@ class RecordInput(BaseModel):
     fit_evidence: FitEvidence | None = None
 
 
+AnswerState = Literal["arrived", "declined", "failed"]
+
+
 class AnswerRecord(BaseModel):
-    """One question's answer as returned, beside its reading."""
+    """One question's answer as returned, beside its reading. ``state``: ``arrived`` (an answer came
+    back, whatever it says), ``declined`` (the judge declined it) or ``failed`` (no answer arrived
+    after the resend; ``error`` says why): a record with a failed question is a failed record, and a
+    retry asks exactly its failed questions again."""
 
     question: QuestionKey
+    state: AnswerState | None = None
     #: exactly as returned (a declining answer too); None when no answer arrived
     answer: str | None
     #: the diagnosis field this answer fills; None when absent, unreadable or declined
@@ -159,6 +166,12 @@ class AnswerRecord(BaseModel):
     duration_seconds: float = 0.0
     input_tokens: int | None = None
     output_tokens: int | None = None
+
+    @model_validator(mode="after")
+    def _state(self) -> AnswerRecord:
+        if self.state is None:  # a record stored before states existed
+            self.state = "declined" if self.declined else ("arrived" if self.answer is not None else "failed")
+        return self
 
 
 class RecordOutput(BaseModel):
@@ -189,17 +202,40 @@ class RecordOutput(BaseModel):
     success: bool | None = None
     complete: bool = False
     missing_keys: list[str] = Field(default_factory=list)
+    #: the questions whose answer arrived but states no reading (a refusal, a negation, a doubt)
+    unread_keys: list[str] = Field(default_factory=list)
+    #: the questions no answer arrived for after the resend: the record is failed while any is
+    failed_keys: list[str] = Field(default_factory=list)
+    #: each exchange with the judge (the first, and each retry of failed questions): when, how long
+    exchanges: list[dict[str, Any]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _derived(self) -> RecordOutput:
-        """success, complete and missing_keys from the diagnosis and the questions, on every load."""
+        """success, complete, missing, unread and failed keys from the diagnosis, the answers and the
+        questions, on every load."""
         success = success_of(self.diagnosis, self.questions)
         if self.diagnosis.success != success:
             self.diagnosis = self.diagnosis.model_copy(update={"success": success})
         self.success = success
         self.missing_keys = missing_keys(self.diagnosis, self.questions)
         self.complete = not self.missing_keys
+        self.failed_keys = [
+            k for k in self.questions if k in self.answers and self.answers[k].state == "failed"
+        ]
+        self.unread_keys = [
+            k
+            for k in self.missing_keys
+            if k in self.answers and self.answers[k].state == "arrived" and self.answers[k].answer is not None
+        ]
+        if not self.exchanges:
+            self.exchanges = [
+                {"started_at": self.started_at.isoformat(), "duration_seconds": self.duration_seconds}
+            ]
         return self
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failed_keys)
 
 
 class EvaluationOutput(BaseModel):
@@ -264,6 +300,7 @@ def evaluate(
     keys: Sequence[QuestionKey] = QUESTION_KEYS,
     environ: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
+    previous: Mapping[str, Any] | None = None,
 ) -> EvaluationOutput:
     """Judge one task result.
 
@@ -271,7 +308,9 @@ def evaluate(
     ``evidence`` the result's (:meth:`TaskResult.evidence`); ``figures`` its figure bytes in order, the
     last the one judged (at most four shown); ``model`` the choice (:func:`~.models.choose_model`) or a
     declared model; ``fit_evidence`` what the classical judge reads. A model's key comes from
-    ``environ`` (default ``os.environ``) under the variable the model names.
+    ``environ`` (default ``os.environ``) under the variable the model names. ``previous`` is the stored
+    output of the same record when it failed: only its failed questions are asked again, and the
+    answers that arrived are kept as they were (never asked twice).
     """
     choice = _choice(model)
     spec = choice.model
@@ -291,7 +330,11 @@ def evaluate(
         requests = evaluation_requests(
             ref, ev, hashes, with_examples=with_examples, examples=demos, question=question, keys=asked
         )
-        answers = VisionModel(spec, environ=environ).ask(requests, data, cancel=cancel)
+        kept, kept_calls, exchanges = _arrived(previous, asked)
+        again = [r for r in requests if r.question not in kept]
+        answers = VisionModel(spec, environ=environ).ask(again, data, cancel=cancel)
+        if kept:
+            answers = _merged(spec, kept, kept_calls, answers, exchanges)
 
     used_examples = _examples_used(requests)
     record_input = RecordInput(
@@ -320,6 +363,55 @@ def evaluate(
     )
 
 
+def _arrived(
+    previous: Mapping[str, Any] | None, asked: Sequence[QuestionKey]
+) -> tuple[dict[QuestionKey, Answer], list[Call], list[dict[str, Any]]]:
+    """The answers of a failed record's stored output that arrived (or were declined), its calls and
+    its exchanges: what a retry keeps instead of asking again."""
+    if not previous:
+        return {}, [], []
+    stored = RecordOutput.model_validate(previous)
+    kept = {
+        k: Answer(
+            question=k,
+            text=a.answer,
+            attempts=a.attempts,
+            stop_reason=a.stop_reason,
+            input_tokens=a.input_tokens,
+            output_tokens=a.output_tokens,
+            duration_seconds=a.duration_seconds,
+            error=a.error,
+            declined=a.declined,
+        )
+        for k, a in stored.answers.items()
+        if k in asked and a.state != "failed"
+    }
+    return kept, list(stored.calls), list(stored.exchanges)
+
+
+def _merged(
+    spec: ModelSpec,
+    kept: Mapping[QuestionKey, Answer],
+    kept_calls: Sequence[Call],
+    new: ModelAnswers,
+    exchanges: Sequence[dict[str, Any]],
+) -> ModelAnswers:
+    """A retry's answers beside those kept: every call of both exchanges, their durations added up."""
+    merged = collect(
+        spec.id,
+        dict(kept) | dict(new.answers),
+        [*kept_calls, *new.calls],
+        started_at=datetime.fromisoformat(exchanges[0]["started_at"]) if exchanges else new.started_at,
+        duration_seconds=sum(float(e.get("duration_seconds") or 0) for e in exchanges) + new.duration_seconds,
+        context_window=spec.num_ctx,
+    )
+    merged.exchanges = [
+        *exchanges,
+        {"started_at": new.started_at.isoformat(), "duration_seconds": new.duration_seconds},
+    ]
+    return merged
+
+
 def _output(choice: ModelChoice, ref: Reference, got: ModelAnswers, asked: list[QuestionKey]) -> RecordOutput:
     """The output part: the answers read (a declined answer reads as no answer), beside what arrived."""
     texts = {k: (None if (a := got.answers.get(k)) is None or a.declined else a.text) for k in asked}
@@ -327,8 +419,10 @@ def _output(choice: ModelChoice, ref: Reference, got: ModelAnswers, asked: list[
     records: dict[QuestionKey, AnswerRecord] = {}
     for key in asked:
         answer = got.answers.get(key)
+        declined = bool(answer and answer.declined)
         records[key] = AnswerRecord(
             question=key,
+            state="declined" if declined else ("arrived" if answer and answer.error is None else "failed"),
             answer=answer.text if answer else None,
             reading=getattr(reading.diagnosis, READING_FIELD[key]),
             attempts=answer.attempts if answer else 0,
@@ -362,4 +456,6 @@ def _output(choice: ModelChoice, ref: Reference, got: ModelAnswers, asked: list[
         context_window=spec.num_ctx,
         peak=got.peak,
         context_warning=got.context_warning,
+        exchanges=got.exchanges
+        or [{"started_at": got.started_at.isoformat(), "duration_seconds": got.duration_seconds}],
     )

@@ -1,23 +1,31 @@
 """``qsolve evaluate`` and ``qsolve evaluations ...`` (issue 14, item 12).
 
     qsolve evaluate (--task T --chip C | --day D | --ids ID,ID | --result ID) [--model M]
-                    [--with-examples] [--draft ID] [--json]
+                    [--with-examples] [--draft ID] [--question TEXT] [--json]
     qsolve evaluations list [--json]
     qsolve evaluations show RUN [--json]
-    qsolve evaluations retry RUN | cancel RUN
+    qsolve evaluations retry RUN [--json] | cancel RUN [--json]
     qsolve evaluations compare A B [--json]
     qsolve evaluations score RUN [--json]
     qsolve evaluations verdict RECORD --reviewer NAME --verdict agree|disagree|unsure [--area A] [--comment C]
+                               [--json]
 
 ``evaluate`` and ``retry`` run the ``evaluation`` flow on Prefect (no server needed, as for ``submit``).
-Exit codes: 0 done, 1 a run that did not complete, 2 misuse (an undeclared model, an unknown run).
+``show RUN --json`` prints the run's summary with ``records``, each with its ``state`` (how the record
+ended), ``status`` and ``success`` (its diagnosis's; null when unread or absent) and ``answers`` (each
+as returned, with its state and reading). Output piped into a reader that stops early (``| head``) ends
+quietly. Exit codes: 0 done, 1 a run that did not complete, 2 misuse (an undeclared model, an unknown
+run).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from qsolve.calibration.verdicts import AREAS, VERDICTS
@@ -38,8 +46,13 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--model", metavar="M", help="a declared model (config/evaluation.yaml)")
     p.add_argument("--with-examples", action="store_true", help="show the task's labeled examples")
     p.add_argument("--draft", metavar="ID", help="read this knowledge draft in place of the published task")
+    p.add_argument(
+        "--question",
+        metavar="TEXT",
+        help="the optional question: one more point for the significance question",
+    )
     p.add_argument("--json", action="store_true", help="print the run's summary as one JSON object")
-    p.set_defaults(func=cmd_evaluate)
+    p.set_defaults(func=_quiet_pipe(cmd_evaluate))
 
     e = subparsers.add_parser(
         "evaluations", help="evaluation runs: list, show, retry, cancel, compare, score"
@@ -47,34 +60,58 @@ def add_commands(subparsers: Any) -> None:
     sub = e.add_subparsers(dest="evaluations_command", required=True, metavar="COMMAND")
     x = sub.add_parser("list", help="every run: state, model, counts, wall time and model time")
     x.add_argument("--json", action="store_true")
-    x.set_defaults(func=cmd_list)
+    x.set_defaults(func=_quiet_pipe(cmd_list))
     x = sub.add_parser("show", help="a run and its records: the six answers as returned and as parsed")
     x.add_argument("run", metavar="RUN")
     x.add_argument("--json", action="store_true")
-    x.set_defaults(func=cmd_show)
+    x.set_defaults(func=_quiet_pipe(cmd_show))
     x = sub.add_parser("retry", help="run again the failed, interrupted and cancelled records only")
     x.add_argument("run", metavar="RUN")
     x.add_argument("--json", action="store_true")
-    x.set_defaults(func=cmd_retry)
+    x.set_defaults(func=_quiet_pipe(cmd_retry))
     x = sub.add_parser("cancel", help="cancel a run: its unfinished records are marked cancelled")
     x.add_argument("run", metavar="RUN")
-    x.set_defaults(func=cmd_cancel)
+    x.add_argument("--json", action="store_true")
+    x.set_defaults(func=_quiet_pipe(cmd_cancel))
     x = sub.add_parser("compare", help="two runs side by side: settings, totals, one row per entity")
     x.add_argument("a", metavar="A")
     x.add_argument("b", metavar="B")
     x.add_argument("--json", action="store_true")
-    x.set_defaults(func=cmd_compare)
+    x.set_defaults(func=_quiet_pipe(cmd_compare))
     x = sub.add_parser("score", help="a run against the known answers and the reviewers' verdicts")
     x.add_argument("run", metavar="RUN")
     x.add_argument("--json", action="store_true")
-    x.set_defaults(func=cmd_score)
+    x.set_defaults(func=_quiet_pipe(cmd_score))
     x = sub.add_parser("verdict", help="add a reviewer's verdict to a record (its history is kept)")
     x.add_argument("record", metavar="RECORD")
     x.add_argument("--reviewer", required=True)
     x.add_argument("--verdict", required=True, choices=VERDICTS)
     x.add_argument("--area", choices=AREAS)
     x.add_argument("--comment")
-    x.set_defaults(func=cmd_verdict)
+    x.add_argument("--json", action="store_true")
+    x.set_defaults(func=_quiet_pipe(cmd_verdict))
+
+
+def _quiet_pipe(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``command`` whose output may go into a reader that stops early (``| head``): a closed pipe ends
+    it quietly, exit 0, instead of a BrokenPipeError traceback (stdout is pointed at /dev/null so the
+    interpreter's last flush does not raise again)."""
+
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            code = command(args)
+            sys.stdout.flush()
+            return code
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, sys.stdout.fileno())
+            finally:
+                os.close(devnull)
+            return EXIT_OK
+
+    return run
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
@@ -109,7 +146,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         choose_model(args.model)  # an undeclared model is refused before anything is stored
         request = RunRequest(
             task=args.task, chip=args.chip, day=args.day, task_ids=ids, model=args.model,
-            with_examples=args.with_examples, knowledge_draft_id=args.draft,
+            with_examples=args.with_examples, knowledge_draft_id=args.draft, question=args.question,
         )  # fmt: skip
         with _store() as store:
             run = request_run(store.db, store, request)
@@ -138,6 +175,7 @@ def _line(s: dict[str, Any]) -> str:
     return (
         f"{s['id']}  {s['status']:<11}  {s['model']}  {s['records']} records ({counts})  "
         f"wall {wall}, model {s['model_seconds']:.1f} s"
+        + (f"; {s['failed_questions']} questions got no answer" if s.get("failed_questions") else "")
     )
 
 
@@ -169,14 +207,20 @@ def cmd_show(args: argparse.Namespace) -> int:
         shown = []
         for r in records:
             verdicts = store.db.verdict_history(r.id)
+            out = r.output or {}
+            diagnosis = out.get("diagnosis") or {}
             shown.append(
                 {
+                    "id": r.id,
                     "record": r.id,
+                    "state": r.status.value,
+                    "status": diagnosis.get("status"),
+                    "success": diagnosis.get("success") if r.output else None,
+                    "answers": out.get("answers") or {},
                     "task_result_id": r.task_result_id,
                     "task": r.task,
                     "chip": r.chip,
                     "qid": r.qid,
-                    "status": r.status.value,
                     "error": r.error,
                     "input": r.input,
                     "output": r.output,
@@ -185,7 +229,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                 }
             )
     if args.json:
-        print(json.dumps({"run": s, "records": shown}, indent=2, default=str))
+        print(json.dumps({**s, "records": shown}, indent=2, default=str))
         return EXIT_OK
     print(_line(s))
     for r in shown:
@@ -195,7 +239,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         flag = " (90% of its window)" if out.get("context_warning") else ""
         tokens = f", largest call {peak.get('total_tokens')} tokens{flag}" if peak else ""
         print(
-            f"  {r['task']} {r['qid']} [{r['status']}] {r['record']}: status {d.get('status')}, outcome "
+            f"  {r['task']} {r['qid']} [{r['state']}] {r['record']}: status {d.get('status')}, outcome "
             f"{d.get('outcome')}, fit {d.get('fit_assessment')}, success {d.get('success')}"
             f"{', complete' if out.get('complete') else ', missing ' + ','.join(out.get('missing_keys', []))}"
             f"{tokens}" + (f"  error: {r['error']}" if r["error"] else "")
@@ -215,6 +259,8 @@ def cmd_retry(args: argparse.Namespace) -> int:
         except NotFound as e:
             return _fail(str(e))
     if reset == 0:
+        if args.json:
+            print(json.dumps({"id": run.id, "status": run.status.value, "reset": 0}))
         return _fail(f"evaluation run {run.id} is {run.status.value}: nothing to retry", EXIT_FAILED)
     print(f"evaluation run {run.id}: {reset} records to run again", file=sys.stderr)
     return _finish(_flow(run_id=run.id), args.json)
@@ -228,6 +274,9 @@ def cmd_cancel(args: argparse.Namespace) -> int:
             run = store.db.cancel_evaluation_run(args.run)
         except NotFound as e:
             return _fail(str(e))
+    if args.json:
+        print(json.dumps({"id": run.id, "status": run.status.value}))
+        return EXIT_OK
     print(f"evaluation run {run.id}: {run.status.value}")
     return EXIT_OK
 
@@ -249,6 +298,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     ta, tb = c["totals"]["a"], c["totals"]["b"]
     print(f"  {'completed':<18} {ta['completed']}/{ta['records']:<26} {tb['completed']}/{tb['records']}")
     print(f"  {'success':<18} {ta['success']:<28} {tb['success']}")
+    ra, rb = (sum(r[side] is not None for r in c["rows"]) for side in ("a", "b"))
+    print(f"  {'rows':<18} {ra:<28} {rb}")
     peak = {k: (v or {}).get("total_tokens") for k, v in c["tokens"].items()}
     print(f"  {'largest call':<18} {peak['a']!s:<28} {peak['b']!s}")
     for row in c["rows"]:
@@ -261,7 +312,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
             kind = "content: " + ", ".join(row["content_differences"])
         else:
             kind = "same"
-        same = "same result" if row["same_result"] else "other results"
+        if row["same_result"]:
+            same = f"same result {a['task_result_id'][:8]}"
+        elif row.get("results_differ"):
+            same = f"results differ: {a['task_result_id'][:8]} vs {b['task_result_id'][:8]}"
+        else:
+            same = f"result {(a or b)['task_result_id'][:8]}"
         print(f"  {row['task']} {row['qid']} ({same}): {_side(a)} vs {_side(b)}  [{kind}]")
     return EXIT_OK
 
@@ -287,10 +343,17 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(json.dumps(s, indent=2))
         return EXIT_OK
     for name, t in [*sorted(s["per_task"].items()), ("total", s["total"])]:
-        fit = f", fit {t['fit_assessment']}/{t['fit_known']}" if t["fit_known"] else ""
+        fit = (
+            f", fit {t['fit_assessment']}/{t['fit_known']} ({t.get('fit_unread', 0)} unread)"
+            if t["fit_known"]
+            else ""
+        )
         print(
-            f"{name:<22} judged {t['judged']}: status {t['status']}/{t['known']}, outcome "
-            f"{t['outcome']}/{t['known']}{fit}; reviewers agree {t['agreed']}, disagree {t['disagreed']}"
+            f"{name:<22} judged {t['judged']}: status {t['status']}/{t['known']} "
+            f"({t.get('status_unread', 0)} unread; QCalEval's reading "
+            f"{t.get('qcaleval_status', 0)}/{t['known']}), "
+            f"outcome {t['outcome']}/{t['known']} ({t.get('outcome_unread', 0)} unread){fit}; "
+            f"reviewers agree {t['agreed']}, disagree {t['disagreed']}"
         )
     return EXIT_OK
 
@@ -305,5 +368,8 @@ def cmd_verdict(args: argparse.Namespace) -> int:
             )
         except NotFound as e:
             return _fail(str(e))
+    if args.json:
+        print(json.dumps(v.__dict__ | {"created_at": v.created_at.isoformat()}))
+        return EXIT_OK
     print(f"record {v.record_id}: {v.reviewer} {v.verdict}" + (f" ({v.area})" if v.area else ""))
     return EXIT_OK

@@ -216,9 +216,13 @@ class _Swept(Experiment):
         from qsolve.calibration.figures import sweep_figure
 
         label, output, unit = self.fit_label
-        legend = None
-        if analysis.fit is not None:
-            legend = f"fit: {label} = {_value(analysis.outputs[output])} {unit}"
+        legend = note = None
+        curve = analysis.fit if drawn(analysis, plan.shots) else None
+        if curve is not None:
+            legend = fit_legend(label, analysis.outputs[output], unit, plan)
+        elif analysis.fit is not None:  # a fit of noise: no curve is drawn, and the figure says why
+            ratio = signal_to_noise(analysis, plan.shots)
+            note = f"no fit: no signal above the noise (signal/noise {ratio:.1f})"
         return sweep_figure(
             f"{self.name} — {qubit.qid} ({qubit.chip})",
             analysis.x,
@@ -226,8 +230,9 @@ class _Swept(Experiment):
             plan.shots,
             xlabel=self.xlabel,
             ylabel=self.ylabel,
-            curve=analysis.fit,
+            curve=curve,
             legend=legend,
+            note=note,
         )
 
 
@@ -263,6 +268,49 @@ class _Decay(_Swept):
 
 def _value(out: Output) -> str:
     return f"{out.value:.3g} ± {out.error:.2g}" if out.error is not None else f"{out.value:.3g}"
+
+
+#: a fitted curve is drawn only when its swing (2|A|) is this many times the points' shot noise
+MIN_SIGNAL_TO_NOISE = 5.0
+#: a relative standard error below this is a degenerate covariance, not a measurement
+DEGENERATE_RELATIVE_ERROR = 1e-6
+#: a fitted time constant beyond this many sweep spans is not determined by the sweep
+MAX_SPANS = 100.0
+
+
+def signal_to_noise(analysis: Analysis, shots: int) -> float:
+    """The fitted swing (2|A|) over the points' mean shot noise (binomial, ``shots`` shots)."""
+    if analysis.fit is None:
+        return 0.0
+    amplitude = abs(float(analysis.fit.values.get("amplitude", 0.0)))
+    noise = float(np.mean(fitting.binomial_sigma(analysis.y, shots)))
+    return 2 * amplitude / noise if noise > 0 else math.inf
+
+
+def drawn(analysis: Analysis, shots: int) -> bool:
+    """Whether the figure draws the fitted curve: a fit there is, of a signal above the noise
+    (:data:`MIN_SIGNAL_TO_NOISE`). An undriven Rabi's flat points get no curve: "No fit"."""
+    return analysis.fit is not None and signal_to_noise(analysis, shots) >= MIN_SIGNAL_TO_NOISE
+
+
+def determined(out: Output, plan: Plan, unit: str) -> bool:
+    """A fitted value the figure may state: a finite, non-degenerate uncertainty, and for a time
+    constant no more than :data:`MAX_SPANS` sweep spans."""
+    if out.error is None or not math.isfinite(out.error) or not math.isfinite(out.value) or out.value == 0:
+        return False
+    if out.error / abs(out.value) < DEGENERATE_RELATIVE_ERROR:
+        return False
+    if unit == "µs" and plan.sweep is not None and plan.sweep.stop > plan.sweep.start:
+        return out.value <= MAX_SPANS * (plan.sweep.stop - plan.sweep.start)
+    return True
+
+
+def fit_legend(label: str, out: Output, unit: str, plan: Plan) -> str:
+    """``fit: T1 = 215 ± 6.5 µs``; a value the sweep does not determine (a degenerate fit) is not
+    printed as if it were measured: ``fit: T2* not determined by this sweep``."""
+    if not determined(out, plan, unit):
+        return f"fit: {label} not determined by this sweep"
+    return f"fit: {label} = {_value(out)} {unit}".rstrip()
 
 
 class CheckT1(_Decay):

@@ -10,7 +10,7 @@ judge gives (:func:`known_answer`), so that scores can weigh all three.
     sweep_too_short     CheckT1, CheckT2Echo, CheckRamsey   the sweep ends at 0.2 of the decay constant
     too_few_points      CheckT1, CheckT2Echo, CheckRabi     four points over the healthy range
     detuning_too_large  CheckRamsey                         0.68 fringes a step: under three points a fringe
-    no_drive            CheckRabi                           the drive does not reach the qubit: flat
+    no_drive            CheckRabi                           the drive does not reach the qubit: flat, no curve
     readout_near_half   ReadoutClassification               readout errors 0.40 and 0.45: fidelity near 0.5
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from qsolve.calibration.experiments import Plan, Qubit
 
@@ -33,6 +34,10 @@ class Fault:
     fit_assessment: str | None  # reliable | unreliable | no_fit; None where the task draws no fit
     description: str
     change: Callable[[str, Plan, Qubit], Plan]
+    #: what its figure shows: a fitted curve drawn (False: the points alone, "No fit")
+    curve: bool = True
+    #: for a decay task: whether the decay happens inside the sweep (the sweep covers a decay constant)
+    decay_in_sweep: bool | None = True
 
     def apply(self, task: str, plan: Plan, qubit: Qubit) -> Plan:
         return self.change(task, plan, qubit)
@@ -68,6 +73,7 @@ FAULTS: tuple[Fault, ...] = (
         "unreliable",
         "the sweep ends at a fifth of the decay constant",
         _short,
+        decay_in_sweep=False,
     ),
     Fault(
         "too_few_points",
@@ -93,8 +99,10 @@ FAULTS: tuple[Fault, ...] = (
         "NO_DRIVE",
         "apparatus",
         "no_fit",
-        "the drive does not reach the qubit",
+        "the drive does not reach the qubit: flat points, no curve drawn through them",
         _undriven,
+        curve=False,
+        decay_in_sweep=None,
     ),
     Fault(
         "readout_near_half",
@@ -104,6 +112,8 @@ FAULTS: tuple[Fault, ...] = (
         None,
         "readout errors of 0.40 and 0.45: the states read out alike",
         _heavy_readout,
+        curve=False,
+        decay_in_sweep=None,
     ),
 )
 
@@ -144,17 +154,37 @@ def failure_codes(task: str) -> list[str]:
     return list(dict.fromkeys(f.true_status for f in faults_of(task)))
 
 
-def known_answer(task: str, true_status: str | None) -> dict[str, str | None] | None:
+#: the tasks whose figure is a decay over a delay sweep
+DECAY_TASKS = frozenset({"CheckT1", "CheckT2Echo", "CheckRamsey"})
+
+
+def known_answer(task: str, true_status: str | None) -> dict[str, Any] | None:
     """What a correct judge answers for a result of ``task`` with this true status: its status, outcome
-    and fit assessment (``None`` where the task draws no fit); ``None`` when the status is unknown."""
+    and fit assessment (``None`` where the task draws no fit), and what its figure shows: ``curve``
+    (a fitted curve drawn) and ``decay_in_sweep`` (for a decay task, whether the sweep covers a decay
+    constant; None otherwise); ``None`` when the status is unknown."""
     from qsolve.calibration.experiments import EXPERIMENTS
 
     if true_status is None:
         return None
     drawn = task not in EXPERIMENTS or EXPERIMENTS[task].fitted
+    decay = task in DECAY_TASKS
     if true_status == SUCCESS:
-        return {"status": SUCCESS, "outcome": "expected", "fit_assessment": "reliable" if drawn else None}
+        return {
+            "status": SUCCESS,
+            "outcome": "expected",
+            "fit_assessment": "reliable" if drawn else None,
+            "curve": drawn,
+            "decay_in_sweep": True if decay else None,
+        }
     for f in faults_of(task):
         if f.true_status == true_status:
-            return {"status": f.true_status, "outcome": f.outcome, "fit_assessment": f.fit_assessment}
-    return {"status": true_status, "outcome": None, "fit_assessment": None}
+            return {
+                "status": f.true_status,
+                "outcome": f.outcome,
+                "fit_assessment": f.fit_assessment,
+                "curve": f.curve and drawn,
+                "decay_in_sweep": f.decay_in_sweep if decay else None,
+            }
+    unknown = dict.fromkeys(("outcome", "fit_assessment", "curve", "decay_in_sweep"))
+    return {"status": true_status, **unknown}

@@ -44,8 +44,10 @@ def sweep_figure(
     ylabel: str,
     curve: Callable[[np.ndarray], np.ndarray] | None = None,
     legend: str | None = None,
+    note: str | None = None,
 ) -> bytes:
-    """Measured points with binomial error bars, and the fitted curve through them when there is one."""
+    """Measured points with binomial error bars, and the fitted curve through them when there is one;
+    ``note`` is one more line of the legend (why no curve is drawn, say)."""
     from matplotlib.figure import Figure
 
     from qsolve.calibration.fitting import binomial_sigma
@@ -60,6 +62,8 @@ def sweep_figure(
         if curve is not None and len(x) > 1:
             dense = np.linspace(x.min(), x.max(), 400)
             axes.plot(dense, curve(dense), "-", color="C3", lw=1.5, label=legend or "fit")
+        if note:
+            axes.plot([], [], " ", label=note)
         axes.set_xlabel(xlabel)
         axes.set_ylabel(ylabel)
         axes.set_ylim(-0.05, 1.05)

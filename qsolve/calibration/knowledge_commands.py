@@ -3,7 +3,7 @@
     qsolve knowledge reference DIR [--json]
     qsolve knowledge preview (DIR | --draft ID) [--with-examples] [--json] [--model ID] [--question TEXT]
     qsolve knowledge draft ZIP [--json] [--uploader NAME]      qsolve knowledge draft --list [--json]
-    qsolve knowledge archive (DRAFT_ID | TASK_DIR) --output PATH
+    qsolve knowledge archive (DRAFT_ID | TASK_DIR) --output PATH [--json]
 
 ``reference`` prints the reference derived from DIR/task.md; with ``--json`` exactly
 ``{"background", "criteria", "parameters", "knowledge_chars", "knowledge_sha256"}``, the criteria in
@@ -20,9 +20,12 @@ go to stderr.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from typing import Any
+
+from qsolve.calibration.evaluation_commands import _quiet_pipe
 
 
 def add_commands(subparsers: Any) -> Any:
@@ -41,7 +44,7 @@ def add_commands(subparsers: Any) -> Any:
     )
     r.add_argument("dir", metavar="DIR", help="a task directory (holding task.md)")
     r.add_argument("--json", action="store_true", help="print the reference as one JSON object")
-    r.set_defaults(func=cmd_reference)
+    r.set_defaults(func=_quiet_pipe(cmd_reference))
 
     v = sub.add_parser(
         "preview",
@@ -53,7 +56,7 @@ def add_commands(subparsers: Any) -> Any:
     v.add_argument("--json", action="store_true", help="print the preview as one JSON object")
     v.add_argument("--model", metavar="ID", help="the model that would judge, named in the preview")
     v.add_argument("--question", metavar="TEXT", help="one more point for the significance question")
-    v.set_defaults(func=cmd_preview)
+    v.set_defaults(func=_quiet_pipe(cmd_preview))
 
     d = sub.add_parser(
         "draft",
@@ -65,7 +68,7 @@ def add_commands(subparsers: Any) -> Any:
     d.add_argument("--list", action="store_true", help="list the stored drafts")
     d.add_argument("--uploader", metavar="NAME", help="who uploads it (default: the login name)")
     d.add_argument("--json", action="store_true", help="print the draft (or the list) as JSON")
-    d.set_defaults(func=cmd_draft)
+    d.set_defaults(func=_quiet_pipe(cmd_draft))
 
     a = sub.add_parser(
         "archive",
@@ -79,7 +82,8 @@ def add_commands(subparsers: Any) -> Any:
         help="the file to write ('-': standard output); a folder: "
         "the file in it under the draft's uploaded name, or <Task>.zip",
     )
-    a.set_defaults(func=cmd_archive)
+    a.add_argument("--json", action="store_true", help="print what was written (path, bytes, sha256) as JSON")
+    a.set_defaults(func=_quiet_pipe(cmd_archive))
     return sub
 
 
@@ -216,6 +220,10 @@ def cmd_archive(args: argparse.Namespace) -> int:
             data, name = store.archive(draft.id), draft.file_name
     except DraftError as e:
         return _failed(str(e))
+    if args.output == "-" and getattr(args, "json", False):
+        return _failed(
+            "knowledge archive: --json prints what was written; it cannot share stdout with --output -"
+        )
     if args.output == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
@@ -227,5 +235,9 @@ def cmd_archive(args: argparse.Namespace) -> int:
         output.write_bytes(data)
     except OSError as e:
         return _failed(f"{output}: cannot be written: {e.strerror or e}")
+    if args.json:
+        digest = hashlib.sha256(data).hexdigest()
+        print(json.dumps({"output": str(output), "bytes": len(data), "sha256": digest}))
+        return 0
     print(f"{output}: {len(data):,} bytes")
     return 0

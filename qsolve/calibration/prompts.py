@@ -92,6 +92,14 @@ def _with_unit(value: float, unit: str) -> str:
     return f"{number(value)} {unit}" if unit else number(value)
 
 
+def rounded(value: float, digits: int = 4) -> float:
+    """``value`` to ``digits`` significant figures (a derived step: 1000/120 is 8.333, not
+    8.333333333333334)."""
+    if not isinstance(value, float) or value == 0 or not math.isfinite(value):
+        return value
+    return round(value, max(0, digits - 1 - math.floor(math.log10(abs(value)))))
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -107,7 +115,7 @@ def sweep_text(sweep: Sweep) -> str:
         f"sweep {sweep.parameter} from {number(sweep.start)} to {_with_unit(sweep.stop, sweep.unit)}, "
         f"{sweep.points} points"
     )
-    return text if sweep.step is None else f"{text}, step {_with_unit(sweep.step, sweep.unit)}"
+    return text if sweep.step is None else f"{text}, step {_with_unit(rounded(sweep.step), sweep.unit)}"
 
 
 def context_line(evidence: Evidence | Mapping[str, Any]) -> str:

@@ -207,9 +207,11 @@ def execute_run(
         except Exception as e:  # noqa: BLE001 - the record fails with why; the run goes on
             db.finish_evaluation_record(record.id, "failed", error=f"{type(e).__name__}: {e}")
         else:
+            failed = got.output.failed_keys
             db.finish_evaluation_record(
                 record.id,
-                "completed",
+                "failed" if failed else "completed",
+                error=failed_error(got.output) if failed else None,
                 input=got.input.model_dump(mode="json"),
                 output=got.output.model_dump(mode="json"),
                 evaluator=got.evaluator.model_dump(mode="json"),
@@ -224,6 +226,12 @@ def execute_run(
         stop.set()
         beating.join()
     return db.finish_evaluation_run(run_id, owner)
+
+
+def failed_error(output) -> str:
+    """A failed record's error: how many questions got no answer after the resend, and why."""
+    parts = [f"{k}: {output.answers[k].error or 'no answer'}" for k in output.failed_keys]
+    return f"{len(parts)} of {len(output.questions)} questions got no answer: " + "; ".join(parts)
 
 
 def _beat(db, run_id: str, owner: str, every: float, stop: threading.Event) -> None:
@@ -294,18 +302,24 @@ class _Judge:
             fit_evidence=FitEvidence.from_result(result),
             question=settings.get("question"),
             cancel=stop,
+            previous=record.output if record.output and record.output.get("failed_keys") else None,
         )
 
 
 def summary(db, run_id: str) -> dict[str, Any]:
-    """A run and its records' counts, with its wall time and the completed records' model time."""
+    """A run and its records' counts, the questions that got no answer, its wall time (the time its
+    records were being judged, over every execution: a retry adds to it) and the completed records'
+    model time."""
     run = db.get_evaluation_run(run_id, stale_after=stale_after())
     records = db.evaluation_records(run_id)
     counts: dict[str, int] = {}
     for r in records:
         counts[r.status.value] = counts.get(r.status.value, 0) + 1
-    wall = (run.finished_at - run.started_at).total_seconds() if run.finished_at and run.started_at else None
+    wall = wall_seconds(records)
+    if wall is None and run.finished_at and run.started_at:
+        wall = (run.finished_at - run.started_at).total_seconds()
     done = [r for r in records if r.status == "completed"]
+    failed_questions = sum(len((r.output or {}).get("failed_keys") or []) for r in records)
     return {
         "id": run.id,
         "trigger": run.trigger,
@@ -316,7 +330,38 @@ def summary(db, run_id: str) -> dict[str, Any]:
         "records": len(records),
         "counts": counts,
         "skipped": run.skipped,
+        "failed_records": counts.get("failed", 0),
+        "failed_questions": failed_questions,
         "wall_seconds": wall,
         "model_seconds": sum(r.model_seconds or 0.0 for r in done),
         "created_at": run.created_at.isoformat(),
     }
+
+
+def wall_seconds(records) -> float | None:
+    """The length of the union of the intervals the records were judged in: each record's last
+    [started, finished], and every earlier exchange its output keeps (a retried record's first
+    answers), so the time before a retry is counted and the pause between them is not."""
+    from datetime import datetime, timedelta
+
+    spans: list[tuple[datetime, datetime]] = []
+    for r in records:
+        if r.started_at and r.finished_at:
+            spans.append((r.started_at, r.finished_at))
+        for e in (r.output or {}).get("exchanges") or []:
+            try:
+                start = datetime.fromisoformat(e["started_at"])
+                spans.append((start, start + timedelta(seconds=float(e.get("duration_seconds") or 0))))
+            except (KeyError, TypeError, ValueError):
+                continue
+    if not spans:
+        return None
+    total, end = 0.0, None
+    for start, stop in sorted(spans):
+        if end is None or start > end:
+            total += (stop - start).total_seconds()
+            end = stop
+        elif stop > end:
+            total += (stop - end).total_seconds()
+            end = stop
+    return total

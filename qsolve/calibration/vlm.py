@@ -116,6 +116,8 @@ class ModelAnswers(BaseModel):
     context_window: int | None = None
     peak: TokenPeak | None = None
     context_warning: bool = False
+    #: each exchange these answers came from (a retry's answers beside those kept): when, how long
+    exchanges: list[dict[str, Any]] = Field(default_factory=list)
 
 
 def token_peak(calls: Sequence[Call], context_window: int | None) -> TokenPeak | None:

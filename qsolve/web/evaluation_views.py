@@ -14,6 +14,8 @@ from qsolve.web.evaluation_diff import DiffRow, as_json_text, differs, side_by_s
 
 #: the media types a figure is served as; anything else is sent as a download, never rendered
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"})
+#: the judged figure is written into the run page as a ``data:`` URL up to this size
+INLINE_FIGURE_BYTES = 2 * 2**20
 
 
 def seconds(value: float | None) -> str:

@@ -17,6 +17,7 @@ nothing written.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from typing import Annotated, Literal
@@ -96,9 +97,12 @@ def run_page(request: Request, run_id: str) -> Response:
 
     with db(request) as state:
         s = summary(state, run_id)
-        records = [
-            views.record_view(r, state.verdict_history(r.id)) for r in state.evaluation_records(run_id)
-        ]
+        store = _calibration_store(request)
+        records = []
+        for r in state.evaluation_records(run_id):
+            view = views.record_view(r, state.verdict_history(r.id))
+            _inline_judged(state, store, r, view)
+            records.append(view)
     return render(
         request,
         "evaluation/run.html",
@@ -122,12 +126,49 @@ def score_page(request: Request, run_id: str) -> Response:
     return render(request, "evaluation/score.html", run=s, rows=rows, total=scored["total"], views=views)
 
 
+def _figure_data(state, store, record, sha256: str) -> tuple[bytes, str] | str:
+    """(bytes, media type) of a figure the record shows: the asset kept when it was judged, else the
+    task result's own figure; or why it cannot be read (its path stays out of it)."""
+    from qsolve.calibration.store import FigureMissing
+
+    record_id = record.id
+    kept = state.asset_for(record_id, sha256)
+    try:
+        if kept is not None:
+            blob, media_type = kept
+            data = store.blobs.get(blob)
+        else:
+            result = store.get(record.task_result_id)
+            ref = next((f for f in result.figures if f.sha256 == sha256), None)
+            if ref is None:
+                raise FigureMissing(f"its task result {record.task_result_id} no longer has it")
+            data, media_type = store.figure_bytes(ref), ref.media_type
+    except FigureMissing as e:
+        return f"figure {sha256} of record {record_id} cannot be read: {e}"
+    except (OSError, ValueError):  # a blob gone or damaged
+        return f"figure {sha256} of record {record_id}: its stored bytes do not read"
+    except Exception as e:  # noqa: BLE001 - NotFound of a task result gone, say
+        return f"figure {sha256} of record {record_id} cannot be read: {type(e).__name__}"
+    return data, media_type
+
+
+def _inline_judged(state, store, record, view: dict) -> None:
+    """The judged figure's bytes as a ``data:`` URL in the record's view, so the page shows the figure
+    the judge saw inline (at most :data:`views.INLINE_FIGURE_BYTES`; a larger one is linked)."""
+    for f in view["figures"]:
+        if f["role"] != "judged" or not f["image"] or (f.get("bytes") or 0) > views.INLINE_FIGURE_BYTES:
+            continue
+        found = _figure_data(state, store, record, f["sha256"])
+        if isinstance(found, tuple) and hashlib.sha256(found[0]).hexdigest() == f["sha256"]:
+            data, media_type = found
+            if media_type in views.IMAGE_TYPES:
+                f["data_url"] = f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
+
+
 @router.get("/evaluations/records/{record_id}/figures/{sha256}")
 def figure(request: Request, record_id: str, sha256: str) -> Response:
     """A figure, only when this record references its hash: the asset kept when it was judged, else
     the task result's own figure, its bytes checked against the hash."""
-    from qsolve.calibration.store import FigureMissing
-
     if not _SHA256.match(sha256):
         return error_page(request, 404, f"{sha256!r} is not a figure's SHA-256 (64 lower-case hex digits)")
     with db(request) as state:
@@ -135,23 +176,10 @@ def figure(request: Request, record_id: str, sha256: str) -> Response:
         shown = {f["sha256"]: f for f in views.figures(record)}
         if sha256 not in shown:
             return error_page(request, 404, f"evaluation record {record_id} shows no figure {sha256}")
-        kept = state.asset_for(record_id, sha256)
-        store = _calibration_store(request)
-        try:
-            if kept is not None:
-                blob, media_type = kept
-                data = store.blobs.get(blob)
-            else:
-                result = store.get(record.task_result_id)
-                ref = next((f for f in result.figures if f.sha256 == sha256), None)
-                if ref is None:
-                    raise FigureMissing(f"its task result {record.task_result_id} no longer has it")
-                data, media_type = store.figure_bytes(ref), ref.media_type
-        except FigureMissing as e:
-            return error_page(request, 404, f"figure {sha256} of record {record_id} cannot be read", str(e))
-        except (OSError, ValueError):  # a blob gone or damaged; its path stays out of the page
-            gone = f"figure {sha256} of record {record_id}: its stored bytes do not read"
-            return error_page(request, 404, gone)
+        found = _figure_data(state, _calibration_store(request), record, sha256)
+    if isinstance(found, str):
+        return error_page(request, 404, found)
+    data, media_type = found
     if hashlib.sha256(data).hexdigest() != sha256:
         return error_page(request, 404, f"figure {sha256} of record {record_id}: its bytes are not its hash")
     headers = {"cache-control": "private, max-age=3600"}

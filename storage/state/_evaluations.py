@@ -270,7 +270,8 @@ class Evaluations(Store):
 
     def retry_evaluation_run(self, run_id: str) -> tuple[EvaluationRun, int]:
         """Failed, interrupted and cancelled records back to pending, and the run with them; (the run,
-        how many records will run). A run still running is left as it is."""
+        how many records will run). A failed record keeps its input and output, so its executor asks
+        only the questions that got no answer. A run still running is left as it is."""
         with self._write() as connection:
             run = _run(_run_row(connection, run_id))
             if run.status in (E.RUNNING, E.PENDING):
@@ -280,8 +281,6 @@ class Evaluations(Store):
                 .where(evaluation_records.c.run_id == run_id, evaluation_records.c.status.in_(RESETTABLE))
                 .values(
                     status=E.PENDING.value,
-                    input=None,
-                    output=None,
                     error=None,
                     model_seconds=None,
                     started_at=None,

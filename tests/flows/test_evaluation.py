@@ -37,3 +37,81 @@ def test_the_cancellation_hook_cancels_the_evaluation_run(prefect, tmp_path: Pat
     _cancel(None, SimpleNamespace(parameters={"run_id": run.id}), None)
     with open_store(tmp_path) as store:
         assert store.db.get_evaluation_run(run.id).status == "cancelled"
+
+
+def _declare(home: Path, server) -> None:
+    import yaml
+
+    spec = server.spec()
+    doc = {"version": 1, "models": [spec.model_dump(mode="json", exclude_none=True, exclude={"kind"})]}
+    (home / "evaluation.yaml").write_text(yaml.safe_dump(doc))
+
+
+def test_the_optional_question_reaches_the_record_from_qsolve_evaluate(
+    prefect, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    import json
+
+    from qsolve.cli import main
+    from tests.qsolve.calibration.model_server import ModelServer
+
+    monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))
+    monkeypatch.setenv("QSOLVE_EVALUATION_CONFIG", str(tmp_path / "evaluation.yaml"))
+    monkeypatch.delenv("QCALEVAL_MODEL", raising=False)
+    with open_store(tmp_path) as store:
+        store.record_all([made("Q00")])
+    asked = "Is this qubit good enough for a two-qubit gate?"
+    with ModelServer() as server:
+        _declare(tmp_path, server)
+        capsys.readouterr()
+        code = main(["evaluate", "--task", "CheckT1", "--chip", "fake:fez", "--question", asked, "--json"])
+        done = json.loads(capsys.readouterr().out)
+        significance = [r for r in server.received if r.question == "experimental_significance"]
+    assert code == 0 and done["settings"]["question"] == asked
+    with open_store(tmp_path) as store:
+        (record,) = store.db.evaluation_records(done["id"])
+    assert record.input["question"] == asked
+    assert asked in record.input["prompts"]["experimental_significance"]
+    assert len(significance) == 1 and asked in json.dumps(significance[0].body)
+
+
+def test_a_run_cancelled_while_the_flow_executes_it_ends_the_flow_run_cancelled(
+    prefect, tmp_path: Path, monkeypatch
+) -> None:
+    import threading
+    import time
+
+    from flows.evaluation import evaluation_flow
+    from tests.qsolve.calibration.model_server import HEALTHY, ModelServer, slow
+
+    monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))
+    monkeypatch.setenv("QSOLVE_EVALUATION_CONFIG", str(tmp_path / "evaluation.yaml"))
+    monkeypatch.setenv("EVALUATION_CONCURRENCY", "1")
+    monkeypatch.delenv("QCALEVAL_MODEL", raising=False)
+    with open_store(tmp_path) as store:
+        store.record_all([made(f"Q0{i}") for i in range(3)])
+    stop = threading.Event()
+    run = None
+
+    def cancel_after_the_first_record() -> None:
+        with open_store(tmp_path) as store:
+            while not stop.is_set():
+                if any(r.status == "completed" for r in store.db.evaluation_records(run.id)):
+                    store.db.cancel_evaluation_run(run.id)
+                    return
+                time.sleep(0.05)
+
+    with ModelServer({k: slow(v, 0.5) for k, v in HEALTHY.items()}) as server:
+        _declare(tmp_path, server)
+        with open_store(tmp_path) as store:
+            run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        canceller = threading.Thread(target=cancel_after_the_first_record)
+        canceller.start()
+        try:
+            state = evaluation_flow(run_id=run.id, return_state=True)
+        finally:
+            stop.set()
+            canceller.join()
+    done = state.result(raise_on_failure=False)
+    assert state.is_cancelled() and done["status"] == "cancelled"
+    assert done["counts"].get("cancelled", 0) >= 1

@@ -223,6 +223,20 @@ def test_each_record_shows_its_figures_and_serves_them_only_for_itself(client, r
     assert missing.status_code == 404 and "nosuchrecord" in missing.text
 
 
+def test_the_run_page_shows_each_records_judged_figure_inline(client, runs) -> None:
+    import base64
+
+    page = client.get(f"/evaluations/{runs.model}").text
+    for qid in ("Q00", "Q01"):
+        section = part(page, "data-record", runs.records[runs.model][qid], "section")
+        (url,) = re.findall(r'<img class="ev-judged" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', section)
+        data = base64.b64decode(url)
+        assert (
+            hashlib.sha256(data).hexdigest() in runs.figures
+            and data == runs.figures[hashlib.sha256(data).hexdigest()]
+        )
+
+
 def test_a_figure_not_kept_as_an_asset_is_read_from_its_task_result(client, runs, home) -> None:
     with connect(home=home) as db, db.engine.begin() as connection:
         connection.exec_driver_sql("DELETE FROM evaluation_assets")
@@ -398,6 +412,16 @@ def test_compare_flags_the_differing_settings_and_tells_decision_from_content(
     )
 
 
+def test_the_compare_page_shows_the_results_each_row_joined(client, runs, home, capsys) -> None:
+    c = cli_json(capsys, "evaluations", "compare", runs.model, runs.other)
+    page = client.get(f"/evaluations/compare?a={runs.model}&b={runs.other}").text
+    for row in c["rows"]:
+        shown = part(page, "data-entity", f"{row['task']} {row['qid']}", "details")
+        results = part(shown, "class", "ev-results", "span")
+        assert row["same_result"] and "same result" in results and row["a"]["task_result_id"][:8] in results
+    assert len(re.findall(r'<details class="ev-row" ', page)) == len(c["rows"]) == c["totals"]["a"]["records"]
+
+
 def test_a_run_compared_with_itself_has_no_difference(client, runs) -> None:
     page = client.get(f"/evaluations/compare?a={runs.other}&b={runs.other}").text
     assert 'data-differs="yes"' not in page
@@ -445,3 +469,69 @@ def test_the_scores_count_the_reviewers_current_verdicts(client, runs, home) -> 
     total = part(client.get(f"/evaluations/{runs.model}/score").text, "data-task", "total")
     cells = re.findall(r'<td class="num">(\d+)</td>', total)
     assert cells[-2:] == ["1", "1"]
+
+
+# --- a real model's conventions, end to end (issue 25, item 5) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("convention", "declared"),
+    [
+        (  # vllm serve nvidia/Ising-Calibration-1-8B --max-model-len 16384 --limit-mm-per-prompt ...
+            "vllm",
+            {"id": "Ising-Calibration-1-8B", "model": "nvidia/Ising-Calibration-1-8B", "num_ctx": 16384},
+        ),
+        (  # ollama serve; the model pulled as qwen2.5vl:7b, num_ctx set in its Modelfile
+            "ollama",
+            {"id": "qwen2.5vl-7b", "model": "qwen2.5vl:7b", "num_ctx": 8192},
+        ),
+    ],
+)
+def test_a_local_vision_endpoint_and_the_classical_judge_judge_the_same_day(
+    convention: str, declared: dict, client, home: Path, capsys, monkeypatch
+) -> None:
+    """Declared as docs/calibration.md says (base URL .../v1, the endpoint's own model id, no key), the
+    same day judged by it and by the classical judge, scored and compared on the command line and the
+    pages; the endpoint is the project's own loopback server, answering as a model does."""
+    import base64
+
+    monkeypatch.setenv("QSOLVE_EVALUATION_CONFIG", str(home / "evaluation.yaml"))
+    for name in ("QCALEVAL_MODEL", "QSOLVE_TASK_KNOWLEDGE"):
+        monkeypatch.delenv(name, raising=False)
+    good, short = calibrated("CheckT1", 0), calibrated("CheckT1", 1, "sweep_too_short")
+    script = {k: answer(v) for k, v in HEALTHY.items()}
+    script["calibration_diagnosis"] = [answer("Status: SUCCESS\nSuggested range: none"), answer(SWEEP)]
+    with ModelServer(script) as server:
+        base_url = server.url  # http://127.0.0.1:PORT/v1, as vLLM's and Ollama's OpenAI-compatible APIs
+        assert base_url.endswith("/v1")
+        (home / "evaluation.yaml").write_text(
+            yaml.safe_dump({"version": 1, "models": [{"base_url": base_url, "images": True, **declared}]})
+        )
+        with open_store(home) as store:
+            store.record_all([(good.result, good.figures), (short.result, short.figures)])
+            judge = request_run(store.db, store, RunRequest(day=good.result.day, model="classical-judge"))
+            execute_run(store.db, store, judge.id)
+            model = request_run(store.db, store, RunRequest(day=good.result.day, model=declared["id"]))
+            execute_run(store.db, store, model.id, workers=1)
+        bodies = [r.body for r in server.received]
+    assert len(bodies) == 12 and {b["model"] for b in bodies} == {declared["model"]}
+    assert all(b["temperature"] == 0.0 and len(b["messages"]) == 1 for b in bodies)  # single-turn, greedy
+    images = [p for b in bodies for p in b["messages"][0]["content"] if p.get("type") == "image_url"]
+    assert images and all(p["image_url"]["url"].startswith("data:image/png;base64,") for p in images)
+    sent = {
+        hashlib.sha256(base64.b64decode(p["image_url"]["url"].split(",", 1)[1])).hexdigest() for p in images
+    }
+    assert sent == set(good.figures) | set(short.figures)  # each figure's own bytes
+    scored = {run: cli_json(capsys, "evaluations", "score", run) for run in (judge.id, model.id)}
+    assert all(s["total"]["known"] == 2 for s in scored.values())
+    c = cli_json(capsys, "evaluations", "compare", judge.id, model.id)
+    assert len(c["rows"]) == 2 and all(r["same_result"] for r in c["rows"])
+    assert next(s for s in c["settings"] if s["setting"] == "model") == {
+        "setting": "model", "a": "classical-judge", "b": declared["id"], "differs": True
+    }  # fmt: skip
+    page = client.get(f"/evaluations/compare?a={judge.id}&b={model.id}")
+    assert page.status_code == 200 and esc(declared["id"]) in page.text
+    for run in (judge.id, model.id):
+        assert client.get(f"/evaluations/{run}/score").status_code == 200
+    run_page = client.get(f"/evaluations/{model.id}").text
+    assert run_page.count('class="ev-judged"') == 2  # each record's judged figure, inline

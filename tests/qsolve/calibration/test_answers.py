@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from qsolve.calibration.answers import (
     Diagnosis,
     classification,
@@ -11,6 +13,7 @@ from qsolve.calibration.answers import (
     missing_keys,
     notes,
     parse_json,
+    qcaleval_status_of,
     read_answers,
     reason,
     status_of,
@@ -123,11 +126,17 @@ def test_status_label_wins_over_codes_elsewhere():
 
 def test_longer_codes_are_found_first():
     assert status_of("It looks like SHORT_T1_WINDOW to me", CRITERIA) == "SHORT_T1_WINDOW"
-    assert status_of("Between SHORT_T1 and SHORT_T1_WINDOW, the latter", CRITERIA) == "SHORT_T1_WINDOW"
+    # two codes named: ours reads none, QCalEval's the longer one
+    assert status_of("Between SHORT_T1 and SHORT_T1_WINDOW, the latter", CRITERIA) is None
+    assert (
+        qcaleval_status_of("Between SHORT_T1 and SHORT_T1_WINDOW, the latter", CRITERIA) == "SHORT_T1_WINDOW"
+    )
 
 
 def test_only_allowed_codes_count():
-    assert status_of("Status: BEATING\nalthough not a SUCCESS", CRITERIA) == "SUCCESS"
+    assert status_of("Status: BEATING\nalthough not a SUCCESS", CRITERIA) is None  # denied
+    assert qcaleval_status_of("Status: BEATING\nalthough not a SUCCESS", CRITERIA) == "SUCCESS"
+    assert status_of("Status: BEATING\nit is a SUCCESS", CRITERIA) == "SUCCESS"
     assert status_of("Status: BEATING", CRITERIA) is None
     assert status_of("Status: DAMPED", ["SUCCESS", "DAMPED"]) == "DAMPED"
     # without criteria the defaults: SUCCESS, SUBOPTIMAL, NO_SIGNAL, ANOMALOUS
@@ -246,3 +255,90 @@ def test_missing_keys_are_derived_from_a_stored_diagnosis():
         "parameter_extraction",
     ]
     assert success_of(stored, ["experimental_conclusion"]) is True
+
+
+# --- refusals and negations (issue 25, item 1) ---------------------------------------------------------
+
+#: answers that state no status, in each form a status is read from: the label, Classification:, the
+#: first line, free text, a JSON object (fenced and bare)
+UNSTATED = [
+    "I cannot tell whether this is a SUCCESS from this figure.",
+    "This is not SWEEP_TOO_SHORT.",
+    "Status: I cannot tell whether this is a SUCCESS",
+    "Status: not SUCCESS",
+    "Status: **SUCCESS?**",
+    "Status: SUCCESS is not what this shows",
+    "Status: maybe SHORT_T1\nNotes: hard to say",
+    "Classification: not SHORT_T1",
+    "NOT SUCCESS\nThe decay is cut short.",
+    "It could be SHORT_T1, or perhaps not.",
+    "Hard to say; possibly NO_SIGNAL.",
+    "The plot is unclear. It is not NO_SIGNAL.",
+    "It is either SUCCESS or SHORT_T1.",
+    '```json\n{"status": "I cannot tell", "suggested_range": null, "notes": "blurred"}\n```',
+    '{"status": "not SUCCESS", "notes": "no decay"}',
+    '{"status": "SUCCESS?", "notes": "unclear"}',
+]
+
+
+@pytest.mark.parametrize("text", UNSTATED)
+def test_a_refusal_or_a_negation_reads_as_no_status_and_no_success(text: str) -> None:
+    criteria = CRITERIA | {"SWEEP_TOO_SHORT": "e"}
+    assert status_of(text, criteria) is None
+    reading = read_answers({"calibration_diagnosis": text}, criteria=criteria)
+    assert reading.diagnosis.status is None and reading.diagnosis.success is None
+    assert not reading.complete and reading.missing_keys == ["calibration_diagnosis"]
+    assert reading.answers["calibration_diagnosis"] == text  # kept as returned
+
+
+def test_qcaleval_reading_is_kept_beside_ours() -> None:
+    criteria = CRITERIA | {"SWEEP_TOO_SHORT": "e"}
+    refusal = read_answers(
+        {"calibration_diagnosis": "I cannot tell whether this is a SUCCESS from this figure."},
+        criteria=criteria,
+    ).diagnosis
+    assert refusal.status is None and refusal.qcaleval_status == "SUCCESS"  # the benchmark's script's way
+    negation = read_answers({"calibration_diagnosis": "This is not SWEEP_TOO_SHORT."}, criteria=criteria)
+    assert negation.diagnosis.qcaleval_status == "SWEEP_TOO_SHORT" and negation.diagnosis.success is None
+    plain = read_answers({"calibration_diagnosis": "Status: SHORT_T1"}, criteria=CRITERIA).diagnosis
+    assert plain.status == plain.qcaleval_status == "SHORT_T1" and plain.success is False
+
+
+STATED = [
+    ("Status: SHORT_T1", "SHORT_T1"),
+    ("Status: **SUCCESS**.\nNotes: nothing is wrong, no change needed", "SUCCESS"),
+    ("Classification: NO_SIGNAL", "NO_SIGNAL"),
+    ("SHORT_T1\nThe decay ends early.", "SHORT_T1"),
+    ("The decay ends well inside the window, so this is SHORT_T1.", "SHORT_T1"),
+    ("SHORT_T1. It is not a SUCCESS.", None),  # two codes named
+    ('```json\n{"status": "SHORT_T1", "suggested_range": "(0, 40) [us]", "notes": "early"}\n```', "SHORT_T1"),
+]
+
+
+@pytest.mark.parametrize(("text", "status"), STATED)
+def test_a_status_stated_plainly_is_read_in_each_form(text: str, status: str | None) -> None:
+    assert status_of(text, CRITERIA) == status
+
+
+def test_outcome_and_fit_refusals_read_as_nothing() -> None:
+    assert classification("Classification: Not expected") is None
+    assert classification("Classification: I cannot tell whether it is expected") is None
+    assert classification("I cannot tell.") is None
+    assert fit_assessment("Assessment: I cannot say whether it is reliable") is None
+    assert fit_assessment("Assessment: unclear, maybe reliable") is None
+    assert fit_assessment("Assessment: not reliable") == "unreliable"
+    d = read_answers({"experimental_conclusion": "Classification: Not expected"}).diagnosis
+    assert d.outcome is None and d.success is None
+
+
+def test_a_fenced_json_status_keeps_its_range_and_notes() -> None:
+    text = '```json\n{"status": "SHORT_T1", "suggested_range": "(0, 40) [us]", "notes": "ends early"}\n```'
+    d = read_answers({"calibration_diagnosis": text}, criteria=CRITERIA).diagnosis
+    assert (d.status, d.suggested_range, d.notes) == ("SHORT_T1", "(0, 40) [us]", "ends early")
+    listed = '{"Status": "SUCCESS", "Suggested range": [0, 400], "notes": null}'
+    d = read_answers({"calibration_diagnosis": listed}, criteria=CRITERIA).diagnosis
+    assert (d.status, d.suggested_range, d.notes) == ("SUCCESS", "(0, 400)", None)
+    bounded = '{"status": "SHORT_T1", "suggested_range": {"min": 0, "max": 40, "unit": "us"}}'
+    assert read_answers({"calibration_diagnosis": bounded}, criteria=CRITERIA).diagnosis.suggested_range == (
+        "(0, 40) [us]"
+    )

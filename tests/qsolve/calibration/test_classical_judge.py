@@ -110,6 +110,27 @@ def test_a_sweep_too_short_for_the_decay():
     assert "decay constants" in d.notes
 
 
+@pytest.mark.parametrize(
+    ("covered", "status"), [(0.6, "SWEEP_TOO_SHORT"), (0.8, "SUCCESS"), (1.2, "SUCCESS")]
+)
+def test_a_sweep_is_too_short_below_ln_2_decay_constants(covered: float, status: str) -> None:
+    """The decay has fallen to half its swing at ln 2 ≈ 0.69 constants: the criterion's "the last point
+    is still above half of the first" (a sweep of 0.8 constants was called too short until issue 25)."""
+    stop = round(covered * 100.0, 1)
+    ev = t1_evidence(
+        sweep={
+            "parameter": "delay",
+            "unit": "us",
+            "start": 0.0,
+            "stop": stop,
+            "points": 31,
+            "step": stop / 30,
+        },
+        outputs={"t1": {"value": 100.0, "unit": "us", "error": 20.0}},
+    )
+    assert judged(T1, ev)[1].diagnosis.status == status
+
+
 def test_a_short_sweep_with_a_trustworthy_constant_suggests_five_of_them():
     ev = t1_evidence(
         sweep={"parameter": "delay", "unit": "us", "start": 0.0, "stop": 150.0, "points": 31, "step": 5.0},

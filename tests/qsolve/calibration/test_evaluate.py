@@ -160,9 +160,10 @@ def test_the_record_round_trips_and_derives_complete_and_missing_keys_on_load(ta
     with ModelServer({"calibration_diagnosis": answer("Status: MAYBE")}) as server:
         record = evaluate(reference, EVIDENCE, [png(1)], model=server.spec())
     assert record.output.missing_keys == ["calibration_diagnosis"] and not record.output.complete
-    assert (
-        record.output.success is False
+    assert (  # an unread status is no verdict: success is unknown, not False
+        record.output.success is None
         and record.output.answers["calibration_diagnosis"].answer == "Status: MAYBE"
+        and record.output.unread_keys == ["calibration_diagnosis"]
     )
     stored = json.loads(record.model_dump_json())
     assert EvaluationOutput.model_validate(stored) == record
@@ -174,7 +175,7 @@ def test_the_record_round_trips_and_derives_complete_and_missing_keys_on_load(ta
     assert (loaded.output.complete, loaded.output.missing_keys, loaded.output.success) == (
         False,
         ["calibration_diagnosis"],
-        False,
+        None,
     )
 
 

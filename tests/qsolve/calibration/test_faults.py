@@ -76,10 +76,75 @@ def test_every_task_has_faults_and_names_are_unique_per_task() -> None:
 
 def test_known_answers_give_status_outcome_and_fit_assessment() -> None:
     assert known_answer("CheckT1", "SUCCESS") == {
-        "status": "SUCCESS", "outcome": "expected", "fit_assessment": "reliable"
+        "status": "SUCCESS", "outcome": "expected", "fit_assessment": "reliable",
+        "curve": True, "decay_in_sweep": True,
     }  # fmt: skip
-    assert known_answer("CheckRabi", "NO_DRIVE") == {
-        "status": "NO_DRIVE", "outcome": "apparatus", "fit_assessment": "no_fit"
+    assert known_answer("CheckRabi", "NO_DRIVE") == {  # its figure draws no curve: "No fit"
+        "status": "NO_DRIVE", "outcome": "apparatus", "fit_assessment": "no_fit",
+        "curve": False, "decay_in_sweep": None,
     }  # fmt: skip
+    assert known_answer("CheckT1", "SWEEP_TOO_SHORT")["decay_in_sweep"] is False
     assert known_answer("ReadoutClassification", "SUCCESS")["fit_assessment"] is None
     assert known_answer("CheckT1", None) is None
+
+
+# --- every fault's figure against its key (issue 25, item 4) -------------------------------------------
+
+#: the fitted curve's colour (matplotlib's C3), and how many of its pixels make a drawn curve
+FIT_RGB = (0xD6, 0x27, 0x28)
+CURVE_PIXELS = 200
+
+
+def fit_pixels(png: bytes) -> int:
+    """Pixels of the PNG in the fitted curve's colour (the legend's short stroke is under 100)."""
+    import io
+
+    from matplotlib.image import imread
+
+    rgb = (imread(io.BytesIO(png))[:, :, :3] * 255).round()
+    return int(np.sum(np.all(np.abs(rgb - np.array(FIT_RGB)) <= 12, axis=-1)))
+
+
+FIGURE_CASES = [(task, None) for task in TASKS] + CASES
+
+
+@pytest.mark.parametrize(("task", "name"), FIGURE_CASES)
+@pytest.mark.parametrize("qubit", [QUBIT, 7])
+def test_every_faults_figure_shows_what_its_key_says(task: str, name: str | None, qubit: int) -> None:
+    """A curve drawn or not, as the key's ``curve`` says (a "No fit" key draws none); for a decay,
+    the decay inside the sweep or not, as ``decay_in_sweep`` says; and the fit assessment agrees."""
+    done = calibrated(task, qubit, name)
+    result = done.result
+    key = known_answer(task, result.true_status)
+    if key is None:  # a qubit whose readout is too poor for the healthy status to be known
+        pytest.skip(f"{task} on qubit {qubit}: no known answer")
+    (png,) = done.figures.values()
+    drawn = fit_pixels(png) >= CURVE_PIXELS
+    assert drawn == key["curve"], f"{task} {name}: curve drawn {drawn}, key says {key['curve']}"
+    if key["fit_assessment"] == "no_fit":
+        assert not drawn  # the fit template's "No fit": no fitted curve drawn
+    if key["fit_assessment"] in ("reliable", "unreliable"):
+        assert drawn
+    q = open_qubit(CHIP, qubit)
+    if key["decay_in_sweep"] is not None:
+        constant = q.t1 if task == "CheckT1" else q.t2
+        covered = (result.sweep.stop - result.sweep.start) / constant
+        said = f"{task} {name}: the sweep covers {covered:.2f} constants"
+        assert (covered >= 1) == key["decay_in_sweep"], said
+    else:
+        assert task not in ("CheckT1", "CheckT2Echo", "CheckRamsey")
+
+
+def test_a_degenerate_fit_is_not_printed_as_a_measurement() -> None:
+    from qsolve.calibration.experiments import Plan, fit_legend
+    from qsolve.calibration.task_result import Output, Sweep
+
+    plan = Plan(Sweep.linear("delay", "us", 0.0, 8.5, 41), 1000, 100.0)
+    degenerate = Output(value=7.12e7, unit="us", error=6.4e-16)
+    assert fit_legend("T2*", degenerate, "µs", plan) == "fit: T2* not determined by this sweep"
+    beyond = Output(value=5000.0, unit="us", error=100.0)  # 600 sweep spans
+    assert fit_legend("T2*", beyond, "µs", plan) == "fit: T2* not determined by this sweep"
+    plain = Output(value=42.3, unit="us", error=1.1)
+    assert fit_legend("T2*", plain, "µs", plan) == "fit: T2* = 42.3 ± 1.1 µs"
+    wide = Output(value=51.0, unit="us", error=56.0)  # honest: the error bar is as large as it is
+    assert fit_legend("T1", wide, "µs", plan) == "fit: T1 = 51 ± 56 µs"

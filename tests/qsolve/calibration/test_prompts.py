@@ -120,6 +120,21 @@ def test_the_context_line_leaves_out_what_the_evidence_lacks():
     assert "sweep amp from 0 to 0.5, 11 points, step 0.05; sweep f from 4.9 to 5.1 GHz, 3 points" in two
 
 
+def test_a_derived_step_is_written_to_four_significant_figures():
+    line = context_line(
+        {
+            "task": "CheckT1",
+            "target": "Q00",
+            "sweeps": [
+                {"parameter": "delay", "unit": "us", "start": 0, "stop": 250, "points": 31, "step": 250 / 30},
+                {"parameter": "amp", "unit": "", "start": 0, "stop": 0.4, "points": 31, "step": 0.4 / 30},
+            ],
+        }
+    )
+    assert "sweep delay from 0 to 250 us, 31 points, step 8.333 us" in line
+    assert "step 0.01333;" in line or line.endswith("step 0.01333")
+
+
 def test_every_prompt_has_the_context_line_and_the_figure_after_it(reference):
     for r in evaluation_requests(reference, EVIDENCE, [FIG]):
         text = r.prompt()

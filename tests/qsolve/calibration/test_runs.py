@@ -91,18 +91,88 @@ def test_a_run_against_a_model_asks_six_questions_per_record_a_few_records_at_a_
             assert r.input["figures"][0]["sha256"]
 
 
-def test_a_request_that_fails_is_sent_once_more_and_a_record_that_still_fails_says_why(home: Path) -> None:
-    script = dict(GOOD) | {"fit_reliability": [fail(500), fail(500)]}
-    with ModelServer(script, default=GOOD["fit_reliability"]) as server:
+def test_a_request_that_fails_is_sent_once_more_and_a_record_that_still_fails_is_failed(home: Path) -> None:
+    retried = "Assessment: Reliable\nReason: asked again, answered."
+    script = dict(GOOD) | {"fit_reliability": [fail(500), fail(500), answer(retried)]}
+    with ModelServer(script) as server:
         declare(home, server)
         with open_store(home) as store:
             run = request_run(store.db, store, RunRequest(task_ids=[store.list(qid="Q00")[0].id]))
             assert run.trigger == "single"
-            execute_run(store.db, store, run.id)
+            done = execute_run(store.db, store, run.id)
             (record,) = store.db.evaluation_records(run.id)
-    assert server.asked("fit_reliability") == 2  # once, then once more; never a third time
-    assert record.status == "completed" and "fit_reliability" in record.output["missing_keys"]
-    assert record.output["attempts"]["fit_reliability"] == 2
+            s = summary(store.db, run.id)
+            assert server.asked("fit_reliability") == 2  # once, then once more; never a third time
+            # a question that got no answer after its resend is failed, and so is its record and run
+            assert record.status == "failed" and done.status == "failed"
+            fit = record.output["answers"]["fit_reliability"]
+            assert fit["state"] == "failed" and "500" in fit["error"] and fit["answer"] is None
+            assert record.output["failed_keys"] == ["fit_reliability"]
+            assert record.output["attempts"]["fit_reliability"] == 2
+            assert record.error.startswith("1 of 6 questions got no answer: fit_reliability:")
+            assert all(
+                a["state"] == "arrived" for k, a in record.output["answers"].items() if k != "fit_reliability"
+            )
+            assert s["failed_records"] == 1 and s["failed_questions"] == 1 and s["counts"] == {"failed": 1}
+            first_wall = s["wall_seconds"]
+            # retry asks exactly the failed question again; what arrived is kept byte for byte
+            _, reset = store.db.retry_evaluation_run(run.id)
+            assert reset == 1
+            before = len(server.received)
+            done = execute_run(store.db, store, run.id)
+            (again,) = store.db.evaluation_records(run.id)
+            s = summary(store.db, run.id)
+    assert [r.question for r in server.received[before:]] == ["fit_reliability"]
+    assert done.status == "completed" and again.status == "completed" and again.error is None
+    answers = again.output["answers"]
+    assert (
+        answers["fit_reliability"]["answer"] == retried and answers["fit_reliability"]["state"] == "arrived"
+    )
+    for key in GOOD:
+        if key != "fit_reliability":
+            assert answers[key] == record.output["answers"][key]
+    assert again.output["complete"] and again.output["failed_keys"] == []
+    assert len(again.output["calls"]) == 6 + 2  # both exchanges' calls, the two failures among them
+    assert len(again.output["exchanges"]) == 2
+    # the first execution still counts after the retry: both exchanges lie inside the wall time
+    assert s["wall_seconds"] >= sum(e["duration_seconds"] for e in again.output["exchanges"]) > 0
+    assert first_wall > 0
+
+
+def test_an_endpoint_that_always_fails_gives_failed_records_never_a_completed_run(home: Path) -> None:
+    with ModelServer({}, default=fail(500)) as server:
+        declare(home, server)
+        with open_store(home) as store:
+            run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+            done = execute_run(store.db, store, run.id, workers=2)
+            records = store.db.evaluation_records(run.id)
+            s = summary(store.db, run.id)
+            scored = score(store.db, store, run.id)
+            _, reset = store.db.retry_evaluation_run(run.id)
+    assert len(server.received) == 4 * 6 * 2  # every question sent twice, never a third time
+    assert done.status == "failed" and {r.status for r in records} == {"failed"}
+    assert all(r.output["failed_keys"] == list(GOOD) and r.output["success"] is None for r in records)
+    assert s["failed_records"] == 4 and s["failed_questions"] == 24
+    assert scored["total"]["judged"] == 0  # a failed record is never scored as a wrong status
+    assert reset == 4  # retry takes the failed records
+
+
+def test_a_refusal_is_a_completed_record_with_no_status_and_is_scored_unread(home: Path) -> None:
+    refusal = "I cannot tell whether this is a SUCCESS from this figure."
+    with ModelServer(dict(GOOD) | {"calibration_diagnosis": answer(refusal)}) as server:
+        declare(home, server)
+        with open_store(home) as store:
+            run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+            execute_run(store.db, store, run.id)
+            records = store.db.evaluation_records(run.id)
+            scored = score(store.db, store, run.id)["total"]
+    for r in records:
+        d = r.output["diagnosis"]
+        assert r.status == "completed" and d["status"] is None and r.output["success"] is None
+        assert d["qcaleval_status"] == "SUCCESS" and r.output["unread_keys"] == ["calibration_diagnosis"]
+        assert r.output["answers"]["calibration_diagnosis"]["answer"] == refusal
+    assert scored["known"] == 4 and scored["status"] == 0 and scored["status_unread"] == 4
+    assert scored["qcaleval_status"] == 4  # the benchmark's reading credits the refusal; ours does not
 
 
 def test_cancel_stops_the_run_between_records(home: Path) -> None:
@@ -234,3 +304,113 @@ def test_scoring_an_unknown_run_is_refused_naming_it(home: Path, capsys: pytest.
     out, err = capsys.readouterr()
     assert out == "" and "no evaluation run feedface" in err
     assert main(["evaluations", "show", "feedface"]) == 2  # as the other commands exit for an unknown run
+
+
+def test_compare_of_two_day_runs_with_two_results_per_qubit_gives_one_row_per_record(home: Path) -> None:
+    """A day run holding the healthy and the faulted result of each qubit: every record is a row."""
+    with open_store(home) as store:
+        store.record_all([made(f"Q0{i}", true_status="SHORT_T1", minutes=5 + i) for i in range(4)])
+        a = request_run(store.db, store, RunRequest(day="2026-12-01"))
+        execute_run(store.db, store, a.id)
+        b = request_run(store.db, store, RunRequest(day="2026-12-01", with_examples=True))
+        execute_run(store.db, store, b.id)
+        latest = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        execute_run(store.db, store, latest.id)
+        c = compare(store.db, a.id, b.id)
+        d = compare(store.db, a.id, latest.id)
+    assert c["totals"]["a"]["records"] == c["totals"]["b"]["records"] == 8
+    assert len(c["rows"]) == 8  # two per qubit, never collapsed into one
+    assert all(r["same_result"] and not r["results_differ"] for r in c["rows"])
+    assert len({r["a"]["task_result_id"] for r in c["rows"]}) == 8
+    assert sum(r["a"] is not None for r in c["rows"]) == c["totals"]["a"]["records"]
+    # the latest-result run judged one result per qubit: joined by result where it can, the other
+    # result of each qubit is a row of its own, only in a
+    assert sum(r["a"] is not None for r in d["rows"]) == 8 and sum(r["b"] is not None for r in d["rows"]) == 4
+    assert sum(r["same_result"] for r in d["rows"]) == 4 and sum(r["b"] is None for r in d["rows"]) == 4
+    names = {s["setting"]: s for s in c["settings"]}
+    assert names["knowledge_sha256"]["a"] and not names["knowledge_sha256"]["differs"]
+    assert len(names["evaluator_sha256"]["a"]) == 64 and names["with_examples"]["differs"]
+
+
+def test_compare_by_entity_flags_rows_whose_results_differ(home: Path) -> None:
+    with open_store(home) as store:
+        first = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        execute_run(store.db, store, first.id)
+        store.record_all([made(f"Q0{i}", minutes=30) for i in range(4)])  # a newer result of each
+        second = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        execute_run(store.db, store, second.id)
+        c = compare(store.db, first.id, second.id)
+    assert len(c["rows"]) == 4 and all(r["results_differ"] and not r["same_result"] for r in c["rows"])
+    assert all(r["a"]["task_result_id"] != r["b"]["task_result_id"] for r in c["rows"])
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 0):
+    from qsolve.cli import main
+
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == code
+    return json.loads(capsys.readouterr().out)
+
+
+def test_every_evaluations_subcommand_answers_json(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with open_store(home) as store:
+        run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        execute_run(store.db, store, run.id)
+    shown = _json(capsys, "evaluations", "show", run.id)
+    assert shown["id"] == run.id and shown["status"] == "completed" and len(shown["records"]) == 4
+    for r in shown["records"]:
+        assert r["state"] == "completed" and r["status"] == "SUCCESS" and r["success"] is True
+        assert r["answers"]["calibration_diagnosis"]["answer"].startswith("Status: SUCCESS")
+        assert r["answers"]["calibration_diagnosis"]["state"] == "arrived"
+    assert [s["id"] for s in _json(capsys, "evaluations", "list")] == [run.id]
+    assert _json(capsys, "evaluations", "compare", run.id, run.id)["rows"]
+    assert _json(capsys, "evaluations", "score", run.id)["total"]["judged"] == 4
+    record = shown["records"][0]["id"]
+    verdict = _json(capsys, "evaluations", "verdict", record, "--reviewer", "ana", "--verdict", "agree")
+    assert verdict["record_id"] == record and verdict["verdict"] == "agree"
+    assert _json(capsys, "evaluations", "retry", run.id, code=1) == {
+        "id": run.id,
+        "status": "completed",
+        "reset": 0,
+    }
+    assert _json(capsys, "evaluations", "cancel", run.id) == {"id": run.id, "status": "completed"}
+
+
+def test_every_knowledge_subcommand_answers_json(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from qsolve.calibration.runs import REPO_KNOWLEDGE
+
+    task = str(REPO_KNOWLEDGE / "CheckT1")
+    assert _json(capsys, "knowledge", "reference", task)["criteria"]
+    assert _json(capsys, "knowledge", "preview", task)["prompts"]
+    out = home / "CheckT1.zip"
+    written = _json(capsys, "knowledge", "archive", task, "--output", str(out))
+    assert written["output"] == str(out) and written["bytes"] == out.stat().st_size
+    stored = _json(capsys, "knowledge", "draft", str(out))
+    assert stored["task"] == "CheckT1"
+    assert [d["id"] for d in _json(capsys, "knowledge", "draft", "--list")] == [stored["id"]]
+
+
+SHOW = """
+import sys
+from qsolve.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("command", ["show", "compare"])
+def test_output_into_a_reader_that_stops_early_ends_quietly(home: Path, command: str) -> None:
+    with open_store(home) as store:
+        run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        execute_run(store.db, store, run.id)
+    argv = ["evaluations", command, run.id] + ([run.id] if command == "compare" else [])
+    reader = subprocess.Popen(
+        [sys.executable, "-c", SHOW, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    reader.stdout.close()  # as `| head` does once it has read its lines: every write meets a closed pipe
+    err = reader.stderr.read().decode()
+    reader.stderr.close()
+    assert reader.wait() == 0
+    assert "BrokenPipeError" not in err and "Traceback" not in err

@@ -96,6 +96,23 @@ def test_cancel_marks_the_unfinished_and_the_executor_sees_it(db: StateDB) -> No
     assert db.retry_evaluation_run(run.id)[1] == 2
 
 
+def test_retry_keeps_a_failed_records_answers_so_only_its_failed_questions_are_asked(db: StateDB) -> None:
+    run = run_of(db, 2)
+    db.start_evaluation_run(run.id, "me")
+    a, b = db.evaluation_records(run.id)
+    kept = {"answers": {"fit_reliability": {"state": "failed"}}, "failed_keys": ["fit_reliability"]}
+    for record, status in ((a, "failed"), (b, "completed")):
+        db.claim_evaluation_record(record.id)
+        db.finish_evaluation_record(record.id, status, input={"task": "CheckT1"}, output=kept, error=None)
+    db.finish_evaluation_run(run.id, "me")
+    _, reset = db.retry_evaluation_run(run.id)
+    again, done = db.evaluation_records(run.id)
+    assert (
+        reset == 1 and again.status is EvaluationStatus.PENDING and done.status is EvaluationStatus.COMPLETED
+    )
+    assert again.output == kept and again.input == {"task": "CheckT1"} and again.error is None
+
+
 def test_verdicts_are_an_immutable_history_and_each_reviewer_has_a_current_one(db: StateDB) -> None:
     record = db.evaluation_records(run_of(db, 1).id)[0]
     db.add_verdict(record.id, "ana", "agree")

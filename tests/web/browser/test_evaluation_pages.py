@@ -52,7 +52,7 @@ def test_two_runs_side_by_side_show_a_decision_difference(
     assert not body.is_visible()  # closed until the row is opened
     decision.locator("summary").click()
     assert body.is_visible()
-    changed = body.locator("table.ev-diff tr.changed").filter(has_text="SWEEP_TOO_SHORT").first
+    changed = body.locator("table.ev-diff tr.changed").filter(has_text='"status": "SWEEP_TOO_SHORT"').first
     assert changed.is_visible() and '"status": "SUCCESS"' in changed.locator("td.l").inner_text()
     assert body.locator('.ev-prompt[data-question="calibration_diagnosis"] table.ev-diff').is_visible()
     screenshot(page, "evaluation-compare")
