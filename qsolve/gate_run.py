@@ -122,6 +122,7 @@ def run_gates(
             runner.import_seconds += again.import_seconds
     except OutOfTime as e:
         inputs.died = stopped(e, now) + f"; {len(inputs.results)} of {len(cases)} cases finished"
+        emit({"event": "stopped", "why": inputs.died})
     inputs.module_seconds = runner.import_seconds
     return inputs
 

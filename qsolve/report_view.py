@@ -39,6 +39,8 @@ class Progress:
                 f"  [{event['index'] + 1}/{event['total']}] {event['name']}: {verdict} ({took:.1f} s)",
                 soft_wrap=True,
             )
+        elif kind == "stopped":  # the time limit: the job ends here
+            self.console.print(f"  [red]stopped[/red]: {event['why']}", soft_wrap=True, highlight=False)
         elif kind == "rerun":
             self.console.print(
                 f"[dim]  running {event['name']} again (reproducible) ...[/dim]", soft_wrap=True

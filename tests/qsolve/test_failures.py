@@ -136,7 +136,10 @@ def test_a_time_limit_names_the_case_and_method_and_keeps_the_cases_that_finishe
     wf.cases["cases"] = [{"name": "quick", "input": {"x": 9}}, {"name": "slow", "input": {"x": 7}},
                          {"name": "never", "input": {"x": 9}}]
     wf.save()
-    outcome = run_job(wf.root, "sim-cpu", None, Resources(), limits=Limits(timeout_s=40, memory_mb=2048))
+    events: list[dict] = []
+    outcome = run_job(wf.root, "sim-cpu", None, Resources(), events.append,
+                      limits=Limits(timeout_s=40, memory_mb=2048))
+    assert events[-1] == {"event": "stopped", "why": outcome.died}  # the progress line's
     assert outcome.died == (
         "the sandbox job was stopped at its time limit of 40 s in case slow, in method quantum; "
         "1 of 3 cases finished"
@@ -161,3 +164,17 @@ def test_an_import_error_is_named_and_confinement_is_read_as_for_any_run(wf: Wor
     # as the root parent that waits for it: "NOT CONFINED ... runs as root")
     assert broken.protections.missing == fine.protections.missing
     assert broken.protections.uid == fine.protections.uid
+
+
+def test_the_progress_line_says_where_the_time_limit_stopped_the_job() -> None:
+    import io
+
+    from rich.console import Console
+
+    from qsolve.report_view import Progress
+
+    out = io.StringIO()
+    why = "the sandbox job was stopped at its time limit of 300 s in case slow, in method qaoa; 1 of 3 " \
+          "cases finished"
+    Progress(Console(file=out, width=80))({"event": "stopped", "why": why})
+    assert out.getvalue() == f"  stopped: {why}\n"  # one line, however narrow the console
