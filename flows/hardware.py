@@ -30,6 +30,7 @@ from prefect.artifacts import (
 from prefect.cache_policies import NO_CACHE
 from prefect.concurrency.sync import concurrency
 from prefect.input import RunInput
+from pydantic import ConfigDict
 
 from storage.state import Quote, QuoteRefused, QuoteStatus, connect
 from tasks.hardware import HardwareOutcome, HardwareRefused, request_quotes, run_quote
@@ -63,10 +64,20 @@ def ensure_limits(log=None) -> list[str]:
 
 
 class QuoteConfirmation(RunInput):
-    """The form the paused quote run shows for one quote."""
+    """The form the paused quote run shows for a quote whose cost is known: *confirm* only."""
 
+    model_config = ConfigDict(extra="ignore")  # qsolve confirm resumes any quote's form the same way
     confirm: bool = False
+
+
+class UnknownCostConfirmation(QuoteConfirmation):
+    """The form for a quote whose cost is unknown: *seen unknown cost* must be ticked as well."""
+
     seen_unknown_cost: bool = False
+
+
+def confirmation_form(quote: Quote) -> type[QuoteConfirmation]:
+    return UnknownCostConfirmation if quote.unknown_cost else QuoteConfirmation
 
 
 @task(name="hardware run", cache_policy=NO_CACHE, task_run_name="hardware run {quote_id}")
@@ -114,7 +125,8 @@ def _shown(quote: Quote, limit) -> str:
         else ""
     )
     return (
-        f"### Quote `{quote.id}`: {quote.case_name} on {quote.target}\n\n{describe(quote)}\n\n"
+        f"### Quote `{quote.id}`: {quote.case_name} on {quote.target}\n\n"
+        f"{describe(quote).removeprefix(f'{quote.id}  {quote.case_name} on {quote.target}: ')}\n\n"
         f"Confirming authorises at most **{min(quote.price, limit)} credits**, for this run only, paid by "
         f"`{quote.account}`. Tick *confirm* and submit to run it; submit unticked to refuse it. Valid until "
         f"{quote.valid_until:%Y-%m-%d %H:%M:%S} UTC.{unknown}"
@@ -180,7 +192,7 @@ def quote_flow(workflow: str, account: str, target: str | None = None, wait_s: i
                 break
             try:
                 said = pause_flow_run(
-                    wait_for_input=QuoteConfirmation.with_initial_data(
+                    wait_for_input=confirmation_form(quote).with_initial_data(
                         description=note + _shown(quote, limit)
                     ),
                     timeout=max(1, int(min(left, wait_s or left))),
@@ -242,7 +254,8 @@ def _answered(quote: Quote, said: QuoteConfirmation | None, logger) -> Quote:
             if said is None:
                 db.expire_quotes()
             elif said.confirm:
-                db.confirm_quote(quote.id, quote.account, seen_unknown=said.seen_unknown_cost)
+                seen = getattr(said, "seen_unknown_cost", False)
+                db.confirm_quote(quote.id, quote.account, seen_unknown=seen)
             else:
                 db.refuse_quote(quote.id, quote.account)
         except QuoteRefused as e:  # confirmed or ended meanwhile elsewhere, lapsed, or an unseen unknown cost

@@ -13,7 +13,7 @@ from typing import Any
 from qsolve import params as run_params
 from qsolve.cases import Case
 from qsolve.context import ClassicalContext
-from qsolve.errors import WorkflowProcessFailed
+from qsolve.errors import OutOfTime, WorkflowProcessFailed
 from qsolve.judging import Evidence, broken_bound, compare, first_failure, gap, meets_expect
 from qsolve.manifest import Manifest, Method
 from qsolve.quantum_context import QuantumContext
@@ -71,11 +71,17 @@ def run_method(
     ctx = QuantumContext(seed, backend) if method.kind == "quantum" else ClassicalContext(seed)
     fields: dict[str, Any] = {"name": method.name, "kind": method.kind}
     start = time.perf_counter()
-    returned = code.call(method.function_name, method.kind, input, params, ctx)
-    if returned.unavailable is not None:
-        fields["unavailable"] = returned.unavailable
-    else:
-        fields.update(_recompute(code, input, returned, output_schema))
+    try:
+        doing = f"method {method.name}"
+        returned = code.call(method.function_name, method.kind, input, params, ctx)
+        if returned.unavailable is not None:
+            fields["unavailable"] = returned.unavailable
+        else:
+            doing = f"evaluate, on method {method.name}'s solution"
+            fields.update(_recompute(code, input, returned, output_schema))
+    except OutOfTime as e:
+        e.doing = doing  # type: ignore[attr-defined] - what the time limit stopped, for its message
+        raise
     fields["seconds"] = time.perf_counter() - start
     if isinstance(ctx, QuantumContext):
         fields["seconds"] -= ctx.scoring_in_method  # the platform's, not the method's
@@ -104,7 +110,7 @@ def _recompute(
         return out
     answer = code.evaluate(input, result.solution)
     if answer.error is not None:
-        out["unavailable"] = f"failed: {answer.error} (in evaluate)"
+        out["unavailable"] = f"failed: evaluate(solution) raised {answer.error}"
     elif answer.value is None:  # not a finite number
         out["objective"] = None
     elif isinstance(answer.value, int | float) and not isinstance(answer.value, bool):
@@ -136,6 +142,7 @@ def decide(
     baseline = by_name["reference"]
     qual = quality(quantum.circuits, quantum.postselection)
     message = first_failure(Evidence(outcomes, quantum, baseline, case.expect, qual))
+    cause = None if message is None or message.startswith("method ") else cause_of(quantum, baseline)
     numbers: dict[str, Any] = {}
     passed = False
     if quantum.usable and baseline.usable:
@@ -169,5 +176,19 @@ def decide(
         circuits=len(sent),
         shots=sum(c.shots for c in sent),
         methods=outcomes,
+        cause=cause,
         **numbers,
     ).with_hash()
+
+
+def cause_of(*headline: MethodOutcome) -> str | None:
+    """Why the quantum method or the reference gave no usable value, when one did not:
+    ``method vqe failed: ZeroDivisionError: field is zero (workflow.py:41)``."""
+    said = []
+    for m in headline:
+        if m.unavailable is not None:
+            why = m.unavailable if m.unavailable.startswith("failed:") else f"unavailable: {m.unavailable}"
+            said.append(f"method {m.name} {why}")
+        elif not m.usable:
+            said.append(f"method {m.name} gave no finite objective")
+    return "; ".join(said) or None

@@ -38,14 +38,26 @@ def _plural(n: int, word: str) -> str:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
+    from qsolve.errors import format_loc
     from qsolve.lint import lint
 
     root = _folder(args.dir)
     report = lint(root)
-    for issue in report.issues:
-        print(issue.format(str(root)))
     errors = len(report.errors)
     warnings = len(report.issues) - errors
+    if args.json:
+        import json
+
+        issues = [
+            {"code": i.code, "severity": i.severity, "file": i.file, "key": format_loc(i.loc) or None,
+             "message": i.message, "text": i.format()}
+            for i in report.issues
+        ]  # fmt: skip
+        print(json.dumps({"folder": str(root), "ok": report.ok, "errors": errors, "warnings": warnings,
+                          "issues": issues}, indent=2))  # fmt: skip
+        return EXIT_OK if report.ok else EXIT_FAILED
+    for issue in report.issues:
+        print(issue.format(str(root)))
     print(f"{root}: {_plural(errors, 'error')}, {_plural(warnings, 'warning')}")
     return EXIT_OK if report.ok else EXIT_FAILED
 
@@ -55,6 +67,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     root = _folder(args.dir)
     report = check_submission(root)
+    if args.json:
+        import json
+
+        print(json.dumps({
+            "folder": str(root), "ok": report.ok, "errors": report.errors, "warnings": report.warnings,
+            "cases": [c.case.name for c in report.cases],
+            "hardware_cases": [c.case.name for c in report.hardware_cases],
+        }, indent=2))  # fmt: skip
+        return EXIT_OK if report.ok else EXIT_FAILED
     for line in report.errors:
         print(f"error: {line}")
     for line in report.warnings:
@@ -152,6 +173,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if isinstance(report, BaseException):  # the flow itself crashed
         print(f"qsolve: the submission flow failed: {type(report).__name__}: {report}", file=sys.stderr)
         return EXIT_FAILED
+    if args.json:
+        import json
+
+        print(json.dumps(report.model_dump(mode="json"), indent=2))
+        return EXIT_OK if report.accepted else EXIT_FAILED
     print(report.markdown(escape=False))
     if report.published:
         home = qsolve_home().resolve()
@@ -255,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("lint", help="lint a workflow folder (codes: docs/lint-codes.md)")
     p.add_argument("dir", metavar="DIR")
+    p.add_argument("--json", action="store_true", help="print one JSON object: the issues, with their codes")
     p.set_defaults(func=cmd_lint)
 
     p = sub.add_parser("test", help="the submission checks, then the eight gates in the sandbox")
@@ -269,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--no-history", action="store_true", help="publish without running the history stage")
+    p.add_argument("--json", action="store_true", help="print the submission report as one JSON object")
     p.set_defaults(func=cmd_submit)
 
     p = sub.add_parser(
@@ -330,6 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="the submission checks of every case, as the platform runs them")
     p.add_argument("dir", metavar="DIR")
+    p.add_argument("--json", action="store_true", help="print one JSON object: ok, errors, warnings, cases")
     p.set_defaults(func=cmd_check)
     return parser
 

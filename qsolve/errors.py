@@ -16,11 +16,13 @@ formatted only at the edge: ``benchmarks/cases.yaml: cases[2].expect.max_gapp: u
 
 from __future__ import annotations
 
+import difflib
+import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 Loc = tuple[str | int, ...]
 
@@ -118,16 +120,21 @@ def issues_from_validation(
     prefix: Loc = (),
     codes: dict[str, str] | None = None,
     default_code: str | None = None,
+    model: Any = None,
 ) -> list[Issue]:
     """Translate pydantic's errors into issues, keeping its ``loc`` as the key path.
 
     ``codes`` maps a pydantic error type (``extra_forbidden``, ``missing``) to a lint code; an
-    error raised with a custom type that is itself a code (``E021``) keeps it.
+    error raised with a custom type that is itself a code (``E021``) keeps it. ``model``, the type
+    validated: an unknown key says the known key it is closest to (``unknown key; did you mean
+    'max_gap'?``).
     """
     issues = []
     for err in exc.errors(include_url=False):
         kind = err["type"]
         message = _PYDANTIC_WORDING.get(kind) or _describe(err)
+        if kind == "extra_forbidden" and model is not None and err["loc"]:
+            message += did_you_mean(str(err["loc"][-1]), keys_at(model, err["loc"][:-1]))
         if codes is None and default_code is None:
             code = None
         elif kind[:1] in "EW" and kind[1:].isdigit():
@@ -137,6 +144,36 @@ def issues_from_validation(
         loc = prefix + tuple(err["loc"])
         issues.append(Issue(file=file, loc=loc, message=message, code=code))
     return issues
+
+
+def did_you_mean(word: str, known: Sequence[str]) -> str:
+    """``; did you mean 'max_gap'?`` when ``word`` is close to one of ``known``, else nothing."""
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def keys_at(model: Any, path: Sequence[str | int]) -> list[str]:
+    """The keys the pydantic model found at ``path`` inside ``model`` (a model, or a list of them) knows."""
+    tp = model
+    for part in path:
+        tp = _unwrapped(tp)
+        if isinstance(part, int):
+            args = get_args(tp)
+            tp = args[0] if args else None
+        elif isinstance(tp, type) and issubclass(tp, BaseModel) and part in tp.model_fields:
+            tp = tp.model_fields[part].annotation
+        else:
+            return []
+    tp = _unwrapped(tp)
+    return list(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
+
+
+def _unwrapped(tp: Any) -> Any:
+    """``X | None`` as ``X``."""
+    if get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return args[0] if len(args) == 1 else tp
+    return tp
 
 
 def _describe(err: dict) -> str:

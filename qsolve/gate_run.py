@@ -101,8 +101,10 @@ def run_gates(
     cases = [c for c in inputs.workflow.cases.cases if only_case is None or c.name == only_case]
     runner = Runner(inputs.workflow, target, start)
     ran: list[Case] = []
+    now = ""  # the case running, for a time limit's message
     try:
         for i, case in enumerate(cases):
+            now = case.name
             emit({"event": "case", "index": i, "total": len(cases), "name": case.name})
             result = runner.run(case)
             inputs.results.append(result)
@@ -111,15 +113,25 @@ def run_gates(
                   "passed": result.passed, "message": result.message, "why": result.why()})
         first = next((c for c, r in zip(ran, inputs.results, strict=True) if r.ran), None)
         if first is not None:
+            now = f"{first.name} (its second run, for reproducible)"
             emit({"event": "rerun", "name": first.name})
             again = Runner(inputs.workflow, target, start_fresh)
             inputs.rerun = again.run(first)
+            now = f"{first.name} (its estimate)"
             inputs.estimate, inputs.estimate_error = again.estimate(first)
             runner.import_seconds += again.import_seconds
     except OutOfTime as e:
-        inputs.died = str(e)
+        inputs.died = stopped(e, now) + f"; {len(inputs.results)} of {len(cases)} cases finished"
+        emit({"event": "stopped", "why": inputs.died})
     inputs.module_seconds = runner.import_seconds
     return inputs
+
+
+def stopped(e: OutOfTime, case: str) -> str:
+    """The time limit's message, naming the case and the method it stopped in:
+    ``the sandbox job was stopped at its time limit of 300 s in case big-18, in method qaoa``."""
+    doing = getattr(e, "doing", None)
+    return f"{e} in case {case}" + (f", in {doing}" if doing else "")
 
 
 def run_one(
@@ -142,7 +154,10 @@ def run_one(
     emit(event)
     if not proceed(event):
         return None
-    return runner.run(case)
+    try:
+        return runner.run(case)
+    except OutOfTime as e:
+        raise OutOfTime(stopped(e, case.name)) from None
 
 
 def gate_report(inputs: GateInputs) -> dict[str, Any]:

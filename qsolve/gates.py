@@ -130,7 +130,7 @@ def cases_pass(g: GateInputs) -> GateResult:
         return GateResult(name="cases_pass", passed=False, message=f"no case ran to a result{why}")
     failed = [r for r in g.results if not r.passed]
     if failed:
-        shown = ", ".join(f"{r.name} ({r.message or _gap_text(r)})" for r in failed)
+        shown = ", ".join(f"{r.name} ({r.cause or r.message or _gap_text(r)})" for r in failed)
         return GateResult(
             name="cases_pass", passed=False, message=f"{len(failed)} of {len(g.results)} cases fail: {shown}"
         )

@@ -17,7 +17,8 @@ def _n(x: float | None, fmt: str = ".4g") -> str:
 
 
 class Progress:
-    """Prints one line as each case starts and ends, on standard error."""
+    """Prints one line as each case starts and ends, on standard error: one line each, never broken at
+    the console's width (a log or a pipe has none; a terminal wraps it itself)."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -28,15 +29,22 @@ class Progress:
         kind = event.get("event")
         if kind == "case":
             self.case_started = time.monotonic()
-            self.console.print(f"[dim]  [{event['index'] + 1}/{event['total']}] {event['name']} ...[/dim]")
+            self.console.print(
+                f"[dim]  [{event['index'] + 1}/{event['total']}] {event['name']} ...[/dim]", soft_wrap=True
+            )
         elif kind == "result":
             took = time.monotonic() - self.case_started
             verdict = _result(event["passed"], event.get("why") or event["message"])
             self.console.print(
-                f"  [{event['index'] + 1}/{event['total']}] {event['name']}: {verdict} ({took:.1f} s)"
+                f"  [{event['index'] + 1}/{event['total']}] {event['name']}: {verdict} ({took:.1f} s)",
+                soft_wrap=True,
             )
+        elif kind == "stopped":  # the time limit: the job ends here
+            self.console.print(f"  [red]stopped[/red]: {event['why']}", soft_wrap=True, highlight=False)
         elif kind == "rerun":
-            self.console.print(f"[dim]  running {event['name']} again (reproducible) ...[/dim]")
+            self.console.print(
+                f"[dim]  running {event['name']} again (reproducible) ...[/dim]", soft_wrap=True
+            )
 
 
 def _result(passed: bool, message: str | None) -> str:

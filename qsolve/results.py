@@ -99,6 +99,9 @@ class CaseResult(BaseModel):
     circuits: int = 0
     shots: int = 0
     bound: str | None = None  # the bound its numbers broke, for people: "gap 0.0189 > max_gap 0"
+    #: why the quantum method or the reference gave nothing to compare, when the message is the seed's
+    #: "no headline metric": "method vqe failed: ZeroDivisionError: field is zero (workflow.py:41)"
+    cause: str | None = None
     methods: list[MethodOutcome] = Field(default_factory=list)
     ran: bool = True  # False when the case raised before it had a result
     result_hash: str = ""
@@ -123,7 +126,7 @@ class CaseResult(BaseModel):
         """``pass``, or ``FAIL`` and why: its message, or the bound it broke."""
         if self.passed:
             return "pass"
-        why = (self.message or self.bound or "").removeprefix("FAIL ")
+        why = (self.cause or self.message or self.bound or "").removeprefix("FAIL ")
         return f"FAIL {why}".rstrip()
 
     def summary(self) -> dict[str, Any]:

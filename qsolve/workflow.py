@@ -40,7 +40,9 @@ def load_manifest(root: Path) -> Manifest:
     try:
         return Manifest.model_validate(raw)
     except ValidationError as e:
-        issues = issues_from_validation(e, MANIFEST, codes=MANIFEST_CODES, default_code="E004")
+        issues = issues_from_validation(
+            e, MANIFEST, codes=MANIFEST_CODES, default_code="E004", model=Manifest
+        )
         raise WorkflowInvalid("manifest.yaml is invalid", issues) from None
 
 
@@ -91,7 +93,7 @@ def load_cases(root: Path) -> CasesFile:
     try:
         return CasesFile.model_validate(raw)
     except ValidationError as e:
-        issues = [_named(i, raw) for i in issues_from_validation(e, CASES)]
+        issues = [_named(i, raw) for i in issues_from_validation(e, CASES, model=CasesFile)]
         raise WorkflowInvalid("benchmarks/cases.yaml is invalid", issues) from None
 
 

@@ -7,6 +7,7 @@ Outside ``storage.state``, so that building the command line imports no database
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -19,9 +20,11 @@ def add_commands(subparsers: Any) -> None:
     g.add_argument("account", metavar="ACCOUNT")
     g.add_argument("credits", metavar="CREDITS", help="a positive number, e.g. 100 or 2.5")
     g.add_argument("--memo", metavar="M", help="why, kept with the grant in the ledger")
+    g.add_argument("--json", action="store_true", help='print {"account", "granted", "balance"}')
     g.set_defaults(func=cmd_grant)
     b = sub.add_parser("balance", help="an account's credits (held ones not counted)")
     b.add_argument("account", metavar="ACCOUNT")
+    b.add_argument("--json", action="store_true", help='print {"account", "balance"}')
     b.set_defaults(func=cmd_balance)
 
 
@@ -40,6 +43,9 @@ def cmd_grant(args: argparse.Namespace) -> int:
             print(f"qsolve credits grant: {e}", file=sys.stderr)
             return 2
         balance = db.balance(args.account)
+    if args.json:
+        print(json.dumps({"account": args.account, "granted": str(transfer.amount), "balance": str(balance)}))
+        return 0
     print(f"granted {transfer.amount} credits to {args.account}: its balance is {balance}")
     return 0
 
@@ -53,5 +59,8 @@ def cmd_balance(args: argparse.Namespace) -> int:
         except NotFound as e:
             print(f"qsolve credits balance: {e}", file=sys.stderr)
             return 1
+    if args.json:
+        print(json.dumps({"account": args.account, "balance": str(balance)}))
+        return 0
     print(f"{args.account}: {balance} credits")
     return 0

@@ -35,6 +35,7 @@ def add_commands(subparsers: Any) -> None:
     c.add_argument("quote", metavar="QUOTE_ID")
     c.add_argument("--yes", action="store_true", help="confirm without asking (an unknown cost included)")
     c.add_argument("--account", metavar="A", help=f"the paying account (${ACCOUNT_VARIABLE}, else you)")
+    c.add_argument("--json", action="store_true", help="print the confirmed quote as one JSON object")
     c.set_defaults(func=cmd_confirm)
     r = subparsers.add_parser("refuse", help="refuse one quote: its run never runs")
     r.add_argument("quote", metavar="QUOTE_ID")
@@ -137,8 +138,12 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         except QuoteRefused as e:
             print(f"qsolve confirm: {e}", file=sys.stderr)
             return 1
+    said = started(confirmed.id)
+    if getattr(args, "json", False):
+        print(json.dumps({**confirmed.summary(), "started": said}, indent=2))
+        return 0
     print(f"confirmed {confirmed.id}: {confirmed.authorised} credits authorised for run {confirmed.run_id}")
-    print(started(confirmed.id), file=sys.stderr)
+    print(said, file=sys.stderr)
     return 0
 
 

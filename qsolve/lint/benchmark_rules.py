@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from qsolve.cases import HARDWARE_CASES, MAX_HARDWARE_CASES
+from qsolve.cases import HARDWARE_CASES, MAX_HARDWARE_CASES, HardwareCase
 from qsolve.errors import Issue, WorkflowInvalid, issues_from_validation
 from qsolve.manifest import Manifest
 from qsolve.reading import read_yaml
@@ -42,7 +42,9 @@ def benchmarks(root: Path, manifest: Manifest | None) -> Iterator[Issue]:
     try:
         HARDWARE_CASES.validate_python(hardware)
     except ValidationError as e:
-        yield from issues_from_validation(e, CASES, prefix=("hardware_cases",), default_code="E052")
+        yield from issues_from_validation(
+            e, CASES, prefix=("hardware_cases",), default_code="E052", model=list[HardwareCase]
+        )
     if not isinstance(hardware, list):
         return
     if len(hardware) > MAX_HARDWARE_CASES:

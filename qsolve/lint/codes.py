@@ -21,7 +21,7 @@ CODES: tuple[Code, ...] = (
         "E001",
         "manifest missing",
         "The folder has no `manifest.yaml`.",
-        "Add `manifest.yaml` at the top of the workflow folder (DESIGN.md §3).",
+        "Add `manifest.yaml` at the top of the workflow folder (docs/writing-a-workflow.md).",
     ),
     Code(
         "E002",

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import time
+import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from qsolve.errors import MethodUnavailable
 from qsolve.method import MethodResult
@@ -88,17 +90,68 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _raised(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}"
+def raised(e: BaseException, root: str | None = None) -> str:
+    """``Type: message (workflow.py:41)``: the error, one line, and the workflow's own innermost frame
+    (a file inside ``root``) where there is one."""
+    if isinstance(e, ValidationError):  # pydantic's many lines, as one
+        text = "; ".join(
+            f"{'.'.join(str(x) for x in err['loc']) or 'value'}: {err['msg']}"
+            for err in e.errors(include_url=False)
+        )
+        said = f"{e.title}: {text}"
+    else:
+        said = f"{type(e).__name__}: {e}"
+    where = own_frame(e, root) if root else None
+    return f"{said.rstrip()} ({where})" if where else said
+
+
+def own_frame(e: BaseException, root: str) -> str | None:
+    """``workflow.py:41``: the innermost frame of ``e``'s traceback in a file under ``root`` (for a
+    ``SyntaxError``, the line it names)."""
+    top = os.path.join(os.path.abspath(root), "")
+    found = None
+    for frame, line in traceback.walk_tb(e.__traceback__):
+        name = os.path.abspath(frame.f_code.co_filename)
+        if name.startswith(top):
+            found = f"{name[len(top):]}:{line}"
+    if isinstance(e, SyntaxError) and e.filename and os.path.abspath(e.filename).startswith(top):
+        found = f"{os.path.abspath(e.filename)[len(top):]}:{e.lineno}"
+    return found
+
+
+def _defined_at(fn: Any, root: str | None) -> str:
+    """`` (workflow.py:30)``: where a function of the workflow is defined, when it is under ``root``."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not root:
+        return ""
+    top = os.path.join(os.path.abspath(root), "")
+    name = os.path.abspath(code.co_filename)
+    return f" ({name[len(top):]}:{code.co_firstlineno})" if name.startswith(top) else ""
+
+
+class _NotAMethodResult(TypeError):
+    pass
 
 
 class ModuleCode:
     """A module's functions called in this process: for the workflow process, and for trusted code."""
 
-    def __init__(self, module: ModuleType | None, import_error: str | None = None) -> None:
+    def __init__(
+        self, module: ModuleType | None, import_error: str | None = None, root: str | None = None
+    ) -> None:
         self.module = module
         self.import_error = import_error
         self.import_seconds = 0.0
+        file = getattr(module, "__file__", None)
+        #: the workflow's folder: a traceback's frames in its files are the workflow's own
+        self.root = root or (os.path.dirname(file) if file else None)
+        self.file = os.path.basename(file) if file else "the workflow module"
+
+    def _function(self, name: str) -> Any:
+        fn = getattr(self.module, name, None)
+        if not callable(fn):
+            raise AttributeError(f"{self.file} has no top-level function {name!r}")
+        return fn
 
     @classmethod
     def load(cls, path: Path) -> ModuleCode:
@@ -109,16 +162,16 @@ class ModuleCode:
         try:
             code = cls(load_module(path))
         except (Exception, SystemExit) as e:
-            code = cls(None, _raised(e))
+            code = cls(None, raised(e, str(path.parent)))
         code.import_seconds = time.perf_counter() - start
         return code
 
     def call(self, function: str, kind: str, input: dict, params: dict, ctx: Context) -> MethodReturn:
         """One method; one that raises is unavailable: ``failed: Type: message`` if it crashed."""
         try:
-            fn = getattr(self.module, function)
+            fn = self._function(function)
             raw = fn(copy.deepcopy(input), dict(params), ctx)
-            result = raw if isinstance(raw, MethodResult) else MethodResult.model_validate(raw)
+            result = raw if isinstance(raw, MethodResult) else self._result(function, fn, raw)
             out = MethodReturn(
                 objective=_finite(float(result.objective)),
                 solution=to_json_value(result.solution),
@@ -128,16 +181,37 @@ class ModuleCode:
             )
         except MethodUnavailable as e:
             out = MethodReturn(unavailable=str(e) or "unavailable", postselection=ctx.postselection)
+        except _NotAMethodResult as e:
+            out = MethodReturn(unavailable=f"failed: TypeError: {e}", postselection=ctx.postselection)
         except (Exception, SystemExit) as e:
-            out = MethodReturn(unavailable=f"failed: {_raised(e)}", postselection=ctx.postselection)
+            out = MethodReturn(unavailable=f"failed: {raised(e, self.root)}", postselection=ctx.postselection)
         return out
+
+    def _result(self, function: str, fn: Any, raw: Any) -> MethodResult:
+        """What a method returned, as a :class:`MethodResult`; one that is not names what it was."""
+        at = _defined_at(fn, self.root)
+        if not isinstance(raw, dict):
+            raise _NotAMethodResult(
+                f"{function}() returned {type(raw).__name__}, not a MethodResult or a dict of its keys{at}"
+            )
+        try:
+            return MethodResult.model_validate(raw)
+        except ValidationError as e:
+            raise _NotAMethodResult(f"{function}() returned a dict that is not a MethodResult: "
+                                    f"{raised(e).split(': ', 1)[1]}{at}") from None
 
     def evaluate(self, input: dict, solution: Any) -> Answer:
         try:
-            value = float(self.module.evaluate(copy.deepcopy(input), copy.deepcopy(solution)))
-            return Answer(value=_finite(value))  # JSON holds no NaN: a value that is not finite is None
+            fn = self._function("evaluate")
+            raw = fn(copy.deepcopy(input), copy.deepcopy(solution))
         except (Exception, SystemExit) as e:
-            return Answer(error=_raised(e))
+            return Answer(error=raised(e, self.root))
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            at = _defined_at(fn, self.root)
+            return Answer(error=f"TypeError: evaluate() returned {type(raw).__name__}, not a number{at}")
+        return Answer(value=_finite(value))  # JSON holds no NaN: a value that is not finite is None
 
     def estimate(self, input: dict, params: dict) -> Answer:
         fn = getattr(self.module, "estimate", None)
@@ -146,7 +220,7 @@ class ModuleCode:
         try:
             return Answer(value=to_json_value(fn(copy.deepcopy(input), dict(params))))
         except (Exception, SystemExit) as e:
-            return Answer(error=f"estimate() failed: {_raised(e)}")
+            return Answer(error=f"estimate() failed: {raised(e, self.root)}")
 
 
-__all__ = ["Answer", "MethodReturn", "ModuleCode", "WorkflowCode"]
+__all__ = ["Answer", "MethodReturn", "ModuleCode", "WorkflowCode", "own_frame", "raised"]

@@ -117,7 +117,7 @@ def main() -> None:
     from qsolve.method import MethodResult  # noqa: F401
     from qsolve.module_loader import load_module
     from qsolve.sandbox import confine, guard
-    from qsolve.sandbox.calls import ModuleCode
+    from qsolve.sandbox.calls import ModuleCode, raised
 
     channel = Channel()
     first = channel.request()
@@ -138,10 +138,12 @@ def main() -> None:
         module = load_module(Path(job.root) / job.module)
     except (Exception, SystemExit) as e:
         seconds = time.perf_counter() - start
-        channel.emit({"event": "loaded", "error": f"{type(e).__name__}: {e}"[:4000], "seconds": seconds})
+        channel.emit({"event": "loaded", "error": raised(e, job.root)[:4000], "seconds": seconds})
+        while channel.request() is not None:  # no exit before the platform is done: it reads this
+            pass  # process's /proc from outside, and an ended one would leave it the root parent's
         return
     channel.emit({"event": "loaded", "error": None, "seconds": time.perf_counter() - start})
-    code = ModuleCode(module)
+    code = ModuleCode(module, root=job.root)
     sampling = _context_classes(channel)
     while (req := channel.request()) is not None:
         op = req.get("op")

@@ -193,7 +193,7 @@ def _run(
     finally:
         tail = processes.close()
     if report is not None and report.get("died"):
-        died, report = report["died"], None
+        died = report["died"]  # the report keeps every case that finished before it
     return Outcome(
         report=report,
         died=died,

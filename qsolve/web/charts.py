@@ -11,8 +11,9 @@ from html import escape
 
 from markupsafe import Markup
 
-WIDTH, HEIGHT = 280, 110
-LEFT, RIGHT, TOP, BOTTOM = 34, 8, 8, 20
+WIDTH, HEIGHT = 280, 120
+LEFT, RIGHT, TOP, BOTTOM = 38, 8, 8, 22
+FONT = 11  # px at the chart's own width; the chart scales with its box
 ACCURACY, FIDELITY = "#2456c7", "#c2410c"
 
 
@@ -26,11 +27,19 @@ class Point:
     passed: bool
 
 
-def history_chart(points: list[Point], *, label: str) -> Markup:
-    """The chart of ``points`` (in the order given), accessible by ``label``."""
+def y_range(points: list[Point]) -> tuple[float, float]:
+    """The y-range that shows every one of ``points``: charts that are compared share the range of all
+    their points (:func:`history_chart`'s ``span``)."""
     values = [v for p in points for v in (p.accuracy, p.fidelity) if v is not None]
     lo = min(0.9, max(0.0, math.floor((min(values, default=1.0) - 0.05) * 10) / 10))
     hi = 1.0 if not values or max(values) <= 1.0 else max(values)
+    return lo, hi
+
+
+def history_chart(points: list[Point], *, label: str, span: tuple[float, float] | None = None) -> Markup:
+    """The chart of ``points`` (in the order given), accessible by ``label``, over the y-range ``span``
+    (default: its own points')."""
+    lo, hi = span or y_range(points)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     n = len(points)
 
@@ -51,7 +60,7 @@ def history_chart(points: list[Point], *, label: str) -> Markup:
             'stroke-width="1"/>'
         )
         parts.append(
-            f'<text x="{LEFT - 4}" y="{y(v) + 3:.1f}" text-anchor="end" font-size="9" fill="#5b6472">'
+            f'<text x="{LEFT - 4}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="{FONT}" fill="#5b6472">'
             f"{100 * v:.0f}%</text>"
         )
     for name, colour in (("accuracy", ACCURACY), ("fidelity", FIDELITY)):
@@ -74,11 +83,11 @@ def history_chart(points: list[Point], *, label: str) -> Markup:
             )
     if n:
         parts.append(
-            f'<text x="{LEFT}" y="{HEIGHT - 5}" font-size="9" fill="#5b6472">'
+            f'<text x="{LEFT}" y="{HEIGHT - 5}" font-size="{FONT}" fill="#5b6472">'
             f"{points[0].recorded_at:%Y-%m-%d}</text>"
         )
         parts.append(
-            f'<text x="{WIDTH - RIGHT}" y="{HEIGHT - 5}" font-size="9" fill="#5b6472" text-anchor="end">'
+            f'<text x="{WIDTH - RIGHT}" y="{HEIGHT - 5}" font-size="{FONT}" fill="#5b6472" text-anchor="end">'
             f"{points[-1].recorded_at:%Y-%m-%d} · {n} run{'' if n == 1 else 's'}</text>"
         )
     parts.append("</svg>")

@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from qsolve.web.charts import Point, history_chart
+from qsolve.web.charts import Point, history_chart, y_range
 from qsolve.web.pages import db, home, render
 from storage.trackrecord.published import Published, published_page
 from storage.trackrecord.published import published as find_published
@@ -51,7 +51,7 @@ def workflow_page(request: Request, name: str, version: str | None = None) -> tu
 def histories(p: Any) -> list[dict[str, Any]]:
     """One chart per case and target on the page: its rows oldest first (earlier results, then the
     latest), with the section it is shown in."""
-    out = []
+    out: list[dict[str, Any]] = []
     for section in SECTIONS:
         for row in getattr(p, section):
             earlier = [
@@ -63,17 +63,35 @@ def histories(p: Any) -> list[dict[str, Any]]:
             points = [
                 Point(r.run_id, r.recorded_at, r.version, r.accuracy, r.fidelity, r.passed) for r in runs
             ]
-            label = f"{row.case_name} on {row.target}: accuracy and fidelity over {len(points)} runs"
             out.append(
                 {
                     "case": row.case_name,
                     "target": row.target,
                     "section": section,
                     "runs": len(points),
+                    "points": points,
                     "has_fidelity": any(pt.fidelity is not None for pt in points),
-                    "svg": history_chart(points, label=label),
                 }
             )
+    span = y_range([pt for ch in out for pt in ch["points"]])  # one y-range: the charts are compared
+    for ch in out:
+        label = f"{ch['case']} on {ch['target']}: accuracy and fidelity over {ch['runs']} runs"
+        ch["svg"] = history_chart(ch["points"], label=label, span=span)
+    return out
+
+
+def published_dates(request: Request, name: str, versions: list[str]) -> dict[str, Any]:
+    """When each version was published, as the state database says (a version it does not hold, known
+    only from the track record, has none)."""
+    from storage.state import NotFound
+
+    out: dict[str, Any] = {}
+    with db(request) as state:
+        for v in versions:
+            try:
+                out[v] = state.get_version(name, v).published_at
+            except NotFound:
+                continue
     return out
 
 
@@ -99,6 +117,7 @@ def card(request: Request, name: str) -> dict[str, Any]:
         "total": p.total,
         "headline": p.headline_accuracy,
         "hardware": len(p.on_hardware),
+        "published": published_dates(request, name, [p.current_version]).get(p.current_version),
     }
 
 
@@ -143,6 +162,7 @@ def _show(request: Request, name: str, version: str | None) -> HTMLResponse:
         request,
         "workflow.html",
         p=p,
+        published=published_dates(request, name, p.versions),
         checked=checked,
         warnings=said,
         matches=matches,

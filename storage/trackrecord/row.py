@@ -196,7 +196,7 @@ class TrackRecordRow(BaseModel):
             recorded_at=recorded_at or datetime.now(UTC),
             status=status,
             passed=status == "passed",
-            message=result.message,
+            message=result.cause or result.message,  # the page names why no number came
             quantum=result.quantum,
             baseline=result.baseline,
             gap=result.gap,

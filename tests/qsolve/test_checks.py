@@ -163,10 +163,13 @@ def test_hardware_cases_too_large(wf: WorkflowDir) -> None:
 def test_unknown_key_inside_a_case_or_expect(wf: WorkflowDir) -> None:
     wf.cases["cases"].append({"name": "three", "input": {"x": 1}, "expect": {"max_gapp": 0.1}})
     wf.save()
-    assert only_error(wf) == "benchmarks/cases.yaml: cases[2] (three): expect.max_gapp: unknown key"
+    assert only_error(wf) == (
+        "benchmarks/cases.yaml: cases[2] (three): expect.max_gapp: unknown key; "
+        "did you mean 'max_gap'?"
+    )
     wf.cases["cases"][2] = {"name": "three", "input": {"x": 1}, "sed": 3}
     wf.save()
-    assert only_error(wf) == "benchmarks/cases.yaml: cases[2] (three): sed: unknown key"
+    assert only_error(wf) == "benchmarks/cases.yaml: cases[2] (three): sed: unknown key; did you mean 'seed'?"
 
 
 def test_unknown_top_level_keys_are_ignored(wf: WorkflowDir) -> None:

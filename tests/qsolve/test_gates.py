@@ -134,7 +134,7 @@ def test_estimate_honest(wf: WorkflowDir) -> None:
 
 def test_a_module_that_does_not_import_fails_every_case(wf: WorkflowDir) -> None:
     gates = gates_of(wf, MODULE + "\nraise RuntimeError('no')\n", cases=[{"name": "one", "input": {"x": 1}}])
-    assert gates["cases_pass"].message == "no case ran to a result: FAIL RuntimeError: no"
+    assert gates["cases_pass"].message == "no case ran to a result: FAIL RuntimeError: no (workflow.py:22)"
     assert len(gates) == 6
 
 

@@ -77,13 +77,14 @@ def test_no_headline_metric(wf: WorkflowDir) -> None:
 def test_headline_metric_missing_when_quantum_crashed_comes_first(wf: WorkflowDir) -> None:
     r = run(wf, "    raise ValueError('boom')")
     assert r.message == "no headline metric: quantum and reference could not be compared"
-    assert r.methods[0].unavailable == "failed: ValueError: boom"
+    assert r.methods[0].unavailable == "failed: ValueError: boom (workflow.py:21)"
+    assert r.cause == "method quantum failed: ValueError: boom (workflow.py:21)"
 
 
 def test_method_failed(wf: WorkflowDir) -> None:
     extra = "\n\ndef extra(input, params, ctx):\n    raise ValueError('boom')\n"
     r = run(wf, SAMPLE_AND_ANSWER, extra=extra)
-    assert r.message == "method extra failed: ValueError: boom"
+    assert r.message == "method extra failed: ValueError: boom (workflow.py:21)"
 
 
 def test_merely_unavailable_method_does_not_fail_the_case(wf: WorkflowDir) -> None:

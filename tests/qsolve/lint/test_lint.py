@@ -288,4 +288,6 @@ def test_imported_and_assigned_names_count_as_defined(wf: WorkflowDir) -> None:
 def test_issue_names_file_key_path_and_code(wf: WorkflowDir) -> None:
     _hardware([HW, {**HW, "expect": {"max_gapp": 0.1}}])(wf)
     (issue,) = lint(wf.root).issues
-    assert str(issue) == "E052 benchmarks/cases.yaml: hardware_cases[1].expect.max_gapp: unknown key"
+    assert str(issue) == (
+        "E052 benchmarks/cases.yaml: hardware_cases[1].expect.max_gapp: unknown key; did you mean 'max_gap'?"
+    )

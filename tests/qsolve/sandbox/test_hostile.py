@@ -1007,7 +1007,10 @@ def test_a_process_that_reads_no_answer_is_stopped_at_the_time_limit(
         kill(started.pids())
         job.join(1)
     assert not hung, f"run_job still ran {limits.timeout_s + slack} s into a job of {limits.timeout_s} s"
-    assert done["outcome"].died == f"the sandbox job was stopped at its time limit of {limits.timeout_s} s"
+    assert done["outcome"].died == (
+        f"the sandbox job was stopped at its time limit of {limits.timeout_s} s in case one, in method "
+        "quantum; 0 of 1 cases finished"
+    )
 
 
 BIG = """\
@@ -1044,8 +1047,11 @@ LOOP = "def quantum(input, params, ctx):\n    while True:\n        pass\n"
 
 def test_an_infinite_loop_is_stopped_at_the_time_limit(wf: WorkflowDir, started: type[Recorded]) -> None:
     outcome = hostile_job(wf, LOOP, one_case(), Limits(timeout_s=5, memory_mb=2048))
-    assert outcome.died == "the sandbox job was stopped at its time limit of 5 s"
-    assert outcome.report is None and outcome.seconds < 15
+    assert outcome.died == (
+        "the sandbox job was stopped at its time limit of 5 s in case one, in method quantum; 0 of 1 cases "
+        "finished"
+    )
+    assert outcome.report["cases"] == [] and outcome.seconds < 15
     assert running(started.pids()) == []
 
 
