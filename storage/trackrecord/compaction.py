@@ -28,7 +28,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .filing import COMPRESSION, ROW_GROUP_ROWS, ensure_schema_file, fsync_folder, write_whole
+from .filing import COMPRESSION, ROW_GROUP_ROWS, ensure_schema_file, fsync_folder, write_named
 from .inventory import take_inventory
 from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, Layout
 from .row import COLUMNS, SCHEMA
@@ -91,27 +91,50 @@ def compact(
 
 def _merge_heads(con: duckdb.DuckDBPyConnection, layout: Layout, inputs: list[Path]) -> tuple[int, int]:
     source = parquet_source([str(layout.schema_file)] + [str(p) for p in inputs])
+    con.execute(f"CREATE OR REPLACE TEMP TABLE merged AS {_one_copy_per_run(source)}")
+    # Only the cases and targets seen more than once need ranking: the others' one row is the latest.
     con.execute(
-        f"CREATE OR REPLACE TEMP TABLE merged AS SELECT *, row_number() OVER (PARTITION BY {GROUP}"
-        f" ORDER BY {LATEST_ORDER}, filename DESC, file_row_number DESC) = 1 AS latest FROM ("
-        f"  SELECT * FROM {source}"
-        f"  QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY {COPY_ORDER}) = 1)"
+        f"CREATE OR REPLACE TEMP TABLE contested AS SELECT {GROUP} FROM merged"
+        " GROUP BY ALL HAVING count(*) > 1"
     )
+    # Of those, the latest row each (an aggregate: cheaper than ranking them), then the rows it replaced.
+    row = "struct_pack(filename, file_row_number)"
+    later = f"({LATEST_ORDER.replace(' DESC', '')}, filename, file_row_number)"  # greatest: latest
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE latest AS SELECT unnest(arg_max({row}, {later})) FROM merged"
+        f" SEMI JOIN contested USING ({GROUP}) GROUP BY {GROUP}"
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE replaced AS SELECT filename, file_row_number FROM merged"
+        f" SEMI JOIN contested USING ({GROUP}) ANTI JOIN latest USING (filename, file_row_number)"
+    )
+    rows = "SELECT {cols} FROM merged %s JOIN replaced USING (filename, file_row_number)"
     outputs = [
-        _write_selection(con, layout, HEAD, "SELECT {cols} FROM merged WHERE latest"),
-        _write_selection(con, layout, OLDER, "SELECT {cols} FROM merged WHERE NOT latest"),
+        _write_selection(con, layout, HEAD, rows % "ANTI"),
+        _write_selection(con, layout, OLDER, rows % "SEMI"),
     ]
     _remove(layout, inputs, keep={p for p, _ in outputs})
-    con.execute("DROP TABLE merged")
+    for table in ("merged", "contested", "latest", "replaced"):
+        con.execute(f"DROP TABLE {table}")
     return outputs[0][1], outputs[1][1]
+
+
+def _one_copy_per_run(source: str) -> str:
+    """The rows of ``source``, a run filed twice once (the copy ``rows`` shows): copies are rare, so
+    only the run ids seen twice are ranked."""
+    return (
+        f"WITH src AS (SELECT * FROM {source}),"
+        " twice AS (SELECT run_id FROM src GROUP BY run_id HAVING count(*) > 1)"
+        " SELECT * FROM src ANTI JOIN twice USING (run_id)"
+        " UNION ALL"
+        " SELECT * FROM (SELECT * FROM src SEMI JOIN twice USING (run_id))"
+        f" QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY {COPY_ORDER}) = 1"
+    )
 
 
 def _merge_older(con: duckdb.DuckDBPyConnection, layout: Layout, files: list[Path]) -> None:
     source = parquet_source([str(layout.schema_file)] + [str(p) for p in files])
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE merged AS SELECT * FROM {source}"
-        f" QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY {COPY_ORDER}) = 1"
-    )
+    con.execute(f"CREATE OR REPLACE TEMP TABLE merged AS {_one_copy_per_run(source)}")
     out = _write_selection(con, layout, OLDER, "SELECT {cols} FROM merged")
     _remove(layout, files, keep={out[0]})
     con.execute("DROP TABLE merged")
@@ -120,22 +143,24 @@ def _merge_older(con: duckdb.DuckDBPyConnection, layout: Layout, files: list[Pat
 def _write_selection(
     con: duckdb.DuckDBPyConnection, layout: Layout, kind: str, select: str
 ) -> tuple[Path | None, int]:
+    """Write the rows of ``select`` sorted, in one pass, as a file named (once written) for its run ids."""
     cols = ", ".join(name for name, _, _ in COLUMNS)
-    select = select.format(cols=cols)
-    run_ids = con.sql(f"SELECT run_id FROM ({select})").fetchnumpy()["run_id"]
-    if len(run_ids) == 0:
-        return None, 0
-    path = layout.data_file(kind, run_ids.tolist())
-    if not path.exists():
-        reader = con.sql(f"{select} ORDER BY {ORDER}").to_arrow_reader(BATCH_ROWS)
+    reader = con.sql(f"{select.format(cols=cols)} ORDER BY {ORDER}").to_arrow_reader(BATCH_ROWS)
+    run_ids: list[pa.ChunkedArray] = []
 
-        def write(f):
-            with pq.ParquetWriter(f, SCHEMA, compression=COMPRESSION) as w:
-                for batch in reader:
-                    w.write_table(pa.Table.from_batches([batch]).cast(SCHEMA), row_group_size=ROW_GROUP_ROWS)
+    def write(f):
+        with pq.ParquetWriter(f, SCHEMA, compression=COMPRESSION) as w:
+            for batch in reader:
+                table = pa.Table.from_batches([batch]).cast(SCHEMA)
+                run_ids.append(table.column("run_id"))
+                w.write_table(table, row_group_size=ROW_GROUP_ROWS)
 
-        write_whole(path, write)
-    return path, len(run_ids)
+    def name() -> Path | None:
+        ids = [i for chunk in run_ids for i in chunk.to_pylist()]
+        return layout.data_file(kind, ids) if ids else None
+
+    path, _ = write_named(layout.folder, name, write)
+    return path, sum(len(c) for c in run_ids)
 
 
 def _remove(layout: Layout, files: list[Path], keep: set[Path | None]) -> None:

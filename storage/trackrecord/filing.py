@@ -143,20 +143,29 @@ def write_whole(path: Path, write: Callable[[BinaryIO], None], *, durable: bool 
     out the two fsyncs, for a batch: a machine losing power may then leave it empty or cut short under
     its name, which the inventory's checks set aside and the maintenance pass files again from the state
     database (``storage.maintenance.refile_lost_runs``)."""
-    tmp = path.parent / f"{TEMPORARY_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+    return write_named(path.parent, lambda: path, write, durable=durable)[1]
+
+
+def write_named(
+    folder: Path, name: Callable[[], Path | None], write: Callable[[BinaryIO], None], *, durable: bool = True
+) -> tuple[Path | None, bool]:
+    """:func:`write_whole`, the file's name known only once it is written (``name()``, called after
+    ``write``; None: nothing to keep). Returns the path and whether this call made it."""
+    tmp = folder / f"{TEMPORARY_PREFIX}{secrets.token_hex(8)}.{os.getpid()}"
     try:
         with open(tmp, "xb") as f:
             write(f)
             f.flush()
             if durable:
                 os.fsync(f.fileno())
-        made = _link_no_clobber(tmp, path)
+        path = name()
+        made = path is not None and _link_no_clobber(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-    if durable:
-        fsync_folder(path.parent)
-    return made
+    if durable and made:
+        fsync_folder(folder)
+    return path, made
 
 
 def write_replacing(path: Path, data: bytes) -> None:
