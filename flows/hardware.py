@@ -181,7 +181,9 @@ def quote_flow(workflow: str, account: str, target: str | None = None, wait_s: i
     this run's input and run the confirmed ones. ``wait_s``: wait at most this long per quote (its
     validity by default); one left unanswered is not run here, and stays pending until it lapses. A
     refused request (in progress, target_not_supported, a device unavailable) ends the run Failed with
-    the reason, as does a hardware run that a platform reason stopped."""
+    the reason, as does a hardware run that a platform reason stopped. It can spend the developer's
+    money: credits, and on a provider or IBM target the device's own price, within what each quote's
+    confirmation authorised."""
     from datetime import UTC, datetime
 
     from prefect.exceptions import FlowPauseTimeout
@@ -292,7 +294,9 @@ def _answered(quote: Quote, said: QuoteConfirmation | None, logger) -> Quote:
 
 @flow(name="hardware", log_prints=True)
 def hardware_flow(batch: str | None = None, quote: str | None = None):
-    """Run the confirmed quotes of ``batch`` (or the one ``quote``), one at a time."""
+    """Run the confirmed quotes of ``batch`` (or the one ``quote``), one at a time. It can spend the
+    developer's money: credits, and on a provider or IBM target the device's own price, within what each
+    quote's confirmation authorised."""
     ensure_limits(get_run_logger().warning)
     with connect() as db:
         db.expire_quotes()

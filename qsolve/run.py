@@ -70,7 +70,10 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
         if target.startswith("ibm:"):
             err.print(f"IBM Quantum states no price: each job's cost on {target} is unknown, and needs --yes")
         elif backend is not None:
-            err.print(f"each job on {target} is priced by the provider before it is sent")
+            err.print(
+                f"each job on {target} is priced by the provider before it is sent; a job that is not free "
+                "is sent only with --yes or a yes, and spends your money on the provider's account"
+            )
         return True
 
     limits = Limits.of(workflow.manifest.resources)

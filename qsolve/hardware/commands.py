@@ -31,7 +31,11 @@ def add_commands(subparsers: Any) -> None:
     q.add_argument("--account", metavar="A", help=f"the paying account (${ACCOUNT_VARIABLE}, else you)")
     q.add_argument("--json", action="store_true", help="each quote with its id, case, target and price")
     q.set_defaults(func=cmd_quote)
-    c = subparsers.add_parser("confirm", help="confirm one quote: its run only, at most its price")
+    c = subparsers.add_parser(
+        "confirm",
+        help="confirm one quote: its run only, at most its price; it can spend your money (credits, and on "
+        "a provider or IBM target the device's own price)",
+    )
     c.add_argument("quote", metavar="QUOTE_ID")
     c.add_argument("--yes", action="store_true", help="confirm without asking (an unknown cost included)")
     c.add_argument("--account", metavar="A", help=f"the paying account (${ACCOUNT_VARIABLE}, else you)")
@@ -148,7 +152,10 @@ def cmd_confirm(args: argparse.Namespace) -> int:
             return 1
         print(describe(quote), file=sys.stderr)
         limit = db.limits("hardware").credits
-        print(f"this authorises {authorises(quote, limit)}, for this run only", file=sys.stderr)
+        print(
+            f"this authorises {authorises(quote, limit)}, for this run only: it can spend your money",
+            file=sys.stderr,
+        )
         if warning := over_limit(quote, limit):
             print(f"warning: {warning}", file=sys.stderr)
         if quote.unknown_cost:

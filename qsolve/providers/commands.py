@@ -122,7 +122,11 @@ def cmd_add(args: argparse.Namespace) -> int:
         return _fail(str(e).splitlines()[0] if "validation error" not in str(e) else _first_error(e))
     print(f"added provider {args.name} ({entry.transport}: {entry.describe_where()}) to {registry.path}")
     print(f"  its credential is in {stored.label}" if stored else "  it has no credential")
-    print(f"  next: qsolve providers test {args.name}")
+    print(
+        f"  next: qsolve providers test {args.name}: its first job is §6's probe (an X on qubit 0, every "
+        "qubit measured: its counts all land on …01); jobs run only when free, or with --yes, which can "
+        "spend your money on the provider's account"
+    )
     return EXIT_OK
 
 

@@ -2,7 +2,8 @@
 while every ``estimate`` prices the job (both valid forms; §7: the estimate decides, so the jobs are not
 free). It is the reference provider with its estimate replaced: the price is read from a file at each
 ``estimate``, so a test can raise it between the quote and the run. Every message it receives is
-recorded (one JSON line each), so a test counts the submits it was sent.
+recorded (one JSON line each, with ``taken``: whether it answered ok), so a test counts the submits it was
+sent and reads which was taken first.
 
 Over a process (:data:`SCRIPT`, written to a file and run with this Python) and over HTTP
 (:class:`PricedServer`, on 127.0.0.1, port 0).
@@ -37,14 +38,14 @@ SCRIPT = textwrap.dedent(
         if not line.strip():
             continue
         message = json.loads(line)
-        with record.open("a") as f:
-            f.write(json.dumps(message) + "\\n")
         answer = provider.handle(message)
         if message.get("op") == "result" and sys.argv[3:] == ["result"]:
             answer = {"ok": False, "error": {"code": "internal", "message": "the device lost the counts"}}
         if message.get("op") == "estimate" and answer.get("ok") and price.read_text().strip() != "free":
             answer = {"ok": True, "free": False, "amount": price.read_text().strip(), "currency": "EUR",
                       "unit": "job"}
+        with record.open("a") as f:  # each message, and whether it was taken
+            f.write(json.dumps(dict(message, taken=answer.get("ok") is True)) + "\\n")
         out.write(json.dumps(answer).encode() + b"\\n")
     """
 )
@@ -59,12 +60,12 @@ class PricedProvider(ReferenceProvider):
         self.lock = threading.Lock()
 
     def handle(self, message: Any) -> dict[str, Any]:
-        with self.lock, self.record.open("a") as f:
-            f.write(json.dumps(message) + "\n")
         answer = super().handle(message)
         if isinstance(message, dict) and message.get("op") == "estimate" and answer.get("ok"):
             amount = self.price.read_text().strip()
-            return {"ok": True, "free": False, "amount": amount, "currency": "EUR", "unit": "job"}
+            answer = {"ok": True, "free": False, "amount": amount, "currency": "EUR", "unit": "job"}
+        with self.lock, self.record.open("a") as f:
+            f.write(json.dumps(dict(message, taken=answer.get("ok") is True)) + "\n")
         return answer
 
 
@@ -91,6 +92,13 @@ def ops(record: Path) -> list[str]:
     if not record.exists():
         return []
     return [json.loads(line).get("op") for line in record.read_text().splitlines() if line.strip()]
+
+
+def received(record: Path) -> list[dict[str, Any]]:
+    """The messages the provider received, in order, each with ``taken``: whether it answered ok."""
+    if not record.exists():
+        return []
+    return [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
 
 
 def process_command(folder: Path, price: Path, record: Path, *fails: str) -> list[str]:

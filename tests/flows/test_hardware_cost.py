@@ -17,7 +17,7 @@ from qsolve.receipts import verify
 from storage.blobs import BlobStore
 from storage.state import RunStatus, connect
 from tasks.hardware import request_quotes, run_quote
-from tests.flows.hardware_setup import publish
+from tests.flows.hardware_setup import REPO, publish
 from tests.flows.priced_provider import PricedServer, ops, process_command
 
 JOBS = 10  # max-cut's estimate() for the hardware case: grid 3 squared, maxiter 0, and the final circuit
@@ -67,7 +67,7 @@ def test_the_quote_shows_the_providers_price_and_confirming_authorises_it(home, 
     assert main(["confirm", quote.id, "--yes", "--account", "dev"]) == 0
     said = capsys.readouterr()
     assert "99.00 EUR a job, 990.00 EUR for 10 jobs" in said.err  # shown before it is confirmed
-    assert "at most 990.00 EUR of the provider's money" in said.err
+    assert "at most 990.00 EUR of the provider's money" in said.err and "it can spend your money" in said.err
     assert "990.00 EUR of the provider's money authorised" in said.out
 
     with connect(home=home) as db:
@@ -168,3 +168,21 @@ def test_a_hardware_run_its_provider_stopped_ends_failed_in_one_line(home, tmp_p
     assert str(home / "providers" / "logs" / "trap.log") in message
     assert not [r for r in kept.records if r.exc_info], [r.getMessage() for r in kept.records if r.exc_info]
     assert any(r.getMessage() == f"flow run ended Failed: {message}" for r in kept.records)
+
+
+def test_the_commands_and_deployments_that_can_spend_say_so():
+    """Issue 21, item 9 (§7: a tool that can submit a job that is not free says it can spend the person's
+    money): qsolve confirm and qsolve run, the quote and hardware deployments, their flows."""
+    import yaml
+
+    from flows.hardware import hardware_flow, quote_flow
+    from qsolve.cli import build_parser
+
+    helps = {a.dest: a.help for a in build_parser()._subparsers._group_actions[0]._choices_actions}
+    assert "can spend your money" in helps["confirm"] and "can spend money" in helps["run"]
+    listed = yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]
+    deployments = {d["name"]: d["description"] for d in listed}
+    for name in ("quote", "hardware"):
+        assert "can spend the developer's money" in deployments[name]
+    for flow in (quote_flow, hardware_flow):
+        assert "can spend the" in flow.description

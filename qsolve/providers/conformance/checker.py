@@ -303,19 +303,21 @@ class Checker:
 
     def _run(self) -> None:
         programs = [_Program(v) for v in self.vectors["programs"]]
+        probe = [p for p in programs if p.vector.get("build") == "probe"][:1]
         described = self._describe()
         fills: dict[str, Any] = {}
         if described:
             self._compile(programs)
             self._estimates(programs)
             fills = self._fills(programs)
+            self._programs(probe)  # §6: the first job on a new provider is the probe
         for m in self.vectors["messages"]:
             self._message(m, fills)
         if not described:
             for p in programs:
                 self.add(f"programs/{p.vector['name']}", "skip", "not run: the provider gave no description")
             return
-        self._programs(programs)
+        self._programs([p for p in programs if p not in probe])
         self._cancels(programs)
 
     # ---- describe ----------------------------------------------------------------------------------
