@@ -54,15 +54,18 @@ SCRIPT = textwrap.dedent(
 class PricedProvider(ReferenceProvider):
     """The reference, its estimates priced from ``price`` (a file), every message recorded."""
 
-    def __init__(self, price: Path, record: Path) -> None:
+    def __init__(self, price: Path, record: Path, *fails: str) -> None:
         super().__init__(ReferenceOptions(qubits=4))
-        self.price, self.record = price, record
+        self.price, self.record, self.fails = price, record, fails
         self.lock = threading.Lock()
 
     def handle(self, message: Any) -> dict[str, Any]:
         answer = super().handle(message)
-        if isinstance(message, dict) and message.get("op") == "estimate" and answer.get("ok"):
-            amount = self.price.read_text().strip()
+        op = message.get("op") if isinstance(message, dict) else None
+        if op == "result" and self.fails == ("result",):
+            answer = {"ok": False, "error": {"code": "internal", "message": "the device lost the counts"}}
+        amount = self.price.read_text().strip()
+        if op == "estimate" and answer.get("ok") and amount != "free":
             answer = {"ok": True, "free": False, "amount": amount, "currency": "EUR", "unit": "job"}
         with self.lock, self.record.open("a") as f:
             f.write(json.dumps(dict(message, taken=answer.get("ok") is True)) + "\n")
@@ -72,8 +75,8 @@ class PricedProvider(ReferenceProvider):
 class PricedServer:
     """:class:`PricedProvider` over HTTP on 127.0.0.1; ``stop()`` ends it."""
 
-    def __init__(self, price: Path, record: Path) -> None:
-        self.server = ReferenceServer(("127.0.0.1", 0), PricedProvider(price, record), quiet=True)
+    def __init__(self, price: Path, record: Path, *fails: str) -> None:
+        self.server = ReferenceServer(("127.0.0.1", 0), PricedProvider(price, record, *fails), quiet=True)
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 

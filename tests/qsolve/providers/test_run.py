@@ -145,15 +145,29 @@ def test_run_on_an_unpriced_reference_needs_yes(home, capsys, tmp_path):
     no_track_record(home)
 
 
-def test_run_after_a_submit_whose_result_fails_names_the_jobs_record(home, capsys, tmp_path):
+@pytest.mark.parametrize("transport", ["process", "http"])
+def test_run_after_a_submit_whose_result_fails_names_the_jobs_record(home, capsys, tmp_path, transport):
     """Issue 21, item 5: a job was sent (and, on a priced device, billed) though its result failed; the
     person is told its record and its state, never "no provider job was sent"."""
-    from tests.flows.priced_provider import ops, process_command
+    from tests.flows.priced_provider import PricedServer, ops, process_command
 
     price, record = tmp_path / "price.txt", tmp_path / "received.jsonl"
     price.write_text("free")
-    command = process_command(tmp_path, price, record, "result")
-    assert main(["providers", "add", "lossy", "--process", "--", *command]) == 0
+    server = None
+    if transport == "process":
+        command = process_command(tmp_path, price, record, "result")
+        assert main(["providers", "add", "lossy", "--process", "--", *command]) == 0
+    else:
+        server = PricedServer(price, record, "result")
+        assert main(["providers", "add", "lossy", "--http", server.url]) == 0
+    try:
+        _names_the_record(home, capsys, record, ops)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _names_the_record(home, capsys, record, ops) -> None:
     capsys.readouterr()
     code = main(["run", MAX_CUT, "--case", "single-edge", "--target", "provider:lossy"])
     printed = capsys.readouterr()
