@@ -29,8 +29,9 @@ from typing import Any
 
 from qsolve.providers.jobs import JobStopped
 
-#: the most qubits the pricing probe measures (the conformance checker's bound)
-PROBE_QUBITS = 20
+#: the most qubits the pricing probe measures: its compile check at 20 took 6.5 s on a 24-qubit line here,
+#: at 12 0.17 s, and a quote compiles one per case
+PROBE_QUBITS = 12
 
 
 class CostRefused(JobStopped):
@@ -59,7 +60,10 @@ def quote_cost(client, description: Mapping[str, Any], *, circuits: int | None, 
         }
     each_shots = max(1, shots - (circuits - 1))
     try:
-        device = Description.model_validate(dict(description)).device()
+        described = Description.model_validate(dict(description))
+        if described.max_shots is not None:  # no job of the run can be larger than the device takes
+            each_shots = min(each_shots, described.max_shots)
+        device = described.device()
         width = min(len(device.computational_qubits), PROBE_QUBITS)
         program = compile_circuit(probe(width), device).program.model_dump(mode="json", exclude_none=True)
     except (CompileError, ValueError) as e:
