@@ -63,6 +63,11 @@ def test_the_quote_shows_the_providers_price_and_confirming_authorises_it(home, 
     with connect(home=home) as db:
         quote = db.get_quote(listed["id"])
     assert not quote.unknown_cost and quote.estimate["device"]["cost"] == "priced"
+    from flows.hardware import _shown
+
+    form = _shown(quote, Decimal(50))  # the quote flow's confirmation form
+    assert "990.00 EUR for 10 jobs" in form and "at most 990.00 EUR of the provider's money" in form
+    assert "It assumes 10 jobs" in form
 
     assert main(["confirm", quote.id, "--yes", "--account", "dev"]) == 0
     said = capsys.readouterr()
