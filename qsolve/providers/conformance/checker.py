@@ -311,14 +311,16 @@ class Checker:
             self._estimates(programs)
             fills = self._fills(programs)
             self._programs(probe)  # §6: the first job on a new provider is the probe
+            self._cancels(probe)  # on the connection that ran it (a process provider may keep no jobs)
         for m in self.vectors["messages"]:
             self._message(m, fills)
         if not described:
             for p in programs:
                 self.add(f"programs/{p.vector['name']}", "skip", "not run: the provider gave no description")
             return
-        self._programs([p for p in programs if p not in probe])
-        self._cancels(programs)
+        rest = [p for p in programs if p not in probe]
+        self._programs(rest)
+        self._cancels(rest)
 
     # ---- describe ----------------------------------------------------------------------------------
 
