@@ -3,7 +3,10 @@
 job, over a process and over HTTP. The quote shows 99.00 EUR a job and the total, ``qsolve quote --json``
 gives it as ``provider_cost``, confirming authorises that, and the run sends every job within it; a job
 whose estimate rose between the quote and the run is not sent, and the run stops naming the job, the
-amount and what was authorised."""
+amount and what was authorised.
+
+Prefect is imported here, when the tests are collected, not inside a test that captures its output: its
+console logger keeps the stream it was set up with, and a test's own capture is closed when it ends."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from decimal import Decimal
 
 import pytest
 
+from flows.hardware import HardwareStopped, _shown, hardware_flow, quote_flow
 from qsolve.cli import main
 from qsolve.receipts import verify
 from storage.blobs import BlobStore
@@ -63,8 +67,6 @@ def test_the_quote_shows_the_providers_price_and_confirming_authorises_it(home, 
     with connect(home=home) as db:
         quote = db.get_quote(listed["id"])
     assert not quote.unknown_cost and quote.estimate["device"]["cost"] == "priced"
-    from flows.hardware import _shown
-
     form = _shown(quote, Decimal(50))  # the quote flow's confirmation form
     assert "990.00 EUR for 10 jobs" in form and "at most 990.00 EUR of the provider's money" in form
     assert "It assumes 10 jobs" in form
@@ -133,8 +135,6 @@ def test_a_hardware_run_its_provider_stopped_ends_failed_in_one_line(home, tmp_p
     from prefect.client.schemas.sorting import FlowRunSort
     from prefect.flow_engine import run_flow
 
-    from flows.hardware import HardwareStopped, hardware_flow
-
     price, record = tmp_path / "price.txt", tmp_path / "received.jsonl"
     price.write_text("99.00")
     command = process_command(tmp_path, price, record)
@@ -180,7 +180,6 @@ def test_the_commands_and_deployments_that_can_spend_say_so():
     money): qsolve confirm and qsolve run, the quote and hardware deployments, their flows."""
     import yaml
 
-    from flows.hardware import hardware_flow, quote_flow
     from qsolve.cli import build_parser
 
     helps = {a.dest: a.help for a in build_parser()._subparsers._group_actions[0]._choices_actions}
