@@ -31,10 +31,15 @@ def deployments() -> list:
         ),
         quote_flow.to_deployment(
             name="quote",
-            description="Price a workflow's hardware cases, wait for each quote's confirmation, run it",
+            description="Price a workflow's hardware cases, wait for each quote's confirmation, run it; it "
+            "can spend the developer's money (credits, a provider's own price), within what each "
+            "confirmation authorised",
         ),
         hardware_flow.to_deployment(
-            name="hardware", description="Run the confirmed hardware quotes of a batch, paid by the developer"
+            name="hardware",
+            description="Run the confirmed hardware quotes of a batch, paid by the developer; it can spend "
+            "the developer's money (credits, a provider's own price), within what each confirmation "
+            "authorised",
         ),
         evaluation_flow.to_deployment(
             name="evaluation", description="Judge calibration figures: a task and a chip, a day, or ids"

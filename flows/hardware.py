@@ -19,6 +19,8 @@ anything, saying so, so that no limit is silently missing. An operator changes a
 
 from __future__ import annotations
 
+import logging
+
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md)
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import (
@@ -37,6 +39,34 @@ from tasks.hardware import HardwareOutcome, HardwareRefused, request_quotes, run
 
 #: each device family's Prefect concurrency limit, and the size it is created with
 LIMITS = {"hardware-ibm": 1, "hardware-provider": 2}
+
+
+class HardwareStopped(Exception):  # noqa: N818 - what the run did, as Prefect's Failed state carries it
+    """A quote or hardware flow run that ended Failed for a platform reason: a device's or a provider's,
+    or a refused request. Its message, one line, is the run's state message; ``outcomes`` the runs it
+    ran. It is the Failed state's data: Prefect raises it at the run's end, and it is logged as that one
+    line, with no engine traceback (:class:`_OneLine`)."""
+
+    def __init__(self, message: str, outcomes: list | None = None) -> None:
+        super().__init__(message)
+        self.outcomes = list(outcomes or [])
+
+
+class _OneLine(logging.Filter):
+    """Prefect logs a flow run that ends Failed as "Engine execution exited with unexpected exception",
+    with the engine's traceback; for a run stopped for a platform reason that says nothing the state
+    message does not, so it is logged as the state message alone."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HardwareStopped):
+            record.msg, record.args = f"flow run ended Failed: {exc}", ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+for _logger in ("prefect.flow_runs", "prefect.engine"):
+    logging.getLogger(_logger).addFilter(_OneLine())
 
 
 def limit_of(target: str) -> str:
@@ -116,7 +146,7 @@ def price(workflow: str, account: str, target: str | None) -> list[Quote]:
 
 def _shown(quote: Quote, limit) -> str:
     """The quote as the confirmation form shows it (markdown)."""
-    from qsolve.hardware.commands import describe, over_limit
+    from qsolve.hardware.commands import authorises, describe, over_limit
 
     warning = over_limit(quote, limit)
     unknown = (
@@ -124,10 +154,12 @@ def _shown(quote: Quote, limit) -> str:
         if quote.unknown_cost
         else ""
     )
+    assumes = quote.estimate.get("provider", {}).get("assumes")
     return (
         f"### Quote `{quote.id}`: {quote.case_name} on {quote.target}\n\n"
         f"{describe(quote).removeprefix(f'{quote.id}  {quote.case_name} on {quote.target}: ')}\n\n"
-        f"Confirming authorises at most **{min(quote.price, limit)} credits**, for this run only, paid by "
+        + (f"It assumes {assumes}.\n\n" if assumes else "")
+        + f"Confirming authorises {authorises(quote, limit)}, for this run only, paid by "
         f"`{quote.account}`. Tick *confirm* and submit to run it; submit unticked to refuse it. Valid until "
         f"{quote.valid_until:%Y-%m-%d %H:%M:%S} UTC.{unknown}"
         + (f"\n\n**Warning:** {warning}." if warning else "")
@@ -161,7 +193,9 @@ def quote_flow(workflow: str, account: str, target: str | None = None, wait_s: i
     this run's input and run the confirmed ones. ``wait_s``: wait at most this long per quote (its
     validity by default); one left unanswered is not run here, and stays pending until it lapses. A
     refused request (in progress, target_not_supported, a device unavailable) ends the run Failed with
-    the reason, as does a hardware run that a platform reason stopped."""
+    the reason, as does a hardware run that a platform reason stopped. It can spend the developer's
+    money: credits, and on a provider or IBM target the device's own price, within what each quote's
+    confirmation authorised."""
     from datetime import UTC, datetime
 
     from prefect.exceptions import FlowPauseTimeout
@@ -176,7 +210,7 @@ def quote_flow(workflow: str, account: str, target: str | None = None, wait_s: i
         made = price(workflow, account, target)
     except (BatchInProgress, HardwareRefused) as e:
         logger.error(f"refused: {e}")
-        return Failed(message=f"refused: {e}")
+        return Failed(message=f"refused: {e}", data=HardwareStopped(f"refused: {e}"))
     _publish(made)
     outcomes: list[HardwareOutcome] = []
     for quote in made:
@@ -236,14 +270,20 @@ def _ended(outcomes: list[HardwareOutcome]):
     from prefect.states import Failed
 
     from storage.state import PLATFORM_REASONS
+    from tasks.hardware import provider_log
 
     stopped = [o for o in outcomes if o.reason in {r.value for r in PLATFORM_REASONS}]
     if not stopped:
         return outcomes
-    return Failed(
-        message="; ".join(f"{o.case} on {o.target}: {o.reason}: {o.detail}" for o in stopped),
-        data=outcomes,
-    )
+
+    def said(o: HardwareOutcome) -> str:
+        line = f"{o.case} on {o.target}: {o.reason}: {' '.join(str(o.detail).split())}"
+        if o.target.startswith("provider:"):
+            line += f" (run {o.run_id}; the provider's log: {provider_log(o.target)})"
+        return line
+
+    message = "; ".join(said(o) for o in stopped)
+    return Failed(message=message, data=HardwareStopped(message, outcomes))
 
 
 def _answered(quote: Quote, said: QuoteConfirmation | None, logger) -> Quote:
@@ -287,7 +327,9 @@ def _cancelled(flow, flow_run, state) -> list[str]:
 
 @flow(name="hardware", log_prints=True, on_cancellation=[_cancelled])
 def hardware_flow(batch: str | None = None, quote: str | None = None):
-    """Run the confirmed quotes of ``batch`` (or the one ``quote``), one at a time."""
+    """Run the confirmed quotes of ``batch`` (or the one ``quote``), one at a time. It can spend the
+    developer's money: credits, and on a provider or IBM target the device's own price, within what each
+    quote's confirmation authorised."""
     ensure_limits(get_run_logger().warning)
     with connect() as db:
         db.expire_quotes()

@@ -70,7 +70,10 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
         if target.startswith("ibm:"):
             err.print(f"IBM Quantum states no price: each job's cost on {target} is unknown, and needs --yes")
         elif backend is not None:
-            err.print(f"each job on {target} is priced by the provider before it is sent")
+            err.print(
+                f"each job on {target} is priced by the provider before it is sent; a job that is not free "
+                "is sent only with --yes or a yes, and spends your money on the provider's account"
+            )
         return True
 
     limits = Limits.of(workflow.manifest.resources)
@@ -82,12 +85,15 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
     receipts = [job.path for job in backend.sealed] if backend is not None else []
     for why in dict.fromkeys(backend.stopped if backend is not None else []):
         err.print(f"[yellow]{why}[/yellow]", soft_wrap=True)
+    jobs = _jobs_sent(backend)
     if outcome.report is None:
         print(f"qsolve run: {case_name} on {target} did not run: {outcome.died}", file=sys.stderr)
+        for line in _jobs_text(jobs, target):  # whatever failed, a job sent is named
+            print(line, file=sys.stderr)
         return 1
     result = CaseResult.model_validate(outcome.report["result"])
     if as_json:
-        print(json.dumps({"case": result.summary(), "receipts": receipts}, indent=2))
+        print(json.dumps({"case": result.summary(), "receipts": receipts, "jobs": jobs}, indent=2))
     else:
         from qsolve.report_view import case_table
 
@@ -97,16 +103,51 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
             label = _label(
                 backend.description if target.startswith("ibm:") else backend.session.description()
             )
-            print(
-                f"{len(receipts)} provider jobs sent to {target}, their counts {label}"
-                if receipts
-                else f"no provider job was sent to {target}"
-            )
+            if receipts:
+                print(f"{len(receipts)} provider jobs sealed from {target}, their counts {label}")
+            for line in _jobs_text(jobs, target):
+                print(line)
             for path in receipts:
                 print(f"  receipt: {path}")
             if receipts:
                 print(f"  each checks with: qsolve verify {receipts[0]}")
     return 0 if result.passed else 1
+
+
+def _jobs_sent(backend: Any) -> list[dict[str, Any]]:
+    """Each provider job whose ``submit`` went out, from its record in the state database: ``record``,
+    ``job`` (the provider's id), ``status`` and ``error``, in the order they were recorded."""
+    if backend is None:
+        return []
+    records = getattr(backend, "records", None)
+    if records is None:
+        records = getattr(getattr(backend, "session", None), "records", [])
+    if not records:
+        return []
+    from storage.state import connect
+
+    out = []
+    with connect() as db:
+        for record in records:
+            job = db.get_provider_job(record)
+            if job.status != "recorded":  # recorded and never sent: nothing went out
+                out.append({"record": job.id, "job": job.job, "status": job.status, "error": job.error})
+    return out
+
+
+def _jobs_text(jobs: list[dict[str, Any]], target: str) -> list[str]:
+    """What the person is told of the jobs sent: each one's record and state; "not sent" only when no
+    submit went out (a job sent may be billed, however it ended)."""
+    if not jobs:
+        return [f"no provider job was sent to {target}"]
+    lines = [f"{len(jobs)} provider job(s) sent to {target}:"]
+    for job in jobs:
+        given = job["job"] or "never given"
+        line = f"  job record {job['record']} (the provider's id {given}): {job['status']}"
+        if job["status"] != "done":
+            line += f"; qsolve providers follow {job['record']}"
+        lines.append(line)
+    return lines
 
 
 def _label(described: dict[str, Any]) -> str:

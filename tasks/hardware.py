@@ -114,6 +114,39 @@ def device_billing(target: str, home: Path | None = None) -> dict[str, Any]:
     return shown | {"cost": "unknown", "note": billing.reason or "the provider sets no price it states"}
 
 
+def provider_quote(target: str, circuits: int | None, shots: int | None, home: Path | None = None) -> dict:
+    """The provider's own price of a case's jobs, asked of its ``estimate`` (qsolve.providers.cost)."""
+    from qsolve.providers.connect import open_client
+    from qsolve.providers.cost import quote_cost
+
+    name = target.split(":", 1)[1]
+    try:
+        client, _ = open_client(name, home)
+    except Exception as e:  # noqa: BLE001 - not in providers.yaml, its credential missing
+        raise HardwareRefused("backend_unavailable", f"{target}: {e}") from None
+    try:
+        return quote_cost(client, client.describe().answer, circuits=circuits, shots=shots)
+    except Exception as e:  # noqa: BLE001 - it stopped answering: no price is known
+        return {"cost": "unknown", "jobs": circuits, "note": f"{target} could not be asked its estimate: {e}"}
+    finally:
+        client.close()
+
+
+def provider_log(target: str, home: Path | None = None) -> str:
+    """Where a provider target's log is, for an operator: a process provider's standard error, kept in
+    ``QSOLVE_HOME/providers/logs/NAME.log``; an HTTP provider's is its own, at its endpoint."""
+    from qsolve.providers.registry import Registry
+
+    name = target.split(":", 1)[1]
+    try:
+        entry = Registry(home or qsolve_home()).get(name)
+    except Exception:  # noqa: BLE001 - removed since: say where it would be
+        entry = None
+    if entry is not None and entry.transport == "http":
+        return f"the provider's own, at {entry.url} (an HTTP provider keeps its log itself)"
+    return str((home or qsolve_home()) / "providers" / "logs" / f"{name}.log")
+
+
 def ibm_availability(target: str, home: Path | None = None) -> dict[str, Any]:
     """An ``ibm:`` device reached with the person's key and asked its status; HardwareRefused
     (backend_unavailable) when it cannot be reached, refuses the key, or is not operational."""
@@ -172,6 +205,10 @@ def request_quotes(
                     price = db.limits(Source.HARDWARE).credits
                     shown = {"circuits": None, "shots": None, "note": said.get("error") or "no estimate"}
                 case = version.hardware_cases[index]
+                device = dict(billing[t])
+                if t.startswith("provider:"):  # the provider's own price of the jobs the run will send
+                    shown["provider"] = provider_quote(t, shown["circuits"], shown["shots"], home)
+                    device["cost"] = shown["provider"]["cost"]
                 made.append(
                     db.add_quote(
                         batch.id,
@@ -179,8 +216,8 @@ def request_quotes(
                         case["name"],
                         t,
                         price,
-                        shown | {"device": billing[t]},
-                        unknown_cost=billing[t]["cost"] == "unknown",
+                        shown | {"device": device},
+                        unknown_cost=device["cost"] == "unknown",
                     )
                 )
         except BaseException as e:
@@ -285,16 +322,21 @@ def metered(backend, spend: _Spend):
     return Metered()
 
 
-def open_device(target: str, run_id: str, home: Path):
+def open_device(target: str, run_id: str, home: Path, quote: Quote | None = None):
     """The quote's device opened for its run, with the quote's confirmation standing for this run only
-    (its cost was shown, and confirmed, in the quote)."""
+    (its cost was shown, and confirmed, in the quote): on a provider, each job is held to what the quote
+    authorised of the provider's money (``qsolve.providers.cost.Authority``), never to a blanket yes."""
     from qsolve.providers.jobs import Confirmation
 
     if target.startswith("provider:"):
         from qsolve.providers.commands import session
+        from qsolve.providers.cost import Authority
         from qsolve.targets.provider import ProviderBackend
 
-        return ProviderBackend(session(target.split(":", 1)[1], yes=True, run_id=run_id, home=home))
+        s = session(target.split(":", 1)[1], yes=False, run_id=run_id, home=home)
+        shown = (quote.estimate if quote is not None else {}).get("provider") or {}
+        s.authority = Authority(quote.id if quote is not None else run_id, shown)
+        return ProviderBackend(s)
     from qsolve.targets.ibm import open_ibm
 
     return open_ibm(target, home=home, confirmation=Confirmation(yes=True), run_id=run_id, tell=_log)
@@ -361,7 +403,7 @@ def run_quote(
             wf = load_workflow(folder)
             case = Case.model_validate(cases[quote.case_index])
             try:
-                device = open_device(quote.target, run.id, home)
+                device = open_device(quote.target, run.id, home, quote)
             except Exception as e:  # unreachable, not available, its key refused: before anything runs
                 db.finish_run(
                     run.id, RunStatus.FAILED, reason=FailureReason.BACKEND_UNAVAILABLE, detail=str(e)

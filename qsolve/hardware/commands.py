@@ -31,7 +31,11 @@ def add_commands(subparsers: Any) -> None:
     q.add_argument("--account", metavar="A", help=f"the paying account (${ACCOUNT_VARIABLE}, else you)")
     q.add_argument("--json", action="store_true", help="each quote with its id, case, target and price")
     q.set_defaults(func=cmd_quote)
-    c = subparsers.add_parser("confirm", help="confirm one quote: its run only, at most its price")
+    c = subparsers.add_parser(
+        "confirm",
+        help="confirm one quote: its run only, at most its price; it can spend your money (credits, and on "
+        "a provider or IBM target the device's own price)",
+    )
     c.add_argument("quote", metavar="QUOTE_ID")
     c.add_argument("--yes", action="store_true", help="confirm without asking (an unknown cost included)")
     c.add_argument("--account", metavar="A", help=f"the paying account (${ACCOUNT_VARIABLE}, else you)")
@@ -55,11 +59,14 @@ def cmd_quote(args: argparse.Namespace) -> int:
             return 1
         limit = db.limits("hardware").credits
     if args.json:
-        print(json.dumps({"batch": batch.id, "quotes": [q.summary() for q in made]}, indent=2))
+        listed = [q.summary() | {"provider_cost": provider_cost_of(q)} for q in made]
+        print(json.dumps({"batch": batch.id, "quotes": listed}, indent=2))
         return 0
     print(f"batch {batch.id} of {args.name}: {_quotes(len(made))}; nothing runs until each is confirmed")
     for quote in made:
         print(describe(quote))
+        if assumes := quote.estimate.get("provider", {}).get("assumes"):
+            print(f"  it assumes {assumes}")
         if warning := over_limit(quote, limit):
             print(f"  warning: {warning}")
         print(f"  confirm with: qsolve confirm {quote.id}   refuse with: qsolve refuse {quote.id}")
@@ -81,8 +88,35 @@ def over_limit(quote, limit) -> str:
     )
 
 
+def provider_cost_of(quote) -> Any:
+    """``qsolve quote --json``'s ``provider_cost``: ``None`` when the device's jobs are free, ``"unknown"``,
+    or ``{"amount", "currency", "jobs", "each"}``, the provider's total in its own currency."""
+    if "provider" in quote.estimate:
+        from qsolve.providers.cost import provider_cost
+
+        return provider_cost(quote.estimate["provider"])
+    return "unknown" if quote.unknown_cost else None
+
+
+def authorises(quote, limit) -> str:
+    """What confirming ``quote`` authorises, said before it is given: credits and the provider's money."""
+    said = f"at most {min(quote.price, limit)} credits"
+    if "provider" in quote.estimate:
+        from qsolve.providers.cost import authorised_text
+
+        said += f" and {authorised_text(quote.estimate['provider'])}"
+    elif quote.unknown_cost:
+        said += f" and a cost on {quote.target} that is unknown: it can spend your money there"
+    return said
+
+
 def device_cost(quote) -> str:
-    """What the device says of its cost: free, its rate, or that it is unknown (and why)."""
+    """What the device says of its cost: free, its rate, or that it is unknown (and why); on a provider,
+    its own estimate of the run's jobs, per job and in total."""
+    if "provider" in quote.estimate:
+        from qsolve.providers.cost import cost_text
+
+        return cost_text(quote.estimate["provider"])
     device = quote.estimate.get("device", {})
     return {
         "free": "the device is free",
@@ -120,7 +154,8 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         print(describe(quote), file=sys.stderr)
         limit = db.limits("hardware").credits
         print(
-            f"this authorises at most {min(quote.price, limit)} credits, for this run only", file=sys.stderr
+            f"this authorises {authorises(quote, limit)}, for this run only: it can spend your money",
+            file=sys.stderr,
         )
         if warning := over_limit(quote, limit):
             print(f"warning: {warning}", file=sys.stderr)
@@ -138,12 +173,17 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         except QuoteRefused as e:
             print(f"qsolve confirm: {e}", file=sys.stderr)
             return 1
-    said = started(confirmed.id)
+    said = f"{confirmed.authorised} credits"
+    if (cost := provider_cost_of(confirmed)) and cost != "unknown":
+        said += f" and {cost['amount']} {cost['currency']} of the provider's money"
+    elif cost == "unknown":
+        said += " and a provider cost that is unknown"
+    run_said = started(confirmed.id)
     if getattr(args, "json", False):
-        print(json.dumps({**confirmed.summary(), "started": said}, indent=2))
+        print(json.dumps({**confirmed.summary(), "provider_cost": cost, "started": run_said}, indent=2))
         return 0
-    print(f"confirmed {confirmed.id}: {confirmed.authorised} credits authorised for run {confirmed.run_id}")
-    print(said, file=sys.stderr)
+    print(f"confirmed {confirmed.id}: {said} authorised for run {confirmed.run_id}")
+    print(run_said, file=sys.stderr)
     return 0
 
 

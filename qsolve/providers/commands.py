@@ -150,7 +150,11 @@ def cmd_add(args: argparse.Namespace) -> int:
         given = ", ".join(("PATH, LANG, LC_*, TZ, a scratch HOME and TMPDIR", *entry.env))
         given += ", WAI_PROVIDER_CREDENTIAL" if stored else ""
         print(f"  its environment: {given}; nothing else")
-    print(f"  next: qsolve providers test {args.name}")
+    print(
+        f"  next: qsolve providers test {args.name}: its first job is §6's probe (an X on qubit 0, every "
+        "qubit measured: its counts all land on …01); jobs run only when free, or with --yes, which can "
+        "spend your money on the provider's account"
+    )
     return EXIT_OK
 
 

@@ -5,7 +5,10 @@ In this order, and never otherwise:
 1. the circuit is compiled to the device as its ``describe`` answer describes it and checked against
    the circuit (a program that fails the check is never sent);
 2. the job is estimated, and the estimate, or that its cost is unknown, is told to the person;
-3. a job that is not free goes on only with the person's confirmation for this run;
+3. a job that is not free goes on only with the person's confirmation for this run: on a quote's run,
+   only within what the quote's confirmation authorised (``qsolve.providers.cost.Authority``: a job
+   whose estimate is past the quote's price of a job, or the run's total past what was authorised, is
+   not sent); the record says how its cost was confirmed (``cost.confirmed_by``);
 4. the device is described again: a description that changed since the program was compiled against
    it stops the job (nothing is sent);
 5. the job is recorded in the state database, ``submitting`` is set, the submit is sent, and the
@@ -122,6 +125,8 @@ class ProviderSession:
     tell: Callable[[str], None] = print
     wait_s: float = WAIT_S
     run_id: str | None = None
+    authority: Any = None  # a quote's confirmation (qsolve.providers.cost.Authority), held to at each job
+    records: list[str] = field(default_factory=list)  # the record of each job of this session, in order
     _description: dict[str, Any] | None = None
     _device: Any = None
 
@@ -154,13 +159,19 @@ class ProviderSession:
         compiled = compiled or self.compile(circuit, seed or 0)
         program = compiled.program.model_dump(mode="json", exclude_none=True)
         estimate, free = self._estimate(program, shots, described)
-        if not free and not self.confirmation.confirm(
-            f"provider {self.name}: {_estimate_text(estimate)} for {shots} shots of one circuit. Submit it?"
-        ):
-            raise NotConfirmed(
-                f"provider {self.name}: the job is not free ({_estimate_text(estimate)}) and this run has "
-                "no confirmation (--yes, or yes when asked): nothing was submitted"
-            )
+        confirmed_by = None
+        if self.authority is not None:  # a quote's run: held to what its confirmation authorised
+            confirmed_by = self.authority.admit(self.name, estimate, free)
+        elif not free:
+            said = _estimate_text(estimate)
+            if not self.confirmation.confirm(
+                f"provider {self.name}: {said} for {shots} shots of one circuit. Submit it?"
+            ):
+                raise NotConfirmed(
+                    f"provider {self.name}: the job is not free ({said}) and this run has "
+                    "no confirmation (--yes, or yes when asked): nothing was submitted"
+                )
+            confirmed_by = "--yes" if self.confirmation.yes else "a yes when asked"
         again = self.client.describe().answer
         if describe_digest(again) != describe_digest(described):
             raise JobStopped(
@@ -172,12 +183,13 @@ class ProviderSession:
             "kind": self.kind,
             "request": provider_request(self.name, _qasm3(circuit), shots, seed),
             "compiled": compiled_member(compiled),
-            "cost": {"free": free, "estimate": estimate},
+            "cost": {"free": free, "estimate": estimate, "confirmed_by": confirmed_by},
             "circuit_qpy": _qpy(circuit),
         }
         record = self.book.record_provider_job(
             self.name, program, described, shots, seed=seed, context=context, run_id=self.run_id
         )
+        self.records.append(record.id)
         return self.submit(record.id, program, shots, seed)
 
     def submit(self, record: str, program: dict[str, Any], shots: int, seed: int | None) -> Sealed:

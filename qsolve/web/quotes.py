@@ -65,7 +65,18 @@ def shown(quote: Any, limit: Decimal) -> dict[str, Any]:
         else e.get("note", "no estimate"),
         "cost": device_cost(quote),
         "authorises": min(quote.price, limit),
+        "provider_money": _provider_money(quote),
+        "assumes": e.get("provider", {}).get("assumes"),
     }
+
+
+def _provider_money(quote: Any) -> str | None:
+    """What confirming authorises of the provider's money, beside the credits (None off a provider)."""
+    if "provider" not in quote.estimate:
+        return "and a cost on the device that is unknown" if quote.unknown_cost else None
+    from qsolve.providers.cost import authorised_text
+
+    return f"and {authorised_text(quote.estimate['provider'])}"
 
 
 def _page(

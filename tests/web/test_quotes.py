@@ -38,7 +38,9 @@ def test_ask_see_each_price_and_confirm_one_of_two(seeded, developer, client, fo
         row = re.search(rf'<tr id="quote-{quote.id}"(.*?)</tr>', page, re.S).group(1)
         assert f"{quote.price.normalize():f} credits" in row and "the device is free" in row
         assert f'action="/quotes/{quote.id}/confirm"' in row
-        assert re.search(r'<span class="amount">at most [0-9.]+ credits</span>\s*<button', row)
+        amount = r'<span class="amount">at most [0-9.]+ credits</span>\s*<span class="provider-money">'
+        assert re.search(amount, row)
+        assert "and no provider money" in row and "this can spend your money</button>" in row
 
     # a second request while this batch is open is refused as in progress, and prices nothing
     again = ask(client, form_token)

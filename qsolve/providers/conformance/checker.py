@@ -344,12 +344,15 @@ class Checker:
 
     def _run(self) -> None:
         programs = [_Program(v) for v in self.vectors["programs"]]
+        probe = [p for p in programs if p.vector.get("build") == "probe"][:1]
         described = self._describe()
         fills: dict[str, Any] = {}
         if described:
             self._compile(programs)
             self._estimates(programs)
             fills = self._fills(programs)
+            self._programs(probe)  # §6: the first job on a new provider is the probe
+            self._cancels(probe)  # on the connection that ran it (a process provider may keep no jobs)
         for m in self.vectors["messages"]:
             self._message(m, fills)
         credentials = self.vectors.get("credentials", [])
@@ -357,8 +360,9 @@ class Checker:
             if "send" in c:
                 self._credential(c)
         if described:
-            self._programs(programs)
-            self._cancels(programs)
+            rest = [p for p in programs if p not in probe]
+            self._programs(rest)
+            self._cancels(rest)
         else:
             for p in programs:
                 self.add(f"programs/{p.vector['name']}", "skip", "not run: the provider gave no description")

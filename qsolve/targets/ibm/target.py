@@ -91,6 +91,7 @@ class IbmBackend(Backend):
         self.wait_s, self.poll_s, self.run_id = wait_s, poll_s, run_id
         self.sealed: list[Sealed] = []
         self.stopped: list[str] = []
+        self.records: list[str] = []  # every job recorded, in order (qsolve run names each one sent)
         self.pending: dict[str, _Pending] = {}  # submitted and not yet ended, by record
         self.description = describe(backend, settings)
         self.provenance = _provenance_text(self.description)
@@ -161,6 +162,7 @@ class IbmBackend(Backend):
         try:
             for isa in transpiled:
                 records.append(self.submit(isa, shots))
+                self.records.append(records[-1])
         except JobStopped as e:  # the method is told; the person is too (``stopped``)
             sent = [r for r in records if r in self.pending]
             if sent:  # sent, and perhaps billed: recorded, to be collected, never sent again

@@ -352,3 +352,24 @@ def test_a_process_that_writes_what_is_not_json_is_started_again_for_the_next_ch
     why = "provider garbled: status: protocol: the answer is not JSON: 'not JSON at all'"
     assert failed == {"messages/status-of-no-job": why}
     assert checks["messages/result-of-no-job"] == ("pass", "not_found")  # the next check, a new process
+
+
+def test_providers_add_offers_the_probe_and_test_sends_it_first(home, capsys, tmp_path):
+    """Issue 21, item 9 (§6: the first job on a new provider SHOULD be the probe): ``providers add`` says
+    so, and the first submit ``providers test`` sends is the probe's, before any message vector's."""
+    from tests.flows.priced_provider import process_command, received
+
+    price, record = tmp_path / "price.txt", tmp_path / "received.jsonl"
+    price.write_text("free")
+    capsys.readouterr()
+    add("new", "--process", "--", *process_command(tmp_path, price, record))
+    said = capsys.readouterr().out
+    assert "its first job is §6's probe" in said and "can spend your money" in said
+    code, checks, _ = checked(capsys, "new")
+    assert checks["programs/probe"][0] == "pass", checks["programs/probe"]
+    messages = received(record)
+    first = next(m for m in messages if m.get("op") == "submit")
+    vectors = next(i for i, m in enumerate(messages) if m.get("op") == "teleport")  # the first message vector
+    assert messages.index(first) < vectors  # sent before any of them, so before any submit among them
+    assert first["taken"] and first["program"]["gates"] == [{"gate": "x", "qubits": [0]}]
+    assert [m["qubit"] for m in first["program"]["measure"]] == [0, 1, 2, 3]  # every qubit measured

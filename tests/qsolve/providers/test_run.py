@@ -143,3 +143,43 @@ def test_run_on_an_unpriced_reference_needs_yes(home, capsys, tmp_path):
         assert cost["estimate"]["priced"] is False and cost["estimate"]["unknown"]
         assert "amount" not in cost["estimate"]
     no_track_record(home)
+
+
+@pytest.mark.parametrize("transport", ["process", "http"])
+def test_run_after_a_submit_whose_result_fails_names_the_jobs_record(home, capsys, tmp_path, transport):
+    """Issue 21, item 5: a job was sent (and, on a priced device, billed) though its result failed; the
+    person is told its record and its state, never "no provider job was sent"."""
+    from tests.flows.priced_provider import PricedServer, ops, process_command
+
+    price, record = tmp_path / "price.txt", tmp_path / "received.jsonl"
+    price.write_text("free")
+    server = None
+    if transport == "process":
+        command = process_command(tmp_path, price, record, "result")
+        assert main(["providers", "add", "lossy", "--process", "--", *command]) == 0
+    else:
+        server = PricedServer(price, record, "result")
+        assert main(["providers", "add", "lossy", "--http", server.url]) == 0
+    try:
+        _names_the_record(home, capsys, record, ops)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _names_the_record(home, capsys, record, ops) -> None:
+    capsys.readouterr()
+    code = main(["run", MAX_CUT, "--case", "single-edge", "--target", "provider:lossy"])
+    printed = capsys.readouterr()
+    assert code == 1 and "submit" in ops(record)
+    with connect(home=home) as db:
+        jobs = db.list_provider_jobs("lossy")
+    assert jobs and {j.status for j in jobs} == {"failed"}
+    assert "no provider job was sent" not in printed.out + printed.err
+    for job in jobs:
+        assert f"job record {job.id} (the provider's id {job.job}): failed" in printed.out
+        assert f"qsolve providers follow {job.id}" in printed.out
+
+    code, got = run(capsys, "provider:lossy")
+    assert code == 1 and got["receipts"] == []
+    assert [j["status"] for j in got["jobs"]] and {j["status"] for j in got["jobs"]} == {"failed"}
