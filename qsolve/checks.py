@@ -15,7 +15,7 @@ from typing import Any, Literal
 from qsolve import params as run_params
 from qsolve.cases import Case, case_label
 from qsolve.errors import WorkflowInvalid
-from qsolve.reading import inside, read_json_object
+from qsolve.reading import Refused, inside, read_json_object
 from qsolve.workflow import CASES, Workflow, load_workflow
 
 HARDWARE_BYTES_MAX = 600_000
@@ -38,10 +38,10 @@ def case_input(root: Path, case: Case) -> dict[str, Any]:
     shown = f"input_file {case.input_file!r}"
     try:
         path = inside(root, case.input_file)
-    except ValueError as e:
+    except Refused as e:
         raise CaseInputError(f"{shown} {e}") from None
     try:
-        return read_json_object(path, case.input_file)
+        return read_json_object(root, path, case.input_file)
     except WorkflowInvalid as e:
         raise CaseInputError(f"{shown} {e.message}") from None
 

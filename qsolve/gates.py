@@ -68,10 +68,9 @@ def example_inputs(g: GateInputs) -> GateResult:
         return GateResult(name="example_inputs", passed=False, message="no example in examples/ (*.json)")
     if g.workflow is None:
         return GateResult(name="example_inputs", passed=False, message="the input schema did not load")
-    for path in paths:
-        label = path.relative_to(g.root).as_posix()
+    for label in paths:
         try:
-            value = read_json_object(path, label)
+            value = read_json_object(g.root, label)
         except WorkflowInvalid as e:
             return GateResult(name="example_inputs", passed=False, message=f"{label}: {e.message}")
         err = run_params.schema_error(g.workflow.input_schema, value)

@@ -7,6 +7,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from qsolve.reading import excerpt
+
 MAX_SHOTS = 100_000
 
 
@@ -27,7 +29,8 @@ def schema_error(schema: dict[str, Any], value: Any) -> str | None:
         return None
     at = err.json_path
     schema_path = "/".join(str(p) for p in err.absolute_schema_path)
-    return f"at {at}: {err.message} (schema path: {schema_path or '/'})"
+    # the message quotes the value: never more than a short excerpt of it (issue 22)
+    return f"at {at}: {excerpt(err.message)} (schema path: {excerpt(schema_path) or '/'})"
 
 
 def problems(schema: dict[str, Any], overrides: dict[str, Any]) -> list[str]:

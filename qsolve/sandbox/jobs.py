@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import gc
 import os
-import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qsolve.errors import OutOfTime, Unconfined, WorkflowProcessFailed
+from qsolve.errors import OutOfTime, Unconfined, WorkflowInvalid, WorkflowProcessFailed
 from qsolve.home import qsolve_home
 from qsolve.publication import PublicationError, listing
+from qsolve.reading import read_bytes
 from qsolve.sandbox.confine import Protections
 from qsolve.sandbox.process import JobProcess
 from qsolve.sandbox.remote import ACCEPT_UNCONFINED, RemoteCode
@@ -77,25 +77,24 @@ class Outcome:
 
 
 def copy_workflow(root: Path, dest: Path, limit: int = COPY_MAX_BYTES) -> None:
-    """The folder's regular files into ``dest``, as publication lists them: a link that leaves the folder
-    or a special file is refused, and so is a folder of more than ``limit`` bytes."""
+    """The folder's regular files into ``dest``, as publication lists them and read beneath it
+    (:mod:`qsolve.reading`): a link or a special file is refused, and so is a folder of more than
+    ``limit`` bytes."""
     try:
         files = listing(root)
+        total = 0
+        for rel in files:
+            data = read_bytes(root, rel, limit=limit - total)
+            total += len(data)
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
     except PublicationError as e:
         raise CopyRefused(f"{root}: {e}") from None
-    total = 0
-    for rel, path in files:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)  # a FIFO put in since: no wait
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise CopyRefused(f"{root}: {rel} is not a regular file")
-            data = f.read(limit - total + 1)
-        total += len(data)
-        if total > limit:
-            raise CopyRefused(f"{root}: the workflow folder is larger than {limit // 2**20} MiB")
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    except WorkflowInvalid as e:
+        if "larger than" in e.message:
+            raise CopyRefused(f"{root}: the workflow folder is larger than {limit // 2**20} MiB") from None
+        raise CopyRefused(f"{root}: {e.issues[0]}") from None
     dest.mkdir(parents=True, exist_ok=True)
 
 
