@@ -28,6 +28,8 @@ from qsolve.errors import Issue, WorkflowInvalid
 
 #: the most one file of a workflow folder may hold to be read (a document, the module, an input)
 MAX_FILE_BYTES = 64 * 2**20
+#: the most values a YAML document may hold, its aliases written out
+MAX_YAML_VALUES = 1_000_000
 #: the most of a workflow's own file a message quotes
 EXCERPT_CHARS = 120
 
@@ -156,7 +158,9 @@ def _fail(file: str, message: str, code: str | None = None) -> Unreadable:
     return Unreadable(message, [Issue(file=file, message=message, code=code)])
 
 
-def read_bytes(root: Path | str, relative: str, label: str | None = None, limit: int = MAX_FILE_BYTES) -> bytes:
+def read_bytes(
+    root: Path | str, relative: str, label: str | None = None, limit: int = MAX_FILE_BYTES
+) -> bytes:
     """The bytes of a regular file beneath ``root``, at most ``limit``; :class:`Unreadable` otherwise,
     naming ``label`` (default: the path)."""
     label = label or relative
@@ -222,12 +226,34 @@ def read_text(root: Path | str, relative: str, label: str | None = None) -> str:
 
 def parse_yaml(text: str, label: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        value = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise _fail(label, f"is not YAML{where}: {excerpt(problem)}") from None
+    if _expanded(value) > MAX_YAML_VALUES:
+        raise _fail(label, f"holds more than {MAX_YAML_VALUES:,} values once its aliases are written out")
+    return value
+
+
+def _expanded(value: Any) -> int:
+    """How many values ``value`` holds with every shared part counted each time it is used (YAML
+    aliases share: nine of them, each of nine before, are a billion values for whatever walks them)."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        v, done = stack.pop()
+        if not isinstance(v, dict | list) or (id(v) in sizes and not done):
+            continue
+        children = [*v.keys(), *v.values()] if isinstance(v, dict) else v
+        if done:
+            sizes[id(v)] = min(1 + sum(sizes.get(id(c), 1) for c in children), MAX_YAML_VALUES + 1)
+        else:
+            sizes[id(v)] = 1  # a value that holds itself (an alias of its parent) counts once
+            stack.append((v, True))
+            stack.extend((c, False) for c in children)
+    return sizes.get(id(value), 1)
 
 
 def read_yaml(root: Path | str, relative: str, label: str | None = None) -> Any:
@@ -299,7 +325,8 @@ def entries(root: Path | str, folder: str = "") -> Iterator[tuple[str, str]]:
 def files_in(root: Path | str, folder: str, suffix: str) -> list[str]:
     """The relative paths of ``folder``'s entries whose names end in ``suffix``, sorted; links and special
     files included, so that reading them refuses them by name."""
-    return [f"{folder}/{name}" for name, k in entries(root, folder) if name.endswith(suffix) and k != "folder"]
+    found = entries(root, folder)
+    return [f"{folder}/{name}" for name, k in found if name.endswith(suffix) and k != "folder"]
 
 
 def walk(root: Path | str, skipped_dirs: set[str], skipped_suffixes: set[str]) -> list[str]:

@@ -113,3 +113,13 @@ def test_the_reader_refuses_links_at_every_level_and_special_files(tmp_path: Pat
     (root / "big").write_bytes(b"x" * 2000)
     with pytest.raises(WorkflowInvalid, match="larger than"):
         read_bytes(root, "big", limit=1000)
+
+
+def test_yaml_aliases_that_expand_to_a_billion_values_are_refused_before_any_walk(wf: WorkflowDir) -> None:
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(9)
+    )
+    wf.write("benchmarks/cases.yaml", laughs + "hardware_cases: *j\n")
+    ran = qsolve("lint", str(wf.root))
+    assert ran.returncode == 1
+    assert "benchmarks/cases.yaml: holds more than 1,000,000 values once its aliases are written out" in ran.stdout
