@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from qsolve.errors import Unconfined
+from qsolve.errors import Unconfined, WorkflowProcessFailed
 from qsolve.home import qsolve_home
-from qsolve.sandbox import circuits
+from qsolve.sandbox import circuits, worker
 from qsolve.sandbox.calls import Answer, MethodReturn
 from qsolve.sandbox.confine import Job, Protections
 from qsolve.sandbox.process import PACKAGE, JobProcess
@@ -144,11 +144,37 @@ class RemoteCode:
         text, shots = event.get("circuits"), event.get("shots")
         if not isinstance(text, str) or set(event) != {"event", "circuits", "shots"}:
             raise self.process.broke("a sample request that is not {circuits, shots}")
+        p = self.process
+        start = time.perf_counter()
         try:
-            counts = ctx.sample(circuits.decode(text), shots)
-        except Exception as e:  # what the target says of these circuits: the method's to handle
-            return {"op": "refused", "error": f"{type(e).__name__}: {e}"}
+            counts, new, dispatches, simulated = worker.run(
+                _decode_and_run, ctx, text, shots, what="reading and running a batch of circuits",
+                deadline=p.deadline, memory_mb=p.memory_mb or worker.MEMORY_MB,
+            )
+        except worker.Raised as e:  # what the target says of these circuits: the method's to handle
+            return {"op": "refused", "error": str(e)}
+        except worker.WorkOutOfTime:
+            p.kill()
+            raise worker.out_of_time(p.timeout_s) from None
+        except worker.WorkStopped as e:  # the platform's bound: the case fails, naming it
+            p.kill()
+            raise PlatformStopped(str(e)) from None
+        ctx._records.extend(new)
+        ctx.dispatches = dispatches
+        # the method's time is the target's; the worker's (decoding, scoring, the fork) the platform's
+        ctx.scoring_in_method += max(0.0, time.perf_counter() - start - simulated)
         return {"op": "counts", "counts": counts}
+
+    def schema_error(self, schema: dict[str, Any], value: Any, what: str) -> str | None:
+        """A value the workflow sent, validated against its schema in a platform worker, by the job's
+        deadline (:class:`~qsolve.errors.OutOfTime` then) and within its memory."""
+        p = self.process
+        try:
+            return worker.schema_error(schema, value, what, deadline=p.deadline,
+                                       memory_mb=p.memory_mb or worker.MEMORY_MB)
+        except worker.WorkOutOfTime:
+            p.kill()
+            raise worker.out_of_time(p.timeout_s) from None
 
     def evaluate(self, input: dict, solution: Any) -> Answer:
         self.process.send({"op": "evaluate", "input": input, "solution": solution})
@@ -172,6 +198,23 @@ class RemoteCode:
             first = e.errors(include_url=False)[0]
             where = ".".join(str(x) for x in first["loc"]) or "?"
             raise self.process.broke(f"an invalid {event['event']!r}: {where}: {first['msg']}") from None
+
+
+class PlatformStopped(WorkflowProcessFailed):
+    """The platform stopped its own work on what the workflow sent (a bound of the platform's, named);
+    the case fails with why, and the workflow process, left waiting, is replaced."""
+
+
+def _decode_and_run(ctx: Context, text: str, shots: Any) -> tuple:
+    """In the platform worker: the batch decoded, run on the context's target and scored at once; what
+    the context learnt goes back with the counts, and the seconds the target itself took (the method's:
+    everything else of the worker's time is the platform's)."""
+    before, in_method = len(ctx.records), ctx.scoring_in_method
+    circuit_list = circuits.decode(text)
+    start = time.perf_counter()
+    counts = ctx.sample(circuit_list, shots)
+    simulated = time.perf_counter() - start - (ctx.scoring_in_method - in_method)
+    return counts, ctx.records[before:], ctx.dispatches, simulated
 
 
 def _checked(said: Protections, process: JobProcess) -> Protections:
