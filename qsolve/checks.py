@@ -16,6 +16,7 @@ from qsolve import params as run_params
 from qsolve.cases import Case, case_label
 from qsolve.errors import WorkflowInvalid
 from qsolve.reading import Refused, inside, read_json_object
+from qsolve.sandbox import worker
 from qsolve.workflow import CASES, Workflow, load_workflow
 
 HARDWARE_BYTES_MAX = 600_000
@@ -114,8 +115,13 @@ def _check_case(workflow: Workflow, case: Case) -> list[str]:
     except CaseInputError as e:
         errors = [str(e)]
     else:
-        err = run_params.schema_error(workflow.input_schema, value)
-        errors = [f"input does not match {workflow.manifest.input_schema} {err}"] if err else []
+        against = workflow.manifest.input_schema
+        try:
+            err = worker.schema_error(workflow.input_schema, value, f"the input against {against}")
+        except worker.SchemaStopped as e:
+            errors = [str(e)]
+        else:
+            errors = [f"input does not match {against} {err}"] if err else []
     return errors + run_params.problems(workflow.manifest.params, case.params)
 
 
