@@ -26,8 +26,8 @@ def test_a_link_to_a_secret_is_refused_and_the_secret_kept_out_of_every_record(
     with get_client(sync_client=True) as client:
         artifacts = [str(a.data) for a in client.read_artifacts()]
         run = client.read_flow_run(state.state_details.flow_run_id)
-    kept = [report.markdown(), str(state.message), str(get_state_exception(state)), str(run.state), *artifacts]
-    kept.append(report.model_dump_json() if hasattr(report, "model_dump_json") else repr(report))
+    kept = [report.markdown(), str(state.message), str(get_state_exception(state)), str(run.state)]
+    kept += [*artifacts, report.model_dump_json() if hasattr(report, "model_dump_json") else repr(report)]
     assert artifacts, "the flow kept no artifact to look in"
     for text in kept:
         assert SECRET not in text and "ibm_quantum" not in text
