@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from qsolve import reading
 from qsolve.errors import WorkflowInvalid
 from qsolve.reading import NO_LINK, Refused, kind, open_beneath, read_bytes
 from tests.conftest import REPO, WorkflowDir
@@ -96,7 +97,15 @@ def test_a_fifo_ends_each_command_with_a_message_naming_it(fifo: WorkflowDir, co
     assert "examples/p.json" in out and "a FIFO" in out, out
 
 
-def test_the_reader_refuses_links_at_every_level_and_special_files(tmp_path: Path) -> None:
+@pytest.fixture(params=["openat2", "O_NOFOLLOW per component"])
+def resolution(request, monkeypatch) -> str:
+    """Both ways of resolving beneath the folder: the kernel's openat2, and the fallback without it."""
+    if request.param != "openat2":
+        monkeypatch.setattr(reading, "_openat2_works", [False])
+    return request.param
+
+
+def test_the_reader_refuses_links_at_every_level_and_special_files(tmp_path: Path, resolution: str) -> None:
     root = tmp_path / "w"
     (root / "a").mkdir(parents=True)
     (root / "a" / "f.json").write_text("{}")
