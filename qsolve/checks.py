@@ -90,14 +90,8 @@ def check_submission(root: Path | str) -> SubmissionChecks:
         report.errors.extend(str(i) for i in e.issues)
         return report
     report.workflow = workflow
-    for section in ("cases", "hardware_cases"):
-        checked = report.cases if section == "cases" else report.hardware_cases
-        for index, case in enumerate(getattr(workflow.cases, section)):
-            label = case_label(section, index, case)
-            errors = _check_case(workflow, case)
-            report.errors.extend(f"{CASES}: {label}: {e}" for e in errors)
-            if not errors:
-                checked.append(CheckedCase(section, index, case, case_input(root, case)))
+    with worker.kept() as validating:
+        _check_cases(root, workflow, report, validating)
     if report.ok:
         size = hardware_bytes(report.hardware_cases)
         if size > HARDWARE_BYTES_MAX:
@@ -109,7 +103,18 @@ def check_submission(root: Path | str) -> SubmissionChecks:
     return report
 
 
-def _check_case(workflow: Workflow, case: Case) -> list[str]:
+def _check_cases(root: Path, workflow: Workflow, report: SubmissionChecks, validating: worker.Worker) -> None:
+    for section in ("cases", "hardware_cases"):
+        checked = report.cases if section == "cases" else report.hardware_cases
+        for index, case in enumerate(getattr(workflow.cases, section)):
+            label = case_label(section, index, case)
+            errors = _check_case(workflow, case, validating)
+            report.errors.extend(f"{CASES}: {label}: {e}" for e in errors)
+            if not errors:
+                checked.append(CheckedCase(section, index, case, case_input(root, case)))
+
+
+def _check_case(workflow: Workflow, case: Case, validating: worker.Worker) -> list[str]:
     try:
         value = case_input(workflow.root, case)
     except CaseInputError as e:
@@ -117,12 +122,22 @@ def _check_case(workflow: Workflow, case: Case) -> list[str]:
     else:
         against = workflow.manifest.input_schema
         try:
-            err = worker.schema_error(workflow.input_schema, value, f"the input against {against}")
+            err = worker.schema_error(
+                workflow.input_schema, value, f"the input against {against}", on=validating
+            )
         except worker.SchemaStopped as e:
             errors = [str(e)]
         else:
             errors = [f"input does not match {against} {err}"] if err else []
-    return errors + run_params.problems(workflow.manifest.params, case.params)
+
+    def check(schema: dict[str, Any], value: Any) -> str | None:
+        what = "the params against the manifest's params schema"
+        return worker.schema_error(schema, value, what, on=validating)
+
+    try:
+        return errors + run_params.problems(workflow.manifest.params, case.params, check)
+    except worker.SchemaStopped as e:
+        return [*errors, str(e)]
 
 
 def hardware_bytes(cases: list[CheckedCase]) -> int:

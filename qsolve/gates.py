@@ -68,18 +68,21 @@ def example_inputs(g: GateInputs) -> GateResult:
         return GateResult(name="example_inputs", passed=False, message="no example in examples/ (*.json)")
     if g.workflow is None:
         return GateResult(name="example_inputs", passed=False, message="the input schema did not load")
-    for label in paths:
-        try:
-            value = read_json_object(g.root, label)
-        except WorkflowInvalid as e:
-            return GateResult(name="example_inputs", passed=False, message=f"{label}: {e.message}")
-        try:
-            err = worker.schema_error(g.workflow.input_schema, value, f"{label} against the input schema")
-        except worker.SchemaStopped as e:
-            return GateResult(name="example_inputs", passed=False, message=str(e))
-        if err:
-            message = f"{label} does not match {g.workflow.manifest.input_schema} {err}"
-            return GateResult(name="example_inputs", passed=False, message=message)
+    with worker.kept() as validating:
+        for label in paths:
+            try:
+                value = read_json_object(g.root, label)
+            except WorkflowInvalid as e:
+                return GateResult(name="example_inputs", passed=False, message=f"{label}: {e.message}")
+            try:
+                err = worker.schema_error(
+                    g.workflow.input_schema, value, f"{label} against the input schema", on=validating
+                )
+            except worker.SchemaStopped as e:
+                return GateResult(name="example_inputs", passed=False, message=str(e))
+            if err:
+                message = f"{label} does not match {g.workflow.manifest.input_schema} {err}"
+                return GateResult(name="example_inputs", passed=False, message=message)
     return GateResult(
         name="example_inputs", passed=True, message=f"{len(paths)} examples match the input schema"
     )

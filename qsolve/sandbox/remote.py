@@ -145,12 +145,18 @@ class RemoteCode:
         if not isinstance(text, str) or set(event) != {"event", "circuits", "shots"}:
             raise self.process.broke("a sample request that is not {circuits, shots}")
         p = self.process
+        self._worker()
+        local = ctx.backend.name == "sim-cpu" or ctx.backend.name.startswith("fake:")
+        what = "reading and running a batch of circuits" if local else "reading a batch of circuits"
         start = time.perf_counter()
         try:
-            counts, new, dispatches, simulated = worker.run(
-                _decode_and_run, ctx, text, shots, what="reading and running a batch of circuits",
-                deadline=p.deadline, memory_mb=p.memory_mb or worker.MEMORY_MB,
-            )
+            if local:  # decoded, transpiled, simulated and scored in the worker
+                counts, new, dispatches, simulated = p.platform_worker.call(
+                    _decode_and_run, ctx.backend.name, ctx.seed, ctx.dispatches, text, shots,
+                    what=what, deadline=p.deadline,
+                )
+            else:  # a device's own backend (its receipts, its meter) stays here: only decoded there
+                batch = p.platform_worker.call(circuits.decode, text, what=what, deadline=p.deadline)
         except worker.Raised as e:  # what the target says of these circuits: the method's to handle
             return {"op": "refused", "error": str(e)}
         except worker.WorkOutOfTime:
@@ -159,19 +165,30 @@ class RemoteCode:
         except worker.WorkStopped as e:  # the platform's bound: the case fails, naming it
             p.kill()
             raise PlatformStopped(str(e)) from None
+        if not local:
+            try:
+                return {"op": "counts", "counts": ctx.sample(batch, shots)}
+            except Exception as e:  # what the target says of these circuits: the method's to handle
+                return {"op": "refused", "error": f"{type(e).__name__}: {e}"}
         ctx._records.extend(new)
         ctx.dispatches = dispatches
-        # the method's time is the target's; the worker's (decoding, scoring, the fork) the platform's
+        # the method's time is its batch's; the worker's own (scoring, the way there and back) the platform's
         ctx.scoring_in_method += max(0.0, time.perf_counter() - start - simulated)
         return {"op": "counts", "counts": counts}
+
+    def _worker(self) -> worker.Worker:
+        """The platform's worker for this process's work, started on first use."""
+        p = self.process
+        if p.platform_worker is None:
+            p.platform_worker = worker.Worker(p.memory_mb or worker.MEMORY_MB)
+        return p.platform_worker
 
     def schema_error(self, schema: dict[str, Any], value: Any, what: str) -> str | None:
         """A value the workflow sent, validated against its schema in a platform worker, by the job's
         deadline (:class:`~qsolve.errors.OutOfTime` then) and within its memory."""
         p = self.process
         try:
-            return worker.schema_error(schema, value, what, deadline=p.deadline,
-                                       memory_mb=p.memory_mb or worker.MEMORY_MB)
+            return worker.schema_error(schema, value, what, deadline=p.deadline, on=self._worker())
         except worker.WorkOutOfTime:
             p.kill()
             raise worker.out_of_time(p.timeout_s) from None
@@ -205,16 +222,20 @@ class PlatformStopped(WorkflowProcessFailed):
     the case fails with why, and the workflow process, left waiting, is replaced."""
 
 
-def _decode_and_run(ctx: Context, text: str, shots: Any) -> tuple:
-    """In the platform worker: the batch decoded, run on the context's target and scored at once; what
-    the context learnt goes back with the counts, and the seconds the target itself took (the method's:
-    everything else of the worker's time is the platform's)."""
-    before, in_method = len(ctx.records), ctx.scoring_in_method
-    circuit_list = circuits.decode(text)
+def _decode_and_run(target: str, seed: int, dispatches: int, text: str, shots: Any) -> tuple:
+    """In the platform worker: the batch decoded, run on the target (this process's own, opened once)
+    and scored at once; the records and the count of dispatches go back with the counts, and the
+    seconds the batch itself took to read and run (the method's, as a batch run in the platform's
+    process always was: scoring and the worker's own cost are the platform's)."""
+    from qsolve.quantum_context import QuantumContext
+    from qsolve.targets import open_target
+
+    ctx = QuantumContext(seed, open_target(target))
+    ctx.dispatches = dispatches
     start = time.perf_counter()
-    counts = ctx.sample(circuit_list, shots)
-    simulated = time.perf_counter() - start - (ctx.scoring_in_method - in_method)
-    return counts, ctx.records[before:], ctx.dispatches, simulated
+    counts = ctx.sample(circuits.decode(text), shots)
+    ran = time.perf_counter() - start - ctx.scoring_in_method  # reading, transpiling, simulating
+    return counts, ctx.records, ctx.dispatches, ran
 
 
 def _checked(said: Protections, process: JobProcess) -> Protections:

@@ -8,9 +8,11 @@ child forked from the platform process (it never runs workflow code: the workflo
 ever in workflow processes), with an address-space bound, killed at its deadline. The platform gets
 the work's value back, or :class:`WorkStopped` naming why it did not.
 
-A fork costs milliseconds and shares the platform's loaded Qiskit and Aer, so the bound is cheap
-enough for every batch and every solution. Parallel libraries are told to stay on one thread in
-the worker: a thread pool of the parent does not exist in a forked child.
+A fork costs milliseconds and shares the platform's loaded Qiskit and Aer. The batches of one
+workflow process go to one :class:`Worker`, kept while it stays within its bounds, so that what a
+target builds once (a pass manager, a noise model) is built once; a validation gets a worker of its
+own (:func:`run`). Parallel libraries stay on one thread in a worker: a thread pool of the parent
+does not exist in a forked child.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import select
 import signal
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from qsolve.errors import OutOfTime
@@ -53,26 +55,74 @@ def _mapped_bytes() -> int:
         return 0
 
 
-def _child(fn: Callable[..., Any], args: tuple, memory_mb: int, write_fd: int) -> None:
+class Raised(Exception):  # noqa: N818
+    """What the work raised in the worker, by its type's name and message."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(f"{type_name}: {message}" if message else type_name)
+        self.type_name, self.message = type_name, message
+
+
+_MEMORY = pickle.dumps(("memory", None))
+
+
+def _answer(fn: Callable[..., Any], args: tuple) -> bytes:
+    try:
+        out: tuple = ("ok", fn(*args))
+    except MemoryError:
+        return _MEMORY
+    except BaseException as e:  # noqa: BLE001 - the work's own failure, reported as it is
+        out = ("raised", (type(e).__name__, str(e)[:2000]))
+    try:
+        return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+    except MemoryError:
+        return _MEMORY
+    except Exception as e:
+        return pickle.dumps(("raised", (type(e).__name__, f"its result does not pickle: {e}")))
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    parts, got = [], 0
+    while got < n:
+        chunk = os.read(fd, min(n - got, 1 << 20))
+        if not chunk:
+            return None
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(len(data).to_bytes(8, "big") + data)
+    while view:
+        view = view[os.write(fd, view[: 1 << 20]) :]
+
+
+def _bound(memory_mb: int) -> None:
+    limit = _mapped_bytes() + memory_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # a thread pool of the parent does not exist in a forked child: parallel libraries stay on this one
+    os.environ.update({"QISKIT_IN_PARALLEL": "TRUE", "OMP_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1"})
+
+
+def _serve(requests: int, answers: int, memory_mb: int) -> None:  # pragma: no cover - the worker
+    """The worker's loop: a request (a function of the platform's and its arguments), its answer."""
     code = 0
     try:
-        limit = _mapped_bytes() + memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        os.environ.update({"QISKIT_IN_PARALLEL": "TRUE", "OMP_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1"})
-        try:
-            out: tuple = ("ok", fn(*args))
-        except MemoryError:
-            out = ("memory", None)
-        except BaseException as e:  # noqa: BLE001 - the work's own failure, reported as it is
-            out = ("raised", (type(e).__name__, str(e)[:2000]))
-        try:
-            data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as e:
-            data = pickle.dumps(("raised", (type(e).__name__, f"its result does not pickle: {e}")))
-        view = memoryview(data)
-        while view:
-            view = view[os.write(write_fd, view[: 1 << 20]) :]
+        _bound(memory_mb)
+        while True:
+            head = _read_exact(requests, 8)
+            if head is None:
+                break
+            body = _read_exact(requests, int.from_bytes(head, "big"))
+            if body is None:
+                break
+            fn, args = pickle.loads(body)  # from the platform process that forked this one
+            data = _answer(fn, args)
+            _write_all(answers, data)
+            if data is _MEMORY:
+                break  # what is left of a worker that ran out of memory is not used again
     except MemoryError:
         code = 3
     except BaseException:  # noqa: BLE001
@@ -83,12 +133,108 @@ def _child(fn: Callable[..., Any], args: tuple, memory_mb: int, write_fd: int) -
         os._exit(code)
 
 
-class Raised(Exception):  # noqa: N818
-    """What the work raised in the worker, by its type's name and message."""
+class Worker:
+    """A platform worker kept for a workflow process's cases: forked on first use, so that what the
+    platform's targets build once (pass managers, noise models, Aer's own set-up) is built once in it
+    too; killed at a deadline and replaced after any failure."""
 
-    def __init__(self, type_name: str, message: str) -> None:
-        super().__init__(f"{type_name}: {message}" if message else type_name)
-        self.type_name, self.message = type_name, message
+    def __init__(self, memory_mb: int = MEMORY_MB) -> None:
+        self.memory_mb = memory_mb
+        self.pid: int | None = None
+        self._requests = self._answers = -1
+
+    def _start(self) -> None:
+        req_r, req_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the worker
+            os.close(req_w)
+            os.close(ans_r)
+            _serve(req_r, ans_w, self.memory_mb)
+        os.close(req_r)
+        os.close(ans_w)
+        self.pid, self._requests, self._answers = pid, req_w, ans_r
+
+    def call(self, fn: Callable[..., Any], *args: Any, what: str, deadline: float) -> Any:
+        """``fn(*args)`` in the worker by ``deadline`` (``time.monotonic()``), within its memory bound.
+        Its value, or :class:`Raised`, :class:`WorkOutOfTime` or :class:`WorkStopped`."""
+        if self.pid is None:
+            self._start()
+        try:
+            return self._call(fn, args, what, deadline)
+        except (WorkStopped, OSError) as e:
+            self.close()
+            if isinstance(e, WorkStopped):
+                raise
+            raise self._died(what) from None
+
+    def _call(self, fn: Callable[..., Any], args: tuple, what: str, deadline: float) -> Any:
+        data = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
+        _write_all(self._requests, data)  # the worker reads at once: it is the platform's own
+        head = self._receive(8, what, deadline)
+        size = int.from_bytes(head, "big")
+        if size > RESULT_MAX_BYTES:
+            most = RESULT_MAX_BYTES // 2**20
+            raise WorkStopped(f"the platform stopped {what}: its result is over {most} MiB")
+        kind, value = pickle.loads(self._receive(size, what, deadline))  # the platform's own worker
+        if kind == "ok":
+            return value
+        if kind == "memory":
+            raise WorkStopped(f"{what} needs more than the platform's memory bound of {self.memory_mb} MB")
+        raise Raised(*value)
+
+    def _receive(self, n: int, what: str, deadline: float) -> bytes:
+        parts, got = [], 0
+        while got < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkOutOfTime(f"the platform stopped {what} at its deadline")
+            ready, _, _ = select.select([self._answers], [], [], min(left, POLL_S))
+            if not ready:
+                continue
+            chunk = os.read(self._answers, min(n - got, 1 << 20))
+            if not chunk:
+                raise self._died(what)
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts)
+
+    def _died(self, what: str) -> WorkStopped:
+        status = self._reap()
+        if status is not None and os.WIFSIGNALED(status):
+            how = f"was killed by {signal.Signals(os.WTERMSIG(status)).name}"
+        else:
+            how = "exited" if status is None else f"exited with status {os.waitstatus_to_exitcode(status)}"
+        return WorkStopped(
+            f"the platform's worker {how} while it did {what} (its memory bound is {self.memory_mb} MB)"
+        )
+
+    def _reap(self) -> int | None:
+        if self.pid is None:
+            return None
+        pid, self.pid = self.pid, None
+        for fd in (self._requests, self._answers):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            return os.waitpid(pid, 0)[1]
+        return None
+
+    def close(self) -> None:
+        """End the worker (it keeps nothing anyone needs)."""
+        self._reap()
+
+
+@contextlib.contextmanager
+def kept(memory_mb: int = MEMORY_MB) -> Iterator[Worker]:
+    """A worker for a run of pieces of work (the checks of every case, say), ended afterwards."""
+    one = Worker(memory_mb)
+    try:
+        yield one
+    finally:
+        one.close()
 
 
 def run(
@@ -98,56 +244,13 @@ def run(
     deadline: float,
     memory_mb: int = MEMORY_MB,
 ) -> Any:
-    """``fn(*args)`` in a platform worker, by ``deadline`` (``time.monotonic()``) and within
-    ``memory_mb`` more than the platform holds. Its value, or: :class:`Raised` (what it raised),
-    :class:`WorkOutOfTime` (killed at the deadline), :class:`WorkStopped` (out of memory, or died)."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the worker
-        os.close(read_fd)
-        _child(fn, args, memory_mb, write_fd)
-    os.close(write_fd)
-    chunks: list[bytes] = []
-    size = 0
-    status: int | None = None
+    """``fn(*args)`` in a worker of its own, by ``deadline`` and within ``memory_mb`` more than the
+    platform holds: its value, or :class:`Raised`, :class:`WorkOutOfTime`, :class:`WorkStopped`."""
+    one = Worker(memory_mb)
     try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise WorkOutOfTime(f"the platform stopped {what} at its deadline")
-            ready, _, _ = select.select([read_fd], [], [], min(left, POLL_S))
-            if not ready:
-                continue
-            chunk = os.read(read_fd, 1 << 20)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > RESULT_MAX_BYTES:
-                most = RESULT_MAX_BYTES // 2**20
-                raise WorkStopped(f"the platform stopped {what}: its result is over {most} MiB")
-            chunks.append(chunk)
-        _, status = os.waitpid(pid, 0)
+        return one.call(fn, *args, what=what, deadline=deadline)
     finally:
-        os.close(read_fd)
-        if status is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-    if not chunks:
-        died = (
-            f"killed by {signal.Signals(-os.waitstatus_to_exitcode(status)).name}"
-            if os.WIFSIGNALED(status)
-            else f"exited with status {os.waitstatus_to_exitcode(status)}"
-        )
-        raise WorkStopped(
-            f"the platform's worker {died} while it did {what} (its memory bound is {memory_mb} MB)"
-        )
-    kind, value = pickle.loads(b"".join(chunks))  # the platform's own worker: nothing of the workflow's
-    if kind == "ok":
-        return value
-    if kind == "memory":
-        raise WorkStopped(f"{what} needs more than the platform's memory bound of {memory_mb} MB")
-    raise Raised(*value)
+        one.close()
 
 
 def out_of_time(timeout_s: int) -> OutOfTime:
@@ -165,17 +268,20 @@ def schema_error(
     what: str,
     *,
     deadline: float | None = None,
-    memory_mb: int = MEMORY_MB,
+    on: Worker | None = None,
 ) -> str | None:
-    """:func:`qsolve.params.schema_error` of a workflow's schema, in a platform worker: at most
-    :data:`SCHEMA_S` seconds and never past ``deadline`` (the job's). :class:`SchemaStopped` when the
-    platform stopped it (a pattern that backtracks, say), :class:`WorkOutOfTime` at ``deadline``."""
+    """:func:`qsolve.params.schema_error` of a workflow's schema, in a platform worker (``on``, else one
+    of its own): at most :data:`SCHEMA_S` seconds and never past ``deadline`` (the job's).
+    :class:`SchemaStopped` when the platform stopped it (a pattern that backtracks, say),
+    :class:`WorkOutOfTime` at ``deadline``."""
     from qsolve.params import schema_error as check
 
     own = time.monotonic() + SCHEMA_S
+    end = min(own, deadline or own)
     try:
-        return run(check, schema, value, what=f"validating {what}", deadline=min(own, deadline or own),
-                   memory_mb=memory_mb)
+        if on is not None:
+            return on.call(check, schema, value, what=f"validating {what}", deadline=end)
+        return run(check, schema, value, what=f"validating {what}", deadline=end)
     except WorkOutOfTime:
         if deadline is not None and deadline <= own:
             raise
