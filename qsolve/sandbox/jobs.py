@@ -2,10 +2,10 @@
 
 The workflow folder is copied into the job's workflow process's own folder (regular files only, read
 beneath the folder through :mod:`qsolve.reading`, no link, at most :data:`COPY_MAX_BYTES`); the cases
-run with the workflow's code in that process and everything else here. The time limit is ``resources.timeout_s`` raised to at least 300 and
-capped at 7200, over the whole job; memory is ``resources.memory_mb`` (at most 8192) for each workflow
-process. The first case runs again in a fresh workflow process, so nothing of the first run carries
-over into the second.
+run with the workflow's code in that process and everything else here. The time limit is
+``resources.timeout_s`` raised to at least 300 and capped at 7200, over the whole job; memory is
+``resources.memory_mb`` (at most 8192) for each workflow process. The first case runs again in a
+fresh workflow process, so nothing of the first run carries over into the second.
 """
 
 from __future__ import annotations
