@@ -25,6 +25,7 @@ from qsolve.reading import read_bytes
 from qsolve.sandbox.confine import Protections
 from qsolve.sandbox.process import JobProcess
 from qsolve.sandbox.remote import ACCEPT_UNCONFINED, RemoteCode
+from qsolve.sandbox.worker import Worker
 
 if TYPE_CHECKING:
     from qsolve.manifest import Resources
@@ -121,6 +122,9 @@ class _Processes:
         self.used: list[JobProcess] = []
         self.protections: Protections | None = None
         self.begun: list[RemoteCode] = []
+        # one platform worker for the job's batches and solutions, whichever process sent them: what
+        # the targets build once (pass managers, noise models) is built once a job
+        self.worker = Worker(limits.memory_mb)
 
     def begin(self) -> None:
         """Start a process (or take the one started ahead) and send it its job now: it confines itself
@@ -132,6 +136,7 @@ class _Processes:
         process = self.spare.pop(0) if self.spare else JobProcess()
         self.used.append(process)
         process.deadline = self.deadline
+        process.platform_worker = self.worker
         copy_workflow(self.root, process.workflow)
         return RemoteCode(process).begin(self.module, self.limits.memory_mb, self.require)
 
@@ -144,6 +149,7 @@ class _Processes:
 
     def close(self) -> str:
         tail = self.used[-1].log_tail() if self.used else ""
+        self.worker.close()
         for p in self.used + self.spare:
             p.close()
         return tail
