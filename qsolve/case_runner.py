@@ -18,7 +18,9 @@ from qsolve.judging import Evidence, broken_bound, compare, first_failure, gap, 
 from qsolve.manifest import Manifest, Method
 from qsolve.quantum_context import QuantumContext
 from qsolve.results import CaseResult, MethodOutcome, quality
+from qsolve.sandbox import worker
 from qsolve.sandbox.calls import MethodReturn, WorkflowCode
+from qsolve.sandbox.worker import SchemaStopped
 from qsolve.targets import open_target
 from qsolve.targets.base import Backend
 
@@ -102,7 +104,11 @@ def _recompute(
         out["objective"] = result.objective
         return out
     out["claimed"] = result.objective
-    problem = run_params.schema_error(output_schema, result.solution) if output_schema is not None else None
+    try:
+        problem = _solution_error(code, output_schema, result.solution) if output_schema is not None else None
+    except SchemaStopped as e:
+        out["unavailable"] = f"failed: SolutionInvalid: {e}"
+        return out
     if problem:
         out["unavailable"] = (
             f"failed: SolutionInvalid: the solution does not match the output schema {problem}"
@@ -118,6 +124,14 @@ def _recompute(
     else:
         out["unavailable"] = f"failed: TypeError: evaluate() gave {type(answer.value).__name__}, not a number"
     return out
+
+
+def _solution_error(code: WorkflowCode, schema: dict[str, Any], solution: Any) -> str | None:
+    """How the solution fails the output schema, checked where the platform can stop it (a platform
+    worker, by the job's deadline where the code runs in a sandbox job)."""
+    what = "the solution against the output schema"
+    bounded = getattr(code, "schema_error", None)
+    return bounded(schema, solution, what) if bounded else worker.schema_error(schema, solution, what)
 
 
 def _n_test(details: dict[str, Any]) -> tuple[int | None, str | None]:

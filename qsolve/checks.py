@@ -15,7 +15,8 @@ from typing import Any, Literal
 from qsolve import params as run_params
 from qsolve.cases import Case, case_label
 from qsolve.errors import WorkflowInvalid
-from qsolve.reading import inside, read_json_object
+from qsolve.reading import Refused, inside, read_json_object
+from qsolve.sandbox import worker
 from qsolve.workflow import CASES, Workflow, load_workflow
 
 HARDWARE_BYTES_MAX = 600_000
@@ -38,10 +39,10 @@ def case_input(root: Path, case: Case) -> dict[str, Any]:
     shown = f"input_file {case.input_file!r}"
     try:
         path = inside(root, case.input_file)
-    except ValueError as e:
+    except Refused as e:
         raise CaseInputError(f"{shown} {e}") from None
     try:
-        return read_json_object(path, case.input_file)
+        return read_json_object(root, path, case.input_file)
     except WorkflowInvalid as e:
         raise CaseInputError(f"{shown} {e.message}") from None
 
@@ -89,14 +90,8 @@ def check_submission(root: Path | str) -> SubmissionChecks:
         report.errors.extend(str(i) for i in e.issues)
         return report
     report.workflow = workflow
-    for section in ("cases", "hardware_cases"):
-        checked = report.cases if section == "cases" else report.hardware_cases
-        for index, case in enumerate(getattr(workflow.cases, section)):
-            label = case_label(section, index, case)
-            errors = _check_case(workflow, case)
-            report.errors.extend(f"{CASES}: {label}: {e}" for e in errors)
-            if not errors:
-                checked.append(CheckedCase(section, index, case, case_input(root, case)))
+    with worker.kept() as validating:
+        _check_cases(root, workflow, report, validating)
     if report.ok:
         size = hardware_bytes(report.hardware_cases)
         if size > HARDWARE_BYTES_MAX:
@@ -108,15 +103,41 @@ def check_submission(root: Path | str) -> SubmissionChecks:
     return report
 
 
-def _check_case(workflow: Workflow, case: Case) -> list[str]:
+def _check_cases(root: Path, workflow: Workflow, report: SubmissionChecks, validating: worker.Worker) -> None:
+    for section in ("cases", "hardware_cases"):
+        checked = report.cases if section == "cases" else report.hardware_cases
+        for index, case in enumerate(getattr(workflow.cases, section)):
+            label = case_label(section, index, case)
+            errors = _check_case(workflow, case, validating)
+            report.errors.extend(f"{CASES}: {label}: {e}" for e in errors)
+            if not errors:
+                checked.append(CheckedCase(section, index, case, case_input(root, case)))
+
+
+def _check_case(workflow: Workflow, case: Case, validating: worker.Worker) -> list[str]:
     try:
         value = case_input(workflow.root, case)
     except CaseInputError as e:
         errors = [str(e)]
     else:
-        err = run_params.schema_error(workflow.input_schema, value)
-        errors = [f"input does not match {workflow.manifest.input_schema} {err}"] if err else []
-    return errors + run_params.problems(workflow.manifest.params, case.params)
+        against = workflow.manifest.input_schema
+        try:
+            err = worker.schema_error(
+                workflow.input_schema, value, f"the input against {against}", on=validating
+            )
+        except worker.SchemaStopped as e:
+            errors = [str(e)]
+        else:
+            errors = [f"input does not match {against} {err}"] if err else []
+
+    def check(schema: dict[str, Any], value: Any) -> str | None:
+        what = "the params against the manifest's params schema"
+        return worker.schema_error(schema, value, what, on=validating)
+
+    try:
+        return errors + run_params.problems(workflow.manifest.params, case.params, check)
+    except worker.SchemaStopped as e:
+        return [*errors, str(e)]
 
 
 def hardware_bytes(cases: list[CheckedCase]) -> int:

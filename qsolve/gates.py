@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from qsolve import params as run_params
 from qsolve.cases import Case
 from qsolve.errors import Issue, WorkflowInvalid
 from qsolve.reading import read_json_object
 from qsolve.results import CaseResult, numbers_close, without_wall_clock
+from qsolve.sandbox import worker
 from qsolve.workflow import CASES, Workflow, example_paths
 
 ESTIMATE_RATIO = (0.5, 2.0)
@@ -68,16 +68,21 @@ def example_inputs(g: GateInputs) -> GateResult:
         return GateResult(name="example_inputs", passed=False, message="no example in examples/ (*.json)")
     if g.workflow is None:
         return GateResult(name="example_inputs", passed=False, message="the input schema did not load")
-    for path in paths:
-        label = path.relative_to(g.root).as_posix()
-        try:
-            value = read_json_object(path, label)
-        except WorkflowInvalid as e:
-            return GateResult(name="example_inputs", passed=False, message=f"{label}: {e.message}")
-        err = run_params.schema_error(g.workflow.input_schema, value)
-        if err:
-            message = f"{label} does not match {g.workflow.manifest.input_schema} {err}"
-            return GateResult(name="example_inputs", passed=False, message=message)
+    with worker.kept() as validating:
+        for label in paths:
+            try:
+                value = read_json_object(g.root, label)
+            except WorkflowInvalid as e:
+                return GateResult(name="example_inputs", passed=False, message=f"{label}: {e.message}")
+            try:
+                err = worker.schema_error(
+                    g.workflow.input_schema, value, f"{label} against the input schema", on=validating
+                )
+            except worker.SchemaStopped as e:
+                return GateResult(name="example_inputs", passed=False, message=str(e))
+            if err:
+                message = f"{label} does not match {g.workflow.manifest.input_schema} {err}"
+                return GateResult(name="example_inputs", passed=False, message=message)
     return GateResult(
         name="example_inputs", passed=True, message=f"{len(paths)} examples match the input schema"
     )

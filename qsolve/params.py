@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
+
+from qsolve.reading import excerpt
 
 MAX_SHOTS = 100_000
 
@@ -27,17 +30,21 @@ def schema_error(schema: dict[str, Any], value: Any) -> str | None:
         return None
     at = err.json_path
     schema_path = "/".join(str(p) for p in err.absolute_schema_path)
-    return f"at {at}: {err.message} (schema path: {schema_path or '/'})"
+    # the message quotes the value: never more than a short excerpt of it (issue 22)
+    return f"at {at}: {excerpt(err.message)} (schema path: {excerpt(schema_path) or '/'})"
 
 
-def problems(schema: dict[str, Any], overrides: dict[str, Any]) -> list[str]:
-    """Why these parameter overrides cannot run, in the order they are checked; empty when they can."""
+def problems(
+    schema: dict[str, Any], overrides: dict[str, Any], check: Callable[[Any, Any], str | None] | None = None
+) -> list[str]:
+    """Why these parameter overrides cannot run, in the order they are checked; empty when they can.
+    ``check(schema, value)``: how the schema is checked (default :func:`schema_error`, here)."""
     merged = merge(schema, overrides)
     out = []
     shots = merged.get("shots")
     if isinstance(shots, int | float) and not isinstance(shots, bool) and shots > MAX_SHOTS:
         out.append(f"params.shots {shots:,} is above {MAX_SHOTS:,}")
-    err = schema_error(schema, merged)
+    err = (check or schema_error)(schema, merged)
     if err:
         out.append(f"params do not match the manifest's params schema {err}")
     return out

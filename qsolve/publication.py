@@ -1,8 +1,8 @@
 """A version is its content: the canonical listing of a workflow folder, and its digest (issue 5).
 
 The listing is every regular file under the folder, by relative POSIX path in byte order, less caches
-(``__pycache__``, ``*.pyc``, ``.git``); a link is followed only while it stays inside the folder, and
-a special file (a device, a FIFO, a socket) is refused. Its
+(``__pycache__``, ``*.pyc``, ``.git``), read through :mod:`qsolve.reading`: no link is followed, and a
+link or a special file (a device, a FIFO, a socket) is refused. Its
 bytes are, for each file in that order: the path in UTF-8, a NUL, the size in decimal, a NUL, the
 file's bytes. The version's digest is BLAKE3 of those bytes, and the same bytes are the published
 archive (kept in the blob store under that digest): the same content always gives the same digest,
@@ -15,7 +15,8 @@ from pathlib import Path, PurePosixPath
 
 from blake3 import blake3
 
-from qsolve.errors import QsolveError
+from qsolve.errors import QsolveError, WorkflowInvalid
+from qsolve.reading import Refused, read_bytes, walk
 
 SKIPPED_DIRS = {"__pycache__", ".git", ".qsolve"}
 SKIPPED_SUFFIXES = {".pyc"}
@@ -25,32 +26,28 @@ class PublicationError(QsolveError):
     """The folder cannot be published as it is, or an archive does not read."""
 
 
-def listing(root: Path) -> list[tuple[str, Path]]:
-    base = root.resolve()
-    out = []
-    for path in root.rglob("*"):
-        rel = path.relative_to(root)
-        if any(part in SKIPPED_DIRS for part in rel.parts) or path.suffix in SKIPPED_SUFFIXES:
-            continue
-        real = path.resolve()
-        if not real.is_relative_to(base):
-            raise PublicationError(
-                f"{rel.as_posix()}: a link that leaves the workflow folder cannot be published"
-            )
-        if real.is_file():
-            out.append((rel.as_posix(), real))
-        elif not real.is_dir():
-            raise PublicationError(
-                f"{rel.as_posix()}: a special file (a device, FIFO or socket) cannot be published"
-            )
-    return sorted(out, key=lambda item: item[0].encode())
+def listing(root: Path) -> list[str]:
+    """Every regular file of the folder by relative POSIX path, in byte order, read beneath it
+    (:mod:`qsolve.reading`): a link or a special file is refused by name."""
+    try:
+        files = walk(root, SKIPPED_DIRS, SKIPPED_SUFFIXES)
+    except Refused as e:
+        raise PublicationError(f"{e}; it cannot be published") from None
+    return sorted(files, key=str.encode)
 
 
-def pack(root: Path) -> bytes:
-    """The canonical listing's bytes: the archive of the folder."""
+def pack(root: Path, limit: int | None = None) -> bytes:
+    """The canonical listing's bytes: the archive of the folder (at most ``limit`` bytes of files)."""
     parts = []
-    for rel, path in listing(root):
-        data = path.read_bytes()
+    total = 0
+    for rel in listing(root):
+        try:
+            data = read_bytes(root, rel)
+        except WorkflowInvalid as e:
+            raise PublicationError(f"{rel}: {e.message}; it cannot be published") from None
+        total += len(data)
+        if limit is not None and total > limit:
+            raise PublicationError(f"the workflow folder is larger than {limit // 2**20} MiB")
         parts += [rel.encode(), b"\0", str(len(data)).encode(), b"\0", data]
     return b"".join(parts)
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from qsolve.cases import CasesFile, case_label
 from qsolve.errors import Issue, WorkflowInvalid, format_loc, issues_from_validation
 from qsolve.manifest import Manifest
-from qsolve.reading import inside, read_json, read_yaml
+from qsolve.reading import Refused, files_in, inside, kind, read_json, read_yaml
 
 MANIFEST = "manifest.yaml"
 CASES = "benchmarks/cases.yaml"
@@ -27,11 +27,10 @@ MANIFEST_CODES = {"extra_forbidden": "E003", "missing": "E005"}
 
 def load_manifest(root: Path) -> Manifest:
     """``manifest.yaml`` as a :class:`Manifest`; issues carry lint codes E001 to E031."""
-    path = root / MANIFEST
-    if not path.is_file():
+    if kind(root, MANIFEST) == "missing":
         raise WorkflowInvalid("no manifest", [Issue(MANIFEST, "the file is missing", code="E001")])
     try:
-        raw = read_yaml(path, MANIFEST)
+        raw = read_yaml(root, MANIFEST)
     except WorkflowInvalid as e:
         raise WorkflowInvalid(e.message, [Issue(MANIFEST, e.message, code="E002")]) from None
     if not isinstance(raw, dict):
@@ -50,10 +49,10 @@ def load_schema(root: Path, relative: str, label: str, loc: tuple = ()) -> dict[
     """A JSON Schema file, checked against its metaschema (2020-12 unless it names another)."""
     try:
         path = inside(root, relative)
-    except ValueError as e:
+    except Refused as e:
         raise WorkflowInvalid(str(e), [Issue(MANIFEST, f"{relative!r} {e}", loc=loc, code="E007")]) from None
     try:
-        schema = read_json(path, relative)
+        schema = read_json(root, path, relative)
     except WorkflowInvalid as e:
         raise WorkflowInvalid(e.message, [Issue(relative, e.message, code="E060")]) from None
     check_schema(schema, relative)
@@ -81,10 +80,9 @@ def check_schema(schema: Any, label: str, loc: tuple = ()) -> None:
 
 def load_cases(root: Path) -> CasesFile:
     """The whole of ``benchmarks/cases.yaml``, every case and hardware case checked for keys and types."""
-    path = root / CASES
-    if not path.is_file():
+    if kind(root, CASES) == "missing":
         raise WorkflowInvalid("no cases", [Issue(CASES, "the file is missing", code="E050")])
-    raw = read_yaml(path, CASES)
+    raw = read_yaml(root, CASES)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -110,9 +108,9 @@ def _named(issue: Issue, raw: dict) -> Issue:
     return Issue(issue.file, message, (), issue.code, issue.severity)
 
 
-def example_paths(root: Path) -> list[Path]:
-    folder = root / EXAMPLES
-    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+def example_paths(root: Path) -> list[str]:
+    """``examples/*.json`` by relative path (links and special files too: reading refuses them by name)."""
+    return files_in(root, EXAMPLES, ".json")
 
 
 @dataclass(frozen=True)
@@ -174,10 +172,14 @@ def load_workflow(root: Path | str) -> Workflow:
 def module_path(root: Path, relative: str) -> Path:
     try:
         path = inside(root, relative)
-    except ValueError as e:
+    except Refused as e:
         raise WorkflowInvalid(
             str(e), [Issue(MANIFEST, f"{relative!r} {e}", loc=("module",), code="E007")]
         ) from None
-    if not path.is_file():
+    found = kind(root, path)
+    if found == "special":
+        msg = "the module is not a regular file: the platform reads regular files only"
+        raise WorkflowInvalid("no module", [Issue(relative, msg, code="E040")])
+    if found != "file":
         raise WorkflowInvalid("no module", [Issue(relative, "the module does not exist", code="E040")])
-    return path
+    return root / path

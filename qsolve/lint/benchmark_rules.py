@@ -13,17 +13,16 @@ from pydantic import ValidationError
 from qsolve.cases import HARDWARE_CASES, MAX_HARDWARE_CASES, HardwareCase
 from qsolve.errors import Issue, WorkflowInvalid, issues_from_validation
 from qsolve.manifest import Manifest
-from qsolve.reading import read_yaml
+from qsolve.reading import kind, read_yaml
 from qsolve.workflow import CASES
 
 
 def benchmarks(root: Path, manifest: Manifest | None) -> Iterator[Issue]:
-    path = root / CASES
-    if not path.is_file():
+    if kind(root, CASES) == "missing":
         yield Issue(CASES, "the file is missing", code="E050")
         return
     try:
-        raw = read_yaml(path, CASES)
+        raw = read_yaml(root, CASES)
     except WorkflowInvalid as e:
         yield from (Issue(i.file, i.message, code="E052") for i in e.issues)
         return

@@ -59,8 +59,8 @@ CODES: tuple[Code, ...] = (
         "E007",
         "path leaves the workflow folder",
         "`module`, `input_schema` or `output_schema` is "
-        "absolute, contains `..`, or leaves the folder through a symbolic link.",
-        "Give a path relative to the workflow folder, inside it.",
+        "absolute, contains `..`, or is or passes through a symbolic link (the platform follows no link).",
+        "Give a path relative to the workflow folder, to a file of the folder itself.",
     ),
     Code(
         "E010",

@@ -12,9 +12,8 @@ from qsolve.workflow import example_paths
 
 
 def examples(root: Path, manifest: Manifest | None) -> Iterator[Issue]:
-    for path in example_paths(root):
-        label = path.relative_to(root).as_posix()
+    for relative in example_paths(root):
         try:
-            read_json_object(path, label)
+            read_json_object(root, relative)
         except WorkflowInvalid as e:
             yield from (Issue(i.file, i.message, code="E064") for i in e.issues)

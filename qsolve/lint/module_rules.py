@@ -33,7 +33,7 @@ def module(root: Path, manifest: Manifest | None) -> Iterator[Issue]:
     label = manifest.module
     try:
         path = module_path(root, manifest.module)
-        source = read_text(path, label)
+        source = read_text(root, path.relative_to(root).as_posix(), label)
     except WorkflowInvalid as e:
         yield from (Issue(i.file, i.message, i.loc, i.code or "E040") for i in e.issues)
         return

@@ -5,6 +5,8 @@
     remote.py     the platform's side of the calls: RemoteCode, circuits run by the platform's context
     calls.py      what a call returns, as data (MethodReturn, Answer); ModuleCode, the calls in-process
     circuits.py   circuits as QPY, checked from their headers before they are read
+    worker.py     the platform's own work on a workflow's input (decoding, simulating, scoring,
+                  schemas) in a forked worker, within a memory bound and by a deadline
     child.py      the workflow process itself (python -m qsolve.sandbox.child)
     confine.py    how it confines itself, and what held (Protections)
     rootfs.py     the filesystem made for it, in its own mount namespace

@@ -3,8 +3,10 @@
 The workflow process writes each batch ``ctx.sample`` is given as one QPY file (base64 in a JSON line);
 the platform reads it back only after checking, from QPY's own headers, that it is a file of the QPY
 version this Qiskit writes (parameter expressions are QPY's replay of operations, never text parsed as
-code) and that no circuit in it declares more qubits, bits, registers or instructions than
-:data:`LIMITS` allows: a header of a few bytes cannot make the platform build a billion qubits.
+code) and that no circuit in it, and no custom-gate definition nested in one at any depth, declares
+more qubits, bits, registers or instructions than the limits below allow: a header of a few bytes
+cannot make the platform build a billion qubits. The decoding itself then runs in a platform worker
+(:mod:`qsolve.sandbox.worker`), within a memory bound and by the job's deadline.
 """
 
 from __future__ import annotations
@@ -84,30 +86,106 @@ def headers(data: bytes) -> list[Header]:
     if data[at - 1 : at] != b"q":
         raise CircuitsInvalid("the batch holds something other than circuits")
     out = []
+    budget = _Budget()
     for i in range(file.num_programs):
         try:
             (offset,) = struct.unpack_from(
                 formats.CIRCUIT_TABLE_ENTRY_PACK, data, at + i * formats.CIRCUIT_TABLE_ENTRY_SIZE
             )
-            h = formats.CIRCUIT_HEADER_V12._make(
-                struct.unpack_from(formats.CIRCUIT_HEADER_V12_PACK, data, offset)
-            )
         except struct.error:
             raise CircuitsInvalid(f"circuit {i}: its header is cut short") from None
-        header = Header(
-            h.num_qubits, h.num_clbits, h.num_registers, h.num_instructions, h.metadata_size, h.name_size
-        )
-        for what, n, most in (
-            ("qubits", header.num_qubits, MAX_QUBITS),
-            ("classical bits", header.num_clbits, MAX_QUBITS),
-            ("registers", header.num_registers, MAX_QUBITS),
-        ):
-            if n > most:
-                raise CircuitsInvalid(f"circuit {i} declares {n} {what} (at most {most})")
-        if header.metadata_size + header.name_size > len(data):
-            raise CircuitsInvalid(f"circuit {i}: its header declares more bytes than the batch holds")
-        out.append(header)
-    total = sum(h.num_instructions for h in out)
-    if total > MAX_INSTRUCTIONS:
-        raise CircuitsInvalid(f"the batch declares {total} instructions (at most {MAX_INSTRUCTIONS:,})")
+        out.append(_circuit(data, offset, f"circuit {i}", 0, budget))
     return out
+
+
+_REGISTER_V18 = "!1c?IH?c"  # type, standalone, size, name_size, in_circuit, register_attachment
+MAX_DEPTH = 8  # custom gates defined by custom gates, this deep at most
+MAX_CUSTOM = 10_000  # custom-gate definitions over the whole batch
+
+
+class _Budget:
+    """What the whole batch declares, nested definitions included."""
+
+    def __init__(self) -> None:
+        self.instructions = 0
+        self.custom = 0
+
+
+def _unpack(pack: str, data: bytes, at: int, what: str) -> tuple[tuple, int]:
+    try:
+        return struct.unpack_from(pack, data, at), at + struct.calcsize(pack)
+    except struct.error:
+        raise CircuitsInvalid(f"{what}: cut short") from None
+
+
+def _skip(data: bytes, at: int, n: int, what: str) -> int:
+    if n < 0 or at + n > len(data):
+        raise CircuitsInvalid(f"{what}: declares more bytes than the batch holds")
+    return at + n
+
+
+def _check(what: str, counts: tuple[tuple[str, int, int], ...]) -> None:
+    for name, n, most in counts:
+        if n > most:
+            raise CircuitsInvalid(f"{what} declares {n} {name} (at most {most})")
+
+
+def _circuit(data: bytes, at: int, what: str, depth: int, budget: _Budget) -> Header:
+    """The circuit whose header is at ``at``, every custom-gate definition in it walked as well, each
+    header checked before anything of it is built: QPY reads the custom gates' table before the
+    instructions, so a definition that claims billions of qubits is found here first."""
+    from qiskit.qpy import formats
+
+    fields, at = _unpack(formats.CIRCUIT_HEADER_V12_PACK, data, at, f"{what}: its header")
+    h = formats.CIRCUIT_HEADER_V12._make(fields)
+    header = Header(
+        h.num_qubits, h.num_clbits, h.num_registers, h.num_instructions, h.metadata_size, h.name_size
+    )
+    _check(what, (
+        ("qubits", h.num_qubits, MAX_QUBITS), ("classical bits", h.num_clbits, MAX_QUBITS),
+        ("registers", h.num_registers, MAX_QUBITS), ("standalone variables", h.num_vars, 0),
+    ))
+    budget.instructions += h.num_instructions
+    if budget.instructions > MAX_INSTRUCTIONS:
+        raise CircuitsInvalid(
+            f"the batch declares {budget.instructions} instructions (at most {MAX_INSTRUCTIONS:,})"
+        )
+    for n in (h.name_size, h.global_phase_size, h.metadata_size):
+        at = _skip(data, at, n, f"{what}: its header")
+    for r in range(h.num_registers):  # QPY 18: a u32 index per bit, or one (the first) if contiguous
+        (_, _, size, name_size, _, contiguous), at = _unpack(_REGISTER_V18, data, at, f"{what}: register {r}")
+        _check(f"{what}: register {r}", (("bits", size, MAX_QUBITS),))
+        at = _skip(data, at, name_size + 4 * (1 if contiguous == b"\x01" else size), f"{what}: register {r}")
+    (namespaces,), at = _unpack(formats.ANNOTATION_HEADER_STATIC_PACK, data, at, f"{what}: its annotations")
+    _check(what, (("annotation namespaces", namespaces, 64),))
+    for _ in range(namespaces):
+        (name_size, state_size), at = _unpack(formats.ANNOTATION_STATE_HEADER_PACK, data, at, what)
+        at = _skip(data, at, name_size + state_size, f"{what}: its annotations")
+    (vectors,), at = _unpack("!H", data, at, f"{what}: its parameter vectors")  # QPY 18's table
+    for v in range(vectors):
+        (name_size, size, _), at = _unpack("!HQ16s", data, at, f"{what}: parameter vector {v}")
+        _check(f"{what}: parameter vector {v}", (("elements", size, MAX_INSTRUCTIONS),))
+        at = _skip(data, at, name_size, f"{what}: parameter vector {v}")
+    (customs,), at = _unpack(formats.CUSTOM_CIRCUIT_DEF_HEADER_PACK, data, at, f"{what}: its custom gates")
+    budget.custom += customs
+    _check("the batch", (("custom-gate definitions", budget.custom, MAX_CUSTOM),))
+    for c in range(customs):
+        where = f"{what}: custom gate {c}"
+        fields, at = _unpack(formats.CUSTOM_CIRCUIT_INST_DEF_V2_PACK, data, at, where)
+        d = formats.CUSTOM_CIRCUIT_INST_DEF_V2._make(fields)
+        _check(where, (
+            ("qubits", d.num_qubits, MAX_QUBITS), ("classical bits", d.num_clbits, MAX_QUBITS),
+            ("control qubits", d.num_ctrl_qubits, MAX_QUBITS),
+        ))
+        name_at = at
+        at = _skip(data, at, d.gate_name_size, where)
+        name = data[name_at:at]
+        definition = at
+        at = _skip(data, at, d.size, where)
+        if d.custom_definition and not name.startswith(b"###PauliEvolutionGate_"):
+            if depth + 1 > MAX_DEPTH:
+                raise CircuitsInvalid(f"{where}: definitions nested more than {MAX_DEPTH} deep")
+            inner = _circuit(data[definition:at], 0, f"{where}'s definition", depth + 1, budget)
+            _check(f"{where}'s definition", (("qubits", inner.num_qubits, max(d.num_qubits, 0)),))
+        at = _skip(data, at, d.base_gate_size, where)
+    return header

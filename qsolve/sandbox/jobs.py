@@ -1,32 +1,34 @@
 """Sandbox jobs: the gates run (seed: "Writing good cases"), and one case as a platform run.
 
-The workflow folder is copied into the job's workflow process's own folder (regular files only, no
-link that leaves it, at most :data:`COPY_MAX_BYTES`); the cases run with the workflow's code in that
-process and everything else here. The time limit is ``resources.timeout_s`` raised to at least 300 and
-capped at 7200, over the whole job; memory is ``resources.memory_mb`` (at most 8192) for each workflow
-process. The first case runs again in a fresh workflow process, so nothing of the first run carries
-over into the second: that process is started ahead (it imports numpy and Qiskit, platform code,
-meanwhile) but gets its job, and with it the workflow's code, only once every workflow process before
-it has exited, so that no two of the job's workflow processes ever run at once.
+The workflow folder is copied into the job's workflow process's own folder (regular files only, read
+beneath the folder through :mod:`qsolve.reading`, no link, at most :data:`COPY_MAX_BYTES`); the cases
+run with the workflow's code in that process and everything else here. The time limit is
+``resources.timeout_s`` raised to at least 300 and capped at 7200, over the whole job; memory is
+``resources.memory_mb`` (at most 8192) for each workflow process. The first case runs again in a
+fresh workflow process, so nothing of the first run carries over into the second: that process is
+started ahead (it imports numpy and Qiskit, platform code, meanwhile) but gets its job, and with it the
+workflow's code, only once every workflow process before it has exited, so that no two of the job's
+workflow processes ever run at once.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qsolve.errors import OutOfTime, Unconfined, WorkflowProcessFailed
+from qsolve.errors import OutOfTime, Unconfined, WorkflowInvalid, WorkflowProcessFailed
 from qsolve.home import qsolve_home
 from qsolve.publication import PublicationError, listing
+from qsolve.reading import read_bytes
 from qsolve.sandbox.confine import Protections
 from qsolve.sandbox.process import JobProcess
 from qsolve.sandbox.remote import ACCEPT_UNCONFINED, RemoteCode
+from qsolve.sandbox.worker import Worker
 
 if TYPE_CHECKING:
     from qsolve.manifest import Resources
@@ -79,25 +81,24 @@ class Outcome:
 
 
 def copy_workflow(root: Path, dest: Path, limit: int = COPY_MAX_BYTES) -> None:
-    """The folder's regular files into ``dest``, as publication lists them: a link that leaves the folder
-    or a special file is refused, and so is a folder of more than ``limit`` bytes."""
+    """The folder's regular files into ``dest``, as publication lists them and read beneath it
+    (:mod:`qsolve.reading`): a link or a special file is refused, and so is a folder of more than
+    ``limit`` bytes."""
     try:
         files = listing(root)
+        total = 0
+        for rel in files:
+            data = read_bytes(root, rel, limit=limit - total)
+            total += len(data)
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
     except PublicationError as e:
         raise CopyRefused(f"{root}: {e}") from None
-    total = 0
-    for rel, path in files:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)  # a FIFO put in since: no wait
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise CopyRefused(f"{root}: {rel} is not a regular file")
-            data = f.read(limit - total + 1)
-        total += len(data)
-        if total > limit:
-            raise CopyRefused(f"{root}: the workflow folder is larger than {limit // 2**20} MiB")
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    except WorkflowInvalid as e:
+        if "larger than" in e.message:
+            raise CopyRefused(f"{root}: the workflow folder is larger than {limit // 2**20} MiB") from None
+        raise CopyRefused(f"{root}: {e.issues[0]}") from None
     dest.mkdir(parents=True, exist_ok=True)
 
 
@@ -124,6 +125,9 @@ class _Processes:
         self.used: list[JobProcess] = []
         self.protections: Protections | None = None
         self.begun: list[RemoteCode] = []
+        # one platform worker for the job's batches and solutions, whichever process sent them: what
+        # the targets build once (pass managers, noise models) is built once a job
+        self.worker = Worker(limits.memory_mb)
 
     def begin(self) -> None:
         """Start a process (or take the one started ahead) and send it its job now: it confines itself
@@ -135,6 +139,7 @@ class _Processes:
         process = self.spare.pop(0) if self.spare else JobProcess()
         self.used.append(process)
         process.deadline = self.deadline
+        process.platform_worker = self.worker
         copy_workflow(self.root, process.workflow)
         return RemoteCode(process).begin(self.module, self.limits.memory_mb, self.require)
 
@@ -158,6 +163,7 @@ class _Processes:
 
     def close(self) -> str:
         tail = self.used[-1].log_tail() if self.used else ""
+        self.worker.close()
         for p in self.used + self.spare:
             p.close()
         return tail

@@ -177,6 +177,7 @@ class JobProcess:
             )
         os.close(write_fd)
         os.set_blocking(self.proc.stdin.fileno(), False)  # send() waits for room by the deadline
+        self.platform_worker: Any = None  # the platform's worker for this process's batches (worker.py)
         self.inner: int | None = None  # the process that runs the job, once it has said which
         self._inner_fd: int | None = None  # a pidfd of it: a signal never reaches a reused pid
         self._buffer = b""
@@ -318,6 +319,8 @@ class JobProcess:
 
     def close(self) -> None:
         self.kill()
+        if self.platform_worker is not None:
+            self.platform_worker.close()
         if self._inner_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._inner_fd)

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from qsolve.errors import Unconfined
+from qsolve.errors import Unconfined, WorkflowProcessFailed
 from qsolve.home import qsolve_home
-from qsolve.sandbox import circuits
+from qsolve.sandbox import circuits, worker
 from qsolve.sandbox.calls import Answer, MethodReturn
 from qsolve.sandbox.confine import Job, Protections
 from qsolve.sandbox.process import PACKAGE, JobProcess
@@ -144,11 +144,54 @@ class RemoteCode:
         text, shots = event.get("circuits"), event.get("shots")
         if not isinstance(text, str) or set(event) != {"event", "circuits", "shots"}:
             raise self.process.broke("a sample request that is not {circuits, shots}")
+        p = self.process
+        self._worker()
+        local = ctx.backend.name == "sim-cpu" or ctx.backend.name.startswith("fake:")
+        what = "reading and running a batch of circuits" if local else "reading a batch of circuits"
+        start = time.perf_counter()
         try:
-            counts = ctx.sample(circuits.decode(text), shots)
-        except Exception as e:  # what the target says of these circuits: the method's to handle
-            return {"op": "refused", "error": f"{type(e).__name__}: {e}"}
+            if local:  # decoded, transpiled, simulated and scored in the worker
+                counts, new, dispatches, simulated = p.platform_worker.call(
+                    _decode_and_run, ctx.backend.name, ctx.seed, ctx.dispatches, text, shots,
+                    what=what, deadline=p.deadline,
+                )
+            else:  # a device's own backend (its receipts, its meter) stays here: only decoded there
+                batch = p.platform_worker.call(circuits.decode, text, what=what, deadline=p.deadline)
+        except worker.Raised as e:  # what the target says of these circuits: the method's to handle
+            return {"op": "refused", "error": str(e)}
+        except worker.WorkOutOfTime:
+            p.kill()
+            raise worker.out_of_time(p.timeout_s) from None
+        except worker.WorkStopped as e:  # the platform's bound: the case fails, naming it
+            p.kill()
+            raise PlatformStopped(str(e)) from None
+        if not local:
+            try:
+                return {"op": "counts", "counts": ctx.sample(batch, shots)}
+            except Exception as e:  # what the target says of these circuits: the method's to handle
+                return {"op": "refused", "error": f"{type(e).__name__}: {e}"}
+        ctx._records.extend(new)
+        ctx.dispatches = dispatches
+        # the method's time is its batch's; the worker's own (scoring, the way there and back) the platform's
+        ctx.scoring_in_method += max(0.0, time.perf_counter() - start - simulated)
         return {"op": "counts", "counts": counts}
+
+    def _worker(self) -> worker.Worker:
+        """The platform's worker for this process's work, started on first use."""
+        p = self.process
+        if p.platform_worker is None:
+            p.platform_worker = worker.Worker(p.memory_mb or worker.MEMORY_MB)
+        return p.platform_worker
+
+    def schema_error(self, schema: dict[str, Any], value: Any, what: str) -> str | None:
+        """A value the workflow sent, validated against its schema in a platform worker, by the job's
+        deadline (:class:`~qsolve.errors.OutOfTime` then) and within its memory."""
+        p = self.process
+        try:
+            return worker.schema_error(schema, value, what, deadline=p.deadline, on=self._worker())
+        except worker.WorkOutOfTime:
+            p.kill()
+            raise worker.out_of_time(p.timeout_s) from None
 
     def evaluate(self, input: dict, solution: Any) -> Answer:
         self.process.send({"op": "evaluate", "input": input, "solution": solution})
@@ -172,6 +215,27 @@ class RemoteCode:
             first = e.errors(include_url=False)[0]
             where = ".".join(str(x) for x in first["loc"]) or "?"
             raise self.process.broke(f"an invalid {event['event']!r}: {where}: {first['msg']}") from None
+
+
+class PlatformStopped(WorkflowProcessFailed):
+    """The platform stopped its own work on what the workflow sent (a bound of the platform's, named);
+    the case fails with why, and the workflow process, left waiting, is replaced."""
+
+
+def _decode_and_run(target: str, seed: int, dispatches: int, text: str, shots: Any) -> tuple:
+    """In the platform worker: the batch decoded, run on the target (this process's own, opened once)
+    and scored at once; the records and the count of dispatches go back with the counts, and the
+    seconds the batch itself took to read and run (the method's, as a batch run in the platform's
+    process always was: scoring and the worker's own cost are the platform's)."""
+    from qsolve.quantum_context import QuantumContext
+    from qsolve.targets import open_target
+
+    ctx = QuantumContext(seed, open_target(target))
+    ctx.dispatches = dispatches
+    start = time.perf_counter()
+    counts = ctx.sample(circuits.decode(text), shots)
+    ran = time.perf_counter() - start - ctx.scoring_in_method  # reading, transpiling, simulating
+    return counts, ctx.records, ctx.dispatches, ran
 
 
 def _checked(said: Protections, process: JobProcess) -> Protections:

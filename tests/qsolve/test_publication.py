@@ -34,7 +34,7 @@ def test_any_change_changes_the_digest(wf: WorkflowDir, change: str) -> None:
 def test_a_link_leaving_the_folder_is_refused(wf: WorkflowDir, tmp_path) -> None:
     (tmp_path / "outside.txt").write_text("secret")
     os.symlink(tmp_path / "outside.txt", wf.path("examples/leak.txt"))
-    with pytest.raises(PublicationError, match="examples/leak.txt: a link that leaves the workflow folder"):
+    with pytest.raises(PublicationError, match="examples/leak.txt: is a symbolic link .* published"):
         content_digest(wf.root)
 
 

@@ -1073,16 +1073,82 @@ def quantum(input, params, ctx):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the deadline is checked only between messages: a batch the platform simulates (up to 1000 "
-    "circuits, 4 GiB each) runs to its end however long it takes, past the job's time limit",
-)
 def test_a_costly_batch_is_stopped_at_the_time_limit(wf: WorkflowDir) -> None:
+    """The platform simulates in a worker it kills at the job's deadline (issue 22)."""
     limits = Limits(timeout_s=4, memory_mb=2048)
     outcome = hostile_job(wf, COSTLY, one_case(), limits)
     assert outcome.died == "the sandbox job was stopped at its time limit of 4 s"
     assert outcome.seconds < limits.timeout_s + 1, f"the job of a 4 s limit ran {outcome.seconds:.1f} s"
+
+
+#: a batch whose custom gate's definition, nested in the QPY, claims 2^32-16 qubits: the top-level
+#: header is honest, so only a walk of every nested header finds it (740 bytes, 5 GB when decoded)
+QPY_BOMB = """\
+import io, struct
+from qiskit import QuantumCircuit, qpy
+from qiskit.qpy import formats
+from qsolve.sandbox import circuits
+
+
+def bomb(batch):
+    inner = QuantumCircuit(2)
+    inner.h(0)
+    inner.cx(0, 1)
+    gate = inner.to_gate()
+    gate.name = "boom"
+    qc = QuantumCircuit(2)
+    qc.append(gate, [0, 1])
+    qc.measure_all()
+    buffer = io.BytesIO()
+    qpy.dump([qc], buffer)
+    data = bytearray(buffer.getvalue())
+    at = data.find(b"boom_0") + len(b"boom_0")  # the definition's own circuit header follows its name
+    struct.pack_into("!I", data, at + 5, 2**32 - 16)  # its num_qubits
+    import base64
+    return base64.b64encode(bytes(data)).decode()
+
+
+def quantum(input, params, ctx):
+    circuits.encode = bomb  # what the workflow process sends is its own to choose
+    qc = QuantumCircuit(1)
+    qc.measure_all()
+    try:
+        ctx.sample([qc], 1)
+    except Exception as e:
+        return MethodResult(-1.0, solution={"x": 1}, details={"refused": str(e)})
+    return MethodResult(-1.0, solution={"x": 1}, details={"refused": None})
+"""
+
+
+def test_a_nested_header_qpy_bomb_is_refused_before_anything_is_built(wf: WorkflowDir) -> None:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    limits = Limits(timeout_s=30, memory_mb=1024)
+    outcome = hostile_job(wf, QPY_BOMB, one_case(), limits)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    refused = cases_of(outcome)["one"]["methods"][0]["details"]["refused"]
+    assert refused is not None and "declares 4294967280 qubits (at most 1024)" in refused, refused
+    assert "custom gate 0's definition" in refused
+    assert outcome.seconds < limits.timeout_s
+    assert grown_mb < limits.memory_mb, f"the platform grew {grown_mb:.0f} MB"
+
+
+BACKTRACKING = """\
+def quantum(input, params, ctx):
+    return MethodResult(-1.0, solution={"x": 1, "s": "a" * 34 + "!"})
+"""
+
+
+def test_a_backtracking_pattern_in_the_output_schema_fails_the_case_by_the_deadline(wf: WorkflowDir) -> None:
+    """Python's re takes hours on this; the platform validates in a worker it stops (issue 22)."""
+    wf.write("schemas/output.json", {"type": "object", "properties": {"s": {"pattern": "^(a|a)+$"}}})
+    limits = Limits(timeout_s=60, memory_mb=2048)
+    outcome = hostile_job(wf, BACKTRACKING, one_case(), limits)
+    assert outcome.seconds < limits.timeout_s
+    case = cases_of(outcome)["one"]
+    assert case["passed"] is False and case["message"].startswith("no headline metric"), case
+    why = case["methods"][0]["unavailable"]
+    assert why.startswith("failed: SolutionInvalid: the platform stopped validating the solution against "
+                          "the output schema after 10 s"), why
 
 
 PLATFORM = """\

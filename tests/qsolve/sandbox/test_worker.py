@@ -1,0 +1,64 @@
+"""The platform worker (issue 22, item 2): the platform's own work on a workflow's input, bounded."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from qsolve.sandbox import worker
+
+
+def _allocate(mb: int) -> int:
+    block = bytearray(mb * 2**20)  # a decoder that believed a header
+    return len(block)
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+def test_the_work_comes_back_from_another_process() -> None:
+    assert worker.run(_pid, what="asking", deadline=time.monotonic() + 60) != os.getpid()
+
+
+def test_work_past_the_memory_bound_is_stopped_and_said_so() -> None:
+    with pytest.raises(worker.WorkStopped, match="memory bound of 256 MB"):
+        worker.run(_allocate, 4096, what="decoding", deadline=time.monotonic() + 60, memory_mb=256)
+    got = worker.run(_allocate, 64, what="decoding", deadline=time.monotonic() + 60, memory_mb=256)
+    assert got == 64 * 2**20
+
+
+def test_work_is_killed_at_its_deadline() -> None:
+    start = time.monotonic()
+    with pytest.raises(worker.WorkOutOfTime, match="the platform stopped spinning at its deadline"):
+        worker.run(_spin, what="spinning", deadline=start + 1)
+    assert time.monotonic() - start < 5
+
+
+def test_what_the_work_raised_comes_back_by_name() -> None:
+    with pytest.raises(worker.Raised, match="ZeroDivisionError"):
+        worker.run(divmod, 1, 0, what="dividing", deadline=time.monotonic() + 60)
+
+
+def test_a_backtracking_pattern_is_stopped_and_an_honest_one_answers() -> None:
+    schema = {"type": "string", "pattern": "^(a|a)+$"}
+    start = time.monotonic()
+    with pytest.raises(worker.SchemaStopped, match=r"stopped validating the value after 10 s"):
+        worker.schema_error(schema, "a" * 34 + "!", "the value")
+    assert time.monotonic() - start < worker.SCHEMA_S + 5
+    assert worker.schema_error(schema, "aaaa", "the value") is None
+    assert "does not match" in worker.schema_error(schema, "b", "the value")
+
+
+def test_the_job_deadline_comes_first_when_it_is_nearer() -> None:
+    with pytest.raises(worker.WorkOutOfTime):
+        worker.schema_error(
+            {"pattern": "^(a|a)+$"}, "a" * 34 + "!", "the value", deadline=time.monotonic() + 1
+        )

@@ -1,0 +1,135 @@
+"""Hostile workflow folders against the platform's own reads (issue 22, item 1): the one way in.
+
+A folder links to a secret outside it (a git repository can carry a link), with an input schema the
+secret's values break, so that any check that read the target would print them; a FIFO where a file
+should be would hang any read that waits on it. Each command runs as a user runs it, a new process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from qsolve import reading
+from qsolve.errors import WorkflowInvalid
+from qsolve.reading import NO_LINK, Refused, kind, open_beneath, read_bytes
+from tests.conftest import REPO, WorkflowDir
+
+SECRET = "ibm-token-" + uuid.uuid4().hex
+#: long enough for any command, short enough that a hang is seen as one
+COMMAND_S = 240
+
+
+def qsolve(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "qsolve.cli", *args], capture_output=True, text=True, cwd=REPO,
+        timeout=COMMAND_S,
+    )
+
+
+def secret_file(tmp_path: Path) -> Path:
+    """A file laid out like ``~/.qiskit/qiskit-ibm.json``, readable by its owner only."""
+    folder = tmp_path / "home" / ".qiskit"
+    folder.mkdir(parents=True)
+    path = folder / "qiskit-ibm.json"
+    path.write_text(json.dumps({"default-ibm-quantum": {"token": SECRET, "channel": "ibm_quantum"}}))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture
+def linked(wf: WorkflowDir, tmp_path: Path) -> WorkflowDir:
+    """``examples/k.json`` and a case's ``input_file`` link to the secret; its values break the input
+    schema, so a check that read it would quote them."""
+    secret = secret_file(tmp_path)
+    os.symlink(secret, wf.path("examples/k.json"))
+    os.symlink(secret.parent, wf.path("benchmarks/inputs"))  # a folder link, then a file beneath it
+    wf.cases["cases"].append({"name": "leak", "input_file": "benchmarks/inputs/qiskit-ibm.json"})
+    wf.save()
+    return wf
+
+
+def test_a_link_to_a_secret_is_refused_by_name_and_the_secret_is_printed_nowhere(linked: WorkflowDir) -> None:
+    root = str(linked.root)
+    lint = qsolve("lint", root)
+    check = qsolve("check", root)
+    test = qsolve("test", root)
+    as_json = qsolve("test", root, "--json")
+    for name, ran in (("lint", lint), ("check", check), ("test", test), ("test --json", as_json)):
+        assert SECRET not in ran.stdout + ran.stderr, f"qsolve {name} printed the secret"
+        assert "ibm_quantum" not in ran.stdout + ran.stderr, f"qsolve {name} printed the secret file"
+    assert check.returncode == 1
+    assert "benchmarks/inputs/qiskit-ibm.json" in check.stdout and "follows no link" in check.stdout
+    report = json.loads(as_json.stdout)
+    assert report["checks"]["ok"] is False
+    assert any("follows no link" in e for e in report["checks"]["errors"])
+
+
+def test_the_example_gate_names_the_link_and_not_its_content(wf: WorkflowDir, tmp_path: Path) -> None:
+    os.symlink(secret_file(tmp_path), wf.path("examples/k.json"))
+    ran = qsolve("test", str(wf.root), "--json")
+    assert SECRET not in ran.stdout + ran.stderr
+    gates = {g["name"]: g for g in json.loads(ran.stdout)["gates"]}
+    assert gates["example_inputs"]["passed"] is False
+    assert gates["example_inputs"]["message"].startswith(f"examples/k.json: {NO_LINK}")
+
+
+@pytest.fixture
+def fifo(wf: WorkflowDir) -> WorkflowDir:
+    os.mkfifo(wf.path("examples/p.json"))
+    return wf
+
+
+@pytest.mark.parametrize("command", ["lint", "check", "test"])
+def test_a_fifo_ends_each_command_with_a_message_naming_it(fifo: WorkflowDir, command: str) -> None:
+    if command == "check":  # the checks read the cases' inputs: one names the FIFO
+        fifo.cases["cases"].append({"name": "pipe", "input_file": "examples/p.json"})
+        fifo.save()
+    ran = qsolve(command, str(fifo.root))  # a read that waited on the FIFO would never return
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    out = ran.stdout + ran.stderr
+    assert "examples/p.json" in out and "a FIFO" in out, out
+
+
+@pytest.fixture(params=["openat2", "O_NOFOLLOW per component"])
+def resolution(request, monkeypatch) -> str:
+    """Both ways of resolving beneath the folder: the kernel's openat2, and the fallback without it."""
+    if request.param != "openat2":
+        monkeypatch.setattr(reading, "_openat2_works", [False])
+    return request.param
+
+
+def test_the_reader_refuses_links_at_every_level_and_special_files(tmp_path: Path, resolution: str) -> None:
+    root = tmp_path / "w"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "f.json").write_text("{}")
+    (root / "in-link").symlink_to(root / "a")  # a link that stays inside: refused too
+    os.mkfifo(root / "p")
+    assert read_bytes(root, "a/f.json") == b"{}"
+    for path in ("in-link/f.json", "in-link"):
+        with pytest.raises(Refused):
+            os.close(open_beneath(root, path))
+        assert kind(root, path) == "link"
+    for path, said in (("../w/a/f.json", "contains '..'"), ("/etc/passwd", "is absolute"), ("p", "a FIFO")):
+        with pytest.raises((Refused, WorkflowInvalid), match=said):
+            read_bytes(root, path)
+    (root / "big").write_bytes(b"x" * 2000)
+    with pytest.raises(WorkflowInvalid, match="larger than"):
+        read_bytes(root, "big", limit=1000)
+
+
+def test_yaml_aliases_that_expand_to_a_billion_values_are_refused_before_any_walk(wf: WorkflowDir) -> None:
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(9)
+    )
+    wf.write("benchmarks/cases.yaml", laughs + "hardware_cases: *j\n")
+    ran = qsolve("lint", str(wf.root))
+    assert ran.returncode == 1
+    said = "benchmarks/cases.yaml: holds more than 1,000,000 values once its aliases are written out"
+    assert said in ran.stdout
