@@ -12,6 +12,7 @@ ended by the server, and its locks with it, so no frozen holder stalls the other
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -68,8 +69,18 @@ def _bounded_waits(dbapi_connection, _record) -> None:
         dbapi_connection.autocommit = autocommit
 
 
+def read_only_file(url: URL) -> bool:
+    """Whether a SQLite file exists in a folder this process cannot write (a read-only home)."""
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return False
+    path = Path(url.database)
+    return path.is_file() and not os.access(path.parent, os.W_OK)
+
+
 def _sqlite_engine(url: URL) -> Engine:
     memory = url.database in (None, "", ":memory:")
+    if read_only_file(url):
+        return _read_only_engine(url)
     if not memory:
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(
@@ -92,6 +103,27 @@ def _sqlite_engine(url: URL) -> Engine:
     def _on_begin(connection: sa.Connection) -> None:
         read_only = connection.get_execution_options().get(READ_ONLY, False)
         connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _read_only_engine(url: URL) -> Engine:
+    """A read-only home (issue 24): the file opened ``immutable`` (nothing can change it while the
+    folder is read-only, and SQLite then needs no ``-shm`` file beside it), so every reading command
+    works; a write fails with SQLite's "attempt to write a readonly database"."""
+    path = Path(url.database).resolve()
+    engine = sa.create_engine(
+        url.set(database=f"file:{path.as_posix()}").update_query_dict({"immutable": "1", "uri": "true"}),
+        connect_args={"check_same_thread": False},
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: sa.Connection) -> None:
+        connection.exec_driver_sql("BEGIN")
 
     return engine
 
