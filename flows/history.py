@@ -20,7 +20,9 @@ from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from qsolve.checks import DEFAULT_TARGET
+from qsolve.failpoint import failpoint
 from qsolve.publication import unpack
+from qsolve.stopping import Stop, stopping, why_of
 from qsolve.submission import HistoryOutcome, NotRun
 from qsolve.workflow import load_workflow
 from storage.blobs import BlobStore
@@ -39,7 +41,7 @@ def history_flow(workflow: str, version: str | None = None, again: bool = False)
         folder = unpack(BlobStore(home).get(v.digest), Path(tmp) / "workflow")
         wf = load_workflow(folder)
         cases = wf.cases.cases
-        with Lease(db) as lease:
+        with Lease(db) as lease, stopping() as stop:
             claim = db.claim_history_stage(
                 v,
                 lease.owner,
@@ -59,11 +61,17 @@ def history_flow(workflow: str, version: str | None = None, again: bool = False)
                     v.version,
                     ", ".join(claim.ended),
                 )
+            failpoint("history.claimed")
             futures = [
                 history_case.submit(str(folder), v, i, cases[i], wf.manifest.resources, lease.owner, stage)
                 for i in claim.todo
             ]
-            outcomes = [f.result() for f in futures]
+            try:
+                outcomes = [f.result() for f in futures]
+            except BaseException as e:
+                stop.set(why_of(e))
+                _stop_cases(db, lease, futures, stop)
+                raise
             _file(db, stage.id, home)
             lease.release(stage.id)
             try:
@@ -92,6 +100,25 @@ def history_flow(workflow: str, version: str | None = None, again: bool = False)
         credits=float(sum(o.credits for o in outcomes)),
         message=lost or _resumed(claim, len(cases)),
     )
+
+
+def _stop_cases(db: StateDB, lease: Lease, futures: list, stop: Stop) -> None:
+    """A platform stop: the cases were told (their sandbox jobs end, none starts); wait for every one
+    of them, end each run still unended as the platform's failure (never recorded), and give the
+    stage up at once, so the next ``qsolve history`` resumes it. Only then are the folders removed."""
+    log = get_run_logger()
+    log.warning("stopping the history stage: %s; waiting for its cases", stop.why)
+    pending = list(futures)
+    while pending:
+        try:
+            pending[0].wait()
+            pending.pop(0)
+        except BaseException:  # noqa: BLE001 - a second signal: the cases still run in this folder
+            continue
+    lease.close()
+    ended = db.end_stopped_runs(lease.owner, f"{stop.why}: the case did not end; it runs again")
+    db.let_go(lease.owner)
+    log.warning("history stage stopped: %d runs ended as the platform's failure", len(ended))
 
 
 def _file(db: StateDB, stage_id: int, home: Path) -> None:

@@ -382,6 +382,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"qsolve: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as e:  # a read-only home, a full disk, a corrupt database: one line, exit 2
+        from storage.state._faults import fault_line
+
+        line = fault_line(e, argv[0] if argv else "")
+        if line is None:
+            raise
+        print(f"qsolve: {line}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 #: commands whose process may end without tearing down what it loaded: everything they write is

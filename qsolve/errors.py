@@ -8,6 +8,7 @@
         ├── ProcessDied         it died: a signal, or an exit in the middle of a call
         ├── ProtocolBroken      it sent what the protocol does not allow: it is not used again
         ├── OutOfTime           the job's time limit passed: the whole job ends
+        ├── PlatformStopped     the platform stopped the flow the job ran for (qsolve.stopping)
         └── Unconfined          the platform needs the full boundary and the kernel did not give it
 
 An issue's location is a tuple built from the inside out, as pydantic builds `loc`, and is
@@ -105,6 +106,10 @@ class OutOfTime(WorkflowProcessFailed):
 
 class Unconfined(WorkflowProcessFailed):
     pass
+
+
+class PlatformStopped(WorkflowProcessFailed):
+    """The flow the job ran for was stopped (SIGTERM, SIGINT, a cancellation): the platform's doing."""
 
 
 _PYDANTIC_WORDING = {

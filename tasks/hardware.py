@@ -377,6 +377,7 @@ def run_quote(
     run is taken in the database for this process's lease: of two processes asked to run it, one does.
     ``progress`` is told how many device jobs have run, after each."""
     from qsolve.cases import Case
+    from qsolve.stopping import why_of
     from qsolve.targets import use
     from qsolve.workflow import load_workflow
     from storage.state import Lease
@@ -415,6 +416,9 @@ def run_quote(
                     db, folder, version, quote.case_index, case, Source.HARDWARE, quote.account,
                     wf.manifest.resources, run=run, cap=quote.authorised,
                 )  # fmt: skip
+            except BaseException as e:  # a platform stop (SIGTERM, SIGINT, a cancellation): never a crash
+                db.end_stopped_runs(lease.owner, f"{why_of(e)}: the run did not end", run_id=run.id)
+                raise
             finally:
                 device.close()
     if spend.stopped:  # ended by the meter: charge what the device ran, release the rest

@@ -15,14 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md): the cases are simulated here
+from sqlalchemy.exc import OperationalError
 
 from qsolve.cases import Case
 from qsolve.checks import DEFAULT_TARGET
 from qsolve.errors import Unconfined
 from qsolve.failpoint import failpoint
+from qsolve.heartbeat import beat
 from qsolve.manifest import Resources
 from qsolve.results import CaseResult
 from qsolve.sandbox import Limits, run_case_job
+from qsolve.sandbox.jobs import Outcome
+from qsolve.stopping import stopped
 from qsolve.targets import TargetUnavailable, UnknownTarget, check_target, open_target
 from storage.state import (
     CaseTaken,
@@ -81,6 +85,9 @@ def run_case(
     limits = db.settings.limits(source)
     own = Limits.of(resources)  # the manifest's, raised to 300 s and capped as the seed says
     job_limits = Limits(timeout_s=limits.seconds or own.timeout_s, memory_mb=own.memory_mb)
+    beat()
+    if why := stopped():  # the flow was stopped before this case began
+        return RunOutcome(case.name, target, None, False, "not run", FailureReason.PLATFORM_ERROR.value, why)
     try:
         run = run or db.create_run(
             version,
@@ -94,11 +101,33 @@ def run_case(
         )
     except (CaseTaken, StageLost) as e:
         return RunOutcome(case.name, target, None, False, "not run", "taken", str(e))
+    except OperationalError as e:  # a bounded wait ran out (a lock held too long), a lost database
+        detail = f"the state database did not take the run: {str(e.orig or e).splitlines()[0]}"
+        return RunOutcome(
+            case.name, target, None, False, "not run", FailureReason.PLATFORM_ERROR.value, detail
+        )
+    beat()
+    if why := stopped():  # stopped while the run was being made (waiting on a lock, say)
+        db.end_stopped_runs(None, f"{why}: the case did not start; it runs again", run_id=run.id)
+        current = db.get_run(run.id)
+        return RunOutcome(case.name, target, run.id, False, "failed", str(current.reason), current.detail)
     try:
         return _run(db, folder, run, index, case, account, job_limits, cap)
     except RunStateError as e:  # ended meanwhile by another process (its lease lapsed, or its deadline)
         reason = FailureReason.PLATFORM_ERROR.value
         return RunOutcome(case.name, target, run.id, False, "failed", reason, str(e))
+
+
+def _platform_stop(folder: Path, outcome: Outcome) -> str | None:
+    """Why a case that did not come back with a result was stopped by the platform: its flow was
+    stopped, or its workflow folder (the platform's copy) went away under it. ``None``: it was not."""
+    if outcome.report is not None and outcome.report["result"].get("ran"):
+        return None  # a result came back: it is the case's, whatever happened since
+    if why := stopped():
+        return why
+    if not folder.is_dir():
+        return f"the platform's copy of the workflow ({folder}) was removed while the case ran"
+    return None
 
 
 def _run(
@@ -129,6 +158,9 @@ def _run(
 
     def approve(event: dict[str, Any]) -> bool:
         said = event.get("estimate") or {}
+        if why := stopped():
+            refused.append((FailureReason.PLATFORM_ERROR, why))
+            return False
         if event.get("error"):
             refused.append((FailureReason.PLATFORM_ERROR, f"the run could not be priced: {event['error']}"))
             return False
@@ -154,6 +186,11 @@ def _run(
     except Unconfined as e:
         return refuse(FailureReason.PLATFORM_ERROR, str(e))
 
+    beat()
+    if why := _platform_stop(folder, outcome):  # the platform's doing, never the workflow's crash
+        db.end_stopped_runs(None, f"{why}: the case did not end; it runs again", run_id=run.id)
+        current = db.get_run(run.id)
+        return RunOutcome(case.name, target, run.id, False, "failed", str(current.reason), current.detail)
     current = db.get_run(run.id)
     if current.status is RunStatus.FAILED:  # refused before it started (insufficient_credits)
         reason, detail = refused[0] if refused else (current.reason, current.detail)

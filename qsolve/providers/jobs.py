@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from qiskit import QuantumCircuit
 
 from qsolve.errors import QsolveError
+from qsolve.heartbeat import beat
 from qsolve.providers.errors import ProviderError
 from qsolve.providers.sealing import (
     compiled_member,
@@ -244,6 +245,7 @@ class ProviderSession:
                     f"it was not cancelled: `qsolve providers follow {record}` reads it later",
                     record=record,
                 )
+            beat()  # a poll, bounded by its deadline: progress that keeps the run's lease
             time.sleep(POLL_S)
         try:
             answer = self.client.result(job.job, job.shots, bits=_bits(job.program))

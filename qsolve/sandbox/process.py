@@ -27,7 +27,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from qsolve.errors import OutOfTime, ProcessDied, ProtocolBroken
+from qsolve.errors import OutOfTime, PlatformStopped, ProcessDied, ProtocolBroken
+from qsolve.heartbeat import beat
+from qsolve.stopping import stopped
 
 LOG_MAX_BYTES = 64 * 2**20
 MAX_LINE = 24 * 2**20  # a batch of circuits of 16 MiB, in base64, and room
@@ -219,6 +221,7 @@ class JobProcess:
             left = self.deadline - time.monotonic()
             if left <= 0:
                 raise self._out_of_time()
+            self._unless_stopped()
             _, ready, _ = select.select([], [fd], [], min(left, 1.0))
             if not ready:
                 continue
@@ -228,6 +231,15 @@ class JobProcess:
                 continue
             except OSError:
                 raise self._died() from None
+
+    def _unless_stopped(self) -> None:
+        """End the job at once if the flow it runs for was stopped (within a second: the waits poll);
+        else the job, bounded by its deadline, is progress that keeps its run's lease."""
+        beat()
+        why = stopped()
+        if why is not None:
+            self.kill()
+            raise PlatformStopped(f"the sandbox job was ended because {why}")
 
     def _out_of_time(self) -> OutOfTime:
         self.kill()
@@ -239,6 +251,7 @@ class JobProcess:
             left = self.deadline - time.monotonic()
             if left <= 0:
                 raise self._out_of_time()
+            self._unless_stopped()
             ready, _, _ = select.select([self.channel], [], [], min(left, 1.0))
             if not ready:
                 continue

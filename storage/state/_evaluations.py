@@ -5,7 +5,10 @@ A run stores its selection, the requested model and its settings, and one pendin
 result (a unique constraint: a task result is judged once per run). Its owner claims each record with a
 conditional UPDATE (``pending`` to ``running``), so two executors never judge one record, and keeps a
 durable heartbeat on the run. A read that finds the heartbeat older than the stale limit marks the
-unfinished records and the run ``interrupted`` (the owner stopped without saying so). Retry resets
+unfinished records and the run ``interrupted`` (the owner stopped without saying so); so does one that
+finds a run still pending :data:`START_GRACE` after it was stored (its flow never started). A run's end
+is decided in the transaction of its last record's end, under the run's row lock that cancel takes too:
+cancel and completion never both win (issue 24). Retry resets
 failed, interrupted and cancelled records to ``pending``; cancel marks the unfinished ones
 ``cancelled``. Verdicts are an append-only history; a reviewer's current verdict is their latest.
 """
@@ -30,6 +33,8 @@ from storage.state._tables import evaluation_assets, evaluation_records, evaluat
 E = EvaluationStatus
 UNFINISHED = (E.PENDING.value, E.RUNNING.value)
 RESETTABLE = (E.FAILED.value, E.INTERRUPTED.value, E.CANCELLED.value)
+#: a run stored but never started by its flow (Prefect did not start, say) is interrupted after this
+START_GRACE = timedelta(seconds=120)
 
 
 @dataclass(frozen=True)
@@ -158,14 +163,38 @@ class Evaluations(Store):
     # the owner's moves
 
     def start_evaluation_run(self, run_id: str, owner: str) -> bool:
-        """Take the run (pending or interrupted-and-retried) for ``owner``; False when another has it."""
+        """Take the run (pending or interrupted-and-retried) for ``owner``; False when another has it.
+        A run interrupted because its flow had not started in time is taken too, its records pending
+        again: the flow came late, but it came."""
+        late = sa.and_(
+            evaluation_runs.c.status == E.INTERRUPTED.value, evaluation_runs.c.started_at.is_(None)
+        )
         with self._write() as connection:
             moved = connection.execute(
                 evaluation_runs.update()
-                .where(evaluation_runs.c.id == run_id, evaluation_runs.c.status == E.PENDING.value)
-                .values(status=E.RUNNING.value, owner=owner, heartbeat_at=now(), started_at=now())
+                .where(
+                    evaluation_runs.c.id == run_id, sa.or_(evaluation_runs.c.status == E.PENDING.value, late)
+                )
+                .values(
+                    status=E.RUNNING.value,
+                    owner=owner,
+                    heartbeat_at=now(),
+                    started_at=now(),
+                    finished_at=None,
+                )
             )
-            return moved.rowcount == 1
+            if moved.rowcount != 1:
+                return False
+            connection.execute(
+                evaluation_records.update()
+                .where(
+                    evaluation_records.c.run_id == run_id,
+                    evaluation_records.c.status == E.INTERRUPTED.value,
+                    evaluation_records.c.started_at.is_(None),
+                )
+                .values(status=E.PENDING.value, finished_at=None)
+            )
+            return True
 
     def evaluation_heartbeat(self, run_id: str, owner: str) -> bool:
         """The owner's heartbeat; False when the run is no longer running under it (cancelled, say)."""
@@ -202,9 +231,17 @@ class Evaluations(Store):
         error: str | None = None,
         model_seconds: float | None = None,
     ) -> bool:
-        """A running record's end; False when it was cancelled or interrupted meanwhile (kept so)."""
+        """A running record's end; False when it was cancelled or interrupted meanwhile (kept so). The
+        run's end is decided in the same transaction, under the run's row lock, when this was its last
+        unfinished record: a cancel then finds the run ended, and cancel and completion never both win."""
         status = E(status)
         with self._write() as connection:
+            run_id = connection.execute(
+                sa.select(evaluation_records.c.run_id).where(evaluation_records.c.id == record_id)
+            ).scalar()
+            if run_id is None:
+                return False
+            _lock_run(connection, run_id)
             moved = connection.execute(
                 evaluation_records.update()
                 .where(evaluation_records.c.id == record_id, evaluation_records.c.status == E.RUNNING.value)
@@ -218,44 +255,26 @@ class Evaluations(Store):
                     finished_at=now(),
                 )
             )
-            return moved.rowcount == 1
+            if moved.rowcount != 1:
+                return False
+            _end_if_done(connection, run_id)
+            return True
 
     def finish_evaluation_run(self, run_id: str, owner: str) -> EvaluationRun:
-        """A run whose records have all ended: completed, or failed when any record failed."""
+        """A run whose records have all ended: completed, or failed when any record failed (a run with
+        no records, or one whose last record's transaction did not end it)."""
         with self._write() as connection:
-            statuses = set(
-                connection.execute(
-                    sa.select(evaluation_records.c.status).where(evaluation_records.c.run_id == run_id)
-                ).scalars()
-            )
-            if statuses & set(UNFINISHED):
-                end = None
-            elif E.FAILED.value in statuses:
-                end = E.FAILED.value
-            elif E.CANCELLED.value in statuses:
-                end = E.CANCELLED.value
-            elif E.INTERRUPTED.value in statuses:
-                end = E.INTERRUPTED.value
-            else:
-                end = E.COMPLETED.value
-            if end is not None:
-                connection.execute(
-                    evaluation_runs.update()
-                    .where(
-                        evaluation_runs.c.id == run_id,
-                        evaluation_runs.c.owner == owner,
-                        evaluation_runs.c.status == E.RUNNING.value,
-                    )
-                    .values(status=end, finished_at=now())
-                )
+            _lock_run(connection, run_id)
+            _end_if_done(connection, run_id, evaluation_runs.c.owner == owner)
             return _run(_run_row(connection, run_id))
 
     # anyone's moves
 
     def cancel_evaluation_run(self, run_id: str) -> EvaluationRun:
-        """Unfinished records cancelled, and the run; its executor stops at its next check."""
+        """Unfinished records cancelled, and the run; its executor stops at its next check. Under the
+        run's row lock: a run whose last record ended meanwhile has ended with it, and stays so."""
         with self._write() as connection:
-            _run_row(connection, run_id)
+            _lock_run(connection, run_id)
             connection.execute(
                 evaluation_records.update()
                 .where(evaluation_records.c.run_id == run_id, evaluation_records.c.status.in_(UNFINISHED))
@@ -268,10 +287,14 @@ class Evaluations(Store):
             )
             return _run(_run_row(connection, run_id))
 
-    def retry_evaluation_run(self, run_id: str) -> tuple[EvaluationRun, int]:
+    def retry_evaluation_run(
+        self, run_id: str, *, start_grace: timedelta = START_GRACE
+    ) -> tuple[EvaluationRun, int]:
         """Failed, interrupted and cancelled records back to pending, and the run with them; (the run,
         how many records will run). A failed record keeps its input and output, so its executor asks
-        only the questions that got no answer. A run still running is left as it is."""
+        only the questions that got no answer. A run still running is left as it is; a pending one whose
+        flow never started within ``start_grace`` is interrupted first, so it can be retried."""
+        self.interrupt_stale(None, run_id=run_id, start_grace=start_grace)
         with self._write() as connection:
             run = _run(_run_row(connection, run_id))
             if run.status in (E.RUNNING, E.PENDING):
@@ -295,27 +318,42 @@ class Evaluations(Store):
                 )
             return _run(_run_row(connection, run_id)), reset
 
-    def interrupt_stale(self, stale_after: timedelta, *, run_id: str | None = None) -> list[str]:
-        """Runs running whose heartbeat is older than ``stale_after``: their unfinished records and
-        themselves marked interrupted. The ids of the runs so marked."""
-        cutoff = now() - stale_after
-        query = sa.select(evaluation_runs.c.id).where(
-            evaluation_runs.c.status == E.RUNNING.value, evaluation_runs.c.heartbeat_at < cutoff
+    def interrupt_stale(
+        self,
+        stale_after: timedelta | None,
+        *,
+        run_id: str | None = None,
+        start_grace: timedelta = START_GRACE,
+    ) -> list[str]:
+        """Runs running whose heartbeat is older than ``stale_after``, and runs pending whose flow never
+        started within ``start_grace`` of their creation (issue 24): their unfinished records and
+        themselves marked interrupted, so a retry runs them. The ids of the runs so marked."""
+        at = now()
+        never_started = sa.and_(
+            evaluation_runs.c.status == E.PENDING.value,
+            evaluation_runs.c.started_at.is_(None),
+            evaluation_runs.c.created_at < at - start_grace,
         )
+        stale = never_started
+        if stale_after is not None:
+            stale = sa.or_(
+                never_started,
+                sa.and_(
+                    evaluation_runs.c.status == E.RUNNING.value,
+                    evaluation_runs.c.heartbeat_at < at - stale_after,
+                ),
+            )
+        query = sa.select(evaluation_runs.c.id).where(stale)
         if run_id is not None:
             query = query.where(evaluation_runs.c.id == run_id)
         with self._read() as connection:
-            stale = list(connection.execute(query).scalars())
+            candidates = list(connection.execute(query).scalars())
         marked = []
-        for rid in stale:
+        for rid in candidates:
             with self._write() as connection:
                 moved = connection.execute(
                     evaluation_runs.update()
-                    .where(
-                        evaluation_runs.c.id == rid,
-                        evaluation_runs.c.status == E.RUNNING.value,
-                        evaluation_runs.c.heartbeat_at < cutoff,
-                    )
+                    .where(evaluation_runs.c.id == rid, stale)  # the database decides, not this read
                     .values(status=E.INTERRUPTED.value, finished_at=now())
                 )
                 if moved.rowcount != 1:
@@ -398,6 +436,34 @@ class Evaluations(Store):
                 sa.select(evaluation_assets).where(evaluation_assets.c.sha256 == sha256)
             ).first()
         return None if row is None else (row.blob, row.media_type)
+
+
+def _lock_run(connection: sa.Connection, run_id: str) -> None:
+    """Lock the run's row (PostgreSQL; SQLite's writers are serialised already): a record's end and a
+    cancel of its run take turns."""
+    connection.execute(
+        sa.select(evaluation_runs.c.id).where(evaluation_runs.c.id == run_id).with_for_update()
+    ).first()
+
+
+def _end_if_done(connection: sa.Connection, run_id: str, *guard: sa.ColumnElement[bool]) -> None:
+    """End the running run if none of its records is unfinished: failed if any failed, cancelled or
+    interrupted if any was, else completed."""
+    statuses = set(
+        connection.execute(
+            sa.select(evaluation_records.c.status).where(evaluation_records.c.run_id == run_id)
+        ).scalars()
+    )
+    if statuses & set(UNFINISHED):
+        return
+    for end in (E.FAILED, E.CANCELLED, E.INTERRUPTED, E.COMPLETED):
+        if end.value in statuses or end is E.COMPLETED:
+            break
+    connection.execute(
+        evaluation_runs.update()
+        .where(evaluation_runs.c.id == run_id, evaluation_runs.c.status == E.RUNNING.value, *guard)
+        .values(status=end.value, finished_at=now())
+    )
 
 
 def _run_row(connection: sa.Connection, run_id: str) -> sa.Row:

@@ -2,8 +2,9 @@
 
 A :class:`Lease` is one process's token (host, pid, a random part). Everything created under it (its
 runs, the history stage it claimed) carries the token and an expiry; a daemon thread renews them all,
-in one transaction, every third of the lease's time (``QSOLVE_LEASE_SECONDS``, 30 s by default). When
-the process dies nothing renews them, and they lapse within that time.
+in one transaction, every third of the lease's time (``QSOLVE_LEASE_SECONDS``, 30 s by default), but
+only while the holder's work makes progress (:mod:`qsolve.heartbeat`). When the process dies, freezes
+or is stuck, nothing renews them, and they lapse within that time.
 
 A run whose lease lapsed, or that is past its own deadline whatever its lease says, is ended
 ``platform_error`` by :meth:`Leases.end_lapsed_runs` (the maintenance pass, and the next history stage
@@ -13,16 +14,19 @@ repeats the lapse condition, so a lease renewed at that moment keeps its run: th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
 import socket
 import threading
+import time
 from datetime import datetime, timedelta
 from typing import Self
 
 import sqlalchemy as sa
 
+from qsolve.heartbeat import beating
 from storage.state._ledger import release_hold
 from storage.state._models import FailureReason, RunStatus
 from storage.state._rows import RUNS, now, run_of
@@ -113,6 +117,28 @@ class Leases(Store):
         )
         return [r.id for r in candidates if self._end(r.id, runs.c.owner != owner, detail)]
 
+    def end_stopped_runs(self, owner: str | None, detail: str, *, run_id: str | None = None) -> list[str]:
+        """A platform stop: end ``platform_error`` (never recorded) every unended run of ``owner``, or
+        only ``run_id``, and release their holds. The ids ended."""
+        query = sa.select(runs.c.id).where(runs.c.status.in_(UNENDED))
+        if owner is not None:
+            query = query.where(runs.c.owner == owner)
+        if run_id is not None:
+            query = query.where(runs.c.id == run_id)
+        with self._read() as connection:
+            candidates = list(connection.execute(query).scalars())
+        return [r for r in candidates if self._end(r, sa.true(), detail)]
+
+    def let_go(self, owner: str) -> None:
+        """A stopped holder gives up its history stages at once (their lease ends now), so the next
+        ``qsolve history`` resumes them without waiting for the lease to lapse."""
+        with self._write() as connection:
+            connection.execute(
+                history_stages.update()
+                .where(history_stages.c.owner == owner, history_stages.c.finished_at.is_(None))
+                .values(lease_expires_at=now() - timedelta(seconds=1))
+            )
+
     def _end(self, run_id: str, condition: sa.ColumnElement[bool], detail: str) -> bool:
         """In one transaction: the run ended ``platform_error`` if still unended and ``condition``
         holds, and its open hold released."""
@@ -160,7 +186,13 @@ def _why(run, unleased_after: timedelta) -> str:
 
 
 class Lease:
-    """This process's token, renewed in the state database by a daemon thread while it is entered.
+    """This process's token, renewed in the state database while its holder makes progress.
+
+    The holder's work calls :func:`qsolve.heartbeat.beat` as it goes (entering the lease sends its
+    beats here, to the tasks it submits too); a daemon thread renews the token's runs and stages every
+    third of the lease's time, but only if a beat came in the last two thirds of it. A holder frozen
+    (SIGSTOP) or stuck (waiting on a lock) beats no more: its lease lapses within 5/3 of the lease's
+    time (50 s by default), and another process takes over.
 
     ``lost`` is set when a history stage the token held was taken by another owner (its lease had
     lapsed): the holder should start no more cases of it.
@@ -172,16 +204,30 @@ class Lease:
         self.owner = owner_token()
         self.lost = threading.Event()
         self.stages: set[int] = set()
+        self._last_beat = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew, name="qsolve-lease", daemon=True)
+        self._beats = contextlib.ExitStack()
 
     def __enter__(self) -> Self:
+        self._beats.enter_context(beating(self.beat))
+        self.beat()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+        self._beats.close()
+
+    def close(self) -> None:
+        """Renew no more (a stopped holder, before it gives its stages up)."""
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def beat(self) -> None:
+        """The holder made progress: the lease is renewed at its next turns."""
+        self._last_beat = time.monotonic()
 
     def hold(self, stage_id: int) -> None:
         """Watch a stage this token claimed."""
@@ -193,6 +239,10 @@ class Lease:
 
     def _renew(self) -> None:
         while not self._stop.wait(self.seconds / 3):
+            idle = time.monotonic() - self._last_beat
+            if idle > self.seconds * 2 / 3:
+                log.debug("%s made no progress in %.1f s: not renewed", self.owner, idle)
+                continue
             try:
                 held = self.db.renew_leases(self.owner, self.seconds)
             except Exception as e:  # noqa: BLE001 - a busy or lost database: try again next time

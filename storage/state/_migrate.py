@@ -46,7 +46,9 @@ def migrate(engine: sa.Engine) -> None:
     from alembic import command
 
     with engine.begin() as connection:
-        if connection.dialect.name == "postgresql":
+        if connection.dialect.name == "postgresql":  # another process migrating: wait for it longer
+            connection.execute(sa.text("SET LOCAL lock_timeout = '300s'"))
+            connection.execute(sa.text("SET LOCAL statement_timeout = '600s'"))
             connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADVISORY_LOCK})
         if current(connection) != (HEAD,):
             command.upgrade(alembic_config(connection), "head")

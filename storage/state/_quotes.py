@@ -355,10 +355,10 @@ class Quotes(Store):
                 QUOTES.where(quotes.c.status == QuoteStatus.PENDING.value, quotes.c.valid_until < now())
             ).all()
             for row in rows:
-                _end_quote(
+                if _end_quote(
                     connection, row.id, row.run_id, QuoteStatus.EXPIRED, FailureReason.CANCELLED, _lapsed(row)
-                )
-                expired.append(row.id)
+                ):
+                    expired.append(row.id)
             for workflow in {row.workflow for row in rows}:
                 _close_done(connection, workflow)
         return expired
@@ -409,8 +409,16 @@ def _end_quote(
     status: QuoteStatus,
     reason: FailureReason,
     detail: str,
-) -> None:
-    connection.execute(quotes.update().where(quotes.c.id == quote_id).values(status=status.value))
+) -> bool:
+    """End a quote still pending (a conditional UPDATE: one confirmed at the same moment stays
+    confirmed, its run untouched), and its run if not started; whether it was ended here."""
+    moved = connection.execute(
+        quotes.update()
+        .where(quotes.c.id == quote_id, quotes.c.status == QuoteStatus.PENDING.value)
+        .values(status=status.value)
+    )
+    if moved.rowcount != 1:
+        return False
     if run_id is not None:
         live = connection.execute(sa.select(runs.c.status).where(runs.c.id == run_id)).scalar()
         if live == RunStatus.CREATED.value:
@@ -423,6 +431,7 @@ def _end_quote(
                 detail=detail,
                 finished_at=now(),
             )
+    return True
 
 
 def _close_done(connection: sa.Connection, workflow: str) -> None:

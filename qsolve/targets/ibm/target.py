@@ -20,6 +20,7 @@ from blake3 import blake3
 from qiskit import QuantumCircuit
 from qiskit.transpiler import PassManager, generate_preset_pass_manager
 
+from qsolve.heartbeat import beat
 from qsolve.providers.credentials import Secret
 from qsolve.providers.jobs import Confirmation, JobStopped, NotConfirmed, Sealed, StillRunning, job_text
 from qsolve.providers.sealing import provider_request, provider_result
@@ -281,6 +282,7 @@ class IbmBackend(Backend):
                     f"not cancelled: `python -m qsolve.targets.ibm collect {record}` reads it later",
                     record=record,
                 )
+            beat()  # a poll, bounded by its deadline: progress that keeps the run's lease
             time.sleep(
                 min(self.poll_s, FIRST_POLL_S * 2 ** (polls - row.polls - 1))
             )  # soon, then every poll_s

@@ -3,6 +3,7 @@ claimed once, a stale heartbeat read as interrupted, retry and cancel, verdicts 
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 
@@ -137,3 +138,74 @@ def test_a_figure_is_served_only_to_a_record_that_references_it(db: StateDB) -> 
     db.keep_asset("f" * 64, "b" * 64, 10, "image/png")  # once per hash
     assert db.asset_for(a.id, "f" * 64) == ("b" * 64, "image/png")
     assert db.asset_for(b.id, "f" * 64) is None
+
+
+def _at_once(*calls) -> list:
+    """Each call in a thread of its own, released together; what each returned (or raised)."""
+    barrier = threading.Barrier(len(calls))
+    out: list = [None] * len(calls)
+
+    def go(i: int, call) -> None:
+        barrier.wait(timeout=30)
+        try:
+            out[i] = call()
+        except Exception as e:  # noqa: BLE001 - the outcome is what the test looks at
+            out[i] = e
+
+    threads = [threading.Thread(target=go, args=(i, c)) for i, c in enumerate(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    return out
+
+
+def test_cancel_racing_completion_never_both_win(db: StateDB, database_url: str, tmp_path) -> None:
+    """Issue 24: 25 times, a run's only record completing while the run is cancelled, each from its own
+    connection. One wins: completed with its record, or cancelled with its record cancelled."""
+    from storage.state import connect
+    from tests.storage.state.conftest import default_settings
+
+    ends = []
+    with (
+        connect(database_url, home=tmp_path, settings=default_settings()) as one,
+        connect(database_url, home=tmp_path, settings=default_settings()) as two,
+    ):
+        for _ in range(25):
+            run = run_of(db, 1)
+            assert db.start_evaluation_run(run.id, "me")
+            (record,) = db.evaluation_records(run.id)
+            assert db.claim_evaluation_record(record.id)
+            _at_once(
+                lambda r=record.id: one.finish_evaluation_record(r, "completed", output={"ok": True}),
+                lambda r=run.id: two.cancel_evaluation_run(r),
+            )
+            db.finish_evaluation_run(run.id, "me")  # as the executor does, after its last record
+            end = db.get_evaluation_run(run.id).status
+            (after,) = db.evaluation_records(run.id)
+            assert (end, after.status) in (
+                (EvaluationStatus.COMPLETED, EvaluationStatus.COMPLETED),
+                (EvaluationStatus.CANCELLED, EvaluationStatus.CANCELLED),
+            ), (end, after.status)
+            ends.append(end)
+    assert len(ends) == 25
+
+
+def test_a_run_whose_flow_never_started_is_interrupted_after_a_grace_and_retried(db: StateDB) -> None:
+    run = run_of(db, 2)  # stored; its flow never starts (Prefect's server did not come up, say)
+    assert db.get_evaluation_run(run.id, stale_after=timedelta(hours=1)).status is EvaluationStatus.PENDING
+    assert db.retry_evaluation_run(run.id)[1] == 0  # within the grace: it may yet start
+    time.sleep(0.05)
+    assert db.interrupt_stale(timedelta(hours=1), start_grace=timedelta(0)) == [run.id]
+    assert {r.status for r in db.evaluation_records(run.id)} == {EvaluationStatus.INTERRUPTED}
+    retried, reset = db.retry_evaluation_run(run.id, start_grace=timedelta(0))
+    assert (retried.status, reset) == (EvaluationStatus.PENDING, 2)
+    assert db.start_evaluation_run(run.id, "me")
+
+
+def test_a_flow_that_comes_late_takes_its_run_interrupted_for_not_starting(db: StateDB) -> None:
+    run = run_of(db, 2)
+    time.sleep(0.05)
+    db.interrupt_stale(None, start_grace=timedelta(0))
+    assert db.start_evaluation_run(run.id, "late")
+    assert {r.status for r in db.evaluation_records(run.id)} == {EvaluationStatus.PENDING}

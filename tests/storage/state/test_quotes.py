@@ -150,3 +150,83 @@ def test_of_many_processes_claiming_one_quotes_run_at_once_one_gets_it(
     assert len(won) == 1
     assert db.get_run(quote.run_id).owner == f"owner-{won[0]}"
     assert db.quotes_to_run() == [] and not db.claim_quote_run(quote.id, "late", 30)
+
+
+def test_expiry_racing_confirmation_never_expires_a_confirmed_quote(
+    db: StateDB, database_url: str, tmp_path
+) -> None:
+    """Issue 24: expiry ends a quote only while it is still pending (a conditional UPDATE). 25 times, a
+    quote confirmed at the moment it lapses while another connection expires quotes: a confirmation
+    that was accepted stays confirmed, its run untouched; an expired quote's run is cancelled."""
+    import threading
+    import time
+
+    from storage.state import connect
+    from tests.storage.state.conftest import default_settings
+
+    version, _ = db.publish_version("w", "1.0.0", "d" * 64, [CASE])
+    outcomes = []
+    with (
+        connect(database_url, home=tmp_path, settings=default_settings()) as confirmer,
+        connect(database_url, home=tmp_path, settings=default_settings()) as expirer,
+    ):
+        for i in range(25):
+            batch = db.request_batch(version, "alice")
+            quote = db.add_quote(
+                batch.id,
+                0,
+                "hw",
+                "provider:ref",
+                Decimal(1),
+                {"circuits": 1},
+                unknown_cost=False,
+                valid_s=0.3,
+            )
+            db.batch_priced(batch.id)
+            lapse = time.monotonic() + 0.3 - 0.0004 * i  # from when it lapses to 10 ms before
+            said: list = []
+
+            def expire(lapse=lapse) -> None:
+                while time.monotonic() < lapse + 0.1:
+                    expirer.expire_quotes()
+
+            def confirm(lapse=lapse, quote_id=quote.id, said=said) -> None:
+                time.sleep(max(0.0, lapse - time.monotonic()))
+                try:
+                    said.append(confirmer.confirm_quote(quote_id, "alice").status)
+                except QuoteRefused as e:
+                    said.append(e)
+
+            threads = [threading.Thread(target=expire), threading.Thread(target=confirm)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=60)
+            final, run = db.get_quote(quote.id), db.get_run(quote.run_id)
+            if said == [QuoteStatus.CONFIRMED]:
+                assert final.status is QuoteStatus.CONFIRMED and run.status is RunStatus.CREATED, (final, run)
+            else:
+                assert final.status is QuoteStatus.EXPIRED and run.reason is FailureReason.CANCELLED, (
+                    said,
+                    run,
+                )
+            outcomes.append(final.status)
+            db.expire_quotes()
+            with db.engine.begin() as connection:  # the batch done, so the next may open
+                connection.execute(quote_batches.update().values(status="ended"))
+    assert len(outcomes) == 25
+
+
+def test_the_ending_update_leaves_a_quote_confirmed_meanwhile_as_it_is(db: StateDB) -> None:
+    """The window the race above aims at, opened by hand: expiry read the quote pending, then it was
+    confirmed; expiry's UPDATE, conditioned on its still being pending, changes nothing."""
+    from storage.state._quotes import _end_quote
+
+    _, _, (quote,) = batch_of(db, Decimal(1))
+    db.confirm_quote(quote.id, "alice")
+    with db.engine.begin() as connection:
+        assert not _end_quote(
+            connection, quote.id, quote.run_id, QuoteStatus.EXPIRED, FailureReason.CANCELLED, "x"
+        )
+    assert db.get_quote(quote.id).status is QuoteStatus.CONFIRMED
+    assert db.get_run(quote.run_id).status is RunStatus.CREATED

@@ -9,6 +9,7 @@ from decimal import Decimal
 
 import pytest
 
+from qsolve.heartbeat import beat
 from storage.state import (
     CaseTaken,
     ClaimStatus,
@@ -176,19 +177,36 @@ def test_a_run_past_its_deadline_is_ended_whatever_its_lease_says(db: StateDB, v
     assert db.get_run(run.id).detail.startswith("past its time limit: still created at its deadline")
 
 
-def test_a_lease_renews_its_runs_and_stage_while_entered(
+def test_a_lease_renews_its_runs_and_stage_while_its_holder_makes_progress(
     db: StateDB, version: Version, short_leases: float
 ) -> None:
     with Lease(db) as lease:
         claim = db.claim_history_stage(version, lease.owner, CASES, seconds=lease.seconds)
         lease.hold(claim.stage.id)
         run = db.create_run(version, "a", "sim-cpu", "history", owner=lease.owner)
-        time.sleep(3 * short_leases)
+        for _ in range(30):  # 3 leases' time of work, each step a beat
+            beat()
+            time.sleep(short_leases / 10)
         assert db.end_lapsed_runs(HOUR) == []
         assert db.claim_history_stage(version, "other", CASES, seconds=LONG).status is ClaimStatus.IN_PROGRESS
         assert not lease.lost.is_set()
     time.sleep(short_leases + 0.2)
     assert db.end_lapsed_runs(HOUR) == [run.id]
+
+
+def test_a_stuck_holder_loses_its_lease_though_the_lease_is_entered(
+    db: StateDB, version: Version, short_leases: float
+) -> None:
+    """Issue 24: renewal follows progress, not a thread that outlives a stuck holder."""
+    with Lease(db) as lease:
+        claim = db.claim_history_stage(version, lease.owner, CASES, seconds=lease.seconds)
+        lease.hold(claim.stage.id)
+        run = db.create_run(version, "a", "sim-cpu", "history", owner=lease.owner)
+        time.sleep(3 * short_leases)  # stuck: no beat
+        assert db.end_lapsed_runs(HOUR) == [run.id]
+        assert db.claim_history_stage(version, "other", CASES, seconds=LONG).status is ClaimStatus.RESUMED
+        beat()  # it wakes up: its stage is another's now
+        assert lease.lost.wait(timeout=3 * short_leases)
 
 
 def test_a_lease_knows_when_its_stage_was_taken(db: StateDB, version: Version, short_leases: float) -> None:
