@@ -312,15 +312,28 @@ UNCERTAINTY = frozenset(
         "ambiguous",
         "undetermined",
         "unknown",
+        # doubts found by the independent test of issue 25 ("Status: SUCCESS is unlikely", "success, I
+        # guess", "It's hardly a SUCCESS", "I refuse to answer"): doubts wherever they stand
+        "unlikely",
+        "guess",
+        "hardly",
+        "doubt",
+        "doubtful",
+        "tentative",
+        "tentatively",
+        "refuse",
+        "sorry",
     ]
 )
+#: "not sure", "not entirely certain", "not confident": a doubt wherever it stands in the text
+_NOT_SURE = re.compile(r"\bnot\s+(?:\w+\s+)?(?:sure|certain|confident|clear)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
 
 
 def hedged(text: str, *, codes: Iterable[str] = (), negation: bool = True) -> bool:
     """The text denies or doubts (a word of :data:`NEGATION`, with ``negation``, or of
     :data:`UNCERTAINTY`, or a question mark); the ``codes`` themselves are not read as words."""
-    if "?" in text:
+    if "?" in text or _NOT_SURE.search(text):
         return True
     for code in codes:
         text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(code)}(?![A-Za-z0-9_])", " ", text, flags=re.I)
@@ -344,10 +357,23 @@ def _code_stated(value: str | None, allowed: tuple[str, ...]) -> tuple[bool, str
     code = _code_in(value, allowed)
     if code is None or value is None:
         return False, None
+    if len(_codes_named(value, allowed)) > 1:  # "SUCCESS|SWEEP_TOO_SHORT", ["SUCCESS", "NO_SIGNAL"]
+        return True, None
     spelled = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(code).replace('_', '[ _]')}(?![A-Za-z0-9_])", re.I)
     m = spelled.search(value)
     start, end = (m.start(), m.end()) if m else (0, len(value))
     return True, None if _doubted(value, start, end, codes=[code, code.replace("_", " ")]) else code
+
+
+def _codes_named(text: str, allowed: tuple[str, ...]) -> set[str]:
+    """The allowed codes ``text`` names (case ignored, whole words, not inside a longer code)."""
+    upper = text.upper()
+    return {c for c in allowed if re.search(rf"(?<![A-Z0-9_]){re.escape(c)}(?![A-Z0-9_])", upper)}
+
+
+def _labels(text: str, name: str) -> list[str]:
+    """Every ``<name>:`` line's value (cleaned), in order."""
+    return [v for m in _label_pattern(name).finditer(text) if (v := _clean_value(m.group(1)))]
 
 
 def _sentences_with(text: str, code: str) -> list[str]:
@@ -372,9 +398,14 @@ def status_of(text: str | None, criteria: Mapping[str, str] | Iterable[str] | No
     if found is not None:
         return _code_stated(str(found), allowed)[1]
     for name in ("Status", "Classification"):
-        named, code = _code_stated(label(text, name), allowed)
+        value = label(text, name)
+        if name == "Status" and value is not None and value.lower() in _NONE:
+            return None  # "Status: N/A": it states none, whatever else the text mentions
+        named, code = _code_stated(value, allowed)
         if named:
-            return code
+            # two Status lines naming different codes state no one status
+            others = {_code_in(v, allowed) for v in _labels(text, name)} - {None}
+            return code if others <= {code} else None
     first = _first_line(text)
     if first.upper() in allowed:
         return first.upper()
@@ -385,6 +416,8 @@ def status_of(text: str | None, criteria: Mapping[str, str] | Iterable[str] | No
     (code,) = named_codes
     sentences = _sentences_with(text, code)
     if not sentences or any(hedged(s, codes=[code]) for s in sentences):
+        return None
+    if hedged(text, codes=[code]):  # a text without labels that doubts or denies anywhere states nothing
         return None
     return code
 

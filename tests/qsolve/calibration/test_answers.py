@@ -342,3 +342,43 @@ def test_a_fenced_json_status_keeps_its_range_and_notes() -> None:
     assert read_answers({"calibration_diagnosis": bounded}, criteria=CRITERIA).diagnosis.suggested_range == (
         "(0, 40) [us]"
     )
+
+
+# --- found by the independent test of issue 25: doubts after the code, two codes, a refusal beside one --
+
+#: answers the first reading still read as a verdict they do not state
+UNSTATED_FOUND = [
+    "Status: SUCCESS is unlikely",  # a doubt after the code
+    "Status: SUCCESS — I am not sure",
+    "success, I guess",
+    "It's hardly a SUCCESS.",
+    "Hard to say. SUCCESS",  # the doubt in the sentence before
+    "SUCCESS. Not really though.",  # a denial in the sentence after
+    "the answer is SUCCESS\nbut I'm not sure",
+    "I'm sorry, I can't help with that. SUCCESS",  # a refusal beside a code
+    "<think>The answer is SUCCESS.</think> I cannot decide.",
+    "Status: I refuse to answer.\nSUCCESS",
+    "Status: N/A\nSUCCESS",  # the label states none
+    '{"status": ["SUCCESS", "SWEEP_TOO_SHORT"]}',  # two codes
+    '{"status": "SUCCESS|SWEEP_TOO_SHORT"}',
+    "Status: SUCCESS / SHORT_T1",
+    "Status: SUCCESS\nStatus: SWEEP_TOO_SHORT",  # two labelled lines disagree
+]
+
+
+@pytest.mark.parametrize("text", UNSTATED_FOUND)
+def test_a_doubt_anywhere_two_codes_or_a_refusal_read_as_no_status(text: str) -> None:
+    criteria = CRITERIA | {"SWEEP_TOO_SHORT": "e"}
+    assert status_of(text, criteria) is None
+    d = read_answers({"calibration_diagnosis": text}, criteria=criteria).diagnosis
+    assert d.status is None and d.success is None
+    assert d.qcaleval_status is not None  # the benchmark's way still reads a code: kept beside ours
+
+
+def test_a_plain_status_still_reads_beside_notes_that_name_other_codes() -> None:
+    criteria = CRITERIA | {"SWEEP_TOO_SHORT": "e"}
+    text = "Status: SWEEP_TOO_SHORT\nSuggested range: (0, 300) [us]\nNotes: not a SUCCESS; maybe more points"
+    assert status_of(text, criteria) == "SWEEP_TOO_SHORT"
+    assert status_of("Status: SHORT_T1\nStatus: SHORT_T1", criteria) == "SHORT_T1"
+    assert status_of("status: sweep_too_short", criteria) == "SWEEP_TOO_SHORT"
+    assert status_of('{"status": "SUCCESS", "confidence": 0.9, "extra": [1]}', criteria) == "SUCCESS"
