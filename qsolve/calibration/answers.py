@@ -149,10 +149,17 @@ _OUTCOME_WORDS: tuple[tuple[Outcome, re.Pattern[str]], ...] = (
 )
 
 
+def _alternatives(value: str) -> bool:
+    """The value lists choices rather than picking one: the template's own ``<A | B | C>`` (a model
+    that echoes the prompt) or any ``A | B``."""
+    return "|" in value or bool(re.fullmatch(r"\s*<.*>\s*", value, re.DOTALL))
+
+
 def outcome_of(value: str | None) -> Outcome | None:
     """expected, suboptimal, anomalous or apparatus: the word that comes first in the label ("Expected
-    behavior", "Suboptimal parameters", ...); "unexpected" is not "expected"."""
-    if not value:
+    behavior", "Suboptimal parameters", ...); "unexpected" is not "expected"; a list of choices
+    (``<Expected behavior | Suboptimal parameters | ...>``, an echoed prompt) is none."""
+    if not value or _alternatives(value):
         return None
     hits = [(m.start(), name) for name, pattern in _OUTCOME_WORDS if (m := pattern.search(value))]
     if not hits:
@@ -177,6 +184,8 @@ def fit_assessment_of(value: str | None) -> FitAssessment | None:
     """ "unreliable" (or "not reliable") tested first, then "no fit" / "no_fit" / "no-fit", then
     "reliable", so that neither reads as reliable."""
     if not value or hedged(value, negation=False):  # "I cannot tell whether it is reliable"
+        return None
+    if _alternatives(value):  # "<Reliable | Unreliable | No fit>": an echoed prompt picks nothing
         return None
     low = value.lower()
     if re.search(r"\b(?:cannot|can't|can not|unable to)\b", low):

@@ -382,3 +382,42 @@ def test_a_plain_status_still_reads_beside_notes_that_name_other_codes() -> None
     assert status_of("Status: SHORT_T1\nStatus: SHORT_T1", criteria) == "SHORT_T1"
     assert status_of("status: sweep_too_short", criteria) == "SWEEP_TOO_SHORT"
     assert status_of('{"status": "SUCCESS", "confidence": 0.9, "extra": [1]}', criteria) == "SUCCESS"
+
+
+def test_an_echoed_prompt_reads_as_nothing() -> None:
+    """A model that echoes its prompt repeats each template's reply form, ``Classification: <Expected
+    behavior | ...>`` and ``Assessment: <Reliable | Unreliable | No fit>``: it picked nothing (found by
+    the independent test of issue 25: it read as expected and unreliable, success true without the
+    status question)."""
+    conclusion = (
+        "Classify the outcome of this experiment. Pick exactly one:\n- Expected behavior: ...\n"
+        "Reply in this form:\n"
+        "Classification: <Expected behavior | Suboptimal parameters | Anomalous behavior | Apparatus issue>\n"
+        "Reason: <one or two sentences>"
+    )
+    fit = "Reply in this form:\nAssessment: <Reliable | Unreliable | No fit>\nReason: <one or two sentences>"
+    status = "Reply in this form:\nStatus: <SUCCESS | SHORT_T1>\nSuggested range: <the range, or none>"
+    assert classification(conclusion) is None
+    assert fit_assessment(fit) is None
+    assert status_of(status, CRITERIA) is None
+    d = read_answers({"experimental_conclusion": conclusion, "fit_reliability": fit}).diagnosis
+    assert (d.outcome, d.fit_assessment, d.success) == (None, None, None)
+    assert classification("Classification: Expected behavior | Anomalous behavior") is None
+
+
+@pytest.mark.parametrize(
+    "task", ["CheckT1", "CheckRabi", "CheckRamsey", "CheckT2Echo", "ReadoutClassification"]
+)
+def test_each_tasks_own_prompts_echoed_back_read_as_no_verdict(task: str) -> None:
+    from pathlib import Path
+
+    from qsolve.calibration.prompts import preview_task
+
+    folder = Path(__file__).resolve().parents[3] / "task-knowledge" / task
+    built = preview_task(folder)
+    reading = read_answers(built.preview.prompts, criteria=built.reference.criteria)
+    d = reading.diagnosis
+    assert (d.status, d.outcome, d.fit_assessment, d.success) == (None, None, None, None)
+    assert {"calibration_diagnosis", "experimental_conclusion", "fit_reliability"} <= set(
+        reading.missing_keys
+    )
