@@ -41,7 +41,7 @@ _DECODER = json.JSONDecoder()
 def _loads(text: str) -> dict | list | None:
     try:
         value = json.loads(text)
-    except (json.JSONDecodeError, ValueError):
+    except (json.JSONDecodeError, ValueError, RecursionError):  # "[[[[...]]]]" nested past the stack
         return None
     return value if isinstance(value, dict | list) else None
 
@@ -54,6 +54,8 @@ def _first(text: str, opening: str, closing: str) -> dict | list | None:
         return None
     try:
         value, _end = _DECODER.raw_decode(text, start)
+    except RecursionError:
+        return None
     except (json.JSONDecodeError, ValueError):
         end = text.rfind(closing)
         return _loads(text[start : end + 1]) if end > start else None
@@ -366,8 +368,8 @@ def _code_stated(value: str | None, allowed: tuple[str, ...]) -> tuple[bool, str
     code = _code_in(value, allowed)
     if code is None or value is None:
         return False, None
-    if len(_codes_named(value, allowed)) > 1:  # "SUCCESS|SWEEP_TOO_SHORT", ["SUCCESS", "NO_SIGNAL"]
-        return True, None
+    if len(_codes_named(value, allowed) | _other_codes(value, allowed)) > 1:
+        return True, None  # "SUCCESS|SWEEP_TOO_SHORT", ["SUCCESS", "NO_SIGNAL"], another task's code too
     spelled = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(code).replace('_', '[ _]')}(?![A-Za-z0-9_])", re.I)
     m = spelled.search(value)
     start, end = (m.start(), m.end()) if m else (0, len(value))
@@ -378,6 +380,15 @@ def _codes_named(text: str, allowed: tuple[str, ...]) -> set[str]:
     """The allowed codes ``text`` names (case ignored, whole words, not inside a longer code)."""
     upper = text.upper()
     return {c for c in allowed if re.search(rf"(?<![A-Z0-9_]){re.escape(c)}(?![A-Z0-9_])", upper)}
+
+
+_CODE_SHAPED = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![A-Za-z0-9_])")
+
+
+def _other_codes(text: str, allowed: tuple[str, ...]) -> set[str]:
+    """Status-shaped words (``SWEEP_TOO_SHORT``: upper case, joined by ``_``) that are not allowed: a
+    value naming one beside an allowed code names two statuses, whichever the task allows."""
+    return {m.group(0) for m in _CODE_SHAPED.finditer(text)} - set(allowed)
 
 
 def _labels(text: str, name: str) -> list[str]:
@@ -473,7 +484,7 @@ def suggested_range(text: str | None) -> str | None:
         value = _range_text(_json_field(text, "suggested_range"))
     else:
         value = label(text, "Suggested range")
-    if value is None or value.lower() in _NONE:
+    if value is None or value.lower() in _NONE or _alternatives(value):  # "<the range, or none>" echoed
         return None
     return value
 

@@ -421,3 +421,30 @@ def test_each_tasks_own_prompts_echoed_back_read_as_no_verdict(task: str) -> Non
     assert {"calibration_diagnosis", "experimental_conclusion", "fit_reliability"} <= set(
         reading.missing_keys
     )
+
+
+def test_an_answer_nested_past_the_stack_is_kept_as_text_not_a_crash() -> None:
+    """``[[[[...]]]]`` 5000 deep made json raise RecursionError out of read_answers, so an answer that
+    arrived failed its record (found by the independent test of issue 25)."""
+    deep = "[" * 5000 + "]" * 5000
+    d = read_answers({"technical_description": deep, "parameter_extraction": "{" * 5000}).diagnosis
+    assert d.description == deep and d.parameters == "{" * 5000
+    assert parse_json("Here: " + deep) is None
+
+
+def test_two_statuses_read_as_none_even_when_the_task_allows_only_one() -> None:
+    """CheckRabi allows SUCCESS and NO_DRIVE, not SWEEP_TOO_SHORT: an answer naming both SUCCESS and
+    SWEEP_TOO_SHORT states two statuses (it read as SUCCESS on a Rabi result, None on a T1 one)."""
+    rabi = {"SUCCESS": "a", "NO_DRIVE": "b"}
+    assert status_of('{"status": ["SUCCESS", "SWEEP_TOO_SHORT"]}', rabi) is None
+    assert status_of("Status: SUCCESS / SWEEP_TOO_SHORT", rabi) is None
+    assert status_of("Status: NO_DRIVE", rabi) == "NO_DRIVE"
+    assert status_of("Status: SUCCESS\nNotes: no NO_DRIVE and no SWEEP_TOO_SHORT", rabi) == "SUCCESS"
+
+
+def test_an_echoed_range_placeholder_is_no_suggested_range() -> None:
+    text = (
+        "Status: <SUCCESS | SHORT_T1>\nSuggested range: <the range, or none>\nNotes: <one or two sentences>"
+    )
+    d = read_answers({"calibration_diagnosis": text}, criteria=CRITERIA).diagnosis
+    assert d.status is None and d.suggested_range is None
