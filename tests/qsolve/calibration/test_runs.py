@@ -436,3 +436,24 @@ def test_a_retry_adds_its_time_to_the_wall_time_and_loses_none_of_the_first(home
             after = summary(store.db, run.id)["wall_seconds"]
     retry_span = (again.finished_at - again.started_at).total_seconds()
     assert after >= first + retry_span  # the two executions are disjoint in time: their spans add up
+
+
+def test_evaluate_with_a_key_variable_unset_is_refused_before_anything_is_stored(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the independent test of issue 25: the run was stored and its flow started (40 s on a
+    busy machine), then every record failed on the missing key. Now a one-line error, exit 2."""
+    from qsolve.cli import main
+
+    monkeypatch.delenv("QSOLVE_TEST_UNSET_KEY", raising=False)
+    with ModelServer(GOOD) as server:
+        spec = server.spec(api_key_env="QSOLVE_TEST_UNSET_KEY")
+        doc = {"version": 1, "models": [spec.model_dump(mode="json", exclude_none=True, exclude={"kind"})]}
+        (home / "evaluation.yaml").write_text(yaml.safe_dump(doc))
+        capsys.readouterr()
+        assert main(["evaluate", "--task", "CheckT1", "--chip", "fake:fez", "--model", spec.id]) == 2
+        assert server.received == []
+    err = capsys.readouterr().err
+    assert "QSOLVE_TEST_UNSET_KEY" in err and "not set" in err and len(err.strip().splitlines()) == 1
+    with open_store(home) as store:
+        assert store.db.list_evaluation_runs() == []
