@@ -457,3 +457,35 @@ def test_evaluate_with_a_key_variable_unset_is_refused_before_anything_is_stored
     assert "QSOLVE_TEST_UNSET_KEY" in err and "not set" in err and len(err.strip().splitlines()) == 1
     with open_store(home) as store:
         assert store.db.list_evaluation_runs() == []
+
+
+def test_a_record_cancelled_while_its_calls_are_in_flight_keeps_what_arrived_and_retry_asks_nothing_twice(
+    home: Path,
+) -> None:
+    """Found by the independent test of issue 25: cancelling a run while a record's six calls were in
+    flight threw away the answers that then arrived (the record was kept cancelled with no output), so
+    retry asked all six again: an answer that arrived was asked twice (and billed twice)."""
+    import threading
+
+    slowly = {k: slow(v.text, 1.5) for k, v in GOOD.items()}
+    with ModelServer(slowly) as server:
+        declare(home, server)
+        with open_store(home) as store:
+            run = request_run(store.db, store, RunRequest(task_ids=[store.list(qid="Q00")[0].id]))
+            worker = threading.Thread(target=execute_run, args=(store.db, store, run.id), daemon=True)
+            worker.start()
+            deadline = time.monotonic() + 60
+            while len(server.received) < 6 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(server.received) == 6  # all six in flight
+            store.db.cancel_evaluation_run(run.id)
+            worker.join(120)
+            (cancelled,) = store.db.evaluation_records(run.id)
+            assert cancelled.status == "cancelled"
+            assert cancelled.output is not None  # the six answers that arrived are kept
+            assert {a["state"] for a in cancelled.output["answers"].values()} == {"arrived"}
+            store.db.retry_evaluation_run(run.id)
+            execute_run(store.db, store, run.id)
+            (again,) = store.db.evaluation_records(run.id)
+    assert len(server.received) == 6  # nothing asked twice
+    assert again.status == "completed" and again.output["answers"] == cancelled.output["answers"]

@@ -113,6 +113,23 @@ def test_retry_keeps_a_failed_records_answers_so_only_its_failed_questions_are_a
     assert again.output == kept and again.input == {"task": "CheckT1"} and again.error is None
 
 
+def test_a_record_cancelled_in_flight_stays_cancelled_and_keeps_the_answers_that_arrived(db: StateDB) -> None:
+    """Independent test of issue 25: its late end was dropped whole, so retry asked what had arrived."""
+    run = run_of(db, 1)
+    db.start_evaluation_run(run.id, "me")
+    (record,) = db.evaluation_records(run.id)
+    db.claim_evaluation_record(record.id)
+    db.cancel_evaluation_run(run.id)
+    arrived = {"answers": {"fit_reliability": {"state": "arrived", "answer": "Assessment: Reliable"}}}
+    assert not db.finish_evaluation_record(record.id, "completed", input={"task": "CheckT1"}, output=arrived)
+    (kept,) = db.evaluation_records(run.id)
+    assert kept.status is EvaluationStatus.CANCELLED and kept.output == arrived
+    assert kept.input == {"task": "CheckT1"}
+    _, reset = db.retry_evaluation_run(run.id)
+    (again,) = db.evaluation_records(run.id)
+    assert reset == 1 and again.status is EvaluationStatus.PENDING and again.output == arrived
+
+
 def test_verdicts_are_an_immutable_history_and_each_reviewer_has_a_current_one(db: StateDB) -> None:
     record = db.evaluation_records(run_of(db, 1).id)[0]
     db.add_verdict(record.id, "ana", "agree")
