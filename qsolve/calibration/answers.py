@@ -178,7 +178,8 @@ def classification(text: str | None) -> Outcome | None:
         return None
     found = label(text, "Classification")
     if found is not None:
-        return outcome_of(found)
+        first = outcome_of(found)  # two Classification: lines that disagree state no outcome
+        return first if {outcome_of(v) for v in _labels(text, "Classification")} - {None} <= {first} else None
     return outcome_of(_short_first_line(text))
 
 
@@ -207,7 +208,10 @@ def fit_assessment(text: str | None) -> FitAssessment | None:
         return None
     found = label(text, "Assessment")
     if found is not None:
-        return fit_assessment_of(found)
+        first = fit_assessment_of(found)  # two Assessment: lines that disagree state no assessment
+        return (
+            first if {fit_assessment_of(v) for v in _labels(text, "Assessment")} - {None} <= {first} else None
+        )
     return fit_assessment_of(_short_first_line(text))
 
 

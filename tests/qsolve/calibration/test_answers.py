@@ -448,3 +448,10 @@ def test_an_echoed_range_placeholder_is_no_suggested_range() -> None:
     )
     d = read_answers({"calibration_diagnosis": text}, criteria=CRITERIA).diagnosis
     assert d.status is None and d.suggested_range is None
+
+
+def test_two_labelled_lines_that_disagree_state_no_outcome_and_no_assessment() -> None:
+    assert classification("Classification: Expected behavior\nClassification: Anomalous behavior") is None
+    assert fit_assessment("Assessment: Reliable\nReason: ...\nAssessment: Unreliable") is None
+    assert classification("Classification: Expected behavior\nClassification: Expected") == "expected"
+    assert fit_assessment("Assessment: No fit\nAssessment: no_fit") == "no_fit"
