@@ -41,7 +41,7 @@ _DECODER = json.JSONDecoder()
 def _loads(text: str) -> dict | list | None:
     try:
         value = json.loads(text)
-    except (json.JSONDecodeError, ValueError):
+    except (json.JSONDecodeError, ValueError, RecursionError):  # "[[[[...]]]]" nested past the stack
         return None
     return value if isinstance(value, dict | list) else None
 
@@ -54,6 +54,8 @@ def _first(text: str, opening: str, closing: str) -> dict | list | None:
         return None
     try:
         value, _end = _DECODER.raw_decode(text, start)
+    except RecursionError:
+        return None
     except (json.JSONDecodeError, ValueError):
         end = text.rfind(closing)
         return _loads(text[start : end + 1]) if end > start else None
@@ -149,10 +151,17 @@ _OUTCOME_WORDS: tuple[tuple[Outcome, re.Pattern[str]], ...] = (
 )
 
 
+def _alternatives(value: str) -> bool:
+    """The value lists choices rather than picking one: the template's own ``<A | B | C>`` (a model
+    that echoes the prompt) or any ``A | B``."""
+    return "|" in value or bool(re.fullmatch(r"\s*<.*>\s*", value, re.DOTALL))
+
+
 def outcome_of(value: str | None) -> Outcome | None:
     """expected, suboptimal, anomalous or apparatus: the word that comes first in the label ("Expected
-    behavior", "Suboptimal parameters", ...); "unexpected" is not "expected"."""
-    if not value:
+    behavior", "Suboptimal parameters", ...); "unexpected" is not "expected"; a list of choices
+    (``<Expected behavior | Suboptimal parameters | ...>``, an echoed prompt) is none."""
+    if not value or _alternatives(value):
         return None
     hits = [(m.start(), name) for name, pattern in _OUTCOME_WORDS if (m := pattern.search(value))]
     if not hits:
@@ -169,7 +178,8 @@ def classification(text: str | None) -> Outcome | None:
         return None
     found = label(text, "Classification")
     if found is not None:
-        return outcome_of(found)
+        first = outcome_of(found)  # two Classification: lines that disagree state no outcome
+        return first if {outcome_of(v) for v in _labels(text, "Classification")} - {None} <= {first} else None
     return outcome_of(_short_first_line(text))
 
 
@@ -177,6 +187,8 @@ def fit_assessment_of(value: str | None) -> FitAssessment | None:
     """ "unreliable" (or "not reliable") tested first, then "no fit" / "no_fit" / "no-fit", then
     "reliable", so that neither reads as reliable."""
     if not value or hedged(value, negation=False):  # "I cannot tell whether it is reliable"
+        return None
+    if _alternatives(value):  # "<Reliable | Unreliable | No fit>": an echoed prompt picks nothing
         return None
     low = value.lower()
     if re.search(r"\b(?:cannot|can't|can not|unable to)\b", low):
@@ -196,7 +208,10 @@ def fit_assessment(text: str | None) -> FitAssessment | None:
         return None
     found = label(text, "Assessment")
     if found is not None:
-        return fit_assessment_of(found)
+        first = fit_assessment_of(found)  # two Assessment: lines that disagree state no assessment
+        return (
+            first if {fit_assessment_of(v) for v in _labels(text, "Assessment")} - {None} <= {first} else None
+        )
     return fit_assessment_of(_short_first_line(text))
 
 
@@ -312,15 +327,28 @@ UNCERTAINTY = frozenset(
         "ambiguous",
         "undetermined",
         "unknown",
+        # doubts found by the independent test of issue 25 ("Status: SUCCESS is unlikely", "success, I
+        # guess", "It's hardly a SUCCESS", "I refuse to answer"): doubts wherever they stand
+        "unlikely",
+        "guess",
+        "hardly",
+        "doubt",
+        "doubtful",
+        "tentative",
+        "tentatively",
+        "refuse",
+        "sorry",
     ]
 )
+#: "not sure", "not entirely certain", "not confident": a doubt wherever it stands in the text
+_NOT_SURE = re.compile(r"\bnot\s+(?:\w+\s+)?(?:sure|certain|confident|clear)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
 
 
 def hedged(text: str, *, codes: Iterable[str] = (), negation: bool = True) -> bool:
     """The text denies or doubts (a word of :data:`NEGATION`, with ``negation``, or of
     :data:`UNCERTAINTY`, or a question mark); the ``codes`` themselves are not read as words."""
-    if "?" in text:
+    if "?" in text or _NOT_SURE.search(text):
         return True
     for code in codes:
         text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(code)}(?![A-Za-z0-9_])", " ", text, flags=re.I)
@@ -344,10 +372,32 @@ def _code_stated(value: str | None, allowed: tuple[str, ...]) -> tuple[bool, str
     code = _code_in(value, allowed)
     if code is None or value is None:
         return False, None
+    if len(_codes_named(value, allowed) | _other_codes(value, allowed)) > 1:
+        return True, None  # "SUCCESS|SWEEP_TOO_SHORT", ["SUCCESS", "NO_SIGNAL"], another task's code too
     spelled = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(code).replace('_', '[ _]')}(?![A-Za-z0-9_])", re.I)
     m = spelled.search(value)
     start, end = (m.start(), m.end()) if m else (0, len(value))
     return True, None if _doubted(value, start, end, codes=[code, code.replace("_", " ")]) else code
+
+
+def _codes_named(text: str, allowed: tuple[str, ...]) -> set[str]:
+    """The allowed codes ``text`` names (case ignored, whole words, not inside a longer code)."""
+    upper = text.upper()
+    return {c for c in allowed if re.search(rf"(?<![A-Z0-9_]){re.escape(c)}(?![A-Z0-9_])", upper)}
+
+
+_CODE_SHAPED = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![A-Za-z0-9_])")
+
+
+def _other_codes(text: str, allowed: tuple[str, ...]) -> set[str]:
+    """Status-shaped words (``SWEEP_TOO_SHORT``: upper case, joined by ``_``) that are not allowed: a
+    value naming one beside an allowed code names two statuses, whichever the task allows."""
+    return {m.group(0) for m in _CODE_SHAPED.finditer(text)} - set(allowed)
+
+
+def _labels(text: str, name: str) -> list[str]:
+    """Every ``<name>:`` line's value (cleaned), in order."""
+    return [v for m in _label_pattern(name).finditer(text) if (v := _clean_value(m.group(1)))]
 
 
 def _sentences_with(text: str, code: str) -> list[str]:
@@ -372,9 +422,14 @@ def status_of(text: str | None, criteria: Mapping[str, str] | Iterable[str] | No
     if found is not None:
         return _code_stated(str(found), allowed)[1]
     for name in ("Status", "Classification"):
-        named, code = _code_stated(label(text, name), allowed)
+        value = label(text, name)
+        if name == "Status" and value is not None and value.lower() in _NONE:
+            return None  # "Status: N/A": it states none, whatever else the text mentions
+        named, code = _code_stated(value, allowed)
         if named:
-            return code
+            # two Status lines naming different codes state no one status
+            others = {_code_in(v, allowed) for v in _labels(text, name)} - {None}
+            return code if others <= {code} else None
     first = _first_line(text)
     if first.upper() in allowed:
         return first.upper()
@@ -385,6 +440,8 @@ def status_of(text: str | None, criteria: Mapping[str, str] | Iterable[str] | No
     (code,) = named_codes
     sentences = _sentences_with(text, code)
     if not sentences or any(hedged(s, codes=[code]) for s in sentences):
+        return None
+    if hedged(text, codes=[code]):  # a text without labels that doubts or denies anywhere states nothing
         return None
     return code
 
@@ -431,7 +488,7 @@ def suggested_range(text: str | None) -> str | None:
         value = _range_text(_json_field(text, "suggested_range"))
     else:
         value = label(text, "Suggested range")
-    if value is None or value.lower() in _NONE:
+    if value is None or value.lower() in _NONE or _alternatives(value):  # "<the range, or none>" echoed
         return None
     return value
 

@@ -1,7 +1,8 @@
 """``qsolve calibrate`` (issue 14, item 1): calibration task results with known answers.
 
     qsolve calibrate [--device fake:fez[@S]] [--tasks CheckT1,CheckRabi,...] [--qubits 0-7]
-                     [--faults | --held-apart N] [--day YYYY-MM-DD] [--seed N] [--json]
+                     [--faults | --held-apart N [--held-apart-seed S]] [--day YYYY-MM-DD] [--seed N]
+                     [--json]
     qsolve calibrate --import DIR [--json]
     qsolve calibrate --write-examples DIR [--check]
 
@@ -11,7 +12,8 @@ fitted value) and a summary. ``--faults`` adds, for each task with faults, one i
 qubit in rotation (the qubits at positions 1, 2, ... of the list get the task's first, second, ...
 fault; every (k+1)-th stays healthy) after its healthy result. ``--held-apart N`` records instead the
 held-apart known-answer set (qsolve.calibration.held_apart): N cases of each fault kind per task,
-their strengths drawn from wide, continuous ranges across the criteria's thresholds. ``--import``
+their strengths drawn from wide, continuous ranges across the criteria's thresholds, with a fixed seed
+(``--held-apart-seed`` draws another set, never tuned on). ``--import``
 records the task results of a folder of JSON and figures (qsolve.calibration.importing), all or
 none. ``--write-examples`` regenerates the knowledge examples' figures and labels from the runs their
 frontmatter names; with ``--check`` it writes nothing and lists the stale ones.
@@ -52,6 +54,12 @@ def add_commands(subparsers: Any) -> None:
         metavar="N",
         help="instead: the held-apart known-answer set, N cases per fault kind and task, strengths drawn "
         "from wide ranges (qsolve/calibration/held_apart.py)",
+    )
+    p.add_argument(
+        "--held-apart-seed",
+        type=int,
+        metavar="S",
+        help="with --held-apart: the seed its strengths are drawn with (default held_apart.SEED, 20251)",
     )
     p.add_argument("--day", metavar="YYYY-MM-DD", help="the results' day (default today)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="the simulations' seed (0)")
@@ -107,9 +115,10 @@ def _calibrate(args: argparse.Namespace) -> int:
     try:
         if args.held_apart:
             from qsolve.calibration.calibrate import run_task
-            from qsolve.calibration.held_apart import cases
+            from qsolve.calibration.held_apart import SEED, cases
 
-            for case in cases(qubits, args.held_apart):
+            draw = SEED if args.held_apart_seed is None else args.held_apart_seed
+            for case in cases(qubits, args.held_apart, seed=draw):
                 if case.task in tasks:
                     keep(run_task(args.device, case.task, case.qubit, case=case, day=day, seed=args.seed))
         else:

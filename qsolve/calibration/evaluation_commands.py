@@ -136,21 +136,24 @@ def _flow(**parameters: Any) -> dict[str, Any] | BaseException:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from qsolve.calibration.models import ConfigError, UnknownModel, choose_model
+    from qsolve.calibration.models import ConfigError, ModelUnavailable, UnknownModel, api_key, choose_model
     from qsolve.calibration.runs import RunRefused, RunRequest, request_run
 
     if args.task and not args.chip:
         return _fail("--task needs --chip (the latest evaluable result per qubit of that chip)")
     ids = [args.result] if args.result else (args.ids.split(",") if args.ids else None)
     try:
-        choose_model(args.model)  # an undeclared model is refused before anything is stored
+        choice = choose_model(args.model)  # an undeclared model is refused before anything is stored
+        if not choice.model.is_classical:
+            api_key(choice.model)  # and so is one whose key's variable is not set (never the key itself)
         request = RunRequest(
             task=args.task, chip=args.chip, day=args.day, task_ids=ids, model=args.model,
             with_examples=args.with_examples, knowledge_draft_id=args.draft, question=args.question,
         )  # fmt: skip
         with _store() as store:
             run = request_run(store.db, store, request)
-    except (UnknownModel, ConfigError, RunRefused, ValueError) as e:  # a draft of another task too
+    # a draft of another task is a ValueError too
+    except (UnknownModel, ConfigError, ModelUnavailable, RunRefused, ValueError) as e:
         return _fail(str(e))
     print(f"evaluation run {run.id}: {len(run.skipped)} skipped", file=sys.stderr)
     done = _flow(run_id=run.id)

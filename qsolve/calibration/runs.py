@@ -302,7 +302,9 @@ class _Judge:
             fit_evidence=FitEvidence.from_result(result),
             question=settings.get("question"),
             cancel=stop,
-            previous=record.output if record.output and record.output.get("failed_keys") else None,
+            # a failed record, or one cancelled or interrupted after its answers arrived: only what
+            # did not arrive is asked again
+            previous=record.output or None,
         )
 
 

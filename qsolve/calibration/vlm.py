@@ -303,6 +303,8 @@ class VisionModel:
             try:
                 response = client.chat.completions.create(**arguments)
                 text, stop, usage = _read(response)
+                if text is not None and key and len(key) >= 4 and key in text:
+                    text = text.replace(key, REDACTED)  # an endpoint that quotes its key back: never kept
             except Exception as e:  # noqa: BLE001 - any failure of the call is sent once more
                 error = redact(f"{type(e).__name__}: {e}", key)
                 calls.append(
@@ -361,6 +363,9 @@ def _read(response: Any) -> tuple[str | None, str | None, tuple[int | None, int 
     message = getattr(choice, "message", None)
     content = getattr(message, "content", None)
     text = content if isinstance(content, str) else None
+    refusal = getattr(message, "refusal", None)
+    if text is None and isinstance(refusal, str):  # OpenAI's refusal: what the model said instead
+        text = refusal
     stop = getattr(choice, "finish_reason", None)
     usage = getattr(response, "usage", None)
     tokens = (

@@ -255,6 +255,21 @@ class Evaluations(Store):
                     finished_at=now(),
                 )
             )
+            if moved.rowcount != 1 and output is not None:
+                # cancelled or interrupted while its calls were in flight: the status stays, but the
+                # answers that arrived are kept, so a retry never asks them again
+                connection.execute(
+                    evaluation_records.update()
+                    .where(
+                        evaluation_records.c.id == record_id,
+                        evaluation_records.c.status.in_([E.CANCELLED.value, E.INTERRUPTED.value]),
+                    )
+                    .values(
+                        input=None if input is None else dict(input),
+                        output=dict(output),
+                        evaluator=None if evaluator is None else dict(evaluator),
+                    )
+                )
             if moved.rowcount != 1:
                 return False
             _end_if_done(connection, run_id)

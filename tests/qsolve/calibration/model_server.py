@@ -6,6 +6,8 @@ The question is recognised from the prompt's text by a phrase of each template (
 script gives each question a step, or a list of steps taken in turn (the last one repeating):
 
     answer(text)             200 with the text, usage (prompt/completion tokens) and finish_reason
+                             (echo_auth=True appends the request's Authorization header to it;
+                             refusal=True sends it as OpenAI's ``refusal``, ``content`` null)
     fail(500)                an HTTP error (the body may be given: echo_auth=True puts the request's
                              Authorization header in it, to prove a key never reaches a record)
     garbage()                200 with a body that is no JSON
@@ -75,6 +77,8 @@ class Step:
     prompt_tokens: int | None = 120
     completion_tokens: int | None = 30
     finish_reason: str = "stop"
+    #: answer: the text as OpenAI's ``refusal``, with ``content`` null
+    refusal: bool = False
 
 
 def answer(text: str | None, **kw: Any) -> Step:
@@ -205,7 +209,9 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": step.text},
+                    "message": {"role": "assistant", "content": step.text}
+                    | ({"content": None, "refusal": step.text} if step.refusal else {})
+                    | ({"content": f"{step.text} {auth}"} if step.echo_auth else {}),
                     "finish_reason": step.finish_reason,
                 }
             ],

@@ -342,3 +342,116 @@ def test_a_fenced_json_status_keeps_its_range_and_notes() -> None:
     assert read_answers({"calibration_diagnosis": bounded}, criteria=CRITERIA).diagnosis.suggested_range == (
         "(0, 40) [us]"
     )
+
+
+# --- found by the independent test of issue 25: doubts after the code, two codes, a refusal beside one --
+
+#: answers the first reading still read as a verdict they do not state
+UNSTATED_FOUND = [
+    "Status: SUCCESS is unlikely",  # a doubt after the code
+    "Status: SUCCESS — I am not sure",
+    "success, I guess",
+    "It's hardly a SUCCESS.",
+    "Hard to say. SUCCESS",  # the doubt in the sentence before
+    "SUCCESS. Not really though.",  # a denial in the sentence after
+    "the answer is SUCCESS\nbut I'm not sure",
+    "I'm sorry, I can't help with that. SUCCESS",  # a refusal beside a code
+    "<think>The answer is SUCCESS.</think> I cannot decide.",
+    "Status: I refuse to answer.\nSUCCESS",
+    "Status: N/A\nSUCCESS",  # the label states none
+    '{"status": ["SUCCESS", "SWEEP_TOO_SHORT"]}',  # two codes
+    '{"status": "SUCCESS|SWEEP_TOO_SHORT"}',
+    "Status: SUCCESS / SHORT_T1",
+    "Status: SUCCESS\nStatus: SWEEP_TOO_SHORT",  # two labelled lines disagree
+]
+
+
+@pytest.mark.parametrize("text", UNSTATED_FOUND)
+def test_a_doubt_anywhere_two_codes_or_a_refusal_read_as_no_status(text: str) -> None:
+    criteria = CRITERIA | {"SWEEP_TOO_SHORT": "e"}
+    assert status_of(text, criteria) is None
+    d = read_answers({"calibration_diagnosis": text}, criteria=criteria).diagnosis
+    assert d.status is None and d.success is None
+    assert d.qcaleval_status is not None  # the benchmark's way still reads a code: kept beside ours
+
+
+def test_a_plain_status_still_reads_beside_notes_that_name_other_codes() -> None:
+    criteria = CRITERIA | {"SWEEP_TOO_SHORT": "e"}
+    text = "Status: SWEEP_TOO_SHORT\nSuggested range: (0, 300) [us]\nNotes: not a SUCCESS; maybe more points"
+    assert status_of(text, criteria) == "SWEEP_TOO_SHORT"
+    assert status_of("Status: SHORT_T1\nStatus: SHORT_T1", criteria) == "SHORT_T1"
+    assert status_of("status: sweep_too_short", criteria) == "SWEEP_TOO_SHORT"
+    assert status_of('{"status": "SUCCESS", "confidence": 0.9, "extra": [1]}', criteria) == "SUCCESS"
+
+
+def test_an_echoed_prompt_reads_as_nothing() -> None:
+    """A model that echoes its prompt repeats each template's reply form, ``Classification: <Expected
+    behavior | ...>`` and ``Assessment: <Reliable | Unreliable | No fit>``: it picked nothing (found by
+    the independent test of issue 25: it read as expected and unreliable, success true without the
+    status question)."""
+    conclusion = (
+        "Classify the outcome of this experiment. Pick exactly one:\n- Expected behavior: ...\n"
+        "Reply in this form:\n"
+        "Classification: <Expected behavior | Suboptimal parameters | Anomalous behavior | Apparatus issue>\n"
+        "Reason: <one or two sentences>"
+    )
+    fit = "Reply in this form:\nAssessment: <Reliable | Unreliable | No fit>\nReason: <one or two sentences>"
+    status = "Reply in this form:\nStatus: <SUCCESS | SHORT_T1>\nSuggested range: <the range, or none>"
+    assert classification(conclusion) is None
+    assert fit_assessment(fit) is None
+    assert status_of(status, CRITERIA) is None
+    d = read_answers({"experimental_conclusion": conclusion, "fit_reliability": fit}).diagnosis
+    assert (d.outcome, d.fit_assessment, d.success) == (None, None, None)
+    assert classification("Classification: Expected behavior | Anomalous behavior") is None
+
+
+@pytest.mark.parametrize(
+    "task", ["CheckT1", "CheckRabi", "CheckRamsey", "CheckT2Echo", "ReadoutClassification"]
+)
+def test_each_tasks_own_prompts_echoed_back_read_as_no_verdict(task: str) -> None:
+    from pathlib import Path
+
+    from qsolve.calibration.prompts import preview_task
+
+    folder = Path(__file__).resolve().parents[3] / "task-knowledge" / task
+    built = preview_task(folder)
+    reading = read_answers(built.preview.prompts, criteria=built.reference.criteria)
+    d = reading.diagnosis
+    assert (d.status, d.outcome, d.fit_assessment, d.success) == (None, None, None, None)
+    assert {"calibration_diagnosis", "experimental_conclusion", "fit_reliability"} <= set(
+        reading.missing_keys
+    )
+
+
+def test_an_answer_nested_past_the_stack_is_kept_as_text_not_a_crash() -> None:
+    """``[[[[...]]]]`` 5000 deep made json raise RecursionError out of read_answers, so an answer that
+    arrived failed its record (found by the independent test of issue 25)."""
+    deep = "[" * 5000 + "]" * 5000
+    d = read_answers({"technical_description": deep, "parameter_extraction": "{" * 5000}).diagnosis
+    assert d.description == deep and d.parameters == "{" * 5000
+    assert parse_json("Here: " + deep) is None
+
+
+def test_two_statuses_read_as_none_even_when_the_task_allows_only_one() -> None:
+    """CheckRabi allows SUCCESS and NO_DRIVE, not SWEEP_TOO_SHORT: an answer naming both SUCCESS and
+    SWEEP_TOO_SHORT states two statuses (it read as SUCCESS on a Rabi result, None on a T1 one)."""
+    rabi = {"SUCCESS": "a", "NO_DRIVE": "b"}
+    assert status_of('{"status": ["SUCCESS", "SWEEP_TOO_SHORT"]}', rabi) is None
+    assert status_of("Status: SUCCESS / SWEEP_TOO_SHORT", rabi) is None
+    assert status_of("Status: NO_DRIVE", rabi) == "NO_DRIVE"
+    assert status_of("Status: SUCCESS\nNotes: no NO_DRIVE and no SWEEP_TOO_SHORT", rabi) == "SUCCESS"
+
+
+def test_an_echoed_range_placeholder_is_no_suggested_range() -> None:
+    text = (
+        "Status: <SUCCESS | SHORT_T1>\nSuggested range: <the range, or none>\nNotes: <one or two sentences>"
+    )
+    d = read_answers({"calibration_diagnosis": text}, criteria=CRITERIA).diagnosis
+    assert d.status is None and d.suggested_range is None
+
+
+def test_two_labelled_lines_that_disagree_state_no_outcome_and_no_assessment() -> None:
+    assert classification("Classification: Expected behavior\nClassification: Anomalous behavior") is None
+    assert fit_assessment("Assessment: Reliable\nReason: ...\nAssessment: Unreliable") is None
+    assert classification("Classification: Expected behavior\nClassification: Expected") == "expected"
+    assert fit_assessment("Assessment: No fit\nAssessment: no_fit") == "no_fit"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from qsolve.calibration.experiments import TASKS, experiment, open_qubit
 from qsolve.calibration.faults import FAULTS, fault, faults_of, known_answer
+from qsolve.calibration.held_apart import cases as held_apart_cases
 from tests.qsolve.calibration.calibration_runs import CHIP, calibrated
 
 QUBIT = 2
@@ -130,7 +133,7 @@ def test_every_faults_figure_shows_what_its_key_says(task: str, name: str | None
         constant = q.t1 if task == "CheckT1" else q.t2
         covered = (result.sweep.stop - result.sweep.start) / constant
         said = f"{task} {name}: the sweep covers {covered:.2f} constants"
-        assert (covered >= 1) == key["decay_in_sweep"], said
+        assert (covered >= math.log(2)) == key["decay_in_sweep"], said  # the criterion's half swing
     else:
         assert task not in ("CheckT1", "CheckT2Echo", "CheckRamsey")
 
@@ -148,3 +151,33 @@ def test_a_degenerate_fit_is_not_printed_as_a_measurement() -> None:
     assert fit_legend("T2*", plain, "µs", plan) == "fit: T2* = 42.3 ± 1.1 µs"
     wide = Output(value=51.0, unit="us", error=56.0)  # honest: the error bar is as large as it is
     assert fit_legend("T1", wide, "µs", plan) == "fit: T1 = 51 ± 56 µs"
+
+
+#: the held-apart cases whose figure a key speaks to: the sweep's coverage of the decay, and the drive
+HELD_FIGURES = [
+    c
+    for c in held_apart_cases([0, 3, 7], 6)
+    if c.kind in ("sweep_coverage", "drive") and c.task in ("CheckT1", "CheckT2Echo", "CheckRabi")
+]
+
+
+@pytest.mark.parametrize("case", HELD_FIGURES, ids=lambda c: f"{c.task}-{c.name}")
+def test_every_held_apart_figure_shows_what_its_key_says(case) -> None:
+    """The held-apart set's borderline figures against their keys (found by the independent test of
+    issue 25: only the standard set's figures were checked, and against "one decay constant" where
+    the key follows the criterion's half swing, ln 2; sweeps of 0.79 and 0.94 constants disagreed)."""
+    from qsolve.calibration.calibrate import run_task
+
+    done = run_task(CHIP, case.task, case.qubit, case=case, day="2026-12-01")
+    result = done.result
+    key = known_answer(case.task, result.true_status)
+    if key is None:  # a weak but visible drive: no known answer
+        pytest.skip(f"{case.name}: no known answer")
+    (png,) = done.figures.values()
+    drawn = fit_pixels(png) >= CURVE_PIXELS
+    assert drawn == key["curve"], f"{case.name}: curve drawn {drawn}, key says {key['curve']}"
+    if key["decay_in_sweep"] is not None:
+        q = open_qubit(CHIP, case.qubit)
+        constant = q.t1 if case.task == "CheckT1" else q.t2
+        covered = (result.sweep.stop - result.sweep.start) / constant
+        assert (covered >= math.log(2)) == key["decay_in_sweep"], f"{case.name}: covers {covered:.2f}"

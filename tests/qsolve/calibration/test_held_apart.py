@@ -87,3 +87,25 @@ def test_score_reports_the_classical_judge_on_both_sets_whatever_it_gets(
         if r.task_result_id == d.result.id and d.result.true_status is not None
     )
     assert s["per_set"]["held_apart"]["status"] == right  # what it got, counted as it is
+
+
+def test_another_draw_can_be_recorded_from_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/calibration.md scores the classical judge on a draw of seed 7, the one never tuned on, but
+    ``qsolve calibrate --held-apart N`` always drew seed 20251 (found by the independent test of issue
+    25): ``--held-apart-seed`` draws that set."""
+    import json
+
+    from qsolve.cli import main
+
+    monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    argv = ["calibrate", "--tasks", "CheckRabi", "--qubits", "0", "--held-apart", "1", "--day", "2026-12-01"]
+    assert main([*argv, "--held-apart-seed", "7", "--json"]) == 0
+    recorded = json.loads(capsys.readouterr().out)
+    with open_store(tmp_path) as store:
+        faults = sorted(r.fault for r in store.list())
+    drawn = sorted(c.name for c in cases([0], 1, seed=7) if c.task == "CheckRabi")
+    assert faults == drawn and recorded
+    assert drawn != sorted(c.name for c in cases([0], 1) if c.task == "CheckRabi")

@@ -233,3 +233,28 @@ def test_media_types_and_data_urls():
     assert media_type(b"\xff\xd8\xff\xe0rest") == "image/jpeg"
     assert media_type(b"RIFF\x00\x00\x00\x00WEBPVP8 ") == "image/webp"
     assert data_url(b"ab") == "data:image/png;base64,YWI="
+
+
+def test_an_answer_that_quotes_the_key_back_is_kept_with_the_key_redacted():
+    """An endpoint whose completion quotes the request's Authorization header (found by the independent
+    test of issue 25: the answer was kept byte for byte, the key in it)."""
+    secret = "sk-test-planted-answer-7e6d5c4b"
+    with ModelServer(
+        {"calibration_diagnosis": answer("Status: SUCCESS\nNotes: you sent", echo_auth=True)}
+    ) as server:
+        requests, data = requests_for([png(1)])
+        spec = server.spec(api_key_env="QSOLVE_TEST_MODEL_KEY")
+        got = VisionModel(spec, environ={"QSOLVE_TEST_MODEL_KEY": secret}).ask(requests, data)
+    assert secret not in got.model_dump_json()
+    assert got.answers["calibration_diagnosis"].text == "Status: SUCCESS\nNotes: you sent Bearer [redacted]"
+
+
+def test_an_openai_refusal_is_kept_as_the_answer():
+    """``content`` null with ``refusal`` set: the refusal is what the model said, kept as its answer
+    (it was recorded as an answer of None, the words lost)."""
+    words = "I'm sorry, I can't help with judging this figure."
+    with ModelServer({"calibration_diagnosis": answer(words, refusal=True)}) as server:
+        requests, data = requests_for([png(1)])
+        got = VisionModel(server.spec()).ask(requests, data)
+    assert got.answers["calibration_diagnosis"].text == words
+    assert got.answers["calibration_diagnosis"].error is None
