@@ -1289,3 +1289,147 @@ def test_the_rerun_gets_its_job_only_after_the_first_process_exited(wf: Workflow
     assert judged["reproducible"]["passed"], judged["reproducible"]
     assert len(processes.started) == 2 and len(Ordered.overlaps) == 2, Ordered.overlaps
     assert Ordered.overlaps == [[], []], "a workflow process got its job while an earlier one still ran"
+
+
+# 7. Channels the first review missed (issue 22, item 3, tried again) ---------------------------------
+
+SLOW = Limits(timeout_s=240, memory_mb=2048)  # two 20 s waits (the case and its re-run), on a busy machine
+FUTEX = """\
+import threading, time
+from qiskit import QuantumCircuit
+
+FUTEX_WAIT, FUTEX_WAKE, FUTEX_PRIVATE = 0, 1, 128
+FUTEX = {"x86_64": 202, "aarch64": 98}[os.uname().machine]
+
+
+class Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+def shared_word():
+    # a word of numpy's __init__.py, mapped private and read only: a futex there that is not private is
+    # keyed by the file, the same in every workflow process that maps it (other jobs' included)
+    import numpy
+    LIBC.mmap.restype = ctypes.c_void_p
+    LIBC.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_long]
+    addr = LIBC.mmap(None, 4096, 1, 2, os.open(numpy.__file__, os.O_RDONLY), 0)
+    return addr, ctypes.c_uint32.from_address(addr).value
+
+
+def futex(addr, op, value, seconds=None):
+    timeout = ctypes.byref(Timespec(seconds, 0)) if seconds else None
+    return checked(LIBC.syscall(ctypes.c_long(FUTEX), ctypes.c_void_p(addr), ctypes.c_int(op),
+                                ctypes.c_uint(value), timeout, None, ctypes.c_int(0)))
+
+
+def wake_shared():  # how many waiters of other processes it woke: the bits another process sent
+    return f"woke {futex(shared_word()[0], FUTEX_WAKE, 1 << 20)}"
+
+
+def wait_shared(seconds):
+    addr, value = shared_word()
+    start = time.monotonic()
+    try:
+        futex(addr, FUTEX_WAIT, value, seconds)
+        return f"GOT: woken after {time.monotonic() - start:.1f} s"
+    except OSError as e:
+        return f"refused: {e}"
+
+
+STACKS = []
+#: a thread (VM FS FILES SIGHAND THREAD SYSVSEM) whose clear-child-tid word the kernel wakes at its exit
+CLONE = 0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x40000 | 0x200000
+SYS_EXIT = {"x86_64": 60, "aarch64": 93}[os.uname().machine]
+
+
+def thread_exits_waking(addr):
+    # the thread runs syscall(SYS_exit): at its exit the kernel wakes, as a shared futex, the word it
+    # was given as its child tid, here the page of numpy's file
+    stack = ctypes.create_string_buffer(1 << 16)
+    STACKS.append(stack)
+    LIBC.clone.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int] + [ctypes.c_void_p] * 4
+    top = ctypes.addressof(stack) + (1 << 16) - 64
+    run = ctypes.cast(LIBC.syscall, ctypes.c_void_p)
+    return checked(LIBC.clone(run, top, CLONE, SYS_EXIT, None, None, addr))
+
+
+def wake_by_thread_exits(seconds):
+    addr, _ = shared_word()
+    end, n = time.monotonic() + seconds, 0
+    while time.monotonic() < end:
+        try:
+            thread_exits_waking(addr)
+        except OSError as e:
+            return f"refused: {e}"
+        n += 1
+        time.sleep(0.02)
+    return f"{n} threads exited"
+
+
+def private_wake():  # its own futex, as every lock between its threads uses: this must work
+    word = ctypes.c_uint32(0)
+    return f"woke {futex(ctypes.addressof(word), FUTEX_WAKE | FUTEX_PRIVATE, 1)}"
+
+
+def attempt(fn):
+    try:
+        return f"GOT: {fn()}"
+    except OSError as e:
+        return f"refused: {e}"
+
+
+def quantum(input, params, ctx):
+    role = input["x"]
+    if role == 1:
+        details = {
+            "shared wake": attempt(wake_shared),
+            "set_tid_address": attempt(lambda: sys_call(218 if FUTEX == 202 else 96, shared_word()[0])),
+            "private wake": attempt(private_wake),
+        }
+    elif role == 2:
+        details = {"wait": wait_shared(SECONDS)}
+    else:
+        details = {"wake": wake_by_thread_exits(SECONDS)}
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 10)
+    return MethodResult(-1.0, solution={"x": 1}, details=details)
+"""
+
+
+@confinable
+def test_no_shared_futex_wake_reaches_another_workflow_process(wf: WorkflowDir) -> None:
+    """A FUTEX_WAKE that is not private, on a page of a file every workflow process maps, woke (and
+    counted) the waiters of a workflow process of another job: a channel between them."""
+    outcome = hostile_job(wf, "SECONDS = 0\n" + FUTEX, one_case(1))
+    details = cases_of(outcome)["one"]["methods"][0]["details"]
+    assert details["shared wake"] == "refused: [Errno 1] Operation not permitted", details
+    assert details["set_tid_address"] == "refused: [Errno 1] Operation not permitted", details
+    assert details["private wake"] == "GOT: woke 0", details  # what its own threads need still works
+
+
+@confinable
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: a thread made by clone() with CLONE_CHILD_CLEARTID on a word of a shared file's page "
+    "wakes, when it exits, another workflow process's shared FUTEX_WAIT there (the kernel's own wake; "
+    "seccomp cannot read the pointer, and pthread_join needs shared waits): a one-way channel between "
+    "workflow processes running at once",
+)
+def test_no_thread_exit_wakes_another_workflow_processs_futex(tmp_path: Path) -> None:
+    outcomes: dict[int, Outcome] = {}
+
+    def run(role: int) -> None:
+        wf = WorkflowDir(tmp_path / f"role-{role}")
+        outcomes[role] = hostile_job(wf, "SECONDS = 20\n" + FUTEX, one_case(role), SLOW)
+
+    threads = [threading.Thread(target=run, args=(role,)) for role in (2, 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    waiter = cases_of(outcomes[2])["one"]["methods"][0]["details"]["wait"]
+    sender = cases_of(outcomes[3])["one"]["methods"][0]["details"]["wake"]
+    assert not waiter.startswith("GOT"), (waiter, sender)
