@@ -1433,3 +1433,28 @@ def test_no_thread_exit_wakes_another_workflow_processs_futex(tmp_path: Path) ->
     waiter = cases_of(outcomes[2])["one"]["methods"][0]["details"]["wait"]
     sender = cases_of(outcomes[3])["one"]["methods"][0]["details"]["wake"]
     assert not waiter.startswith("GOT"), (waiter, sender)
+
+
+RANDOM_IN_SECONDS = """\
+import random
+from qiskit import QuantumCircuit
+
+
+def quantum(input, params, ctx):
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 10)
+    value = random.SystemRandom().random()  # what the method chose at random, under a name of the platform's
+    return MethodResult(-1.0, solution={"x": 1, "seconds": value}, details={"seconds": value})
+"""
+
+
+def test_a_random_value_named_seconds_in_what_a_method_returns_fails_reproducible(wf: WorkflowDir) -> None:
+    """The platform's times (a method's ``seconds``) are left out of the comparison; a key of that name in
+    the workflow's own solution or details was too, at any depth, so a random method passed."""
+    outcome = hostile_job(wf, RANDOM_IN_SECONDS, one_case(expect={"max_gap": 0.0}))
+    judged = gates(outcome)
+    assert judged["cases_pass"]["passed"], judged["cases_pass"]
+    assert not judged["reproducible"]["passed"], judged["reproducible"]
+    assert ".seconds" in judged["reproducible"]["message"], judged["reproducible"]
