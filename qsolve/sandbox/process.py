@@ -40,9 +40,11 @@ KEPT_ENV = ("LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMRO
 PACKAGE = Path(__file__).resolve().parents[1]  # the qsolve package: the one part of the platform it reads
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
-#: tried in this order until one is granted: all, then what an unprivileged user may still get
+CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP = 0x20000000, 0x40000000, 0x02000000
+#: tried in this order until one is granted: all, then what an unprivileged user may still get. A cgroup
+#: namespace of its own: ``/proc/self/cgroup`` shows ``/``, not the host's cgroup paths
 NAMESPACES = (
+    CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWCGROUP,
     CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWUTS,
     CLONE_NEWNET | CLONE_NEWPID,
     CLONE_NEWNET,

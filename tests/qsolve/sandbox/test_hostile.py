@@ -1458,3 +1458,24 @@ def test_a_random_value_named_seconds_in_what_a_method_returns_fails_reproducibl
     assert judged["cases_pass"]["passed"], judged["cases_pass"]
     assert not judged["reproducible"]["passed"], judged["reproducible"]
     assert ".seconds" in judged["reproducible"]["message"], judged["reproducible"]
+
+
+CGROUP = """\
+from qiskit import QuantumCircuit
+
+
+def quantum(input, params, ctx):
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 10)
+    return MethodResult(-1.0, solution={"x": 1}, details={"cgroup": open("/proc/self/cgroup").read()})
+"""
+
+
+@confinable
+def test_the_hosts_cgroup_paths_are_not_there_to_read(wf: WorkflowDir) -> None:
+    """``/proc/self/cgroup`` named the host's cgroups the platform runs in (``memory:/<service>/<id>``)."""
+    outcome = hostile_job(wf, CGROUP, one_case())
+    lines = cases_of(outcome)["one"]["methods"][0]["details"]["cgroup"].splitlines()
+    assert lines and all(line.rsplit(":", 1)[1] == "/" for line in lines), lines
