@@ -54,7 +54,7 @@ DENIED = (
 #: with ENOSYS, one of :data:`DENIED` with EPERM
 ALLOWED = (
     # files: what they hold is Landlock's to say, which there are the process's own root's
-    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",  # preadv2: below
     "open", "openat", "openat2", "creat", "close", "close_range", "lseek", "_llseek",
     "stat", "fstat", "lstat", "newfstatat", "fstatat64", "statx", "statfs", "fstatfs",
     "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents", "getdents64",
@@ -105,6 +105,10 @@ FUTEX_PRIVATE_FLAG = 128
 FUTEX_SHARED_WAITS = (0, 9)
 FUTEX_COMMAND = 0x7F
 FUTEX_LAST = 13  # FUTEX_LOCK_PI2; a shared command above it fails with ENOSYS like any unlisted call
+#: preadv2 and pwritev2 without RWF_NOWAIT, which fails a read unless the page is in the page cache: a
+#: file's pages a first process read stayed cached, and told its re-run what it had chosen at random
+RWF_NOWAIT = 0x8
+RWV2_FLAGS = 5  # the argument of preadv2 and pwritev2 that holds their flags
 TIOCSTI = 0x5412  # pushes input into a terminal: denied on ioctl
 #: the requests of ioctl a workflow process may make: is it a terminal and how large (TCGETS,
 #: TIOCGWINSZ), bytes waiting (FIONREAD), blocking and close-on-exec (FIONBIO, FIOCLEX, FIONCLEX)
@@ -208,6 +212,9 @@ def install(*, allow_threads: bool = True) -> None:
                 rule("clone", eperm, _masked(0, flag, flag))
         else:
             rule("clone")
+        for name in ("preadv2", "pwritev2"):
+            rule(name, SCMP_ACT_ALLOW, _masked(RWV2_FLAGS, RWF_NOWAIT, 0))
+            rule(name, eperm, _masked(RWV2_FLAGS, RWF_NOWAIT, RWF_NOWAIT))
         rule("futex", SCMP_ACT_ALLOW, _masked(1, FUTEX_PRIVATE_FLAG, FUTEX_PRIVATE_FLAG))
         for command in FUTEX_SHARED_WAITS:  # the operation's other bits: FUTEX_CLOCK_REALTIME
             rule("futex", SCMP_ACT_ALLOW, _masked(1, FUTEX_PRIVATE_FLAG | FUTEX_COMMAND, command))
