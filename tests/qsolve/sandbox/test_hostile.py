@@ -1580,3 +1580,19 @@ def test_a_random_method_cannot_pass_its_value_to_the_rerun_by_page_cache_timing
     judged = gates(outcome)
     assert judged["cases_pass"]["passed"], judged["cases_pass"]
     assert not judged["reproducible"]["passed"], judged["reproducible"]
+
+
+@pytest.mark.parametrize("home", ["/usr/local/share/qsolve", "/lib/qsolve"])
+def test_a_platform_home_in_a_system_folder_is_never_readable(
+    home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workflow process reads past file modes (it keeps CAP_DAC_READ_SEARCH) wherever Landlock lets
+    it: a home inside ``/usr`` or ``/lib``, which every workflow process reads, gave it the keys."""
+    from types import SimpleNamespace
+
+    from qsolve.sandbox import remote
+
+    monkeypatch.setenv("QSOLVE_HOME", home)
+    process = SimpleNamespace(workflow=tmp_path / "workflow", tmp=tmp_path)
+    holding = [p for p in remote.readable(process) if Path(home).resolve().is_relative_to(Path(p).resolve())]
+    assert holding == [], holding
