@@ -158,6 +158,7 @@ class JobProcess:
         self.oom_before = oom_kills()  # a SIGKILL is put down to memory only if this count grew
         self.started = time.monotonic()
         self.deadline = float("inf")
+        self.limit_s: int | None = None  # the job's time limit, as the job said it (the deadline is its own)
         self.tmp = Path(tempfile.mkdtemp(prefix="qsolve-sandbox-"))
         (self.tmp / "scratch").mkdir()
         (self.tmp / "lib").mkdir()
@@ -272,7 +273,8 @@ class JobProcess:
 
     @property
     def timeout_s(self) -> int:
-        return round(self.deadline - self.started)
+        # a process started ahead began after the job did: its own start says nothing of the limit
+        return self.limit_s if self.limit_s is not None else round(self.deadline - self.started)
 
     def broke(self, what: str) -> ProtocolBroken:
         self.kill()

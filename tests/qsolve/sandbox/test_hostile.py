@@ -1705,3 +1705,28 @@ def test_no_workflow_process_sees_or_takes_another_jobs_threads(tmp_path: Path) 
     could = cases_of(outcomes[2])["one"]["methods"][0]["details"]["threads"]
     assert held == [300], held
     assert min(could) > 400, (held, could)  # alone it starts about 509 (512 less its own)
+
+
+SLEEPER = """\
+import time
+from qiskit import QuantumCircuit
+
+
+def quantum(input, params, ctx):
+    time.sleep(SECONDS)  # once within the limit; the re-run, in the process started ahead, past it
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 10)
+    return MethodResult(-1.0, solution={"x": 1})
+"""
+
+
+def test_a_process_started_ahead_is_stopped_naming_the_jobs_own_limit(wf: WorkflowDir) -> None:
+    """The re-run's process, started ahead while the first ran, gave its own age as the job's limit:
+    "stopped at its time limit of 17 s" for a job of 60 s."""
+    limits = Limits(timeout_s=45, memory_mb=2048)
+    outcome = hostile_job(wf, "SECONDS = 25\n" + SLEEPER, one_case(), limits)
+    said = json.dumps([outcome.died, outcome.report])
+    assert "stopped at its time limit of" in said, said
+    assert "stopped at its time limit of 45 s" in said, said
