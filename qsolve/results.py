@@ -15,6 +15,7 @@ from blake3 import blake3
 from pydantic import BaseModel, ConfigDict, Field
 
 WALL_CLOCK = {"seconds", "scoring_seconds"}
+WORKFLOWS_OWN = {"solution", "details"}  # what a method returned, within which no key is the platform's
 
 
 class CircuitRecord(BaseModel):
@@ -135,10 +136,14 @@ class CaseResult(BaseModel):
 
 
 def without_wall_clock(value: Any) -> Any:
-    """The result as JSON less what differs between two identical runs: times and the hash itself."""
+    """The result as JSON less what differs between two identical runs: the platform's times and the
+    hash itself. A workflow's own ``solution`` and ``details`` are kept whole: a key of theirs named
+    ``seconds`` is the workflow's word, not a time the platform measured."""
     if isinstance(value, dict):
         return {
-            k: without_wall_clock(v) for k, v in value.items() if k not in WALL_CLOCK and k != "result_hash"
+            k: v if k in WORKFLOWS_OWN else without_wall_clock(v)
+            for k, v in value.items()
+            if k not in WALL_CLOCK and k != "result_hash"
         }
     if isinstance(value, list):
         return [without_wall_clock(v) for v in value]

@@ -138,7 +138,7 @@ class _Processes:
     def _begin(self) -> RemoteCode:
         process = self.spare.pop(0) if self.spare else JobProcess()
         self.used.append(process)
-        process.deadline = self.deadline
+        process.deadline, process.limit_s = self.deadline, self.limits.timeout_s
         process.platform_worker = self.worker
         copy_workflow(self.root, process.workflow)
         return RemoteCode(process).begin(self.module, self.limits.memory_mb, self.require)

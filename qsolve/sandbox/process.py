@@ -42,9 +42,11 @@ KEPT_ENV = ("LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMRO
 PACKAGE = Path(__file__).resolve().parents[1]  # the qsolve package: the one part of the platform it reads
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
-#: tried in this order until one is granted: all, then what an unprivileged user may still get
+CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP = 0x20000000, 0x40000000, 0x02000000
+#: tried in this order until one is granted: all, then what an unprivileged user may still get. A cgroup
+#: namespace of its own: ``/proc/self/cgroup`` shows ``/``, not the host's cgroup paths
 NAMESPACES = (
+    CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWCGROUP,
     CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWUTS,
     CLONE_NEWNET | CLONE_NEWPID,
     CLONE_NEWNET,
@@ -158,6 +160,7 @@ class JobProcess:
         self.oom_before = oom_kills()  # a SIGKILL is put down to memory only if this count grew
         self.started = time.monotonic()
         self.deadline = float("inf")
+        self.limit_s: int | None = None  # the job's time limit, as the job said it (the deadline is its own)
         self.tmp = Path(tempfile.mkdtemp(prefix="qsolve-sandbox-"))
         (self.tmp / "scratch").mkdir()
         (self.tmp / "lib").mkdir()
@@ -284,7 +287,8 @@ class JobProcess:
 
     @property
     def timeout_s(self) -> int:
-        return round(self.deadline - self.started)
+        # a process started ahead began after the job did: its own start says nothing of the limit
+        return self.limit_s if self.limit_s is not None else round(self.deadline - self.started)
 
     def broke(self, what: str) -> ProtocolBroken:
         self.kill()

@@ -52,8 +52,9 @@ def readable(process: JobProcess) -> list[str]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
     paths |= {p for p in sys.path if p.endswith("-packages")}
     home = qsolve_home().resolve()
-    paths = {p for p in paths if not home.is_relative_to(Path(p).resolve())}
-    return sorted({str(process.workflow), str(process.tmp / "lib"), str(PACKAGE), *paths, *SYSTEM_READ})
+    paths |= {str(process.workflow), str(process.tmp / "lib"), str(PACKAGE), *SYSTEM_READ}
+    # the system's folders too: a home in /usr would be read past its files' modes (CAP_DAC_READ_SEARCH)
+    return sorted(p for p in paths if not home.is_relative_to(Path(p).resolve()))
 
 
 class Loaded(BaseModel):

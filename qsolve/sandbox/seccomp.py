@@ -44,15 +44,17 @@ DENIED = (
     "setfsuid", "setfsgid", "capset",
     # every socket: the job talks to the platform over the pipes it was given
     "socket",
-    # channels between processes that can read the same file or folder
-    "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "fanotify_mark",
+    # channels between processes that can read the same file or folder (and set_tid_address, whose
+    # address the kernel wakes as a shared futex when the thread exits; the C library calls it at start)
+    "set_tid_address", "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+    "fanotify_mark",
 )  # fmt: skip
 
 #: what a workflow process may call (names of another architecture are skipped); a call not here fails
 #: with ENOSYS, one of :data:`DENIED` with EPERM
 ALLOWED = (
     # files: what they hold is Landlock's to say, which there are the process's own root's
-    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",  # preadv2: below
     "open", "openat", "openat2", "creat", "close", "close_range", "lseek", "_llseek",
     "stat", "fstat", "lstat", "newfstatat", "fstatat64", "statx", "statfs", "fstatfs",
     "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents", "getdents64",
@@ -71,7 +73,7 @@ ALLOWED = (
     "brk", "mmap", "mmap2", "munmap", "mremap", "mprotect", "madvise", "msync",
     "mbind", "get_mempolicy", "set_mempolicy",  # where its own memory lives (Aer's allocator asks)
     # threads and waiting
-    "futex", "futex_waitv", "set_robust_list", "get_robust_list", "set_tid_address", "rseq",
+    "futex_waitv", "set_robust_list", "get_robust_list", "rseq",  # futex: below
     "sched_yield", "sched_getaffinity", "sched_getparam", "sched_getscheduler",
     "sched_get_priority_max", "sched_get_priority_min", "nanosleep", "clock_nanosleep",
     "exit", "exit_group", "wait4", "waitid", "restart_syscall",
@@ -95,6 +97,18 @@ FCNTL_ALLOWED = (0, 1, 2, 3, 4, 1030, 1031, 1032, 1033, 1034)
 CLONE_THREAD = 0x00010000
 # clone with any of these makes a new namespace, even for a thread
 CLONE_NAMESPACES = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
+#: futex: any operation on a process-private futex (FUTEX_PRIVATE_FLAG); without it, only waiting
+#: (FUTEX_WAIT, FUTEX_WAIT_BITSET: pthread_join waits so on a thread's id). A shared futex on a page of
+#: a file every workflow process maps (numpy's, the C library's) is keyed by the file, so a shared
+#: FUTEX_WAKE there would wake, and count, another workflow process's waiters: a channel between them
+FUTEX_PRIVATE_FLAG = 128
+FUTEX_SHARED_WAITS = (0, 9)
+FUTEX_COMMAND = 0x7F
+FUTEX_LAST = 13  # FUTEX_LOCK_PI2; a shared command above it fails with ENOSYS like any unlisted call
+#: preadv2 and pwritev2 without RWF_NOWAIT, which fails a read unless the page is in the page cache: a
+#: file's pages a first process read stayed cached, and told its re-run what it had chosen at random
+RWF_NOWAIT = 0x8
+RWV2_FLAGS = 5  # the argument of preadv2 and pwritev2 that holds their flags
 TIOCSTI = 0x5412  # pushes input into a terminal: denied on ioctl
 #: the requests of ioctl a workflow process may make: is it a terminal and how large (TCGETS,
 #: TIOCGWINSZ), bytes waiting (FIONREAD), blocking and close-on-exec (FIONBIO, FIOCLEX, FIONCLEX)
@@ -198,6 +212,14 @@ def install(*, allow_threads: bool = True) -> None:
                 rule("clone", eperm, _masked(0, flag, flag))
         else:
             rule("clone")
+        for name in ("preadv2", "pwritev2"):
+            rule(name, SCMP_ACT_ALLOW, _masked(RWV2_FLAGS, RWF_NOWAIT, 0))
+            rule(name, eperm, _masked(RWV2_FLAGS, RWF_NOWAIT, RWF_NOWAIT))
+        rule("futex", SCMP_ACT_ALLOW, _masked(1, FUTEX_PRIVATE_FLAG, FUTEX_PRIVATE_FLAG))
+        for command in FUTEX_SHARED_WAITS:  # the operation's other bits: FUTEX_CLOCK_REALTIME
+            rule("futex", SCMP_ACT_ALLOW, _masked(1, FUTEX_PRIVATE_FLAG | FUTEX_COMMAND, command))
+        for command in sorted(set(range(FUTEX_LAST + 1)) - set(FUTEX_SHARED_WAITS)):  # wakes, PI, requeues
+            rule("futex", eperm, _masked(1, FUTEX_PRIVATE_FLAG | FUTEX_COMMAND, command))
         for command in FCNTL_ALLOWED:  # the kernel reads the command as 32 bits
             rule("fcntl", SCMP_ACT_ALLOW, _masked(1, 0xFFFFFFFF, command))
             rule("fcntl64", SCMP_ACT_ALLOW, _masked(1, 0xFFFFFFFF, command))
