@@ -200,15 +200,24 @@ def session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def connect(home: Path | str | Layout | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(
+    home: Path | str | Layout | None = None,
+    *,
+    read_only: bool = False,
+    settings: Sequence[tuple[str, str]] = (),
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with every view over the Parquet files (no lock on ``trackrecord.duckdb``,
     so an analyst holding it open never blocks ``qsolve query``). ``read_only``: the connection then
     reaches no file but the track record's (DuckDB's ``allowed_directories`` with external access off:
-    no other file, no ``ATTACH``, no extension), and its configuration is locked. Brings
-    ``trackrecord.duckdb`` up to date on the way, and warns of the files left out (:func:`reading`)."""
+    no other file, no ``ATTACH``, no extension), and its configuration is locked. ``settings``, DuckDB
+    settings as ``(name, value)``, are set first (``qsolve query``'s memory limit and temporary folder,
+    which a locked configuration would refuse). Brings ``trackrecord.duckdb`` up to date on the way, and
+    warns of the files left out (:func:`reading`)."""
     layout = home if isinstance(home, Layout) else Layout(home)
     con = session(duckdb.connect())
     try:
+        for name, value in settings:
+            con.execute(f"SET {name} = {sql_text(value)}")
         for attempt in range(TRIES):
             inventory = reading(layout)
             try:
