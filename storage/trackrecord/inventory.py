@@ -106,6 +106,12 @@ def _footer(path: Path, _schema: pa.Schema | None) -> str | None:
 
 def _columns(_path: Path, schema: pa.Schema | None) -> str | None:
     assert schema is not None
+    written = (schema.metadata or {}).get(METADATA_KEY)
+    if written is not None and written != SCHEMA_VERSION.encode():  # an older qsolve's (schema 1)
+        return (
+            f"track-record schema {written.decode(errors='replace')[:8]}, not {SCHEMA_VERSION}: an older "
+            "qsolve wrote it (the maintenance pass files its runs again from the state database)"
+        )
     want = {name: typ for name, typ, _ in COLUMNS}
     got = [(f.name, f.type) for f in schema]
     if got == list(want.items()):

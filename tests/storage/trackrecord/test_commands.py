@@ -58,7 +58,7 @@ def test_query_as_csv_and_json(filed, capsys):
 def test_query_to_files(filed, tmp_path, capsys):
     out = tmp_path / "current.parquet"
     assert run("query", "SELECT * FROM current", "--format", "parquet", "--output", str(out)) == 0
-    assert pq.read_table(out).num_rows == 14
+    assert pq.read_table(out).num_rows == 15
     out = tmp_path / "cards.json"
     assert run("query", SQL, "--format", "json", "--output", str(out)) == 0
     assert [c["workflow"] for c in json.loads(out.read_text())] == ["max-cut", "qubo"]
