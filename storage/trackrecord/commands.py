@@ -44,7 +44,8 @@ def add_commands(subparsers: Any) -> None:
         "query",
         help="DuckDB SQL over the track record's views (docs/trackrecord.md)",
         description="Run DuckDB SQL over the track record: rows, current, history, track_record, "
-        "noise_model_estimate, on_hardware, earlier_results, workflow_cards, versions.",
+        "noise_model_estimate, on_hardware, on_simulators, on_devices, earlier_results, method_objectives, "
+        "workflow_cards, versions.",
     )
     p.add_argument("sql", metavar="SQL", help="for example: SELECT * FROM workflow_cards")
     p.add_argument("--format", choices=FORMATS, default="table", help="default: a table on the terminal")
