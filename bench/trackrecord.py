@@ -69,6 +69,20 @@ def _hex_digests(rng: np.random.Generator, n: int) -> pa.Array:
     return fixed.cast(pa.binary()).cast(pa.string())
 
 
+def _methods(quantum: pa.Array, baseline: pa.Array, rng: np.random.Generator) -> pa.Array:
+    """Three methods a row, as a case runs them: the quantum one, the reference and a greedy heuristic."""
+    n = len(quantum)
+    greedy = pa.array(baseline.to_numpy() + rng.random(n))
+    objective = np.stack([quantum.to_numpy(), baseline.to_numpy(), greedy.to_numpy()], axis=1).ravel()
+    names = pa.array(["qaoa", "reference", "greedy"]).take(pa.array(np.tile([0, 1, 2], n)))
+    kinds = pa.array(["quantum", "classical", "classical"]).take(pa.array(np.tile([0, 1, 2], n)))
+    items = pa.StructArray.from_arrays(
+        [names, kinds, pa.array(objective), pa.array(np.ones(3 * n, dtype=bool)), pa.nulls(3 * n, "string")],
+        names=["name", "kind", "objective", "available", "reason"],
+    )
+    return pa.ListArray.from_arrays(pa.array(np.arange(0, 3 * n + 1, 3, dtype=np.int32)), items)
+
+
 def synthetic(start: int, n: int, total: int, rng: np.random.Generator) -> pa.Table:
     """Rows ``start`` to ``start + n`` of ``total``, in time order; versions are published in turn."""
     workflows = max(10, total // 5000)
@@ -122,6 +136,8 @@ def synthetic(start: int, n: int, total: int, rng: np.random.Generator) -> pa.Ta
         "result_hash": _hex_digests(rng, n),
         "receipt_digest": pa.array([""]).take(pa.array(np.zeros(n, dtype=np.int64))),
     }
+    columns["methods"] = _methods(columns["quantum"], columns["baseline"], rng)
+    columns["measured"] = pa.array(hardware)
     table = pa.table(columns)
     fidelity = table.column("fidelity")
     table = table.set_column(

@@ -109,9 +109,17 @@ def file_runs(db: StateDB, runs: list, home: Path) -> None:
     (the maintenance pass, the history stage and the hardware flow all file so). Rows first: a
     process that stops between the two files the same runs again, as the same file."""
     if runs:
-        file_rows([TrackRecordRow.from_run(r, db.run_receipts(r.id)) for r in runs], home)
+        file_rows([_row(db, r, home) for r in runs], home)
         failpoint("runs.filed")
         db.mark_filed(r.id for r in runs)
+
+
+def _row(db: StateDB, run, home: Path) -> TrackRecordRow:
+    """A run's row, naming its device jobs' receipts, ``measured`` by the class each one seals."""
+    from storage.trackrecord.receipts_check import receipt_classes
+
+    receipts = db.run_receipts(run.id)
+    return TrackRecordRow.from_run(run, receipts, receipt_classes(receipts, home) if receipts else None)
 
 
 def refile_lost_runs(db: StateDB, home: Path) -> list[str]:
@@ -127,7 +135,7 @@ def refile_lost_runs(db: StateDB, home: Path) -> list[str]:
     for i in range(0, len(lost), REFILE_BATCH):
         runs = db.runs_by_id(lost[i : i + REFILE_BATCH])
         if runs:
-            file_rows([TrackRecordRow.from_run(r, db.run_receipts(r.id)) for r in runs], home)
+            file_rows([_row(db, r, home) for r in runs], home)
     return lost
 
 
@@ -142,7 +150,7 @@ def rebuild_track_record(db: StateDB, home: Path) -> int:
     written: set[Path] = set()
     for i in range(0, len(ids), REFILE_BATCH):
         runs = db.runs_by_id(ids[i : i + REFILE_BATCH])
-        done = file_rows([TrackRecordRow.from_run(r, db.run_receipts(r.id)) for r in runs], home)
+        done = file_rows([_row(db, r, home) for r in runs], home)
         if done.path is not None:
             written.add(done.path)
         db.mark_filed(r.id for r in runs)

@@ -27,7 +27,7 @@ from storage.trackrecord.published import published as find_published
 
 router = APIRouter()
 
-SECTIONS = ("track_record", "noise_model_estimate", "on_hardware")
+SECTIONS = ("track_record", "noise_model_estimate", "on_hardware", "on_simulators")
 
 
 def published(request: Request, name: str) -> Published:

@@ -1,12 +1,14 @@
 """``qsolve query`` and ``qsolve page`` (DESIGN.md §5; issue 4, item 5).
 
-    qsolve query SQL [--format table|csv|json|parquet] [--output PATH]
+    qsolve query SQL [--format table|csv|json|parquet] [--output PATH] [--timeout S]
     qsolve page NAME [--version V] [--json]
 
 Both read ``QSOLVE_HOME`` (default ``./.qsolve``). Exit 0 when the command did what was asked; 2 for SQL
 DuckDB refused, an unknown workflow or version, or an output that cannot be written, with the reason on
-standard error. A file of the track record's folder left out of the views (qsolve did not write it, or
-it is damaged) is named on standard error, ``qsolve query: warning: PATH: why``, and the command goes on.
+standard error; 1 for a query stopped by a limit (its time-out, default 60 s; its memory limit,
+``QSOLVE_QUERY_MEMORY``, default a quarter of the machine's memory), the message naming the limit. A
+file of the track record's folder left out of the views (qsolve did not write it, or it is damaged) is
+named on standard error, ``qsolve query: warning: PATH: why``, and the command goes on.
 """
 
 from __future__ import annotations
@@ -19,10 +21,21 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import QueryFailed, TrackRecordWarning, UnknownWorkflow
+from .errors import QueryFailed, QueryLimit, TrackRecordWarning, UnknownWorkflow
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 FORMATS = ("table", "csv", "json", "parquet")  # sql.FORMATS, here so the parser loads no DuckDB
+TIMEOUT_SECONDS = 60.0  # sql.TIMEOUT_SECONDS, likewise
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds, a number 0 or more (0: no limit)")
+    return value
 
 
 def add_commands(subparsers: Any) -> None:
@@ -31,11 +44,20 @@ def add_commands(subparsers: Any) -> None:
         "query",
         help="DuckDB SQL over the track record's views (docs/trackrecord.md)",
         description="Run DuckDB SQL over the track record: rows, current, history, track_record, "
-        "noise_model_estimate, on_hardware, earlier_results, workflow_cards, versions.",
+        "noise_model_estimate, on_hardware, on_simulators, on_devices, earlier_results, method_objectives, "
+        "workflow_cards, versions.",
     )
     p.add_argument("sql", metavar="SQL", help="for example: SELECT * FROM workflow_cards")
     p.add_argument("--format", choices=FORMATS, default="table", help="default: a table on the terminal")
     p.add_argument("--output", metavar="PATH", help="write to this file instead of standard output")
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=TIMEOUT_SECONDS,
+        metavar="S",
+        help=f"stop the query after S seconds (default {TIMEOUT_SECONDS:g}; 0: no limit). Its memory limit "
+        "is QSOLVE_QUERY_MEMORY (default 25%%, a quarter of the machine's memory)",
+    )
     p.set_defaults(func=cmd_query)
 
     p = subparsers.add_parser(
@@ -98,7 +120,10 @@ def _query(args: argparse.Namespace) -> int:
     if args.format == "parquet" and args.output is None and sys.stdout.isatty():
         return _fail("query", "--format parquet writes binary: give --output PATH or pipe it")
     try:
-        query(args.sql, fmt=args.format, output=args.output)
+        query(args.sql, fmt=args.format, output=args.output, timeout=args.timeout)
+    except QueryLimit as e:
+        print(f"qsolve query: {e}", file=sys.stderr)
+        return EXIT_FAILED
     except QueryFailed as e:
         return _fail("query", str(e))
     except OSError as e:

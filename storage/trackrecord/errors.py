@@ -3,6 +3,7 @@
 TrackRecordError
 ├── NotRecorded        a run that failed for platform reasons: it says nothing about the workflow
 ├── QueryFailed        SQL that DuckDB refused (bad syntax, an unknown column or view)
+│   └── QueryLimit     a query stopped by one of ``qsolve query``'s limits (its time-out, its memory)
 └── UnknownWorkflow    a page asked for a workflow (or a version of it) with no recorded rows
 
 TrackRecordWarning     a file left out of the views (qsolve did not write it, or it is damaged), or a
@@ -30,6 +31,14 @@ class QueryFailed(TrackRecordError):
     def __init__(self, sql: str, message: str) -> None:
         super().__init__(message)
         self.sql = sql
+
+
+class QueryLimit(QueryFailed):
+    """A query stopped by a limit of ``qsolve query``: the message names the limit and how to raise it."""
+
+    def __init__(self, sql: str, message: str, limit: str) -> None:
+        super().__init__(sql, message)
+        self.limit = limit  # "timeout" or "memory"
 
 
 class UnknownWorkflow(TrackRecordError):

@@ -3,10 +3,10 @@
 Every ``*.parquet`` file in ``QSOLVE_HOME/trackrecord/`` (temporary ``.tmp-`` files aside) is checked from
 its footer alone, by :data:`CHECKS` in order, the first that fails giving the reason:
 
-    name      a name qsolve gives its files: schema-v1, b-, h- or o-
+    name      a name qsolve gives its files: schema-v2, b-, h- or o-
     footer    pyarrow reads its footer (not garbage bytes, not a truncated copy)
     columns   exactly ``row.SCHEMA``'s columns, in order, with their types
-    metadata  ``qsolve.trackrecord.schema = 1`` in its metadata: qsolve wrote it
+    metadata  ``qsolve.trackrecord.schema = 2`` in its metadata: qsolve wrote it
 
 A file that fails is left out of the views and of compaction, and named in a warning; a command that may
 write the home moves it into ``trackrecord/left-out/`` (:func:`set_aside`), so that the globs of
@@ -106,6 +106,12 @@ def _footer(path: Path, _schema: pa.Schema | None) -> str | None:
 
 def _columns(_path: Path, schema: pa.Schema | None) -> str | None:
     assert schema is not None
+    written = (schema.metadata or {}).get(METADATA_KEY)
+    if written is not None and written != SCHEMA_VERSION.encode():  # an older qsolve's (schema 1)
+        return (
+            f"track-record schema {written.decode(errors='replace')[:8]}, not {SCHEMA_VERSION}: an older "
+            "qsolve wrote it (the maintenance pass files its runs again from the state database)"
+        )
     want = {name: typ for name, typ, _ in COLUMNS}
     got = [(f.name, f.type) for f in schema]
     if got == list(want.items()):

@@ -104,7 +104,8 @@ def checked_receipts(p: WorkflowPage, home: Path | str | None = None) -> dict[st
     from .receipts_check import check_row
 
     where = qsolve_home(home)
-    rows = [*p.on_hardware, *(r for r in p.earlier_results if r.section == "on_hardware")]
+    devices = ("on_hardware", "on_simulators")
+    rows = [*p.on_hardware, *p.on_simulators, *(r for r in p.earlier_results if r.section in devices)]
     return {r.run_id: check_row(r.receipt_digest, where) for r in rows}
 
 

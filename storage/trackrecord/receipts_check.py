@@ -46,6 +46,23 @@ def check_row(receipt_digest: str, home: Path) -> RowReceipts:
     return RowReceipts(named=len(digests), verified=verified, measured=measured)
 
 
+def receipt_classes(digests: list[str], home: Path) -> list[str | None]:
+    """The ``accuracy.class`` each receipt seals (``measured``, ``simulated``; None where a blob is
+    missing or says none), as filing reads them to set a row's ``measured`` (row.measured_of)."""
+    from storage.blobs import BlobStore
+
+    blobs = BlobStore(home)
+    out: list[str | None] = []
+    for digest in digests:
+        try:
+            accuracy = json.loads(blobs.get(digest)).get("result", {}).get("accuracy", {})
+        except (OSError, ValueError, KeyError, AttributeError):
+            out.append(None)
+            continue
+        out.append(accuracy.get("class") if isinstance(accuracy, dict) else None)
+    return out
+
+
 def write_receipts(digests: list[str], home: Path, out: Path) -> list[Path]:
     """The receipts as files anyone can check with ``qsolve verify``: ``OUT/<digest>.json``."""
     from storage.blobs import BlobStore

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from qsolve.results import CaseResult, canonical_json, to_json_value
+from qsolve.results import CaseResult, MethodOutcome, canonical_json, to_json_value
 
 from .errors import NotRecorded
 
@@ -37,8 +37,23 @@ PLATFORM_FAILURES: tuple[str, ...] = (
     "unsupported_target",
     "cancelled",
 )
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: every method's objective (``methods``) and ``measured`` (issue 23)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+#: one entry of ``methods``: a method's name, kind (``quantum`` or ``classical``), its objective (lower is
+#: better, as ``evaluate`` scores it), whether it had one, and why not
+METHODS_TYPE = pa.list_(
+    pa.struct(
+        [
+            pa.field("name", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("objective", pa.float64()),
+            pa.field("available", pa.bool_(), nullable=False),
+            pa.field("reason", pa.string()),
+        ]
+    )
+)
+SIMULATED_PREFIXES = ("sim-", "fake:")
 
 # The columns in file order, with their Arrow types. Every file has exactly these (``SCHEMA``).
 COLUMNS: tuple[tuple[str, pa.DataType, bool], ...] = (
@@ -73,12 +88,47 @@ COLUMNS: tuple[tuple[str, pa.DataType, bool], ...] = (
     ("params", pa.string(), False),
     ("result_hash", pa.string(), False),
     ("receipt_digest", pa.string(), False),
+    ("methods", METHODS_TYPE, False),
+    ("measured", pa.bool_(), False),
 )
 
 SCHEMA = pa.schema(
     [pa.field(name, typ, nullable=nullable) for name, typ, nullable in COLUMNS],
     metadata={b"qsolve.trackrecord.schema": SCHEMA_VERSION.encode()},
 )
+
+
+class MethodObjective(BaseModel):
+    """One method's objective in a row (``methods``): ``available`` false, with ``reason``, where it had
+    none (it was unavailable, or its objective was not a finite number)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    kind: str
+    objective: float | None = None
+    available: bool = True
+    reason: str | None = None
+
+    @classmethod
+    def of(cls, m: MethodOutcome) -> MethodObjective:
+        if m.usable:
+            return cls(name=m.name, kind=m.kind, objective=m.objective)
+        reason = m.unavailable or ("no objective" if m.objective is None else f"objective {m.objective}")
+        return cls(name=m.name, kind=m.kind, objective=None, available=False, reason=reason)
+
+
+def measured_of(target: str, classes: Sequence[str | None] | None = None) -> bool:
+    """Whether a device measured a run's counts: never on ``sim-`` and ``fake:`` targets; on a device
+    target, when its receipts (``classes``: each sealed receipt's ``accuracy.class``) all say
+    ``measured`` (a provider's device that is a simulator, such as the reference provider, seals
+    ``simulated``). With no receipt read, an ``ibm:`` device is a processor and a ``provider:``
+    device's word is only in its receipts: not measured."""
+    if target.startswith(SIMULATED_PREFIXES):
+        return False
+    if classes:
+        return all(c == "measured" for c in classes)
+    return target.startswith("ibm:")
 
 
 class TrackRecordRow(BaseModel):
@@ -116,6 +166,8 @@ class TrackRecordRow(BaseModel):
     params: str = "{}"
     result_hash: str = ""
     receipt_digest: str = ""  # empty until device receipts exist
+    methods: list[MethodObjective] = []  # every method's objective, in the order the case ran them
+    measured: bool = False  # a device measured the counts (not sim-, fake: or a simulator's)
 
     @field_validator("recorded_at")
     @classmethod
@@ -129,10 +181,13 @@ class TrackRecordRow(BaseModel):
         return self
 
     @classmethod
-    def from_run(cls, run: Run, receipts: Iterable[str] = ()) -> TrackRecordRow:
+    def from_run(
+        cls, run: Run, receipts: Iterable[str] = (), classes: Sequence[str | None] | None = None
+    ) -> TrackRecordRow:
         """The row of an ended run the track record keeps, from what the state database stored of it,
-        naming its device jobs' receipts (blob digests, comma-separated); a run failed for a platform
-        reason raises :class:`NotRecorded`."""
+        naming its device jobs' receipts (blob digests, comma-separated), ``measured`` by the classes
+        those receipts seal (:func:`measured_of`); a run failed for a platform reason raises
+        :class:`NotRecorded`."""
         from qsolve.targets import device_of
 
         if run.result is None:
@@ -152,7 +207,9 @@ class TrackRecordRow(BaseModel):
             run_seconds=seconds,
             recorded_at=run.finished_at,
             status=reason,
-        ).model_copy(update={"receipt_digest": ",".join(receipts)})
+        ).model_copy(
+            update={"receipt_digest": ",".join(receipts), "measured": measured_of(run.target, classes)}
+        )
 
     @classmethod
     def from_result(
@@ -215,6 +272,8 @@ class TrackRecordRow(BaseModel):
             seed=result.seed,
             params=params_text(result.params),
             result_hash=result.result_hash,
+            methods=[MethodObjective.of(m) for m in result.methods],
+            measured=measured_of(result.target),
         )
 
 
@@ -229,6 +288,7 @@ def to_table(rows: Iterable[TrackRecordRow]) -> pa.Table:
     columns = {name: [getattr(r, name) for r in rows] for name, _, _ in COLUMNS}
     # Times as microseconds since 1970: Arrow converts aware datetimes through pandas, a slow import.
     columns["recorded_at"] = [_micros(t) for t in columns["recorded_at"]]
+    columns["methods"] = [[m.model_dump() for m in ms] for ms in columns["methods"]]
     arrays = [pa.array(columns[name], typ) for name, typ, _ in COLUMNS]
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
@@ -269,6 +329,8 @@ def rows_per_run(rows: Sequence[TrackRecordRow]) -> list[TrackRecordRow]:
 
 __all__ = [
     "COLUMNS",
+    "METHODS_TYPE",
+    "MethodObjective",
     "PLATFORM_FAILURES",
     "SCHEMA",
     "SOURCES",
@@ -276,6 +338,7 @@ __all__ = [
     "TrackRecordRow",
     "conform",
     "from_table",
+    "measured_of",
     "params_text",
     "to_table",
 ]

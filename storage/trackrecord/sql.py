@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import io
 import json
 import math
+import os
+import shutil
 import sys
+import tempfile
+import threading
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -19,8 +25,9 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
-from .errors import QueryFailed
-from .views import connect
+from .errors import QueryFailed, QueryLimit
+from .layout import Layout
+from .views import connect, sql_text
 
 FORMATS = ("table", "csv", "json", "parquet")
 TABLE_ROWS = 1000  # rows a terminal table shows; the other formats give every row
@@ -30,25 +37,99 @@ TABLE_ROWS = 1000  # rows a terminal table shows; the other formats give every r
 #: and the rest are refused by name before anything runs.
 READING = frozenset({"SELECT", "EXPLAIN"})
 
+#: ``qsolve query``'s limits (issue 24, item 6): a time-out (``--timeout``), and DuckDB's memory limit,
+#: by default a quarter of the machine's memory (DuckDB's own default is 80%), set by this variable in
+#: any size DuckDB reads (``4GB``, ``512MiB``, ``50%``)
+TIMEOUT_SECONDS = 60.0
+MEMORY_VARIABLE = "QSOLVE_QUERY_MEMORY"
+DEFAULT_MEMORY = "25%"
+CACHE = "cache"  # QSOLVE_HOME/cache: a query's temporary folder, cache/query-*, removed when it ends
 
-def run_sql(sql: str, home: Path | str | None = None) -> pa.Table:
+
+def memory_limit() -> str:
+    """The memory limit ``qsolve query`` sets: :data:`MEMORY_VARIABLE`, else :data:`DEFAULT_MEMORY`."""
+    return os.environ.get(MEMORY_VARIABLE, "").strip() or DEFAULT_MEMORY
+
+
+def _checked_memory(sql: str, value: str) -> None:
+    probe = duckdb.connect()
+    try:
+        probe.execute(f"SET memory_limit = {sql_text(value)}")
+    except duckdb.Error as e:
+        said = str(e).strip().splitlines()[0]
+        raise QueryFailed(sql, f"{MEMORY_VARIABLE}={value!r} is not a size DuckDB reads ({said})") from None
+    finally:
+        probe.close()
+
+
+@contextlib.contextmanager
+def _temporary_folder(home: Path | str | None) -> Iterator[str]:
+    """A folder of this query's own under ``QSOLVE_HOME/cache`` for DuckDB to spill to (never the
+    current folder, DuckDB's default ``.tmp``), removed after; ``""`` (no spilling) for a home that
+    does not exist (reading an empty home creates nothing) or that cannot be written."""
+    layout = Layout(home)
+    folder = None
+    if layout.home.is_dir():
+        with contextlib.suppress(OSError):
+            cache = layout.home / CACHE
+            cache.mkdir(exist_ok=True)
+            folder = tempfile.mkdtemp(prefix="query-", dir=cache)
+    try:
+        yield folder or ""
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_sql(sql: str, home: Path | str | None = None, *, timeout: float | None = TIMEOUT_SECONDS) -> pa.Table:
     """The result of ``sql`` over the views, as an Arrow table (empty for a statement with no result).
 
     It reads and nothing else: only :data:`READING` statements run, and DuckDB's own settings keep them
     to the track record's folder (``allowed_directories``, ``enable_external_access`` off: no other
-    file, no ``ATTACH``, no extension), with the configuration locked against ``SET``."""
-    con = connect(home, read_only=True)
-    try:
-        for i, statement in enumerate(con.extract_statements(sql), start=1):
-            kind = statement.type.name
-            if kind not in READING:
-                raise QueryFailed(sql, f"qsolve query only reads: statement {i} is {kind}, not a SELECT")
-        result = con.sql(sql)
-        return result.to_arrow_table() if result is not None else pa.table({})
-    except duckdb.Error as e:
-        raise QueryFailed(sql, str(e).strip()) from None
-    finally:
-        con.close()
+    file, no ``ATTACH``, no extension), with the configuration locked against ``SET``. And it is
+    bounded: interrupted after ``timeout`` seconds (None or 0: no time-out; DuckDB has none of its own,
+    so a timer interrupts the connection), within :func:`memory_limit`, spilling only to a temporary
+    folder under ``QSOLVE_HOME/cache``. A limit met raises :class:`QueryLimit` naming it."""
+    memory = memory_limit()
+    _checked_memory(sql, memory)
+    with _temporary_folder(home) as spill:
+        settings = [("memory_limit", memory), ("temp_directory", spill)]
+        con = connect(home, read_only=True, settings=settings)
+        stopped = threading.Event()
+
+        def stop() -> None:
+            stopped.set()
+            con.interrupt()
+
+        timer = threading.Timer(timeout, stop) if timeout else None
+        try:
+            for i, statement in enumerate(con.extract_statements(sql), start=1):
+                kind = statement.type.name
+                if kind not in READING:
+                    raise QueryFailed(sql, f"qsolve query only reads: statement {i} is {kind}, not a SELECT")
+            if timer is not None:
+                timer.start()
+            result = con.sql(sql)
+            return result.to_arrow_table() if result is not None else pa.table({})
+        except duckdb.InterruptException:
+            if not stopped.is_set():
+                raise
+            said = f"stopped at its time limit of {timeout:g} s (--timeout S gives it longer; 0: no limit)"
+            raise QueryLimit(sql, said, "timeout") from None
+        except duckdb.OutOfMemoryException as e:
+            shown = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+            why = str(e).strip().splitlines()[0].removeprefix("Out of Memory Error: ")
+            raise_it = f"{MEMORY_VARIABLE} raises it, e.g. {MEMORY_VARIABLE}=50%"
+            said = f"over its memory limit of {shown} ({why}); {raise_it}"
+            raise QueryLimit(sql, said, "memory") from None
+        except duckdb.Error as e:
+            raise QueryFailed(sql, str(e).strip()) from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+                if timer.ident is not None:  # started: wait for it, so no interrupt meets a closed connection
+                    timer.join()
+            con.close()
 
 
 def query(
@@ -58,11 +139,12 @@ def query(
     output: Path | str | None = None,
     *,
     console: Console | None = None,
+    timeout: float | None = TIMEOUT_SECONDS,
 ) -> pa.Table:
     """Run ``sql`` and write the result in ``fmt`` to ``output`` (a path) or standard output; returns it."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: one of {', '.join(FORMATS)}")
-    table = run_sql(sql, home)
+    table = run_sql(sql, home, timeout=timeout)
     if fmt == "table":
         if output is not None:
             with open(output, "w", encoding="utf-8") as f:

@@ -11,9 +11,12 @@ and ``QSOLVE_HOME/trackrecord.sql``, the views as plain SQL.
     versions              per workflow and version: first and last recorded time; is_current
     track_record          current rows of each workflow's current version on sim- targets
     noise_model_estimate  current rows of each workflow's current version on fake: targets
-    on_hardware           every other target, every version: the latest row per case name and target
+    on_devices            every other target, every version: the latest row per case name and target
+    on_hardware           of those, the rows whose counts a device measured (``measured``)
+    on_simulators         of those, the rows whose counts were simulated (a provider's simulator)
     earlier_results       what the page keeps as history: older rows of the current version's sim- and
-                          fake: cases, and hardware rows a newer run of the same case and target replaced
+                          fake: cases, and device rows a newer run of the same case and target replaced
+    method_objectives     one row per current row and method: its name, kind, objective, availability
     workflow_cards        per workflow: passed and total on sim- targets, headline accuracy (the median)
 
 "Latest" is the greatest ``recorded_at``, ties broken by ``run_id``. A workflow's current version is its
@@ -61,6 +64,7 @@ LATEST_ORDER = "recorded_at DESC, run_id DESC, result_hash DESC"
 SIM = "starts_with(target, 'sim-')"
 FAKE = "starts_with(target, 'fake:')"
 HARDWARE = f"NOT ({SIM} OR {FAKE})"
+DEVICE_SECTION = "CASE WHEN measured THEN 'on_hardware' ELSE 'on_simulators' END"
 META_TABLE = "trackrecord_meta"
 GLOBBED = "glob"  # the files_digest of a database whose views read globs: no list to keep up to date
 GLOB_CHARACTERS = frozenset("*?[]{}")
@@ -162,17 +166,26 @@ def definitions(sources: Sources, version: str | None = None) -> list[tuple[str,
             f"SELECT * FROM current SEMI JOIN {current_versions} USING (workflow, version) WHERE {FAKE}",
         ),
         (
-            "on_hardware",
+            "on_devices",
             f"SELECT * FROM current WHERE {HARDWARE} QUALIFY row_number() OVER"
             f" (PARTITION BY workflow, case_name, target ORDER BY {LATEST_ORDER}) = 1",
         ),
+        ("on_hardware", "SELECT * FROM on_devices WHERE measured"),
+        ("on_simulators", "SELECT * FROM on_devices WHERE NOT measured"),
         (
             "earlier_results",
             f"SELECT *, CASE WHEN {SIM} THEN 'track_record' ELSE 'noise_model_estimate' END AS section"
             f" FROM history SEMI JOIN {current_versions} USING (workflow, version) WHERE {SIM} OR {FAKE}"
             " UNION ALL"
-            " SELECT *, 'on_hardware' AS section FROM rows ANTI JOIN on_hardware USING (run_id)"
+            f" SELECT *, {DEVICE_SECTION} AS section FROM rows ANTI JOIN on_devices USING (run_id)"
             f" WHERE {HARDWARE}",
+        ),
+        (
+            "method_objectives",
+            "SELECT workflow, version, case_name, target, run_id, recorded_at, measured,"
+            " m.name AS method, m.kind AS kind, m.objective AS objective, m.available AS available,"
+            " m.reason AS reason, method_order FROM ("
+            "  SELECT *, unnest(methods) AS m, generate_subscripts(methods, 1) AS method_order FROM current)",
         ),
         (
             "workflow_cards",
@@ -200,15 +213,24 @@ def session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def connect(home: Path | str | Layout | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(
+    home: Path | str | Layout | None = None,
+    *,
+    read_only: bool = False,
+    settings: Sequence[tuple[str, str]] = (),
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with every view over the Parquet files (no lock on ``trackrecord.duckdb``,
     so an analyst holding it open never blocks ``qsolve query``). ``read_only``: the connection then
     reaches no file but the track record's (DuckDB's ``allowed_directories`` with external access off:
-    no other file, no ``ATTACH``, no extension), and its configuration is locked. Brings
-    ``trackrecord.duckdb`` up to date on the way, and warns of the files left out (:func:`reading`)."""
+    no other file, no ``ATTACH``, no extension), and its configuration is locked. ``settings``, DuckDB
+    settings as ``(name, value)``, are set first (``qsolve query``'s memory limit and temporary folder,
+    which a locked configuration would refuse). Brings ``trackrecord.duckdb`` up to date on the way, and
+    warns of the files left out (:func:`reading`)."""
     layout = home if isinstance(home, Layout) else Layout(home)
     con = session(duckdb.connect())
     try:
+        for name, value in settings:
+            con.execute(f"SET {name} = {sql_text(value)}")
         for attempt in range(TRIES):
             inventory = reading(layout)
             try:
@@ -252,7 +274,11 @@ def reading(home: Path | str | Layout | None = None) -> Inventory:
 
 
 def warn_left_out(inventory: Inventory, stacklevel: int = 3) -> None:
-    for path, problem in inventory.left_out:
+    _warn(inventory.left_out, stacklevel + 1)
+
+
+def _warn(left_out: list[tuple[Path, str]], stacklevel: int) -> None:
+    for path, problem in left_out:
         shown = str(path).replace("\n", "\\n")
         said = f"{shown}: {problem}; left out of the track record"
         warnings.warn(said, TrackRecordWarning, stacklevel=stacklevel)
@@ -374,10 +400,12 @@ def _ensure(layout: Layout, *, force: bool = False) -> tuple[bool, Inventory]:
     ensure_schema_file(layout)
     built = False
     inventory = None
+    said: dict[Path, str] = {}  # every file left out on the way: one set aside is gone from a later listing
     try:
         for attempt in range(TRIES):
             found = None if force else stored(layout.database)
             inventory = set_aside(take_inventory(layout))
+            said.update(inventory.left_out)
             if found is not None and found.serves(layout, inventory) and layout.sql_file.exists():
                 break
             try:
@@ -388,8 +416,7 @@ def _ensure(layout: Layout, *, force: bool = False) -> tuple[bool, Inventory]:
                 continue
             built, force = True, False
     finally:
-        if inventory is not None:
-            warn_left_out(inventory, stacklevel=4)
+        _warn(list(said.items()), stacklevel=4)
     return built, inventory
 
 

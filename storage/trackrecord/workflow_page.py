@@ -54,7 +54,8 @@ class WorkflowPage(BaseModel):
     total: int  # track-record rows
     track_record: list[TrackRecordRow]
     noise_model_estimate: list[TrackRecordRow]
-    on_hardware: list[TrackRecordRow]
+    on_hardware: list[TrackRecordRow]  # rows whose counts a device measured
+    on_simulators: list[TrackRecordRow] = []  # device targets whose counts were simulated (issue 23)
     earlier_results: list[EarlierResult]
 
 
@@ -104,6 +105,7 @@ def page(
             track_record=_rows(con, "track_record", "case_name, target"),
             noise_model_estimate=_rows(con, "noise_model_estimate", "case_name, target"),
             on_hardware=_rows(con, "on_hardware", "case_name, target"),
+            on_simulators=_rows(con, "on_simulators", "case_name, target"),
             earlier_results=[
                 EarlierResult(**r)
                 for r in con.sql(
@@ -157,6 +159,13 @@ def render_page(p: WorkflowPage, console: Console | None = None) -> None:
         p.on_hardware,
         _hardware_columns(p.current_version),
     )
+    if p.on_simulators:
+        _section(
+            console,
+            "On simulated devices (a provider's simulator: no device measured the counts)",
+            p.on_simulators,
+            _hardware_columns(p.current_version),
+        )
     _section(console, "Earlier results", p.earlier_results, _EARLIER)
 
 

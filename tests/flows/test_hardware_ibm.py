@@ -59,8 +59,10 @@ def test_quote_confirm_run_on_ibm_files_the_row_with_sampler_v2_receipts(home, s
     capsys.readouterr()
     assert main(["page", "hw-max-cut", "--json"]) == 0
     page = json.loads(capsys.readouterr().out)
-    assert [r["target"] for r in page["on_hardware"]] == [TARGET]
-    # the stand-in is not IBM's own service: its counts are never shown as measured by a device
+    # the stand-in is not IBM's own service: its counts are never shown as measured by a device, and its
+    # row is among the simulated devices' (its receipts seal the class simulated), not on_hardware's
+    assert page["on_hardware"] == [] and [r["target"] for r in page["on_simulators"]] == [TARGET]
+    assert page["on_simulators"][0]["measured"] is False
     assert page["receipts"][quote.run_id] == f"{len(outcome.receipts)} receipts verify; simulated"
     # the key went to the stand-in's IAM only: no log, output or file of the home holds it
     assert not found_in(caplog.text.encode(), API_KEY)

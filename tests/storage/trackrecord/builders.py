@@ -7,6 +7,7 @@ from typing import Any
 
 from qsolve.results import CaseResult, MethodOutcome
 from storage.trackrecord import TrackRecordRow
+from storage.trackrecord.row import MethodObjective
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MATCHES = "Matches the best classical answer"
@@ -56,8 +57,15 @@ def row(
         seed=1,
         params='{"layers":1,"shots":4000}',
         result_hash=f"hash-{run_id}",
+        measured=hardware and target != "provider:reference",  # the reference provider: a simulator
     )
     values.update(fields)
+    if "methods" not in fields:  # the quantum method, the reference, and a greedy one that is worse
+        values["methods"] = [
+            MethodObjective(name="qaoa", kind="quantum", objective=values["quantum"]),
+            MethodObjective(name="reference", kind="classical", objective=values["baseline"]),
+            MethodObjective(name="greedy", kind="classical", objective=(values["baseline"] or 0) + 2.0),
+        ]
     return TrackRecordRow(**values)
 
 
@@ -122,12 +130,14 @@ def scenario() -> list[TrackRecordRow]:
             accuracy=None,
             status="crash",
         ),
+        # the reference provider's device is a simulator: its counts were simulated, not measured
+        row("r24", workflow="qubo", version="2", case="a", target="provider:reference", minute=54),
     ]
 
 
 # What the views hold for scenario(): run ids.
 EXPECTED = {
-    "rows": {f"r{i:02d}" for i in [*range(1, 14), 20, 21, 22, 23]},
+    "rows": {f"r{i:02d}" for i in [*range(1, 14), 20, 21, 22, 23, 24]},
     "current": {
         "r02",
         "r03",
@@ -143,11 +153,13 @@ EXPECTED = {
         "r21",
         "r22",
         "r23",
+        "r24",
     },
     "history": {"r01", "r06", "r08"},
     "track_record": {"r07", "r09", "r12", "r20", "r22", "r23"},
     "noise_model_estimate": {"r10"},
-    "on_hardware": {"r11", "r13", "r21"},
+    "on_hardware": {"r11", "r13", "r21"},  # measured counts only
+    "on_simulators": {"r24"},  # a device target whose counts were simulated
     "earlier_results": {"r08", "r05", "r06"},
 }
 EXPECTED_CARDS = {

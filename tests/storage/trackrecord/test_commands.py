@@ -6,6 +6,7 @@ import argparse
 import csv
 import io
 import json
+import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -57,7 +58,7 @@ def test_query_as_csv_and_json(filed, capsys):
 def test_query_to_files(filed, tmp_path, capsys):
     out = tmp_path / "current.parquet"
     assert run("query", "SELECT * FROM current", "--format", "parquet", "--output", str(out)) == 0
-    assert pq.read_table(out).num_rows == 14
+    assert pq.read_table(out).num_rows == 15
     out = tmp_path / "cards.json"
     assert run("query", SQL, "--format", "json", "--output", str(out)) == 0
     assert [c["workflow"] for c in json.loads(out.read_text())] == ["max-cut", "qubo"]
@@ -151,10 +152,13 @@ def test_reading_an_empty_home_creates_nothing(home, capsys):
     ],
 )
 def test_query_reads_and_nothing_else(filed, capsys, sql, why):
-    before = sorted(p.relative_to(filed) for p in filed.rglob("*"))
+    def written() -> list:  # less the query's temporary folder, cache/, which it empties as it ends
+        return sorted(p.relative_to(filed) for p in filed.rglob("*") if p != filed / "cache")
+
+    before = written()
     assert run("query", sql.format(home=filed)) == 2
     assert why in capsys.readouterr().err
-    assert sorted(p.relative_to(filed) for p in filed.rglob("*")) == before  # nothing written
+    assert written() == before  # nothing written
     assert run("query", SQL) == 0  # and every later query still works
 
 
@@ -214,3 +218,71 @@ def test_a_failing_row_with_no_message_shows_the_bound_it_broke(home, capsys, mo
     assert "FAIL: gap 0.2453 > max_gap" in capsys.readouterr().out  # the table may wrap the bound
     assert run("page", "max-cut", "--json") == 0
     assert json.loads(capsys.readouterr().out)["bounds"] == {"r1": "gap 0.2453 > max_gap 0.05"}
+
+
+def test_a_query_past_its_time_out_is_stopped_in_one_line(filed, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    started = time.monotonic()
+    assert run("query", "select count(*) from range(1000000000000)", "--timeout", "1") == 1
+    assert time.monotonic() - started < 120  # a run to its end would take hours
+    err = capsys.readouterr().err
+    said = "qsolve query: stopped at its time limit of 1 s (--timeout S gives it longer; 0: no limit)\n"
+    assert err == said
+    assert run("query", SQL, "--timeout", "0") == 0  # 0: no limit, and the next query runs as before
+
+
+def test_the_default_time_out_is_60_seconds(filed, monkeypatch):
+    parser = argparse.ArgumentParser(prog="qsolve")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    assert parser.parse_args(["query", SQL]).timeout == 60
+
+
+@pytest.mark.parametrize("seconds", ["-1", "soon", "inf", "nan"])
+def test_a_time_out_that_is_not_seconds_is_a_usage_error(filed, capsys, seconds):
+    with pytest.raises(SystemExit) as stopped:
+        run("query", SQL, "--timeout", seconds)
+    assert stopped.value.code == 2
+    assert f"{seconds!r}: seconds" in capsys.readouterr().err
+
+
+def test_a_query_over_its_memory_limit_fails_naming_it(filed, capsys, monkeypatch):
+    monkeypatch.setenv("QSOLVE_QUERY_MEMORY", "64MB")
+    assert run("query", "select list(range) from range(100000000)") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("qsolve query: over its memory limit of 61.0 MiB (")
+    assert "QSOLVE_QUERY_MEMORY raises it" in err and err.count("\n") == 1
+    assert run("query", SQL) == 0  # a query within it runs
+
+
+def test_the_memory_limit_is_a_quarter_of_the_machine_by_default(filed, capsys, monkeypatch):
+    monkeypatch.delenv("QSOLVE_QUERY_MEMORY", raising=False)
+    assert run("query", "select current_setting('memory_limit') AS m", "--format", "csv") == 0
+    default = capsys.readouterr().out.splitlines()[1]
+    monkeypatch.setenv("QSOLVE_QUERY_MEMORY", "25%")
+    assert run("query", "select current_setting('memory_limit') AS m", "--format", "csv") == 0
+    assert capsys.readouterr().out.splitlines()[1] == default
+    monkeypatch.setenv("QSOLVE_QUERY_MEMORY", "80%")  # DuckDB's own default, which qsolve does not keep
+    assert run("query", "select current_setting('memory_limit') AS m", "--format", "csv") == 0
+    assert capsys.readouterr().out.splitlines()[1] != default
+
+
+def test_a_memory_limit_duckdb_cannot_read_is_a_usage_error(filed, capsys, monkeypatch):
+    monkeypatch.setenv("QSOLVE_QUERY_MEMORY", "lots")
+    assert run("query", SQL) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qsolve query: QSOLVE_QUERY_MEMORY='lots' is not a size DuckDB reads (")
+
+
+def test_a_query_spills_under_the_home_never_the_current_folder(filed, capsys, tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("QSOLVE_QUERY_MEMORY", "64MB")
+    # sorting 20 million rows needs more than 64 MB: DuckDB spills to its temporary folder
+    sql = "select count(*) AS n from (select range from range(20000000) order by hash(range)) LIMIT 1"
+    assert run("query", sql, "--format", "csv") == 0
+    assert capsys.readouterr().out == "n\n20000000\n"
+    assert list(work.iterdir()) == []  # no .tmp here
+    assert list((filed / "cache").iterdir()) == []  # its own folder under the home, removed after
+    assert run("query", "select current_setting('temp_directory') AS t", "--format", "csv") == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith(str(filed / "cache" / "query-"))

@@ -30,7 +30,7 @@ from .builders import EXPECTED, EXPECTED_CARDS, scenario
 from .test_analyst import SCENARIO_VERSIONS, analyst
 
 RUN_VIEWS = sorted({*EXPECTED, "filed_rows", "latest_candidates"})  # the views with a run_id
-EVERY_VIEW = sorted({*RUN_VIEWS, "versions", "workflow_cards"})
+EVERY_VIEW = sorted({*RUN_VIEWS, "versions", "workflow_cards", "on_devices", "method_objectives"})
 GLOB = re.compile(r"[*?\[\]{}]")
 
 

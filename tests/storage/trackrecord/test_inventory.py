@@ -98,7 +98,7 @@ BAD: dict[str, tuple[Callable[[Path], Path], str]] = {
     "an empty file": (empty, "not a Parquet file"),
     "other columns": (
         other_columns,
-        "missing workflow, version, case_name, target and 25 more; others: score",
+        "missing workflow, version, case_name, target and 27 more; others: score",
     ),
     "other types": (other_types, "shots is string, not int64"),
     "no qsolve metadata": (not_by_qsolve, "qsolve did not write it"),

@@ -106,3 +106,46 @@ def test_status_may_be_the_state_databases_enum():
     assert TrackRecordRow.from_result(crashed, **KW, status=Reason.CRASH).status == "crash"
     with pytest.raises(NotRecorded):
         TrackRecordRow.from_result(crashed, **KW, status=Reason.CANCELLED)
+
+
+def test_every_methods_objective_is_in_the_row():
+    from qsolve.results import MethodOutcome
+
+    res = result(
+        methods=[
+            MethodOutcome(name="qaoa", kind="quantum", objective=-9.0),
+            MethodOutcome(name="reference", kind="classical", objective=-10.0),
+            MethodOutcome(name="gurobi", kind="classical", unavailable="no licence"),
+            MethodOutcome(name="silent", kind="classical"),
+        ]
+    )
+    r = TrackRecordRow.from_result(res, **KW)
+    got = [(m.name, m.kind, m.objective, m.available, m.reason) for m in r.methods]
+    assert got == [
+        ("qaoa", "quantum", -9.0, True, None),
+        ("reference", "classical", -10.0, True, None),
+        ("gurobi", "classical", None, False, "no licence"),
+        ("silent", "classical", None, False, "no objective"),
+    ]
+    (back,) = from_table(to_table([r]))
+    assert back.methods == r.methods
+
+
+def test_measured_is_what_the_receipts_seal(tmp_path):
+    from storage.blobs import BlobStore
+    from storage.trackrecord.receipts_check import receipt_classes
+    from storage.trackrecord.row import measured_of
+
+    blobs = BlobStore(tmp_path)
+
+    def sealed(cls: str) -> str:
+        return blobs.put(json.dumps({"result": {"accuracy": {"class": cls}}}).encode())
+
+    silicon, simulator = sealed("measured"), sealed("simulated")
+    assert receipt_classes([silicon, simulator, "0" * 64], tmp_path) == ["measured", "simulated", None]
+    assert measured_of("provider:lab", receipt_classes([silicon, silicon], tmp_path))
+    assert not measured_of("provider:reference", receipt_classes([simulator], tmp_path))
+    assert not measured_of("provider:lab", receipt_classes([silicon, simulator], tmp_path))  # not all
+    assert not measured_of("provider:lab", receipt_classes(["0" * 64], tmp_path))  # a receipt not found
+    assert not measured_of("sim-cpu", ["measured"]) and not measured_of("fake:fez@1.6", None)
+    assert measured_of("ibm:ibm_fez") and not measured_of("provider:lab")  # no receipt: by the target
