@@ -5,7 +5,7 @@ A command that runs a flow (``submit``, ``history``, ``maintenance``, ``evaluate
 in this order: the server of ``PREFECT_API_URL`` when it is set; else the server ``qsolve server start``
 left running for this ``QSOLVE_HOME`` (recorded in ``QSOLVE_HOME/prefect-server.json``: its pid, port and
 host); else Prefect's temporary server, started inside the command, with a start-up time-out a busy machine
-meets (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``, 300 s unless set) and one progress line while
+meets (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``, 600 s unless set) and one progress line while
 it starts. Only the first command pays the server's start-up when one is kept running.
 
 The kept server is ``prefect server start`` on 127.0.0.1 and a free port, in a session of its own (so no
@@ -40,10 +40,10 @@ from qsolve.janitor import _start_time
 
 RECORD = "prefect-server.json"
 FOLDER = "prefect"
-START_TIMEOUT_S = 300
+START_TIMEOUT_S = 600
 #: the temporary server's start-up time-out when the person set none (Prefect's default, 20 s, is missed
 #: on a busy 2-core machine; FACTS.md: 180 s let the same command pass at load 7 to 30)
-EPHEMERAL_TIMEOUT_S = 300
+EPHEMERAL_TIMEOUT_S = 600
 EPHEMERAL_VARIABLE = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 DATABASE_VARIABLES = ("PREFECT_SERVER_DATABASE_CONNECTION_URL", "PREFECT_API_DATABASE_CONNECTION_URL")
 
