@@ -122,6 +122,8 @@ def hardware_run(quote_id: str, target: str) -> HardwareOutcome | None:
 
         def progress(jobs: int) -> None:
             update_progress_artifact(bar, 100.0 * min(jobs / planned, 1.0) if planned else 100.0)
+            if planned and jobs * 10 // planned != (jobs - 1) * 10 // planned:  # a line a tenth of the way
+                logger.info(f"quote {quote_id}: {jobs} of {planned} device jobs done")
 
         try:
             outcome = run_quote(db, quote_id, progress=progress)

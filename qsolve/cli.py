@@ -145,21 +145,15 @@ def _progress(console):
 
 
 def _prefect() -> None:
-    """Prefect for a command that runs a flow: telemetry off (an offline machine), and a server named by
-    ``PREFECT_API_URL`` that answers (without it, Prefect starts a temporary one inside the command)."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    url = os.environ.get("PREFECT_API_URL")
-    if not url:
-        return
-    import httpx
+    """Prefect for a command that runs a flow (qsolve/prefect_server.py): telemetry off (an offline
+    machine), and the server of ``PREFECT_API_URL`` if it answers, else the one ``qsolve server start``
+    keeps, else a temporary one started now with a time-out a busy machine meets (one progress line)."""
+    from qsolve.prefect_server import ServerError, use_prefect
 
     try:
-        httpx.get(url.rstrip("/") + "/health", timeout=5).raise_for_status()
-    except httpx.HTTPError as e:
-        raise UsageError(
-            f"PREFECT_API_URL is {url}, and no Prefect server answers there ({type(e).__name__}): start "
-            "one (prefect server start), or unset PREFECT_API_URL to run with a temporary one"
-        ) from None
+        use_prefect()
+    except ServerError as e:
+        raise UsageError(str(e)) from None
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -218,7 +212,6 @@ def cmd_history(args: argparse.Namespace) -> int:
     """The history deployment's twin: finish a version's history stage, or run it ``--again``."""
     import json
 
-    _prefect()
     from storage.state import NotFound, connect
 
     with connect() as db:  # a version that was never published is a usage error, before any flow
@@ -226,6 +219,7 @@ def cmd_history(args: argparse.Namespace) -> int:
             db.get_version(args.name, args.version)
         except NotFound as e:
             raise UsageError(str(e)) from None
+    _prefect()
     from flows.history import history_flow
 
     state = history_flow(args.name, args.version, again=args.again, return_state=True)
@@ -340,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     from qsolve.calibration.evaluation_commands import add_commands as add_evaluation_commands
     from qsolve.calibration.knowledge_commands import add_commands as add_knowledge_commands
     from qsolve.hardware.commands import add_commands as add_hardware_commands
+    from qsolve.prefect_server import add_commands as add_server_commands
     from qsolve.providers.commands import add_commands as add_provider_commands
     from qsolve.receipts.commands import add_commands as add_receipt_commands
     from qsolve.web.commands import add_commands as add_web_commands
@@ -355,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_calibration_commands(sub)
     add_evaluation_commands(sub)
     add_web_commands(sub)
+    add_server_commands(sub)
 
     p = sub.add_parser("check", help="the submission checks of every case, as the platform runs them")
     p.add_argument("dir", metavar="DIR")
@@ -402,6 +398,7 @@ ENDS_AT_ONCE = {"test", "lint", "check"}
 #: folders): run as a command, each gets a janitor, so that even SIGKILL leaves nothing behind
 GUARDED = {
     "submit", "history", "maintenance", "run", "evaluate", "evaluations", "calibrate", "quote", "serve",
+    "confirm",
 }  # fmt: skip
 
 

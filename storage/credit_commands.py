@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any
 
 
@@ -26,6 +27,11 @@ def add_commands(subparsers: Any) -> None:
     b.add_argument("account", metavar="ACCOUNT")
     b.add_argument("--json", action="store_true", help='print {"account", "balance"}')
     b.set_defaults(func=cmd_balance)
+    lim = sub.add_parser(
+        "limit", help="set the per-run credit limit (per_run_limit in QSOLVE_HOME/credits.toml; default 50)"
+    )
+    lim.add_argument("credits", metavar="CREDITS", help="a number of credits, e.g. 100")
+    lim.set_defaults(func=cmd_limit)
 
 
 def cmd_grant(args: argparse.Namespace) -> int:
@@ -63,4 +69,52 @@ def cmd_balance(args: argparse.Namespace) -> int:
         print(json.dumps({"account": args.account, "balance": str(balance)}))
         return 0
     print(f"{args.account}: {balance} credits")
+    return 0
+
+
+def cmd_limit(args: argparse.Namespace) -> int:
+    """Write ``per_run_limit`` into the credits file (``QSOLVE_CREDITS_FILE``, else
+    ``QSOLVE_HOME/credits.toml``), keeping the rest of the file: it holds for every later confirmation
+    and run of this home; a confirmed quote keeps what its confirmation authorised."""
+    import os
+    import re
+    import tempfile
+    import tomllib
+
+    from storage.state import CreditSettings, qsolve_home
+    from storage.state._config import CREDITS_FILE_VARIABLE
+
+    try:
+        amount = Decimal(args.credits)
+    except InvalidOperation:
+        amount = None
+    if amount is None or not amount.is_finite() or amount < 0:
+        print(
+            f"qsolve credits limit: CREDITS {args.credits!r} is not a number of credits (0 or more)",
+            file=sys.stderr,
+        )
+        return 2
+    path = Path(os.environ.get(CREDITS_FILE_VARIABLE) or qsolve_home() / "credits.toml")
+    text = path.read_text() if path.is_file() else ""
+    line = f"per_run_limit = {amount:f}"
+    table = re.search(r"(?m)^\s*\[", text)  # the top-level keys end where the first table begins
+    head, rest = (text[: table.start()], text[table.start() :]) if table else (text, "")
+    if re.search(r"(?m)^\s*per_run_limit\s*=.*$", head):
+        head = re.sub(r"(?m)^\s*per_run_limit\s*=.*$", line, head, count=1)
+    else:
+        head = line + "\n" + head
+    written = head + rest
+    try:
+        tomllib.loads(written)
+    except tomllib.TOMLDecodeError as e:
+        print(f"qsolve credits limit: {path} is not TOML ({e}): left as it was", file=sys.stderr)
+        return 2
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, delete=False) as partial:
+        partial.write(written)  # written whole, then renamed over the file: never half a file
+    Path(partial.name).replace(path)
+    now = CreditSettings.load().per_run_limit
+    print(f"the per-run limit is {now} credits ({path})")
+    if os.environ.get("QSOLVE_CREDITS_PER_RUN_LIMIT"):
+        print("warning: QSOLVE_CREDITS_PER_RUN_LIMIT is set and wins over the file", file=sys.stderr)
     return 0

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from qiskit import QuantumCircuit
+
+#: any Prefect temporary server a test starts (a command in a process of its own, a flow outside the
+#: harness) is given as long as a busy machine needs, not Prefect's 20 s (issue 23)
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "600")
 
 REPO = Path(__file__).resolve().parents[1]
 VECTORS = Path(__file__).resolve().parent / "vectors"  # public test vectors, sources in its README

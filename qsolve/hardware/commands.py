@@ -40,6 +40,9 @@ def add_commands(subparsers: Any) -> None:
     c.add_argument("--yes", action="store_true", help="confirm without asking (an unknown cost included)")
     c.add_argument("--account", metavar="A", help=f"the paying account (${ACCOUNT_VARIABLE}, else you)")
     c.add_argument("--json", action="store_true", help="print the confirmed quote as one JSON object")
+    c.add_argument(
+        "--no-run", action="store_true", help="confirm only; its run starts later (qsolve confirm again)"
+    )
     c.set_defaults(func=cmd_confirm)
     r = subparsers.add_parser("refuse", help="refuse one quote: its run never runs")
     r.add_argument("quote", metavar="QUOTE_ID")
@@ -81,10 +84,18 @@ def over_limit(quote, limit) -> str:
     """What a person must be told of a quote priced above the per-run limit, else ''."""
     if quote.price <= limit:
         return ""
+    import math
+
+    enough = math.ceil(quote.price)
+    raise_it = (
+        f"raise QSOLVE_CREDITS_PER_RUN_LIMIT (it is set, and wins over credits.toml) to {enough}"
+        if os.environ.get("QSOLVE_CREDITS_PER_RUN_LIMIT")
+        else f"qsolve credits limit {enough}"
+    )
     return (
         f"its price {quote.price} is above the per-run limit of {limit} credits: confirmed, the run stops "
-        f"(run_too_large, not recorded) before the job that would pass {limit}, unless the operator raises "
-        "per_run_limit (QSOLVE_HOME/credits.toml, or QSOLVE_CREDITS_PER_RUN_LIMIT)"
+        f"(run_too_large, not recorded) before the job that would pass {limit}; to raise the limit before "
+        f"confirming: {raise_it}"
     )
 
 
@@ -142,7 +153,12 @@ def describe(quote) -> str:
 
 
 def cmd_confirm(args: argparse.Namespace) -> int:
-    from storage.state import NotFound, QuoteRefused, connect
+    """Confirm the quote, then run its run: on the Prefect server of ``PREFECT_API_URL`` as the operator's
+    path (the quote flow run waiting for it resumed, or the hardware deployment run), else here, as
+    ``qsolve submit`` runs its flow (the ``qsolve server`` when it runs, else a temporary server), showing
+    its progress and ending with its result. ``--no-run``: confirm only. A quote confirmed already whose
+    run has not started is run (``qsolve confirm ID --yes`` after ``--no-run``)."""
+    from storage.state import NotFound, QuoteRefused, QuoteStatus, RunStatus, connect
 
     account = _account(args.account)
     with connect() as db:
@@ -152,6 +168,17 @@ def cmd_confirm(args: argparse.Namespace) -> int:
             print(f"qsolve confirm: {e}", file=sys.stderr)
             return 1
         print(describe(quote), file=sys.stderr)
+        waiting = (
+            quote.status is QuoteStatus.CONFIRMED
+            and quote.account == account
+            and db.get_run(quote.run_id).status is RunStatus.CREATED
+        )
+    if waiting and not args.no_run:
+        print(
+            f"quote {quote.id} is confirmed already and its run has not started: running it", file=sys.stderr
+        )
+        return _run(quote.id)[0]
+    with connect() as db:
         limit = db.limits("hardware").credits
         print(
             f"this authorises {authorises(quote, limit)}, for this run only: it can spend your money",
@@ -178,13 +205,61 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         said += f" and {cost['amount']} {cost['currency']} of the provider's money"
     elif cost == "unknown":
         said += " and a provider cost that is unknown"
-    run_said = started(confirmed.id)
-    if getattr(args, "json", False):
+    as_json = getattr(args, "json", False)
+    runs_here = not args.no_run and not os.environ.get("PREFECT_API_URL")
+    if as_json and not runs_here:
+        run_said = "confirmed only (--no-run)" if args.no_run else started(confirmed.id)
         print(json.dumps({**confirmed.summary(), "provider_cost": cost, "started": run_said}, indent=2))
         return 0
+    if as_json:  # run here: its lines to standard error, the JSON object last
+        code, lines = _run(confirmed.id, out=sys.stderr)
+        summary = {**confirmed.summary(), "provider_cost": cost, "started": "run here", "run": lines}
+        print(json.dumps(summary, indent=2))
+        return code
     print(f"confirmed {confirmed.id}: {said} authorised for run {confirmed.run_id}")
-    print(run_said, file=sys.stderr)
-    return 0
+    if args.no_run:
+        print(
+            f"not run (--no-run): run it with qsolve confirm {confirmed.id} --yes (or, on a Prefect "
+            "server serving the deployments, prefect deployment run 'hardware/hardware' --param "
+            f"quote={confirmed.id})",
+            file=sys.stderr,
+        )
+        return 0
+    if not runs_here:
+        print(started(confirmed.id), file=sys.stderr)
+        return 0
+    return _run(confirmed.id)[0]
+
+
+def _run(quote_id: str, out=None) -> tuple[int, list[str]]:
+    """The confirmed quote's run, here, through the hardware flow; its result printed (to ``out``,
+    standard output by default) and returned as lines. Exit 0 when it finished, 1 when it stopped or
+    was not run here."""
+    from qsolve.cli import _prefect
+
+    _prefect()
+    from flows.hardware import hardware_flow
+
+    out = out or sys.stdout
+    state = hardware_flow(quote=quote_id, return_state=True)
+    outcomes = state.result(raise_on_failure=False)
+    if isinstance(outcomes, BaseException):
+        said = f"qsolve confirm: the hardware run failed: {type(outcomes).__name__}: {outcomes}"
+        print(said, file=sys.stderr)
+        return 1, [said]
+    if not outcomes:
+        said = f"quote {quote_id}: not run here (another process runs it, or it is no longer confirmed)"
+        print(said, file=out)
+        return 1, [said]
+    lines = []
+    for outcome in outcomes:
+        detail = f": {outcome.detail}" if outcome.detail else ""
+        lines.append(f"{outcome.line()}; {outcome.credits} credits{detail}")
+        if outcome.receipts:
+            verify = "(then qsolve verify DIR/DIGEST.json)"
+            lines.append(f"  qsolve receipts {outcome.run_id} --out DIR   {verify}")
+    print("\n".join(lines), file=out)
+    return (0 if all(o.status == "finished" for o in outcomes) else 1), lines
 
 
 def started(quote_id: str) -> str:
@@ -198,8 +273,8 @@ def started(quote_id: str) -> str:
         except Exception as e:  # noqa: BLE001 - the quote stays confirmed: it can be run later
             return f"confirmed, but not started on the Prefect server ({type(e).__name__}: {e})"
     return (
-        f"run it: prefect deployment run 'hardware/hardware' --param quote={quote_id} (with a Prefect "
-        "server in PREFECT_API_URL, qsolve confirm starts it itself)"
+        f"run it: qsolve confirm {quote_id} --yes (with a Prefect server in PREFECT_API_URL, the quote flow "
+        "run waiting for it is resumed, or the hardware/hardware deployment run)"
     )
 
 

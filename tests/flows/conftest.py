@@ -4,9 +4,14 @@ QSOLVE_HOME for the flows' state and track record."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+#: Prefect counts only its own sleeps against this: on a loaded 2-core machine the harness's start took
+#: 15 s idle and over 120 s at load 30 (issue 23)
+HARNESS_STARTUP_S = int(os.environ.get("QSOLVE_TEST_HARNESS_STARTUP_S", "900"))
 
 
 @pytest.fixture(scope="session")
@@ -23,9 +28,18 @@ def qsolve_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def prefect(qsolve_home: Path):
+    """The harness's server, given as long to start as a busy machine needs; stopped at the end even when
+    its start failed (Prefect's harness leaves a server that timed out running, and registered as the
+    process's temporary server, for Prefect's atexit to stop after pytest's summary)."""
     import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md)
     from prefect.testing.utilities import prefect_test_harness
 
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
+    try:
+        with prefect_test_harness(server_startup_timeout=HARNESS_STARTUP_S):
+            yield
+    finally:  # a harness whose start failed leaves its server registered as the process's temporary one
+        server = sys.modules["prefect.server.api.server"].SubprocessASGIServer
+        for instance in set(server._instances.values()):
+            if instance.server_process is not None:
+                instance.stop()

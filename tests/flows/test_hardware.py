@@ -111,9 +111,11 @@ def test_an_unknown_cost_never_runs_unconfirmed(home, tmp_path, capsys):
         ["confirm", quote.id, "--account", "dev"]
     )  # no --yes and nobody to ask: refused
     assert monkey_stdin_not_a_tty != 0 and "the cost is unknown" in capsys.readouterr().err
-    assert main(["confirm", quote.id, "--yes", "--account", "dev"]) == 0
+    assert main(["confirm", quote.id, "--yes", "--no-run", "--account", "dev"]) == 0
+    assert f"not run (--no-run): run it with qsolve confirm {quote.id} --yes" in capsys.readouterr().err
     with connect(home=home) as db:
         assert db.get_quote(quote.id).status is QuoteStatus.CONFIRMED
+        assert db.get_run(quote.run_id).status is RunStatus.CREATED and db.list_provider_jobs() == []
 
 
 def test_insufficient_credits_refuse_the_run_before_anything_is_sent(home, tmp_path):
@@ -301,6 +303,52 @@ def test_qsolve_refuse_and_the_over_limit_warning(home, tmp_path, capsys, monkey
         assert db.get_run(quote.run_id).status is RunStatus.FAILED
 
 
+def test_the_example_workflows_hardware_case_fits_the_default_per_run_limit(monkeypatch) -> None:
+    """max-cut's own hardware case, priced from its estimate on the default price table, is within the
+    default per-run limit: confirmed as it is, its run is not stopped run_too_large."""
+    import importlib.util
+
+    from qsolve.case_runner import case_params
+    from qsolve.checks import case_input
+    from qsolve.workflow import load_workflow
+    from storage.state import CreditSettings
+
+    for name in ("QSOLVE_CREDITS_PER_RUN_LIMIT", "QSOLVE_CREDITS_PRICES", "QSOLVE_CREDITS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    root = REPO / "workflows" / "max-cut"
+    wf = load_workflow(root)
+    spec = importlib.util.spec_from_file_location("max_cut_workflow", root / "workflow.py")
+    code = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(code)
+    settings = CreditSettings()
+    assert wf.cases.hardware_cases
+    for case in wf.cases.hardware_cases:
+        said = code.estimate(case_input(root, case), case_params(wf.manifest, case))
+        price = settings.estimate_price(case.target, said["circuits"], said["shots"])
+        assert price <= settings.per_run_limit == 50, (case.name, price)
+
+
+def test_a_quote_above_the_limit_names_the_one_command_that_raises_it(home, tmp_path, capsys, monkeypatch):
+    import math
+
+    monkeypatch.delenv("QSOLVE_CREDITS_PER_RUN_LIMIT", raising=False)
+    add_reference()
+    publish(home, tmp_path)
+    assert main(["credits", "limit", "0.5"]) == 0
+    capsys.readouterr()
+    assert main(["quote", "hw-max-cut", "--target", "provider:ref", "--account", "dev"]) == 0
+    out = capsys.readouterr().out
+    with connect(home=home) as db:
+        (quote,) = db.list_quotes(workflow="hw-max-cut")
+    command = f"qsolve credits limit {math.ceil(quote.price)}"
+    assert quote.price > Decimal("0.5") and f"to raise the limit before confirming: {command}" in out
+    assert main(command.split()[1:]) == 0
+    assert main(["confirm", quote.id, "--yes", "--no-run", "--account", "dev"]) == 0
+    assert "above the per-run limit" not in capsys.readouterr().err
+    with connect(home=home) as db:
+        assert db.get_quote(quote.id).authorised == quote.price  # all of it: the run is not cut short
+
+
 def test_qsolve_confirm_resumes_the_quote_flow_run_waiting_for_it(
     home, tmp_path, prefect, monkeypatch, capsys
 ):
@@ -320,6 +368,43 @@ def test_qsolve_confirm_resumes_the_quote_flow_run_waiting_for_it(
     assert f"resumed the quote flow run {waiting.name} waiting for {quote.id}" in capsys.readouterr().err
     (outcome,) = flow_run.outcomes()
     assert outcome.quote == quote.id and outcome.status == "finished" and outcome.recorded
+
+
+def test_qsolve_confirm_runs_the_quote_here_when_no_server_is_named(
+    home, tmp_path, prefect, monkeypatch, capsys
+):
+    """No PREFECT_API_URL: ``qsolve confirm ID --yes`` runs the quote's run through the hardware flow, as
+    ``qsolve submit`` runs its flow, and ends with its result; ``--no-run`` only confirms, and a later
+    ``qsolve confirm ID --yes`` runs it; a quote whose run ran is not confirmed or run again."""
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    add_reference()
+    publish(home, tmp_path, cases=[HARDWARE, HARDWARE | {"name": "hardware-second-edge", "seed": 2}])
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+        _, (first, later) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+    capsys.readouterr()
+    assert main(["confirm", first.id, "--yes", "--account", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert f"quote {first.id}: hardware-single-edge on provider:ref: finished, " in out
+    assert f"qsolve receipts {first.run_id} --out DIR" in out
+    with connect(home=home) as db:
+        assert db.get_run(first.run_id).filed_at is not None
+        assert {j.run_id for j in db.list_provider_jobs()} == {first.run_id}
+
+    assert main(["confirm", later.id, "--yes", "--no-run", "--account", "dev"]) == 0
+    with connect(home=home) as db:
+        assert db.get_quote(later.id).status is QuoteStatus.CONFIRMED
+        assert db.get_run(later.run_id).status is RunStatus.CREATED
+    capsys.readouterr()
+    assert main(["confirm", later.id, "--yes", "--account", "dev"]) == 0  # confirmed, not run: run now
+    assert f"quote {later.id}: hardware-second-edge on provider:ref: finished" in capsys.readouterr().out
+    with connect(home=home) as db:
+        assert db.get_run(later.run_id).filed_at is not None
+        jobs = db.list_provider_jobs()
+    assert main(["confirm", first.id, "--yes", "--account", "dev"]) == 1  # its run ran: nothing again
+    assert "only a pending quote is confirmed" in capsys.readouterr().err
+    with connect(home=home) as db:
+        assert len(db.list_provider_jobs()) == len(jobs)
 
 
 def test_a_quote_left_unanswered_is_not_run_and_the_flow_run_ends(home, tmp_path, prefect):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from qsolve.cli import main
@@ -35,3 +37,26 @@ def test_a_grant_that_does_not_read_is_refused_and_moves_nothing(home, capsys, c
     assert "qsolve credits grant:" in capsys.readouterr().err
     with connect(home=home) as db:
         assert [t for t in db.list_transfers() if t.destination == "ada"] == []
+
+
+def test_the_limit_command_writes_per_run_limit_and_keeps_the_rest_of_the_file(home, capsys, monkeypatch):
+    from storage.state import CreditSettings
+
+    monkeypatch.delenv("QSOLVE_CREDITS_FILE", raising=False)
+    monkeypatch.delenv("QSOLVE_CREDITS_PER_RUN_LIMIT", raising=False)
+    assert CreditSettings.load().per_run_limit == 50
+    assert main(["credits", "limit", "88"]) == 0
+    assert capsys.readouterr().out.strip() == f"the per-run limit is 88 credits ({home / 'credits.toml'})"
+    assert CreditSettings.load().per_run_limit == 88
+    (home / "credits.toml").write_text(
+        "# the operator's\nhistory_run_limit = 30\nper_run_limit = 88\n\n[prices.'ibm:']\nper_shot = 0.001\n"
+    )
+    assert main(["credits", "limit", "100.5"]) == 0
+    settings = CreditSettings.load()
+    assert (settings.per_run_limit, settings.history_run_limit) == (Decimal("100.5"), 30)
+    assert settings.price("ibm:ibm_fez").per_shot == Decimal("0.001")
+    assert (home / "credits.toml").read_text().startswith("# the operator's\nhistory_run_limit = 30\n")
+    assert sorted(p.name for p in home.iterdir()) == ["credits.toml"]  # no partial file left
+    for bad in ("-1", "lots", "Infinity"):
+        assert main(["credits", "limit", bad]) == 2
+    assert CreditSettings.load().per_run_limit == Decimal("100.5")
