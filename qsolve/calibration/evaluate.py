@@ -208,6 +208,8 @@ class RecordOutput(BaseModel):
     failed_keys: list[str] = Field(default_factory=list)
     #: each exchange with the judge (the first, and each retry of failed questions): when, how long
     exchanges: list[dict[str, Any]] = Field(default_factory=list)
+    #: the [started, finished] of each execution before a retry (kept by the state database's retry)
+    earlier_spans: list[list[str]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _derived(self) -> RecordOutput:
@@ -358,9 +360,9 @@ def evaluate(
         examples=used_examples,
         fit_evidence=fit_evidence if spec.is_classical else None,
     )
-    return EvaluationOutput(
-        input=record_input, output=_output(choice, ref, answers, asked), evaluator=evaluator()
-    )
+    earlier = (previous or {}).get("earlier_spans") or ()  # executions before a retry
+    output = _output(choice, ref, answers, asked, earlier)
+    return EvaluationOutput(input=record_input, output=output, evaluator=evaluator())
 
 
 def _arrived(
@@ -368,7 +370,7 @@ def _arrived(
 ) -> tuple[dict[QuestionKey, Answer], list[Call], list[dict[str, Any]]]:
     """The answers of a failed record's stored output that arrived (or were declined), its calls and
     its exchanges: what a retry keeps instead of asking again."""
-    if not previous:
+    if not previous or set(previous) <= {"earlier_spans"}:  # no answer stored: only the times of a retry
         return {}, [], []
     stored = RecordOutput.model_validate(previous)
     kept = {
@@ -412,7 +414,13 @@ def _merged(
     return merged
 
 
-def _output(choice: ModelChoice, ref: Reference, got: ModelAnswers, asked: list[QuestionKey]) -> RecordOutput:
+def _output(
+    choice: ModelChoice,
+    ref: Reference,
+    got: ModelAnswers,
+    asked: list[QuestionKey],
+    earlier_spans: Sequence[Sequence[str]] = (),
+) -> RecordOutput:
     """The output part: the answers read (a declined answer reads as no answer), beside what arrived."""
     texts = {k: (None if (a := got.answers.get(k)) is None or a.declined else a.text) for k in asked}
     reading = read_answers(texts, questions=asked, criteria=ref.criteria)
@@ -458,4 +466,5 @@ def _output(choice: ModelChoice, ref: Reference, got: ModelAnswers, asked: list[
         context_warning=got.context_warning,
         exchanges=got.exchanges
         or [{"started_at": got.started_at.isoformat(), "duration_seconds": got.duration_seconds}],
+        earlier_spans=[list(span) for span in earlier_spans],
     )

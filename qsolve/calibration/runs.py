@@ -350,6 +350,11 @@ def wall_seconds(records) -> float | None:
     for r in records:
         if r.started_at and r.finished_at:
             spans.append((r.started_at, r.finished_at))
+        for earlier in (r.output or {}).get("earlier_spans") or []:  # before a retry (storage keeps them)
+            try:
+                spans.append((datetime.fromisoformat(earlier[0]), datetime.fromisoformat(earlier[1])))
+            except (IndexError, TypeError, ValueError):
+                continue
         for e in (r.output or {}).get("exchanges") or []:
             try:
                 start = datetime.fromisoformat(e["started_at"])

@@ -33,6 +33,33 @@ from storage.state._tables import evaluation_assets, evaluation_records, evaluat
 E = EvaluationStatus
 UNFINISHED = (E.PENDING.value, E.RUNNING.value)
 RESETTABLE = (E.FAILED.value, E.INTERRUPTED.value, E.CANCELLED.value)
+
+
+def _keep_earlier_spans(connection: sa.Connection, run_id: str) -> None:
+    """Before a retry clears a record's times: its [started, finished] kept in its output
+    (``earlier_spans``), so the run's wall time counts every execution (``qsolve.calibration.runs``)."""
+    rows = connection.execute(
+        sa.select(
+            evaluation_records.c.id,
+            evaluation_records.c.output,
+            evaluation_records.c.started_at,
+            evaluation_records.c.finished_at,
+        ).where(
+            evaluation_records.c.run_id == run_id,
+            evaluation_records.c.status.in_(RESETTABLE),
+            evaluation_records.c.started_at.is_not(None),
+            evaluation_records.c.finished_at.is_not(None),
+        )
+    ).all()
+    for row in rows:
+        output = dict(row.output or {})
+        spans = list(output.get("earlier_spans") or [])
+        spans.append([row.started_at.isoformat(), row.finished_at.isoformat()])
+        connection.execute(
+            evaluation_records.update()
+            .where(evaluation_records.c.id == row.id)
+            .values(output=output | {"earlier_spans": spans})
+        )
 #: a run stored but never started by its flow (Prefect did not start, say) is interrupted after this
 START_GRACE = timedelta(seconds=120)
 
@@ -314,6 +341,7 @@ class Evaluations(Store):
             run = _run(_run_row(connection, run_id))
             if run.status in (E.RUNNING, E.PENDING):
                 return run, 0
+            _keep_earlier_spans(connection, run_id)
             reset = connection.execute(
                 evaluation_records.update()
                 .where(evaluation_records.c.run_id == run_id, evaluation_records.c.status.in_(RESETTABLE))

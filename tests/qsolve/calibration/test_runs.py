@@ -416,12 +416,6 @@ def test_output_into_a_reader_that_stops_early_ends_quietly(home: Path, command:
     assert "BrokenPipeError" not in err and "Traceback" not in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding (independent test of issue 25): after a retry the run's wall time keeps only the "
-    "first execution's model calls, not the time its records were judged; retry_evaluation_run clears "
-    "started_at/finished_at and the exchange keeps only the ask's duration, so the wall time can shrink",
-)
 def test_a_retry_adds_its_time_to_the_wall_time_and_loses_none_of_the_first(home: Path) -> None:
     script = dict(GOOD) | {"fit_reliability": [fail(500), fail(500), answer("Assessment: Reliable")]}
     with ModelServer(script) as server:

@@ -12,6 +12,11 @@ import pytest
 from storage.state import EvaluationStatus, NotFound, StateDB
 
 
+def without_spans(output: dict) -> dict:
+    """A record's output less the times a retry keeps of its earlier execution (``earlier_spans``)."""
+    assert all(len(span) == 2 for span in output.get("earlier_spans", []))
+    return {k: v for k, v in output.items() if k != "earlier_spans"}
+
 def results(db: StateDB, n: int = 3) -> list[tuple[str, str, str, str]]:
     from qsolve.calibration.task_result import TaskResult
 
@@ -111,7 +116,7 @@ def test_retry_keeps_a_failed_records_answers_so_only_its_failed_questions_are_a
     assert (
         reset == 1 and again.status is EvaluationStatus.PENDING and done.status is EvaluationStatus.COMPLETED
     )
-    assert again.output == kept and again.input == {"task": "CheckT1"} and again.error is None
+    assert without_spans(again.output) == kept and again.input == {"task": "CheckT1"} and again.error is None
 
 
 def test_a_record_cancelled_in_flight_stays_cancelled_and_keeps_the_answers_that_arrived(db: StateDB) -> None:
@@ -128,7 +133,7 @@ def test_a_record_cancelled_in_flight_stays_cancelled_and_keeps_the_answers_that
     assert kept.input == {"task": "CheckT1"}
     _, reset = db.retry_evaluation_run(run.id)
     (again,) = db.evaluation_records(run.id)
-    assert reset == 1 and again.status is EvaluationStatus.PENDING and again.output == arrived
+    assert reset == 1 and again.status is EvaluationStatus.PENDING and without_spans(again.output) == arrived
 
 
 def test_verdicts_are_an_immutable_history_and_each_reviewer_has_a_current_one(db: StateDB) -> None:
