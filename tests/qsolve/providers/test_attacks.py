@@ -290,3 +290,32 @@ def test_no_credential_reaches_the_provider_but_its_own(home, monkeypatch):
     (environ,) = [json.loads(line)["environ"] for line in text.splitlines() if '"environ"' in line]
     assert environ["WAI_PROVIDER_CREDENTIAL"] == SECRET
     assert [k for k, v in environ.items() if SECRET in v] == ["WAI_PROVIDER_CREDENTIAL"]
+
+
+# ---- qsolve run, as a person runs it -----------------------------------------------------------------
+
+MAX_CUT = str(Path(__file__).resolve().parents[3] / "workflows" / "max-cut")
+
+
+def qsolve_run(capsys, *flags: str) -> tuple[int, dict, str]:
+    capsys.readouterr()
+    code = main(["run", MAX_CUT, "--case", "single-edge", "--target", "provider:sly", "--json", *flags])
+    out = capsys.readouterr()
+    return code, json.loads(out.out), out.err
+
+
+def test_qsolve_run_sends_no_priced_job_without_yes(sly, capsys):
+    sly.behave(estimate=priced("99.00", unit="job"))
+    code, said, err = qsolve_run(capsys)
+    assert code == 1 and said["jobs"] == [] and said["receipts"] == []
+    assert "provider sly: costs 99.00 EUR (billed by job)" in err  # shown before anything is sent
+    assert sly.received("submit") == 0
+
+
+def test_qsolve_run_stops_at_a_charge_its_estimate_did_not_show(sly, capsys):
+    sly.behave(estimate={"free": True}, result={"charged": {"amount": "5000.00", "currency": "EUR"}})
+    code, said, err = qsolve_run(capsys)
+    (job,) = said["jobs"]
+    assert code == 1 and job["status"] == "done" and len(said["receipts"]) == 1
+    assert f"provider sly charged 5000.00 EUR for job record {job['record']}, whose estimate said free" in err
+    assert sly.received("submit") == 1  # the workflow's other nine circuits were not sent
