@@ -319,3 +319,14 @@ def test_qsolve_run_stops_at_a_charge_its_estimate_did_not_show(sly, capsys):
     assert code == 1 and job["status"] == "done" and len(said["receipts"]) == 1
     assert f"provider sly charged 5000.00 EUR for job record {job['record']}, whose estimate said free" in err
     assert sly.received("submit") == 1  # the workflow's other nine circuits were not sent
+
+
+def test_an_estimate_free_beside_an_amount_is_no_free_job(sly):
+    """It was read as free: sent without confirmation, shown and sealed as free, its 99.00 EUR never shown
+    (billing of that shape was already of no one form)."""
+    sly.behave(estimate={"free": True, "amount": "99.00", "currency": "EUR"})
+    with pytest.raises(NotConfirmed, match='"free": true beside amount, currency'):
+        sly.session().run(bell(), SHOTS)
+    shown = quoted(sly, 2, 2 * SHOTS)
+    assert shown["cost"] == "unknown" and provider_cost(shown) == "unknown"
+    assert sly.received("submit") == 0
