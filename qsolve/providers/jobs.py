@@ -235,6 +235,8 @@ class ProviderSession:
         job = self.book.get_provider_job(record)
         if job.status != "submitted":
             raise JobStopped(f"provider job {record} is {job.status}: there is nothing to follow")
+        if why := other_device(self.name, self.description(), job.description):
+            raise JobStopped(f"{why}: job {record} was not asked of it", record=record)
         deadline = time.monotonic() + self.wait_s
         polls = job.polls
         while True:
@@ -307,6 +309,18 @@ class ProviderSession:
         shown = estimate.shown()
         self.tell(f"provider {self.name}: {_estimate_text(shown)}")
         return shown, estimate.kind == "free"
+
+
+def other_device(name: str, now: Mapping[str, Any], recorded: Mapping[str, Any]) -> str:
+    """Why the provider ``name`` now answers for another device than the one a job was sent to, else
+    '': its entry in providers.yaml replaced since, a job of the same id there would be another's."""
+
+    def named(d: Mapping[str, Any]) -> str:
+        return f"provider {d.get('provider')!r}, device {d.get('device')!r}"
+
+    if named(now) == named(recorded):
+        return ""
+    return f"{name} is now {named(now)}, not the {named(recorded)} the job was sent to"
 
 
 def _charged_past(name: str, record: str, estimate: Mapping[str, Any], cost: Mapping[str, Any]) -> str:

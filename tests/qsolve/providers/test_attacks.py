@@ -333,13 +333,9 @@ def test_an_estimate_free_beside_an_amount_is_no_free_job(sly):
     assert sly.received("submit") == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cancel (and follow) of a recorded job go to whatever providers.yaml names now: after the entry "
-    "is replaced by another provider, its own job of the same id is cancelled (follow would seal another "
-    "device's counts as this job's); the record's description (provider, device) is not compared first",
-)
 def test_a_cancel_goes_to_no_other_provider_than_the_jobs(home, tmp_path):
+    """It went to whatever providers.yaml names now: after the entry was replaced by another provider, that
+    one's job of the same id was cancelled (and follow would have sealed its counts as this job's)."""
     from qsolve.providers.cancel import cancel_job
 
     first, second = tmp_path / "first", tmp_path / "second"
@@ -364,9 +360,17 @@ def test_a_cancel_goes_to_no_other_provider_than_the_jobs(home, tmp_path):
                    "program": {"bits": 1}}  # fmt: skip
         assert httpx.post(b_url, json=message).json()["job"] == "s-1"  # someone else's, of the same id
         with connect(home=home) as book:
-            cancel_job(book, record, home=home)
-        cancels = [json.loads(line) for line in b_record.read_text().splitlines()]
-        assert not [m for m in cancels if m.get("op") == "cancel"]
+            said = cancel_job(book, record, home=home)
+            assert not said.stopped and book.get_provider_job(record).status == "submitted"
+        assert said.line.endswith(
+            "not cancelled: sly is now provider 'sly', device 'another-device', not the provider 'sly', "
+            "device 'sly-2' the job was sent to; nothing was sent"
+        )
+        follow = a.session()
+        with pytest.raises(JobStopped, match="'another-device', not the provider 'sly', device 'sly-2'"):
+            follow.follow(record)
+        told = [json.loads(line) for line in b_record.read_text().splitlines()]
+        assert [m["op"] for m in told if m.get("op") in ("cancel", "status", "result")] == []
     finally:
         a.close()
         b.terminate()
