@@ -71,6 +71,7 @@ def cancel_run(book: Any, run_id: str, *, home: Path | None = None) -> list[Canc
 def _cancel_provider(book: Any, job: Any, who: str, home: Path | None) -> Cancel:
     from qsolve.providers.connect import open_client
     from qsolve.providers.errors import ProviderError
+    from qsolve.providers.jobs import other_device
 
     if job.description.get("cancels") is False:
         return Cancel(
@@ -84,6 +85,8 @@ def _cancel_provider(book: Any, job: Any, who: str, home: Path | None) -> Cancel
     except (OSError, ValueError) as e:  # the provider is no longer in providers.yaml, say
         return Cancel(job.id, False, f"{who}: not cancelled: {str(e).splitlines()[0]}")
     try:
+        if why := other_device(job.provider, client.describe().answer, job.description):
+            return Cancel(job.id, False, f"{who}: not cancelled: {why}; nothing was sent")
         answer = client.cancel(job.job)
     except ProviderError as e:
         return Cancel(job.id, False, f"{who}: not cancelled: {e}")

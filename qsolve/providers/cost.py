@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import MAX_PREC, Decimal, localcontext
 from typing import Any
 
 from qsolve.providers.jobs import JobStopped
@@ -42,6 +42,11 @@ class CostRefused(JobStopped):
 
 def _amount(text: str) -> Decimal:
     return Decimal(text)
+
+
+def _exact(value: Decimal) -> str:
+    """An amount as a decimal string (§5.2: digits, optionally a point and digits), never an exponent."""
+    return format(value, "f")
 
 
 def quote_cost(client, description: Mapping[str, Any], *, circuits: int | None, shots: int | None) -> dict:
@@ -103,8 +108,9 @@ def quote_cost(client, description: Mapping[str, Any], *, circuits: int | None, 
         return out | {"cost": "free"}
     if estimate.kind != "priced":
         return out | {"cost": "unknown", "note": shown.get("unknown", "no price is set")}
-    total = _amount(estimate.amount) * circuits
-    out["total"] = {"amount": str(total), "currency": estimate.currency, "jobs": circuits}
+    with localcontext(prec=MAX_PREC):  # exact: a huge amount is neither rounded nor written as 5.3E+41
+        total = _amount(estimate.amount) * circuits
+    out["total"] = {"amount": _exact(total), "currency": estimate.currency, "jobs": circuits}
     out["cost"] = "priced"
     if estimate.at_least:
         out |= {"cost": "unknown", "note": f"the provider says each job costs at least {estimate.amount}"}
@@ -194,13 +200,13 @@ class Authority:
             self._refuse(
                 name, job, f"it costs {said}, more than the {each['amount']} {currency} quoted a job"
             )
-        if self.spent + amount > _amount(total["amount"]):
+        with localcontext(prec=MAX_PREC):  # exact, however many digits the provider's amounts have
+            after = self.spent + amount
+        if after > _amount(total["amount"]):
             self._refuse(
-                name,
-                job,
-                f"it costs {said}, which would take the run's provider total to {self.spent + amount}",
+                name, job, f"it costs {said}, which would take the run's provider total to {_exact(after)}"
             )
-        self.spent += amount
+        self.spent = after
         self.sent += 1
         return self.confirmed_by
 

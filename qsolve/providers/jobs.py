@@ -128,6 +128,9 @@ class ProviderSession:
     run_id: str | None = None
     authority: Any = None  # a quote's confirmation (qsolve.providers.cost.Authority), held to at each job
     records: list[str] = field(default_factory=list)  # the record of each job of this session, in order
+    #: why no further job is sent: a job the provider charged more than its estimate said (free, or a
+    #: lower amount, or another currency), so its estimates no longer tell the person what a job costs
+    overcharged: str | None = None
     _description: dict[str, Any] | None = None
     _device: Any = None
 
@@ -156,6 +159,10 @@ class ProviderSession:
         return compile_circuit(circuit, self.device(), seed=seed)
 
     def run(self, circuit: QuantumCircuit, shots: int, seed: int | None = None, compiled=None) -> Sealed:
+        if self.overcharged is not None:
+            from qsolve.providers.cost import CostRefused
+
+            raise CostRefused(f"{self.overcharged}: no further job was sent")
         described = self.description()
         compiled = compiled or self.compile(circuit, seed or 0)
         program = compiled.program.model_dump(mode="json", exclude_none=True)
@@ -191,7 +198,11 @@ class ProviderSession:
             self.name, program, described, shots, seed=seed, context=context, run_id=self.run_id
         )
         self.records.append(record.id)
-        return self.submit(record.id, program, shots, seed)
+        sealed = self.submit(record.id, program, shots, seed)
+        if why := _charged_past(self.name, record.id, estimate, sealed.job["result"].get("cost", {})):
+            self.overcharged = why
+            self.tell(why)
+        return sealed
 
     def submit(self, record: str, program: dict[str, Any], shots: int, seed: int | None) -> Sealed:
         self.book.provider_job_submitting(record)
@@ -225,6 +236,8 @@ class ProviderSession:
         job = self.book.get_provider_job(record)
         if job.status != "submitted":
             raise JobStopped(f"provider job {record} is {job.status}: there is nothing to follow")
+        if why := other_device(self.name, self.description(), job.description):
+            raise JobStopped(f"{why}: job {record} was not asked of it", record=record)
         deadline = time.monotonic() + self.wait_s
         polls = job.polls
         while True:
@@ -298,6 +311,42 @@ class ProviderSession:
         shown = estimate.shown()
         self.tell(f"provider {self.name}: {_estimate_text(shown)}")
         return shown, estimate.kind == "free"
+
+
+def other_device(name: str, now: Mapping[str, Any], recorded: Mapping[str, Any]) -> str:
+    """Why the provider ``name`` now answers for another device than the one a job was sent to, else
+    '': its entry in providers.yaml replaced since, a job of the same id there would be another's."""
+
+    def named(d: Mapping[str, Any]) -> str:
+        return f"provider {d.get('provider')!r}, device {d.get('device')!r}"
+
+    if named(now) == named(recorded):
+        return ""
+    return f"{name} is now {named(now)}, not the {named(recorded)} the job was sent to"
+
+
+def _charged_past(name: str, record: str, estimate: Mapping[str, Any], cost: Mapping[str, Any]) -> str:
+    """Why a job's charge is past the estimate the person was shown, else '': a free job charged any
+    amount, a priced one charged more (an ``at_least`` amount excepted) or in another currency. An
+    unknown cost is held to no figure."""
+    from decimal import Decimal
+
+    charged = cost.get("charged")
+    if not charged:
+        return ""
+    said = f"provider {name} charged {charged['amount']} {charged['currency']} for job record {record}"
+    if estimate.get("free") is True:
+        if Decimal(charged["amount"]) > 0:
+            return f"{said}, whose estimate said free"
+        return ""
+    if "amount" not in estimate:
+        return ""
+    shown = f"{estimate['amount']} {estimate['currency']}"
+    if charged["currency"] != estimate["currency"]:
+        return f"{said}, whose estimate was {shown}"
+    if not estimate.get("at_least") and Decimal(charged["amount"]) > Decimal(estimate["amount"]):
+        return f"{said}, more than its estimate of {shown}"
+    return ""
 
 
 def _bits(program: Mapping[str, Any]) -> int | None:

@@ -526,6 +526,11 @@ def read_estimate(obj: Any) -> Estimate:
         if free is not False:
             return refused('priced false without "free": false')
         return Estimate(kind="unpriced", **extra)
+    if free is True:  # as billing's free form: a figure beside it makes it of no one form (the person
+        # would be shown "free" and never the amount it states)
+        beside = [k for k in ("amount", "currency", "unit", "at_least") if k in obj]
+        if beside:
+            return refused(f'"free": true beside {", ".join(beside)}: of no one form')
     if "amount" in obj:
         amount = obj["amount"]
         if not isinstance(amount, str):
@@ -542,8 +547,6 @@ def read_estimate(obj: Any) -> Estimate:
             return refused("the unit is not a name")
         if at_least is not None and not isinstance(at_least, bool):
             return refused("at_least is not true or false")
-        if free is True:
-            return Estimate(kind="free", **extra)
         if free is _MISSING:
             return refused("an amount without free")
         return Estimate(

@@ -95,7 +95,7 @@ class HttpTransport:
                 raise TransportTimeout(f"no answer within {timeout:g} s") from None
             except httpx.HTTPError as exc:
                 raise TransportError(f"{type(exc).__name__}: {exc}") from None
-        return parse_answer(b"".join(chunks))
+        return parse_answer(b"".join(chunks), (self.credential,))
 
     def close(self) -> None:
         with self._lock:

@@ -210,7 +210,7 @@ class ProcessTransport:
             if self._buffer:
                 self._fail(TransportProtocolError("the provider wrote more than one line for one message"))
             try:
-                return parse_answer(line)
+                return parse_answer(line, (self.credential,))
             except TransportProtocolError as exc:
                 self._fail(exc)
                 raise  # unreachable: _fail raises

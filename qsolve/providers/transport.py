@@ -15,6 +15,8 @@ import ipaddress
 import json
 from typing import Any, Protocol, runtime_checkable
 
+from qsolve.providers.errors import redact
+
 #: the most bytes an answer may have: a provider cannot exhaust the client's memory
 MAX_ANSWER_BYTES = 64 * 2**20
 
@@ -64,8 +66,22 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def parse_answer(data: bytes) -> dict[str, Any]:
-    """An answer's bytes as a JSON object, or TransportProtocolError saying why not."""
+class _Twice(ValueError):
+    """An object that names a member twice: its answer reads two ways (which count of an outcome?)."""
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Twice(key)
+        out[key] = value
+    return out
+
+
+def parse_answer(data: bytes, secrets: tuple[str | None, ...] = ()) -> dict[str, Any]:
+    """An answer's bytes as a JSON object, or TransportProtocolError saying why not (the start of an
+    answer that is not JSON quoted with ``secrets`` taken out first, so that no cut leaves part of one)."""
     if len(data) > MAX_ANSWER_BYTES:
         raise TransportProtocolError(f"the answer is longer than {MAX_ANSWER_BYTES} bytes")
     try:
@@ -73,9 +89,12 @@ def parse_answer(data: bytes) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise TransportProtocolError("the answer is not UTF-8") from None
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_once)
+    except _Twice as e:
+        name = redact(str(e), secrets)[:60]
+        raise TransportProtocolError(f"the answer names the member {name!r} twice") from None
     except (ValueError, RecursionError):
-        shown = text.strip()
+        shown = redact(text.strip(), secrets)
         shown = shown[:60] + "…" if len(shown) > 60 else shown
         raise TransportProtocolError(f"the answer is not JSON: {shown!r}") from None
     if not isinstance(value, dict):

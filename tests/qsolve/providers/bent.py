@@ -17,6 +17,9 @@ Twists:
     runs-on              every job it took stays running; cancel cancels it
     cannot-cancel        every job it took stays running; describe says cancels: false, and cancel
                          is unsupported
+    lax-submit           refuses at estimate what the reference refuses, and takes it at submit all the
+                         same (a job id, never run)
+    charges              every result says it charged 1.00 EUR, while every estimate says free
     resonators           the reference's star device (a resonator at its centre), as it is; the
                          star device too for ``accepts "moves back"`` and ``accepts "never measured"``
 
@@ -78,6 +81,8 @@ class Bent:
                 return error_answer("unsupported", "this device cannot cancel a job")
             return ok(status="cancelled")
         answer = self.reference.handle(message)
+        if self.twist == "lax-submit" and op == "submit" and answer.get("ok") is False:
+            return ok(job=f"lax-{len(self.requests)}")
         if op == "describe" and self.twist == "cannot-cancel":
             answer["cancels"] = False
         refused = answer.get("ok") is False and str(self.arg) in str(answer["error"]["message"])
@@ -90,6 +95,8 @@ class Bent:
                 answer["counts"] = {k[1:]: v for k, v in answer["counts"].items()}
             elif self.twist == "calibration":
                 answer["calibration"] = {"id": self.arg}
+            elif self.twist == "charges":
+                answer["charged"] = {"amount": "1.00", "currency": "EUR"}
         return answer
 
 

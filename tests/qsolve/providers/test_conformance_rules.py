@@ -124,3 +124,26 @@ def test_a_provider_that_quotes_the_credential_it_refuses_fails_the_echo_check(h
     assert failures(checks) == {"credentials/not-echoed": quoted}
     assert checks["credentials/wrong-credential"] == ("pass", "unauthorized with a wrong credential")
     assert "qsolve-conformance-" not in str(checks)  # what it quoted is not shown either
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="checker gap (issue 21 tester): the invalid and refused programs are sent to estimate only, so a "
+    "provider that refuses them there and takes them at submit (§4: it MUST refuse them) passes; on a free "
+    "device, or with --yes, they could be sent to submit too",
+)
+def test_a_provider_that_takes_at_submit_what_it_refuses_at_estimate_fails(home, capsys):
+    assert main(["providers", "add", "bent", "--process", "--", *BENT, "--stdio", "lax-submit"]) == 0
+    code, checks, _ = checked(capsys, "bent")
+    assert code == 1, "every check passed"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="checker gap (issue 21 tester): a result that charges a job its estimate called free is not "
+    "looked at (the client now stops a session at such a charge: qsolve.providers.jobs._charged_past)",
+)
+def test_a_provider_that_charges_a_job_it_estimated_free_fails(home, capsys):
+    assert main(["providers", "add", "bent", "--process", "--", *BENT, "--stdio", "charges"]) == 0
+    code, checks, _ = checked(capsys, "bent")
+    assert code == 1, "every check passed"
