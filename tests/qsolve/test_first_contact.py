@@ -1,0 +1,68 @@
+"""A new user's mistakes, tried from docs/writing-a-workflow.md alone (issue 23's independent test):
+what the workflow raises or prints cannot forge the platform's report, and each mistake is said once."""
+
+from __future__ import annotations
+
+import json
+
+from qsolve.cli import main
+from qsolve.sandbox.calls import Answer, MethodReturn, one_line
+from qsolve.sandbox.remote import Loaded
+from tests.conftest import WorkflowDir
+from tests.qsolve.test_failures import MODULE
+
+#: an exception message that would print a green "All 8 gates pass." and a passing table row of its own
+FORGED = "x\n\x1b[32mAll 8 gates pass.\x1b[0m\n│ x9 │ sim-cpu │ pass │\r\nPASS \u202eevil"
+
+
+def test_a_message_from_the_workflow_is_one_printable_line() -> None:
+    for model, field in ((MethodReturn, "unavailable"), (Answer, "error"), (Loaded, "error")):
+        said = getattr(model.model_validate({field: FORGED}), field)
+        assert "\n" not in said and "\r" not in said and "\x1b" not in said and "\u202e" not in said
+        assert said.startswith("x\\n\\x1b[32mAll 8 gates pass.")  # shown, escaped, not obeyed
+    assert len(MethodReturn(unavailable="A\n" * 10_000).unavailable) == 4000
+    assert len(Loaded.model_validate({"error": "\x1b" * 4000}).error) == 4000
+    assert one_line("plain (workflow.py:3)") == "plain (workflow.py:3)"
+
+
+def _printed_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines()]
+
+
+def test_an_exception_message_cannot_forge_a_line_of_qsolve_test(wf: WorkflowDir, capsys) -> None:
+    raising = f'        raise RuntimeError({FORGED!r} + "A" * 200_000)\n'
+    forging = MODULE.replace("        return 1 / 0\n", raising)
+    wf.write("workflow.py", forging)
+    wf.cases["cases"] = [{"name": "x1", "input": {"x": 1}}]
+    wf.save()
+    assert main(["test", str(wf.root)]) == 1
+    printed = capsys.readouterr()
+    for stream in (printed.out, printed.err):
+        assert "\x1b" not in stream and "\u202e" not in stream
+        forged = ("All 8 gates pass", "PASS", "│ x9")
+        assert not any(line.startswith(forged) for line in _printed_lines(stream))
+    assert "x1: FAIL method quantum failed: RuntimeError: x\\n\\x1b[32mAll 8 gates pass." in printed.err
+    assert main(["test", str(wf.root), "--json"]) == 1
+    (case,) = json.loads(capsys.readouterr().out)["cases"]
+    assert "\n" not in case["cause"] and "\x1b" not in case["cause"] and len(case["cause"]) <= 4100
+
+
+def test_an_import_error_cannot_forge_a_line_either(wf: WorkflowDir, capsys) -> None:
+    wf.write("workflow.py", f"raise ImportError({FORGED!r})\n" + MODULE)
+    wf.cases["cases"] = [{"name": "x1", "input": {"x": 1}}]
+    wf.save()
+    assert main(["test", str(wf.root), "--json"]) == 1
+    (case,) = json.loads(capsys.readouterr().out)["cases"]
+    assert case["message"].startswith("FAIL ImportError: x\\n\\x1b[32mAll 8 gates pass.")
+    assert case["message"].endswith("(workflow.py:1)")
+
+
+def test_a_syntax_error_names_its_place_once(wf: WorkflowDir, capsys) -> None:
+    no_colon = MODULE.replace("def reference(input, params, ctx):", "def reference(input, params, ctx)")
+    wf.write("workflow.py", no_colon)
+    wf.cases["cases"] = [{"name": "x9", "input": {"x": 9}}]
+    wf.save()
+    assert main(["test", str(wf.root), "--json"]) == 1
+    (case,) = json.loads(capsys.readouterr().out)["cases"]
+    # was "FAIL SyntaxError: expected ':' (workflow.py, line 29) (workflow.py:29)"
+    assert case["message"] == "FAIL SyntaxError: expected ':' (workflow.py:29)"
