@@ -66,3 +66,29 @@ def test_a_syntax_error_names_its_place_once(wf: WorkflowDir, capsys) -> None:
     (case,) = json.loads(capsys.readouterr().out)["cases"]
     # was "FAIL SyntaxError: expected ':' (workflow.py, line 29) (workflow.py:29)"
     assert case["message"] == "FAIL SyntaxError: expected ':' (workflow.py:29)"
+
+
+def test_resources_outside_their_range_are_lint_errors_as_the_guide_says(wf: WorkflowDir, capsys) -> None:
+    from tests.conftest import REPO
+
+    guide = (REPO / "docs" / "writing-a-workflow.md").read_text()
+    assert "`timeout_s` (1 to 7200)" in guide and "`memory_mb` is 64 to 8192" in guide  # once: "capped"
+    wf.manifest["resources"] = {"timeout_s": 9000, "memory_mb": 10000}
+    wf.save()
+    assert main(["lint", str(wf.root), "--json"]) == 1
+    issues = json.loads(capsys.readouterr().out)["issues"]
+    said = [(i["code"], i["key"]) for i in issues]
+    assert said == [("E030", "resources.timeout_s"), ("E031", "resources.memory_mb")]
+
+
+def test_a_method_that_calls_evaluate_itself_is_named_with_evaluates_line(wf: WorkflowDir, capsys) -> None:
+    """The guide's own pattern (``MethodResult(evaluate(input, solution), ...)``): evaluate's exception
+    is the method's, named with evaluate's line, as the guide's table says."""
+    calls = '        return MethodResult(evaluate(input, {"x": 0}))\n'
+    module = MODULE.replace("        return 1 / 0\n", calls)
+    wf.write("workflow.py", module)
+    wf.cases["cases"] = [{"name": "x1", "input": {"x": 1}}]
+    wf.save()
+    assert main(["test", str(wf.root), "--json"]) == 1
+    (case,) = json.loads(capsys.readouterr().out)["cases"]
+    assert case["cause"] == "method quantum failed: ZeroDivisionError: field is zero (workflow.py:7)"
