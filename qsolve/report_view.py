@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from qsolve.judging import BELOW, MATCHES
@@ -40,7 +41,8 @@ class Progress:
                 soft_wrap=True,
             )
         elif kind == "stopped":  # the time limit: the job ends here
-            self.console.print(f"  [red]stopped[/red]: {event['why']}", soft_wrap=True, highlight=False)
+            why = escape(event["why"])
+            self.console.print(f"  [red]stopped[/red]: {why}", soft_wrap=True, highlight=False)
         elif kind == "rerun":
             self.console.print(
                 f"[dim]  running {event['name']} again (reproducible) ...[/dim]", soft_wrap=True
@@ -51,7 +53,7 @@ def _result(passed: bool, message: str | None) -> str:
     """pass, or FAIL and why; a case that raised already says FAIL (``FAIL ValueError: ...``)."""
     if passed:
         return "[green]pass[/green]"
-    return f"[red]FAIL[/red] {(message or '').removeprefix('FAIL ')}"
+    return f"[red]FAIL[/red] {escape((message or '').removeprefix('FAIL '))}"  # the workflow's words: text
 
 
 def case_table(cases) -> Table:
@@ -105,7 +107,7 @@ def show(report: ValidationReport, console: Console) -> None:
         for e in report.checks.errors:
             console.print(f"  {e}", markup=False)
     for w in report.checks.warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
     if report.cases:
         console.print(case_table(report.cases))
         if report.metric_note:
@@ -117,7 +119,7 @@ def show(report: ValidationReport, console: Console) -> None:
         table.add_column("")
         table.add_column("message")
         for g in report.gates:
-            table.add_row(g.name, "[green]pass[/green]" if g.passed else "[red]FAIL[/red]", g.message)
+            table.add_row(g.name, "[green]pass[/green]" if g.passed else "[red]FAIL[/red]", escape(g.message))
         console.print(table)
     if report.sandbox:
         s = report.sandbox

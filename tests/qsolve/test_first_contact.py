@@ -92,3 +92,34 @@ def test_a_method_that_calls_evaluate_itself_is_named_with_evaluates_line(wf: Wo
     assert main(["test", str(wf.root), "--json"]) == 1
     (case,) = json.loads(capsys.readouterr().out)["cases"]
     assert case["cause"] == "method quantum failed: ZeroDivisionError: field is zero (workflow.py:7)"
+
+
+def test_a_message_in_rich_markup_is_shown_as_text_not_obeyed(wf: WorkflowDir, capsys) -> None:
+    """``raise RuntimeError("[/x]")`` ended ``qsolve test`` in a MarkupError traceback, and
+    ``[green]pass[/green]`` coloured the workflow's words as the platform's pass."""
+    markup = "[green]pass[/green] [/x] [link=http://attacker.example]here[/link]"
+    raising = f"        raise RuntimeError({markup!r})\n"
+    wf.write("workflow.py", MODULE.replace("        return 1 / 0\n", raising))
+    wf.cases["cases"] = [{"name": "x1", "input": {"x": 1}}]
+    wf.save()
+    assert main(["test", str(wf.root)]) == 1
+    printed = capsys.readouterr()
+    assert f"x1: FAIL method quantum failed: RuntimeError: {markup} (workflow.py:13)" in printed.err
+    assert "Traceback" not in printed.out + printed.err
+    assert "[/x]" in printed.out and "[link=http://attacker.example]" in printed.out.replace("\n", "")
+
+
+def test_the_progress_line_escapes_markup() -> None:
+    import io
+
+    from rich.console import Console
+
+    from qsolve.report_view import Progress
+
+    out = io.StringIO()
+    Progress(Console(file=out, width=80))(
+        {"event": "result", "index": 0, "total": 1, "name": "c", "passed": False, "message": "m",
+         "why": "FAIL RuntimeError: [green]pass[/green] [/x]"}  # fmt: skip
+    )
+    said = out.getvalue()
+    assert said.startswith("  [1/1] c: FAIL RuntimeError: [green]pass[/green] [/x] (")  # as text
