@@ -128,6 +128,7 @@ def show(report: ValidationReport, console: Console) -> None:
         console.print(
             f"[{style}]sandbox: {held}; {s.timeout_s} s limit; took {s.seconds:.1f} s[/{style}]",
             highlight=False,
+            soft_wrap=True,  # one line, as the progress lines: it wrapped as "took 5.6\ns"
         )
         if not s.confined:
             console.print(

@@ -4,6 +4,7 @@ what the workflow raises or prints cannot forge the platform's report, and each 
 from __future__ import annotations
 
 import json
+import re
 
 from qsolve.cli import main
 from qsolve.sandbox.calls import Answer, MethodReturn, one_line
@@ -123,3 +124,11 @@ def test_the_progress_line_escapes_markup() -> None:
     )
     said = out.getvalue()
     assert said.startswith("  [1/1] c: FAIL RuntimeError: [green]pass[/green] [/x] (")  # as text
+
+
+def test_the_sandbox_line_is_one_line_when_not_on_a_terminal(wf: WorkflowDir, capsys) -> None:
+    wf.cases["cases"] = [{"name": "x9", "input": {"x": 9}}]
+    wf.save()
+    main(["test", str(wf.root)])
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("sandbox:")]
+    assert re.fullmatch(r"sandbox: .*; \d+ s limit; took \d+\.\d s", line), line  # was "took \n5.6 s"
