@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
+
 from qsolve import params as run_params
 from qsolve.cases import Case, case_label
-from qsolve.errors import WorkflowInvalid
+from qsolve.errors import WorkflowInvalid, did_you_mean
 from qsolve.reading import inside, read_json_object
 from qsolve.workflow import CASES, Workflow, load_workflow
 
@@ -105,7 +107,20 @@ def check_submission(root: Path | str) -> SubmissionChecks:
                 f"the limit is {HARDWARE_BYTES_MAX:,})"
             )
     report.warnings.extend(_same_name_and_target(workflow))
+    report.warnings.extend(_ignored_keys(root))
     return report
+
+
+def _ignored_keys(root: Path) -> list[str]:
+    """The seed ignores any top-level key of cases.yaml but ``cases`` and ``hardware_cases``; one close
+    to them is a typo that leaves the file with no cases, said as a warning (``casess``)."""
+    try:
+        raw = yaml.safe_load((root / CASES).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []  # load_workflow read it; a file that changed since is the next run's
+    known = ("cases", "hardware_cases")
+    keys = [k for k in raw if isinstance(k, str) and k not in known] if isinstance(raw, dict) else []
+    return [f"{CASES}: {k}: ignored{did_you_mean(k, known)}" for k in keys if did_you_mean(k, known)]
 
 
 def _check_case(workflow: Workflow, case: Case) -> list[str]:

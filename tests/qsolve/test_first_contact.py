@@ -132,3 +132,14 @@ def test_the_sandbox_line_is_one_line_when_not_on_a_terminal(wf: WorkflowDir, ca
     main(["test", str(wf.root)])
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("sandbox:")]
     assert re.fullmatch(r"sandbox: .*; \d+ s limit; took \d+\.\d s", line), line  # was "took \n5.6 s"
+
+
+def test_a_mistyped_top_level_key_of_cases_yaml_is_warned_of(wf: WorkflowDir, capsys) -> None:
+    """The seed ignores any top-level key but ``cases`` and ``hardware_cases``: ``casess:`` once said
+    only "0 cases ... pass the submission checks"; it still passes the checks, with the typo named."""
+    wf.cases = {"casess": wf.cases["cases"], "notes": "mine"}
+    wf.save()
+    assert main(["check", str(wf.root), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["cases"] == []
+    assert said["warnings"] == ["benchmarks/cases.yaml: casess: ignored; did you mean 'cases'?"]
