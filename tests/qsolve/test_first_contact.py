@@ -143,3 +143,12 @@ def test_a_mistyped_top_level_key_of_cases_yaml_is_warned_of(wf: WorkflowDir, ca
     said = json.loads(capsys.readouterr().out)
     assert said["cases"] == []
     assert said["warnings"] == ["benchmarks/cases.yaml: casess: ignored; did you mean 'cases'?"]
+
+
+def test_a_renamed_method_function_says_the_name_it_probably_is(wf: WorkflowDir, capsys) -> None:
+    wf.write("workflow.py", MODULE.replace("def quantum(", "def quantm("))
+    assert main(["lint", str(wf.root), "--json"]) == 1
+    (issue,) = json.loads(capsys.readouterr().out)["issues"]
+    assert (issue["code"], issue["message"]) == (
+        "E042", "method 'quantum' has no top-level function 'quantum'; did you mean 'quantm'?"
+    )
