@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from qsolve import params as run_params
 from qsolve.cases import Case, case_label
-from qsolve.errors import WorkflowInvalid
-from qsolve.reading import Refused, inside, read_json_object
+from qsolve.errors import WorkflowInvalid, did_you_mean
+from qsolve.reading import Refused, inside, read_json_object, read_yaml
 from qsolve.sandbox import worker
 from qsolve.workflow import CASES, Workflow, load_workflow
 
@@ -100,7 +100,20 @@ def check_submission(root: Path | str) -> SubmissionChecks:
                 f"the limit is {HARDWARE_BYTES_MAX:,})"
             )
     report.warnings.extend(_same_name_and_target(workflow))
+    report.warnings.extend(_ignored_keys(root))
     return report
+
+
+def _ignored_keys(root: Path) -> list[str]:
+    """The seed ignores any top-level key of cases.yaml but ``cases`` and ``hardware_cases``; one close
+    to them is a typo that leaves the file with no cases, said as a warning (``casess``)."""
+    try:
+        raw = read_yaml(root, CASES)  # through the one reader of a submitted folder, as load_workflow
+    except (Refused, WorkflowInvalid, OSError):
+        return []  # load_workflow read it; a file that changed since is the next run's
+    known = ("cases", "hardware_cases")
+    keys = [k for k in raw if isinstance(k, str) and k not in known] if isinstance(raw, dict) else []
+    return [f"{CASES}: {k}: ignored{did_you_mean(k, known)}" for k in keys if did_you_mean(k, known)]
 
 
 def _check_cases(root: Path, workflow: Workflow, report: SubmissionChecks, validating: worker.Worker) -> None:

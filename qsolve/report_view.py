@@ -6,9 +6,11 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from qsolve.judging import BELOW, MATCHES
+from qsolve.sandbox.calls import one_line
 from qsolve.validation import ValidationReport
 
 
@@ -29,29 +31,35 @@ class Progress:
         kind = event.get("event")
         if kind == "case":
             self.case_started = time.monotonic()
-            self.console.print(
-                f"[dim]  [{event['index'] + 1}/{event['total']}] {event['name']} ...[/dim]", soft_wrap=True
-            )
+            name = _text(event["name"])
+            at = f"{event['index'] + 1}/{event['total']}"
+            self.console.print(f"[dim]  [{at}] {name} ...[/dim]", soft_wrap=True)
         elif kind == "result":
             took = time.monotonic() - self.case_started
             verdict = _result(event["passed"], event.get("why") or event["message"])
             self.console.print(
-                f"  [{event['index'] + 1}/{event['total']}] {event['name']}: {verdict} ({took:.1f} s)",
+                f"  [{event['index'] + 1}/{event['total']}] {_text(event['name'])}: {verdict} ({took:.1f} s)",
                 soft_wrap=True,
             )
         elif kind == "stopped":  # the time limit: the job ends here
-            self.console.print(f"  [red]stopped[/red]: {event['why']}", soft_wrap=True, highlight=False)
+            why = _text(event["why"])
+            self.console.print(f"  [red]stopped[/red]: {why}", soft_wrap=True, highlight=False)
         elif kind == "rerun":
             self.console.print(
-                f"[dim]  running {event['name']} again (reproducible) ...[/dim]", soft_wrap=True
+                f"[dim]  running {_text(event['name'])} again (reproducible) ...[/dim]", soft_wrap=True
             )
+
+
+def _text(text: str) -> str:
+    """A name or message the workflow chose, for a Rich line: one line, its markup shown as text."""
+    return escape(one_line(text))
 
 
 def _result(passed: bool, message: str | None) -> str:
     """pass, or FAIL and why; a case that raised already says FAIL (``FAIL ValueError: ...``)."""
     if passed:
         return "[green]pass[/green]"
-    return f"[red]FAIL[/red] {(message or '').removeprefix('FAIL ')}"
+    return f"[red]FAIL[/red] {_text((message or '').removeprefix('FAIL '))}"  # the workflow's words: text
 
 
 def case_table(cases) -> Table:
@@ -81,7 +89,7 @@ def case_table(cases) -> Table:
         )
         verdict = {MATCHES: "matches", BELOW: "below"}.get(c.verdict or "", "")
         table.add_row(
-            c.name,
+            _text(c.name),
             c.target,
             result,
             _n(c.quantum),
@@ -105,7 +113,7 @@ def show(report: ValidationReport, console: Console) -> None:
         for e in report.checks.errors:
             console.print(f"  {e}", markup=False)
     for w in report.checks.warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {_text(w)}", highlight=False)
     if report.cases:
         console.print(case_table(report.cases))
         if report.metric_note:
@@ -117,7 +125,7 @@ def show(report: ValidationReport, console: Console) -> None:
         table.add_column("")
         table.add_column("message")
         for g in report.gates:
-            table.add_row(g.name, "[green]pass[/green]" if g.passed else "[red]FAIL[/red]", g.message)
+            table.add_row(g.name, "[green]pass[/green]" if g.passed else "[red]FAIL[/red]", _text(g.message))
         console.print(table)
     if report.sandbox:
         s = report.sandbox
@@ -126,6 +134,7 @@ def show(report: ValidationReport, console: Console) -> None:
         console.print(
             f"[{style}]sandbox: {held}; {s.timeout_s} s limit; took {s.seconds:.1f} s[/{style}]",
             highlight=False,
+            soft_wrap=True,  # one line, as the progress lines: it wrapped as "took 5.6\ns"
         )
         if not s.confined:
             console.print(

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from qsolve.errors import Issue, WorkflowInvalid
+from qsolve.errors import Issue, WorkflowInvalid, did_you_mean
 from qsolve.manifest import Manifest
 from qsolve.reading import read_text
 from qsolve.workflow import module_path
@@ -45,10 +45,12 @@ def module(root: Path, manifest: Manifest | None) -> Iterator[Issue]:
     names = top_level_names(tree)
     if "evaluate" not in names:
         yield Issue(label, "no top-level `evaluate(input, solution)`", code="E041")
+    declared = {m.function_name for m in manifest.methods} | {"evaluate", "estimate"}
     for method in manifest.methods:
         if method.function_name not in names:
             yield Issue(
                 label,
-                f"method {method.name!r} has no top-level function {method.function_name!r}",
+                f"method {method.name!r} has no top-level function {method.function_name!r}"
+                + did_you_mean(method.function_name, sorted(n for n in names if n not in declared)),
                 code="E042",
             )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import re
 import time
 import traceback
 from pathlib import Path
@@ -32,7 +33,19 @@ if TYPE_CHECKING:
 MAX_TEXT = 4000  # characters of a reason or an error message kept
 
 
+#: what a message from the workflow may not carry to a terminal or a page: control characters (new
+#: lines, ANSI escapes), and the bidirectional overrides that reorder what is shown
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str) -> str:
+    """A message from the workflow as one printable line: each control character as its escape
+    (``\\n``, ``\\x1b``), so a message cannot start a line of its own or colour the platform's."""
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def _short(text: str) -> str:
+    text = one_line(text)
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
 
 
@@ -102,6 +115,8 @@ def raised(e: BaseException, root: str | None = None) -> str:
     else:
         said = f"{type(e).__name__}: {e}"
     where = own_frame(e, root) if root else None
+    if isinstance(e, SyntaxError) and e.msg and where:  # its place said once, not also in str(e)
+        said = f"{type(e).__name__}: {e.msg}"
     return f"{said.rstrip()} ({where})" if where else said
 
 
@@ -223,4 +238,4 @@ class ModuleCode:
             return Answer(error=f"estimate() failed: {raised(e, self.root)}")
 
 
-__all__ = ["Answer", "MethodReturn", "ModuleCode", "WorkflowCode", "own_frame", "raised"]
+__all__ = ["Answer", "MethodReturn", "ModuleCode", "WorkflowCode", "one_line", "own_frame", "raised"]

@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from qsolve.errors import Unconfined, WorkflowProcessFailed
 from qsolve.home import qsolve_home
 from qsolve.sandbox import circuits, worker
-from qsolve.sandbox.calls import Answer, MethodReturn
+from qsolve.sandbox.calls import Answer, MethodReturn, one_line
 from qsolve.sandbox.confine import Job, Protections
 from qsolve.sandbox.process import PACKAGE, JobProcess
 
@@ -62,6 +62,11 @@ class Loaded(BaseModel):
 
     error: str | None = Field(default=None, max_length=4000)
     seconds: float = Field(default=0.0, ge=0.0)
+
+    @field_validator("error")
+    @classmethod
+    def _one_line(cls, v: str | None) -> str | None:
+        return None if v is None else one_line(v)[:4000]  # the workflow's words, never a line of their own
 
 
 class RemoteCode:
