@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .inventory import FileEntry, Inventory, checked, remember, set_aside
-from .layout import BATCH, TEMPORARY_PREFIX, Layout
+from .layout import BATCH, LEFT_OUT, TEMPORARY_PREFIX, Layout
 from .row import SCHEMA, TrackRecordRow, conform, to_table
 
 COMPRESSION = "zstd"
@@ -94,13 +94,18 @@ def holds_runs(path: Path, run_ids: list[str]) -> bool:
 
 
 def set_aside_one(path: Path, problem: str) -> None:
-    """Move one file of the folder into ``trackrecord/left-out/`` (``inventory.set_aside``)."""
+    """Move one file of the folder into ``trackrecord/left-out/`` (``inventory.set_aside``). One that
+    cannot be moved (a home qsolve may not write) raises the move's error: filing would else report
+    runs filed that no file holds."""
     try:
         st = path.lstat()
     except FileNotFoundError:
         return
     entry = FileEntry(path.name, st.st_size, st.st_mtime_ns, problem)
     set_aside(Inventory(path.parent, path.parent / "unused", (entry,)))
+    if path.is_symlink() or path.exists():
+        (path.parent / LEFT_OUT).mkdir(exist_ok=True)
+        os.rename(path, path.parent / LEFT_OUT / path.name)  # raises what kept set_aside from it
 
 
 def one_copy_per_run(table: pa.Table) -> pa.Table:
