@@ -245,7 +245,11 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
 
     if args.rebuild:
         return _rebuild_track_record(args)
-    _home_writable()  # a read-only home: one line (main's handler), before a flow logs a traceback
+    _home_writable()  # a read-only home, a damaged database: one line (main's handler), before a flow
+    from storage.state import connect  # logs a traceback of each task it fails
+
+    with connect() as db:
+        db.count_unfiled()
     _prefect()
     from flows.maintenance import maintenance_flow
 

@@ -39,3 +39,20 @@ def test_maintenance_on_a_read_only_home_with_a_damaged_batch_says_so_in_one_lin
     assert done.returncode == 0 and "filed 4 runs again" in done.stdout, (done.stdout, done.stderr)
     done = qsolve(home, "query", "SELECT run_id FROM rows ORDER BY run_id", "--format", "csv")
     assert done.stdout.split() == ["run_id", *ids], done.stdout
+
+
+def test_maintenance_on_a_corrupt_database_says_so_in_one_line(tmp_path: Path) -> None:
+    """Was: the one line came after four tracebacks, one a task of the flow that failed."""
+    home = tmp_path / "home"
+    with connect(home=home) as db:
+        version = db.publish_version("max-cut", "1.0.0", "d1" * 32, [])[0]
+        filed_home(db, version, home)
+    data = bytearray((home / "state.db").read_bytes())
+    data[100:4000] = b"\xff" * 3900  # the header kept, the schema's page damaged
+    (home / "state.db").write_bytes(bytes(data))
+    for name in ("state.db-wal", "state.db-shm"):
+        (home / name).unlink(missing_ok=True)
+    assert_one_line(qsolve(home, "maintenance"), str(home / "state.db"), "damaged")
+    assert_one_line(qsolve(home, "maintenance", "--rebuild"), str(home / "state.db"), "damaged")
+    done = qsolve(home, "query", "SELECT count(*) AS n FROM rows", "--format", "csv")
+    assert done.returncode == 0 and done.stdout.split() == ["n", "12"], (done.stdout, done.stderr)
