@@ -6,6 +6,7 @@ PostgreSQL."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import warnings
@@ -55,15 +56,45 @@ def test_a_batch_replaced_by_another_valid_file_of_other_rows_is_filed_again(db,
     assert run_ids(home) == ids and analyst_ids(home) == ids
 
 
-def test_a_file_damaged_past_its_footer_is_set_aside_and_its_runs_filed_again(db, version, tmp_path):
+def test_a_file_overwritten_up_to_its_footer_is_set_aside_and_its_runs_filed_again(db, version, tmp_path):
     home = tmp_path / "home"
     ids = filed_home(db, version, home)
     (head,) = Layout(home).files("h")
     data = bytearray(head.read_bytes())
-    for i in range(8, len(data) // 2):  # the column chunks, not the footer at the end
+    for i in range(8, len(data) // 2):  # a small file: its footer starts before the middle
         data[i] = 0xFF
     head.write_bytes(bytes(data))
     a_pass(db, home)
+    assert run_ids(home) == ids and analyst_ids(home) == ids
+
+
+def damage_a_column_chunk(path: Path) -> None:
+    """The run_id column's pages scrambled, the footer left whole: the checks read only the footer."""
+    import pyarrow.parquet as pq
+
+    chunk = pq.read_metadata(path).row_group(0).column(6)
+    assert chunk.path_in_schema == "run_id"
+    data = bytearray(path.read_bytes())
+    for i in range(chunk.data_page_offset + 20, chunk.data_page_offset + chunk.total_compressed_size):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: a file whose column pages are damaged but whose footer is whole passes every check"
+    " (they read the footer only); qsolve query fails with 'don't know what type:', qsolve page with a"
+    " traceback, every maintenance pass's compaction with the same error, and the pass files nothing"
+    " again (the footers' row count still matches): only --rebuild brings the rows back",
+)
+def test_a_file_damaged_past_its_footer_is_set_aside_and_its_runs_filed_again(db, version, tmp_path):
+    home = tmp_path / "home"
+    ids = filed_home(db, version, home)
+    (head,) = Layout(home).files("h")
+    damage_a_column_chunk(head)
+    for _ in range(2):  # the pass that finds it, then the pass that files its runs again
+        with contextlib.suppress(duckdb.Error):
+            a_pass(db, home)
     assert run_ids(home) == ids and analyst_ids(home) == ids
 
 
