@@ -9,6 +9,9 @@ stays true as rows are added, so the ``b-`` and ``h-`` files always hold every c
 
 Only files that pass the checks of ``inventory`` are merged; any other (qsolve did not write it, or it
 is damaged) is left where it is, never removed, and named in a warning and in ``Compacted.left_out``.
+A file whose footer reads but whose data does not (damaged past the footer, which the checks read alone)
+fails the merge: it is then set aside into ``trackrecord/left-out/``, and the next maintenance pass files
+its runs again from the state database.
 ``trackrecord.duckdb`` is brought up to date at the end, since its views name the files.
 
 Crash-safe like filing: the outputs are written whole before any input is removed, and until then the
