@@ -73,3 +73,27 @@ def test_two_passes_and_a_rebuild_at_once_keep_every_row_once(db, version, datab
     finally:
         con.close()
     assert not list((Layout(home).folder / "left-out").glob("*"))  # nothing of qsolve's set aside
+
+
+def test_a_rebuild_killed_then_run_again_shows_every_row_once(db, version, database_url, tmp_path):
+    """``qsolve maintenance --rebuild`` killed (SIGKILL, a failpoint) between writing and removing, then
+    run again: every run once, the old files gone, no file set aside."""
+    home = tmp_path / "home"
+    ids = filed_home(db, version, home)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "QSOLVE_HOME": str(home),
+        "QSOLVE_DATABASE_URL": database_url,
+    }
+    command = [sys.executable, "-m", "qsolve.cli", "maintenance", "--rebuild"]
+    killed = subprocess.run(
+        command, env={**env, "QSOLVE_FAILPOINT": "trackrecord.rebuilt"}, capture_output=True, timeout=300
+    )
+    assert killed.returncode == -9, killed.stderr
+    assert run_ids(home) == sorted(ids)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert run_ids(home) == sorted(ids) and run_ids(home, "current") == sorted(ids)
+    assert [p.name[:2] for p in Layout(home).files()] == ["h-"]
+    assert not (Layout(home).folder / "left-out").exists()
