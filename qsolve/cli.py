@@ -239,16 +239,44 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
 
     if args.rebuild:
         return _rebuild_track_record(args)
+    _home_writable()  # a read-only home, a damaged database: one line (main's handler), before a flow
+    from storage.state import connect  # logs a traceback of each task it fails
+
+    with connect() as db:
+        db.count_unfiled()
     _prefect()
     from flows.maintenance import maintenance_flow
 
     state = maintenance_flow(return_state=True)
     report = state.result(raise_on_failure=False)
     if isinstance(report, BaseException):
+        from storage.state._faults import fault_line
+
+        if (line := fault_line(report, "maintenance")) is not None:
+            print(f"qsolve: {line}", file=sys.stderr)
+            return EXIT_USAGE
         print(f"qsolve: the maintenance pass failed: {type(report).__name__}: {report}", file=sys.stderr)
         return EXIT_FAILED
     print(json.dumps(report.model_dump(mode="json")) if args.json else report.summary())
     return EXIT_OK
+
+
+def _home_writable() -> None:
+    """Raise the OSError of a home (and its track record's folder) qsolve may not write."""
+    import os
+    import tempfile
+
+    from qsolve.home import qsolve_home
+
+    home = qsolve_home()
+    for folder in (home, home / "trackrecord"):
+        if folder.is_dir():
+            try:
+                fd, name = tempfile.mkstemp(prefix=".tmp-probe-", dir=folder)
+            except OSError as e:
+                raise OSError(e.errno, e.strerror, str(folder)) from None
+            os.close(fd)
+            os.unlink(name)
 
 
 def _rebuild_track_record(args: argparse.Namespace) -> int:

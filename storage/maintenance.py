@@ -158,6 +158,9 @@ def rebuild_track_record(db: StateDB, home: Path) -> int:
     for path in before - written:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+    # A compaction elsewhere meanwhile may have kept its output under a name of ``before`` (the same
+    # runs as an old h- file) and removed this rebuild's batches: whatever is gone is filed again.
+    refile_lost_runs(db, home)
     compact(home)
     return len(ids)
 

@@ -9,6 +9,9 @@ stays true as rows are added, so the ``b-`` and ``h-`` files always hold every c
 
 Only files that pass the checks of ``inventory`` are merged; any other (qsolve did not write it, or it
 is damaged) is left where it is, never removed, and named in a warning and in ``Compacted.left_out``.
+A file whose footer reads but whose data does not (damaged past the footer, which the checks read alone)
+fails the merge: it is then set aside into ``trackrecord/left-out/``, and the next maintenance pass files
+its runs again from the state database.
 ``trackrecord.duckdb`` is brought up to date at the end, since its views name the files.
 
 Crash-safe like filing: the outputs are written whole before any input is removed, and until then the
@@ -28,7 +31,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .filing import COMPRESSION, ROW_GROUP_ROWS, ensure_schema_file, fsync_folder, write_named
+from .filing import COMPRESSION, ROW_GROUP_ROWS, ensure_schema_file, fsync_folder, set_aside_one, write_named
 from .inventory import take_inventory
 from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, Layout
 from .row import COLUMNS, SCHEMA
@@ -74,6 +77,13 @@ def compact(
                 merged = len(inputs)
             except duckdb.IOException as e:  # another compaction removed an input first
                 skipped = f"inputs changed during compaction: {e}"
+            except duckdb.Error as e:  # a file damaged past its footer, which the checks read alone
+                bad = _unreadable(inputs)
+                if not bad:
+                    raise
+                for p in bad:
+                    set_aside_one(p, f"its data does not read ({e})")
+                skipped = f"set aside {len(bad)} damaged file(s); the next pass files their runs again"
         else:
             skipped = "no batch files"
         small = [p for p in inventory.readable(OLDER) if inventory.entry(p).size < OLDER_FILE_BYTES]
@@ -117,6 +127,19 @@ def _merge_heads(con: duckdb.DuckDBPyConnection, layout: Layout, inputs: list[Pa
     for table in ("merged", "contested", "latest", "replaced"):
         con.execute(f"DROP TABLE {table}")
     return outputs[0][1], outputs[1][1]
+
+
+def _unreadable(files: list[Path]) -> list[Path]:
+    """The files whose rows do not read whole (each read through, every column)."""
+    bad = []
+    for p in files:
+        try:
+            pq.read_table(p)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError, pa.ArrowException):
+            bad.append(p)
+    return bad
 
 
 def _one_copy_per_run(source: str) -> str:

@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .inventory import FileEntry, checked, remember
-from .layout import BATCH, TEMPORARY_PREFIX, Layout
+from .inventory import FileEntry, Inventory, checked, remember, set_aside
+from .layout import BATCH, LEFT_OUT, TEMPORARY_PREFIX, Layout
 from .row import SCHEMA, TrackRecordRow, conform, to_table
 
 COMPRESSION = "zstd"
@@ -67,8 +67,11 @@ def file_table(table: pa.Table, home: Path | str | None = None) -> Filed:
         return Filed(None, 0, False)
     layout.folder.mkdir(parents=True, exist_ok=True)
     ensure_schema_file(layout)
-    path = layout.data_file(BATCH, table.column("run_id").to_pylist())
+    run_ids = table.column("run_id").to_pylist()
+    path = layout.data_file(BATCH, run_ids)
     new = False
+    if path.exists() and not holds_runs(path, run_ids):
+        set_aside_one(path, "holds other runs than its name says")
     if not path.exists():
         table = table.sort_by(SORT_KEYS)
         new = write_whole(path, lambda f: write_parquet(table, f, BATCH_COMPRESSION), durable=False)
@@ -76,6 +79,33 @@ def file_table(table: pa.Table, home: Path | str | None = None) -> Filed:
             remember(path, table.num_rows)
     ensure_views(layout, filed=True)
     return Filed(path, table.num_rows, new)
+
+
+def holds_runs(path: Path, run_ids: list[str]) -> bool:
+    """Whether the file already named for these runs holds exactly them (not a copy of another file put
+    under its name, which filing again would otherwise take for done)."""
+    try:
+        found = pq.read_table(path, columns=["run_id"]).column("run_id").to_pylist()
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+    return sorted(found) == sorted(run_ids)
+
+
+def set_aside_one(path: Path, problem: str) -> None:
+    """Move one file of the folder into ``trackrecord/left-out/`` (``inventory.set_aside``). One that
+    cannot be moved (a home qsolve may not write) raises the move's error: filing would else report
+    runs filed that no file holds."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    entry = FileEntry(path.name, st.st_size, st.st_mtime_ns, problem)
+    set_aside(Inventory(path.parent, path.parent / "unused", (entry,)))
+    if path.is_symlink() or path.exists():
+        (path.parent / LEFT_OUT).mkdir(exist_ok=True)
+        os.rename(path, path.parent / LEFT_OUT / path.name)  # raises what kept set_aside from it
 
 
 def one_copy_per_run(table: pa.Table) -> pa.Table:
