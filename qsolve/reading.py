@@ -37,6 +37,7 @@ _SYS_OPENAT2 = 437  # the same number on every architecture (the unified system-
 _RESOLVE_NO_MAGICLINKS, _RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH = 0x02, 0x04, 0x08
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 SPECIAL = "is a special file (a device, FIFO or socket): the platform reads regular files only"
+HARD_LINK = "has other hard links: the platform reads only a file that is the folder's alone"
 NO_LINK = "is a symbolic link or passes through one: the platform follows no link in a workflow folder"
 
 
@@ -173,13 +174,18 @@ def read_bytes(
     except NotADirectoryError:
         raise _fail(label, "does not exist (a part of its path is a file, not a folder)") from None
     except OSError as e:
+        if e.errno == errno.ENXIO:  # opening a socket
+            raise _fail(label, "is a socket: the platform reads regular files only") from None
         raise _fail(label, f"cannot be read: {e.strerror or e}") from None
     try:
-        mode = os.fstat(fd).st_mode
+        st = os.fstat(fd)
+        mode = st.st_mode
         if stat.S_ISDIR(mode):
             raise _fail(label, "is a folder, not a file")
         if not stat.S_ISREG(mode):
             raise _fail(label, f"is {_kind(mode)}: the platform reads regular files only")
+        if st.st_nlink > 1:  # a hard link to a file outside (root may link a 0600 token in): not the folder's
+            raise _fail(label, HARD_LINK)
         chunks, size = [], 0
         try:
             while size <= limit:
@@ -227,6 +233,8 @@ def read_text(root: Path | str, relative: str, label: str | None = None) -> str:
 def parse_yaml(text: str, label: str) -> Any:
     try:
         value = yaml.safe_load(text)
+    except RecursionError:  # PyYAML composes a node's children by recursion: `[[[[...` 100,000 deep
+        raise _fail(label, "is not YAML the platform reads: it is nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
