@@ -210,7 +210,8 @@ def test_the_checks_of_many_backtracking_cases_share_one_bound(wf: WorkflowDir, 
     from qsolve.sandbox import worker
 
     monkeypatch.setattr(worker, "SCHEMA_S", 1.0)  # the bound of one validation, shortened
-    wf.write("schemas/input.json", {"type": "object", "properties": {"x": {"type": "string", "pattern": "^(a|a)+$"}}})
+    backtracking = {"type": "string", "pattern": "^(a|a)+$"}
+    wf.write("schemas/input.json", {"type": "object", "properties": {"x": backtracking}})
     wf.cases["cases"] = [{"name": f"c{i}", "input": {"x": "a" * 40 + "!"}} for i in range(12)]
     wf.cases["hardware_cases"] = []
     wf.save()
