@@ -30,6 +30,8 @@ from qsolve.errors import Issue, WorkflowInvalid
 MAX_FILE_BYTES = 64 * 2**20
 #: the most values a YAML document may hold, its aliases written out
 MAX_YAML_VALUES = 1_000_000
+#: the longest path beneath the folder the platform lists: a longer one does not open (PATH_MAX)
+MAX_PATH_BYTES = 4000
 #: the most of a workflow's own file a message quotes
 EXCERPT_CHARS = 120
 
@@ -346,6 +348,8 @@ def walk(root: Path | str, skipped_dirs: set[str], skipped_suffixes: set[str]) -
         folder = stack.pop()
         for name, k in entries(root, folder):
             rel = f"{folder}/{name}" if folder else name
+            if len(os.fsencode(rel)) > MAX_PATH_BYTES:  # its folder would list as empty: refused, not omitted
+                raise Refused(f"{excerpt(rel)}: its path is longer than {MAX_PATH_BYTES:,} bytes")
             if name in skipped_dirs:  # a worktree's `.git` is a file: skipped whatever it is
                 continue
             if PurePosixPath(name).suffix in skipped_suffixes:

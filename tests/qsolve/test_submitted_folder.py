@@ -220,3 +220,20 @@ def test_the_checks_of_many_backtracking_cases_share_one_bound(wf: WorkflowDir, 
     took = time.monotonic() - began
     assert not report.ok and all("stopped validating" in e for e in report.errors)
     assert took < 4 * worker.SCHEMA_S, f"the checks took {took:.1f} s for 12 cases"
+
+
+def test_a_file_nested_past_path_max_is_refused_by_name_not_left_out_of_the_listing(wf: WorkflowDir) -> None:
+    """3,000 nested folders: the deep file's folder did not open, listed as empty, and the published
+    archive and the sandbox's copy silently left the file out."""
+    from qsolve.publication import PublicationError, listing
+
+    fd = os.open(wf.root, os.O_RDONLY)
+    for _ in range(500):
+        os.mkdir("dddddddddd", dir_fd=fd)
+        inner = os.open("dddddddddd", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(os.open("deep.py", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+    os.close(fd)
+    with pytest.raises(PublicationError, match="its path is longer than 4,000 bytes"):
+        listing(wf.root)
