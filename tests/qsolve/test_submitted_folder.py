@@ -251,3 +251,37 @@ def test_a_pattern_that_costs_minutes_to_compile_is_stopped_by_name_not_compiled
     assert ran.returncode == 1
     assert "E061" in ran.stdout and "schemas/input.json: not a valid JSON Schema: the platform" in ran.stdout
     assert len(ran.stdout) < 4000
+
+
+def test_a_remote_ref_in_a_schema_is_never_fetched(wf: WorkflowDir) -> None:
+    """jsonschema's default registry fetches a remote ``$ref`` with urllib (a deprecation warning aside):
+    the platform asked a server the schema named, from its own network, for every case it checked."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from qsolve.checks import check_submission
+
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            asked.append(self.path)
+            body = b'{"type": "object"}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        wf.write("schemas/input.json", {"$ref": f"http://127.0.0.1:{server.server_port}/leak.json"})
+        report = check_submission(wf.root)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert asked == [], f"the platform fetched {asked}"
+    assert not report.ok and any("Unresolvable" in e for e in report.errors), report.errors
