@@ -12,8 +12,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 from pydantic_core import PydanticCustomError
 
+from qsolve.errors import shown
+from qsolve.reading import excerpt
+
 IBM_TARGET_RE = re.compile(r"ibm:[A-Za-z0-9_.-]{1,60}")
 MAX_HARDWARE_CASES = 3
+#: the most of a case's name a message shows
+NAME_SHOWN = 80
 
 
 class Expect(BaseModel):
@@ -79,4 +84,5 @@ HARDWARE_CASES = TypeAdapter(list[HardwareCase])
 def case_label(section: str, index: int, case: Case | dict | Any) -> str:
     """``cases[2] (ring-6-with-chord)``: how a case is named in every message."""
     name = case.name if isinstance(case, Case) else case.get("name") if isinstance(case, dict) else None
-    return f"{section}[{index}]" + (f" ({name})" if isinstance(name, str) and name else "")
+    shown_name = shown(excerpt(name, NAME_SHOWN)) if isinstance(name, str) else ""  # not 60 MiB a message
+    return f"{section}[{index}]" + (f" ({shown_name})" if shown_name else "")

@@ -18,6 +18,7 @@ formatted only at the edge: ``benchmarks/cases.yaml: cases[2].expect.max_gapp: u
 from __future__ import annotations
 
 import difflib
+import re
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,15 @@ def format_loc(loc: Sequence[str | int]) -> str:
     return out
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """``text`` with its control characters escaped (``\\n``, ``\\x1b``): a file's name from a
+    workflow folder cannot start a line of its own or send a terminal escape (issue 22)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 @dataclass(frozen=True)
 class Issue:
     """One thing wrong (or worth a warning), with the file and key path it is about."""
@@ -55,6 +65,7 @@ class Issue:
     def format(self, folder: str | None = None) -> str:
         """``E052 workflows/x/benchmarks/cases.yaml: hardware_cases[0].target: ...``"""
         file = f"{folder.rstrip('/')}/{self.file}" if folder and self.file else self.file
+        file = shown(file)
         where = file + (f": {format_loc(self.loc)}" if self.loc else "")
         prefix = f"{self.code} " if self.code else ""
         return f"{prefix}{where}: {self.message}"

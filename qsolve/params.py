@@ -7,10 +7,14 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
+from referencing import Registry
 
 from qsolve.reading import excerpt
 
 MAX_SHOTS = 100_000
+#: no retrieval: a remote ``$ref`` in a workflow's schema is unresolvable, never fetched (jsonschema's
+#: default registry still fetches one with urllib, from the platform's network)
+_NO_FETCH = Registry()
 
 
 def defaults(schema: dict[str, Any]) -> dict[str, Any]:
@@ -25,7 +29,7 @@ def merge(schema: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
 
 def schema_error(schema: dict[str, Any], value: Any) -> str | None:
     """The most relevant way ``value`` fails ``schema``, naming the schema path; ``None`` if it matches."""
-    err = best_match(Draft202012Validator(schema).iter_errors(value))
+    err = best_match(Draft202012Validator(schema, registry=_NO_FETCH).iter_errors(value))
     if err is None:
         return None
     at = err.json_path

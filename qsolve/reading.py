@@ -30,6 +30,8 @@ from qsolve.errors import Issue, WorkflowInvalid
 MAX_FILE_BYTES = 64 * 2**20
 #: the most values a YAML document may hold, its aliases written out
 MAX_YAML_VALUES = 1_000_000
+#: the longest path beneath the folder the platform lists: a longer one does not open (PATH_MAX)
+MAX_PATH_BYTES = 4000
 #: the most of a workflow's own file a message quotes
 EXCERPT_CHARS = 120
 
@@ -37,6 +39,7 @@ _SYS_OPENAT2 = 437  # the same number on every architecture (the unified system-
 _RESOLVE_NO_MAGICLINKS, _RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH = 0x02, 0x04, 0x08
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 SPECIAL = "is a special file (a device, FIFO or socket): the platform reads regular files only"
+HARD_LINK = "has other hard links: the platform reads only a file that is the folder's alone"
 NO_LINK = "is a symbolic link or passes through one: the platform follows no link in a workflow folder"
 
 
@@ -173,13 +176,18 @@ def read_bytes(
     except NotADirectoryError:
         raise _fail(label, "does not exist (a part of its path is a file, not a folder)") from None
     except OSError as e:
+        if e.errno == errno.ENXIO:  # opening a socket
+            raise _fail(label, "is a socket: the platform reads regular files only") from None
         raise _fail(label, f"cannot be read: {e.strerror or e}") from None
     try:
-        mode = os.fstat(fd).st_mode
+        st = os.fstat(fd)
+        mode = st.st_mode
         if stat.S_ISDIR(mode):
             raise _fail(label, "is a folder, not a file")
         if not stat.S_ISREG(mode):
             raise _fail(label, f"is {_kind(mode)}: the platform reads regular files only")
+        if st.st_nlink > 1:  # a hard link to a file outside (root may link a 0600 token in): not the folder's
+            raise _fail(label, HARD_LINK)
         chunks, size = [], 0
         try:
             while size <= limit:
@@ -227,6 +235,8 @@ def read_text(root: Path | str, relative: str, label: str | None = None) -> str:
 def parse_yaml(text: str, label: str) -> Any:
     try:
         value = yaml.safe_load(text)
+    except RecursionError:  # PyYAML composes a node's children by recursion: `[[[[...` 100,000 deep
+        raise _fail(label, "is not YAML the platform reads: it is nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -338,6 +348,8 @@ def walk(root: Path | str, skipped_dirs: set[str], skipped_suffixes: set[str]) -
         folder = stack.pop()
         for name, k in entries(root, folder):
             rel = f"{folder}/{name}" if folder else name
+            if len(os.fsencode(rel)) > MAX_PATH_BYTES:  # its folder would list as empty: refused, not omitted
+                raise Refused(f"{excerpt(rel)}: its path is longer than {MAX_PATH_BYTES:,} bytes")
             if name in skipped_dirs:  # a worktree's `.git` is a file: skipped whatever it is
                 continue
             if PurePosixPath(name).suffix in skipped_suffixes:

@@ -6,6 +6,7 @@ path; :func:`load_workflow` gathers all of them before it gives up.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,11 +61,36 @@ def load_schema(root: Path, relative: str, label: str, loc: tuple = ()) -> dict[
 
 
 def check_schema(schema: Any, label: str, loc: tuple = ()) -> None:
-    """Raise :class:`WorkflowInvalid` (E061) when ``schema`` is not a valid JSON Schema."""
+    """Raise :class:`WorkflowInvalid` (E061) when ``schema`` is not a valid JSON Schema. The check runs
+    in a platform worker, bounded as a validation is: the metaschema compiles every ``pattern`` with
+    Python's ``re``, and a 4 MB pattern of a million groups takes the platform's process minutes and
+    gigabytes (issue 22)."""
     if not isinstance(schema, dict | bool):
         raise WorkflowInvalid(
             "not a schema", [Issue(label, "a JSON Schema must be an object", loc=loc, code="E061")]
         )
+    from qsolve.reading import excerpt
+    from qsolve.sandbox import worker
+
+    try:
+        found = worker.run(
+            _schema_problem, schema, what=f"checking {label} against its metaschema",
+            deadline=time.monotonic() + worker.SCHEMA_S,
+        )
+    except worker.WorkOutOfTime:
+        found = (f"the platform stopped checking it after {worker.SCHEMA_S:g} s (a pattern as costly)", ())
+    except worker.Raised as e:
+        found = (f"the platform could not check it: {excerpt(str(e))}", ())
+    except worker.WorkStopped as e:
+        found = (str(e), ())
+    if found is not None:
+        message, path = found
+        msg = f"not a valid JSON Schema: {message}"
+        raise WorkflowInvalid(msg, [Issue(label, msg, loc=loc + path, code="E061")])
+
+
+def _schema_problem(schema: dict[str, Any] | bool) -> tuple[str, tuple] | None:
+    """What is wrong with ``schema`` against its metaschema (in a platform worker), and where."""
     cls = (
         validator_for(schema, default=Draft202012Validator)
         if isinstance(schema, dict)
@@ -73,9 +99,10 @@ def check_schema(schema: Any, label: str, loc: tuple = ()) -> None:
     try:
         cls.check_schema(schema)
     except SchemaError as e:
-        where = loc + tuple(e.absolute_path)
-        msg = f"not a valid JSON Schema: {e.message}"
-        raise WorkflowInvalid(msg, [Issue(label, msg, loc=where, code="E061")]) from None
+        from qsolve.reading import excerpt
+
+        return excerpt(e.message), tuple(e.absolute_path)
+    return None
 
 
 def load_cases(root: Path) -> CasesFile:

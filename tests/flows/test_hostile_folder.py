@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import WorkflowDir
 from tests.qsolve.test_submitted_folder import SECRET, secret_file
 
@@ -31,3 +33,24 @@ def test_a_link_to_a_secret_is_refused_and_the_secret_kept_out_of_every_record(
     assert artifacts, "the flow kept no artifact to look in"
     for text in kept:
         assert SECRET not in text and "ibm_quantum" not in text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 22 item 1, open (independent test): the checks, each gate's copy and publication read "
+    "the folder anew; the stages share no snapshot, so the archive published can hold code no gate ran",
+)
+def test_the_published_archive_is_the_folder_the_checks_read(qsolve_home: Path, wf: WorkflowDir) -> None:
+    """The folder is read again at each stage: the checks and every gate's copy read it, and
+    publication packs it once more. A submitter who changes workflow.py between the gates and
+    publication publishes code no gate ran."""
+    from qsolve.checks import check_submission
+    from qsolve.publication import digest_of, pack
+    from tasks.publication import publish
+
+    checks = check_submission(wf.root)
+    assert checks.ok, checks.errors
+    checked = digest_of(pack(wf.root))
+    wf.write("workflow.py", wf.path("workflow.py").read_text() + "\n# changed after the gates passed\n")
+    out = publish(wf.root, checks)
+    assert out.error is not None or out.published.digest == checked
