@@ -71,7 +71,7 @@ def test_the_quote_shows_the_providers_price_and_confirming_authorises_it(home, 
     assert "990.00 EUR for 10 jobs" in form and "at most 990.00 EUR of the provider's money" in form
     assert "It assumes 10 jobs" in form
 
-    assert main(["confirm", quote.id, "--yes", "--account", "dev"]) == 0
+    assert main(["confirm", quote.id, "--yes", "--no-run", "--account", "dev"]) == 0
     said = capsys.readouterr()
     assert "99.00 EUR a job, 990.00 EUR for 10 jobs" in said.err  # shown before it is confirmed
     assert "at most 990.00 EUR of the provider's money" in said.err and "it can spend your money" in said.err
