@@ -107,7 +107,8 @@ def estimate(input, params):
     assert [(n.case, n.reason) for n in report.history.not_run] == [
         (
             "two",
-            "platform_error: the run could not be priced: estimate() failed: ValueError: too big to price",
+            "platform_error: the run could not be priced: estimate() failed: ValueError: too big to price"
+            " (workflow.py:25)",  # the workflow's own frame
         )
     ]
     assert [r[0] for r in rows(qsolve_home, "priced")] == ["one"]
