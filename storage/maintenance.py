@@ -132,10 +132,8 @@ def refile_lost_runs(db: StateDB, home: Path) -> list[str]:
         return []
     wanted = db.filed_run_ids()  # before the files are read: each of these was written before its mark
     lost = sorted(wanted - _run_ids_on_disk(layout))
-    for i in range(0, len(lost), REFILE_BATCH):
-        runs = db.runs_by_id(lost[i : i + REFILE_BATCH])
-        if runs:
-            file_rows([_row(db, r, home) for r in runs], home)
+    for runs in _in_batches(db, lost):
+        file_rows([_row(db, r, home) for r in runs], home)
     return lost
 
 
@@ -148,8 +146,7 @@ def rebuild_track_record(db: StateDB, home: Path) -> int:
     before = set(_inventory(layout).readable()) | set(layout.files())
     ids = db.recordable_run_ids()
     written: set[Path] = set()
-    for i in range(0, len(ids), REFILE_BATCH):
-        runs = db.runs_by_id(ids[i : i + REFILE_BATCH])
+    for runs in _in_batches(db, ids):
         done = file_rows([_row(db, r, home) for r in runs], home)
         if done.path is not None:
             written.add(done.path)
@@ -163,6 +160,13 @@ def rebuild_track_record(db: StateDB, home: Path) -> int:
     refile_lost_runs(db, home)
     compact(home)
     return len(ids)
+
+
+def _in_batches(db: StateDB, ids: list[str]):
+    """The runs of these ids, REFILE_BATCH at a time (a batch of ids none of which exists is skipped)."""
+    for i in range(0, len(ids), REFILE_BATCH):
+        if runs := db.runs_by_id(ids[i : i + REFILE_BATCH]):
+            yield runs
 
 
 def _inventory(layout: Layout):
@@ -184,7 +188,7 @@ def _run_ids_on_disk(layout: Layout) -> set[str]:
         except FileNotFoundError:
             if attempt == 2:
                 raise
-    return found
+    raise AssertionError("unreachable")  # the last attempt returns or raises
 
 
 def compact_track_record(home: Path) -> str:

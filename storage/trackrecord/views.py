@@ -296,8 +296,7 @@ def ensure_views(
     layout = home if isinstance(home, Layout) else Layout(home)
     if filed and not force and _globbed(layout) and layout.sql_file.exists():
         found = stored(layout.database)
-        serves = found is not None and (found.views_version, found.files_digest) == (VIEWS_VERSION, GLOBBED)
-        if serves and _same_folder(found.folder, layout.folder):
+        if found is not None and found.serves(layout, None):
             return False
     return _ensure(layout, force=force)[0]
 
@@ -317,8 +316,9 @@ class Stored:
     folder: str | None
     files_digest: str | None
 
-    def serves(self, layout: Layout, inventory: Inventory) -> bool:
-        """Whether its views are this code's, over these files (by glob, or named), in this folder."""
+    def serves(self, layout: Layout, inventory: Inventory | None) -> bool:
+        """Whether its views are this code's, over these files (by glob, or named), in this folder.
+        ``inventory`` may be None where the home's views read globs (no list of files to compare)."""
         return (
             self.views_version == VIEWS_VERSION
             and self.files_digest == _files_digest(layout, inventory)
@@ -331,8 +331,10 @@ def _globbed(layout: Layout) -> bool:
     return GLOB_CHARACTERS.isdisjoint(str(layout.home))
 
 
-def _files_digest(layout: Layout, inventory: Inventory) -> str:
-    return GLOBBED if _globbed(layout) else inventory.digest
+def _files_digest(layout: Layout, inventory: Inventory | None) -> str | None:
+    if _globbed(layout):
+        return GLOBBED
+    return None if inventory is None else inventory.digest
 
 
 def _sources(layout: Layout, inventory: Inventory, relative_to: Path | None = None) -> Sources:
