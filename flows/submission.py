@@ -65,9 +65,9 @@ def _history(workflow: str, version: str) -> HistoryOutcome:
     """The history stage as a subflow; if it fails as a whole it shows as skipped, the version published."""
     state = history_flow(workflow, version, return_state=True)
     if state.is_completed():
-        return state.result()
+        return state.result(_sync=True)
     try:
-        state.result()
+        state.result(_sync=True)
     except BaseException as e:  # noqa: BLE001 - whatever it was, the stage is skipped and says why
         return HistoryOutcome(status="skipped", message=f"{type(e).__name__}: {e}")
     return HistoryOutcome(status="skipped", message=state.message)
@@ -97,7 +97,7 @@ def artifact_key(name: str) -> str:
 def report_of(state: State) -> SubmissionReport | BaseException:
     """The submission's report from its flow run's final state (a rejected one carries it in its
     exception); the exception itself when the flow crashed."""
-    result = state.result(raise_on_failure=False)
+    result = state.result(raise_on_failure=False, _sync=True)
     return result.report if isinstance(result, SubmissionRejected) else result
 
 

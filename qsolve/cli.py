@@ -223,7 +223,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from flows.history import history_flow
 
     state = history_flow(args.name, args.version, again=args.again, return_state=True)
-    outcome = state.result(raise_on_failure=False)
+    outcome = state.result(raise_on_failure=False, _sync=True)
     if isinstance(outcome, BaseException):
         print(f"qsolve: the history stage failed: {type(outcome).__name__}: {outcome}", file=sys.stderr)
         return EXIT_FAILED
@@ -248,7 +248,7 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     from flows.maintenance import maintenance_flow
 
     state = maintenance_flow(return_state=True)
-    report = state.result(raise_on_failure=False)
+    report = state.result(raise_on_failure=False, _sync=True)
     if isinstance(report, BaseException):
         from storage.state._faults import fault_line
 

@@ -26,7 +26,7 @@ class GatesFailed(Exception):
 
 def report_of(state: State) -> ValidationReport:
     """The gates' report from the task run's final state, passed or failed."""
-    result = state.result(raise_on_failure=False)
+    result = state.result(raise_on_failure=False, _sync=True)
     if isinstance(result, GatesFailed):
         return result.report
     if isinstance(result, BaseException):

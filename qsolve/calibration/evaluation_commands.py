@@ -132,7 +132,7 @@ def _flow(**parameters: Any) -> dict[str, Any] | BaseException:
     from flows.evaluation import evaluation_flow
 
     state = evaluation_flow(**parameters, return_state=True)
-    return state.result(raise_on_failure=False)
+    return state.result(raise_on_failure=False, _sync=True)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:

@@ -242,7 +242,7 @@ def _run(quote_id: str, out=None) -> tuple[int, list[str]]:
 
     out = out or sys.stdout
     state = hardware_flow(quote=quote_id, return_state=True)
-    outcomes = state.result(raise_on_failure=False)
+    outcomes = state.result(raise_on_failure=False, _sync=True)
     if isinstance(outcomes, BaseException):
         said = f"qsolve confirm: the hardware run failed: {type(outcomes).__name__}: {outcomes}"
         print(said, file=sys.stderr)

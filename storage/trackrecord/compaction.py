@@ -75,15 +75,18 @@ def compact(
             try:
                 heads, older = _merge_heads(con, layout, inputs)
                 merged = len(inputs)
-            except duckdb.IOException as e:  # another compaction removed an input first
-                skipped = f"inputs changed during compaction: {e}"
-            except duckdb.Error as e:  # a file damaged past its footer, which the checks read alone
+            except duckdb.Error as e:
+                # a file damaged past its footer, which the checks read alone (DuckDB may say so as an
+                # IO error: "could not read enough bytes"), or an input another compaction removed first
                 bad = _unreadable(inputs)
-                if not bad:
+                if bad:
+                    for p in bad:
+                        set_aside_one(p, f"its data does not read ({e})")
+                    skipped = f"set aside {len(bad)} damaged file(s); the next pass files their runs again"
+                elif isinstance(e, duckdb.IOException):
+                    skipped = f"inputs changed during compaction: {e}"
+                else:
                     raise
-                for p in bad:
-                    set_aside_one(p, f"its data does not read ({e})")
-                skipped = f"set aside {len(bad)} damaged file(s); the next pass files their runs again"
         else:
             skipped = "no batch files"
         small = [p for p in inventory.readable(OLDER) if inventory.entry(p).size < OLDER_FILE_BYTES]

@@ -19,7 +19,7 @@ def test_the_flow_requests_and_executes_a_run(prefect, tmp_path: Path, monkeypat
     with open_store(tmp_path) as store:
         store.record_all([made("Q00"), made("Q01", figure=None)])
     state = evaluation_flow(task="CheckT1", chip="fake:fez", return_state=True)
-    done = state.result()
+    done = state.result(_sync=True)
     assert state.is_completed() and done["status"] == "completed"
     assert done["counts"] == {"completed": 1} and done["model"] == "classical-judge"
     assert done["skipped"] == [{"qid": "Q01", "why": "no evaluable result (no figure, or the task failed)"}]
@@ -112,6 +112,6 @@ def test_a_run_cancelled_while_the_flow_executes_it_ends_the_flow_run_cancelled(
         finally:
             stop.set()
             canceller.join()
-    done = state.result(raise_on_failure=False)
+    done = state.result(raise_on_failure=False, _sync=True)
     assert state.is_cancelled() and done["status"] == "cancelled"
     assert done["counts"].get("cancelled", 0) >= 1

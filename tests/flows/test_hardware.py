@@ -415,7 +415,7 @@ def test_a_quote_left_unanswered_is_not_run_and_the_flow_run_ends(home, tmp_path
     with connect(home=home) as db:
         db.grant("dev", 100)
     state = quote_flow("hw-max-cut", "dev", target="provider:ref", wait_s=2, return_state=True)
-    assert state.is_completed() and state.result() == []
+    assert state.is_completed() and state.result(_sync=True) == []
     with connect(home=home) as db:
         (quote,) = db.list_quotes(workflow="hw-max-cut")
         assert quote.status is QuoteStatus.PENDING  # still valid: qsolve confirm may confirm it yet

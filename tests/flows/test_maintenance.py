@@ -29,7 +29,7 @@ def test_a_pass_files_ended_runs_and_publishes_its_report(prefect, tmp_path: Pat
 
     ids = ended_runs(tmp_path, 2)
     state = maintenance_flow(home=str(tmp_path), return_state=True)
-    report = state.result()
+    report = state.result(_sync=True)
     assert state.is_completed()
     assert (report.filed, report.waiting, report.abandoned, report.released) == (ids, 0, [], [])
     assert report.compaction == "merged 1 file into the latest rows (2) and older rows (0)"
