@@ -171,7 +171,7 @@ class ProviderSession:
         if self.authority is not None:  # a quote's run: held to what its confirmation authorised
             confirmed_by = self.authority.admit(self.name, estimate, free)
         elif not free:
-            said = _estimate_text(estimate)
+            said = estimate_text(estimate)
             if not self.confirmation.confirm(
                 f"provider {self.name}: {said} for {shots} shots of one circuit. Submit it?"
             ):
@@ -309,7 +309,7 @@ class ProviderSession:
             self.tell(f"provider {self.name}: the cost is unknown (no estimate)")
             return shown, False
         shown = estimate.shown()
-        self.tell(f"provider {self.name}: {_estimate_text(shown)}")
+        self.tell(f"provider {self.name}: {estimate_text(shown)}")
         return shown, estimate.kind == "free"
 
 
@@ -326,26 +326,28 @@ def other_device(name: str, now: Mapping[str, Any], recorded: Mapping[str, Any])
 
 
 def _charged_past(name: str, record: str, estimate: Mapping[str, Any], cost: Mapping[str, Any]) -> str:
-    """Why a job's charge is past the estimate the person was shown, else '': a free job charged any
-    amount, a priced one charged more (an ``at_least`` amount excepted) or in another currency. An
-    unknown cost is held to no figure."""
+    """Why a job's charge is past the estimate the person was shown, else '' (:func:`past_estimate`)."""
+    charged = cost.get("charged")
+    if not charged or not (why := past_estimate(estimate, charged)):
+        return ""
+    return f"provider {name} charged {charged['amount']} {charged['currency']} for job record {record}, {why}"
+
+
+def past_estimate(estimate: Mapping[str, Any], charged: Mapping[str, Any]) -> str:
+    """How a charge (§5.5 ``charged``) is past the estimate shown before its submit (§5.2, §7), else '':
+    a free job charged any amount, a priced one charged more (an ``at_least`` amount excepted) or in
+    another currency. An unknown cost is held to no figure."""
     from decimal import Decimal
 
-    charged = cost.get("charged")
-    if not charged:
-        return ""
-    said = f"provider {name} charged {charged['amount']} {charged['currency']} for job record {record}"
     if estimate.get("free") is True:
-        if Decimal(charged["amount"]) > 0:
-            return f"{said}, whose estimate said free"
-        return ""
+        return "whose estimate said free" if Decimal(charged["amount"]) > 0 else ""
     if "amount" not in estimate:
         return ""
     shown = f"{estimate['amount']} {estimate['currency']}"
     if charged["currency"] != estimate["currency"]:
-        return f"{said}, whose estimate was {shown}"
+        return f"whose estimate was {shown}"
     if not estimate.get("at_least") and Decimal(charged["amount"]) > Decimal(estimate["amount"]):
-        return f"{said}, more than its estimate of {shown}"
+        return f"more than its estimate of {shown}"
     return ""
 
 
@@ -355,7 +357,9 @@ def _bits(program: Mapping[str, Any]) -> int | None:
     return bits if isinstance(bits, int) and not isinstance(bits, bool) else None
 
 
-def _estimate_text(estimate: Mapping[str, Any]) -> str:
+def estimate_text(estimate: Mapping[str, Any]) -> str:
+    """An estimate as shown and sealed, in words: ``free``, ``costs 2.50 EUR (billed by job)``, or that
+    the cost is unknown."""
     if estimate.get("free") is True:
         return "free"
     if "amount" in estimate:

@@ -13,12 +13,21 @@ messages/    the vectors' messages sent as they are, each refused with its code:
              ``refused`` a gate on a place the device does not have, two qubits it does not couple, a
              resonator used out of turn or measured, one shot past ``max_shots`` (``n/a`` for a device
              with no such thing: no resonator, every pair coupled, no ``max_shots``);
+submit/      each of those messages that carries a job sent again as a ``submit``, each refused with the
+             same code (§4: a provider refuses a program at submit as at estimate; taking it there is
+             a job, named with the answer to the cancel the checker then sends). Sent only when the spend
+             is allowed, as the programs are (below); to a provider that gives no estimate they went to
+             submit already (``n/a``);
 credentials/ for a provider that has a credential, a message with a wrong one and one with none, each
              refused ``unauthorized`` (a provider that takes them takes anyone's messages);
 programs/    each program run with seed 1 and held to its counts, read of the shots the device kept, and
              its result asked twice found the same. They run only when every estimate says free, or with
              ``yes`` (the person allows the spend): a cost unknown (unpriced, refused, or no estimate and a
              billing that sets no price) is not free. Programs not run are ``skip`` and are not passes;
+charged/     each program's ``charged`` (§5.5) held to the estimate shown before its submit (§7): a job
+             estimated free charged nothing, a priced one no more than its amount (unless
+             ``at_least``) and in its currency; after a job charged past it, no further job is sent
+             without ``yes``;
 reference/   for the reference provider's own devices, each program's counts exactly the vectors';
 cancel/      each job it ran asked to cancel, the answer held to §5.6 (``done`` for a job that finished,
              ``failed`` with its reason, ``unsupported`` from a provider whose describe says it cannot);
@@ -247,6 +256,7 @@ class _Program:
     bits: int = 0
     free: bool = False
     cost: str = ""  # what a priced job costs
+    estimate: dict[str, Any] = field(default_factory=dict)  # as shown before its submit (§8.1 cost.estimate)
     job: str | None = None
     ended: str | None = None  # the last status read
     skip: str | None = None  # why it is not run (n/a or not run)
@@ -276,6 +286,10 @@ class Checker:
     estimates_given: bool = True
     #: a client sending another credential in place of the provider's (``None``: none at all)
     connect_with: Callable[[str | None], Any] | None = None
+    #: why no further job is sent without ``yes``: a job charged past its estimate (its estimates no
+    #: longer say what a job costs), or an estimate that is not free
+    overcharged: str | None = None
+    jobs_not_free: str | None = None
     _secrets: tuple[str, ...] = ()
     #: (which credential, the operation) for each answer that quoted a credential
     _quoted: list[tuple[str, str]] = field(default_factory=list)
@@ -355,6 +369,9 @@ class Checker:
             self._cancels(probe)  # on the connection that ran it (a process provider may keep no jobs)
         for m in self.vectors["messages"]:
             self._message(m, fills)
+        for m in self.vectors["messages"]:
+            if m["send"].get("op") == "estimate":
+                self._message(m, fills, at="submit")
         credentials = self.vectors.get("credentials", [])
         for c in credentials:
             if "send" in c:
@@ -488,6 +505,7 @@ class Checker:
                 if e.code == "unsupported":
                     self.estimates_given = False
                     p.free, p.cost_unknown = billing_free, not billing_free
+                    p.estimate = {"free": True} if billing_free else {"unknown": "no estimate"}
                     self.add(
                         name,
                         "pass",
@@ -500,12 +518,19 @@ class Checker:
                 continue
             p.free = estimate.kind == "free"
             p.cost_unknown = not estimate.cost_known
+            p.estimate = estimate.shown()
             if estimate.kind == "priced":
                 p.cost = f"not free ({estimate.text()})"
             if estimate.kind == "refused":
                 self.add(name, "FAIL", f"{estimate.reason}: a cost unknown, no figure shown")
             else:
                 self.add(name, "pass", f"{_kind_text(estimate.kind, estimate.text())} ({shots} shots)")
+        compiled = [p for p in programs if p.program is not None]
+        costly = [p for p in compiled if not p.free]
+        if any(p.cost_unknown or p.skip for p in costly) or (not compiled and not billing_free):
+            self.jobs_not_free = NOT_RUN_COST
+        elif costly:
+            self.jobs_not_free = f"not run: the jobs are {costly[0].cost}; --yes allows the spend"
 
     # ---- messages ---------------------------------------------------------------------------------------
 
@@ -524,8 +549,11 @@ class Checker:
             fills.update(device_fills(d))
         return fills
 
-    def _message(self, vector: dict[str, Any], fills: dict[str, Any]) -> None:
-        name, code = f"messages/{vector['name']}", vector["code"]
+    def _message(self, vector: dict[str, Any], fills: dict[str, Any], at: str | None = None) -> None:
+        """The vector's message sent as it is, or (``at="submit"``) as a ``submit``: §4 has a provider
+        refuse at submit what it refuses at estimate (§5.2: an estimate checks the job as submit would),
+        and taking it there is a job the person may be billed for."""
+        name, code = f"{at or 'messages'}/{vector['name']}", vector["code"]
         if self.stopped:
             return self.add(name, "skip", self.stopped)
         fills = dict(fills)
@@ -547,22 +575,23 @@ class Checker:
                 return self.add(name, "n/a", NOT_FOR_THE_DEVICE[needed[0]])
             return self.add(name, "skip", "not run: no program was compiled for the device to send")
         message = substitute(substitute(vector["send"], fills), fills)  # $gates holds places to fill
-        if "program" in message and message.get("op") == "estimate" and not self.estimates_given:
-            d = self.description
-            if not (self.yes or (d is not None and d.billing.kind == "free")):
-                return self.add(
-                    name,
-                    "skip",
-                    "not run: the provider gives no estimate, so this goes to submit, which may spend; "
-                    "--yes allows it",
-                )
+        if at == "submit" and not self.estimates_given:
+            return self.add(
+                name, "n/a", f"messages/{vector['name']} went to submit: the provider gives no estimate"
+            )
+        if at == "submit" or (
+            "program" in message and message.get("op") == "estimate" and not self.estimates_given
+        ):
+            why = self._why_not_sent()
+            if why is not None:
+                return self.add(name, "skip", why)
             message["op"] = "submit"
         try:
             answer = self.call(lambda c: c.raw(message))
         except (ProviderError, Stopped) as e:
             return self.add(name, "skip" if isinstance(e, Stopped) else "FAIL", str(e))
         try:
-            read_envelope(answer)
+            taken = read_envelope(answer)
         except ProviderAnswerError as e:
             if e.code == code:
                 return self.add(name, "pass", code)
@@ -572,7 +601,35 @@ class Checker:
             return self.add(name, "FAIL", f"answered {e.code} ({e.message[:120]}), not {code}")
         except AnswerRefused as e:
             return self.add(name, "FAIL", f"the answer does not read ({e.reason}); {code} was due")
+        if message.get("op") == "submit" and isinstance(taken.get("job"), str):
+            job = taken["job"][:80]
+            return self.add(
+                name,
+                "FAIL",
+                f"submit took it as job {job} ({self._cancel_taken(job)}); it should refuse it, {code}",
+            )
         return self.add(name, "FAIL", f'answered "ok": true; it should refuse it, {code}')
+
+    def _cancel_taken(self, job: str) -> str:
+        """A job taken that should not have been, asked to cancel: what the answer was."""
+        try:
+            return f"cancel answered {self.call(lambda c: c.cancel(job)).status}"
+        except ProviderError as e:
+            return f"cancel answered {e.code}"
+        except Stopped:
+            return "not asked to cancel: the checker stopped"
+
+    def _why_not_sent(self) -> str | None:
+        """Why a message a provider may take as a job, and bill, is not sent (None: it is sent): the spend
+        is allowed with ``yes``, else only while every estimate says free and no job was charged past
+        its estimate."""
+        if self.yes:
+            return None
+        if self.overcharged:
+            return f"not run: {self.overcharged}; --yes allows the spend"
+        if self.description is None:
+            return "not run: the provider gave no description of what a job costs; --yes allows the spend"
+        return self.jobs_not_free
 
     # ---- credentials --------------------------------------------------------------------------------
 
@@ -640,6 +697,8 @@ class Checker:
             if p.program is None or p.skip is not None:
                 self.add(name, "n/a" if p.na else "skip", p.skip or "not run")
                 continue
+            if why_not is None and self.overcharged and not self.yes:
+                why_not = self._why_not_sent()
             if why_not is not None:
                 self.add(name, "skip", why_not)
                 continue
@@ -684,6 +743,7 @@ class Checker:
         except (ProviderError, Stopped) as e:
             self.add(name, "skip" if isinstance(e, Stopped) else "FAIL", f"job {p.job}: {e}")
             return None
+        self._charged(p, result)
         if again.counts != result.counts:
             self.add(name, "FAIL", f"job {p.job}: its result asked twice gave other counts (§5.5)")
             return None
@@ -697,6 +757,27 @@ class Checker:
         else:
             self.add(name, "pass", shown)
         return result.counts
+
+    def _charged(self, p: _Program, result: Any) -> None:
+        """``charged/``: what the result says the job cost held to the estimate shown before its submit
+        (§5.5, §7): a job estimated free charged nothing, a priced one no more than its amount (unless
+        ``at_least``), in its currency. A charge past it stops the jobs that follow unless ``yes``."""
+        from qsolve.providers.jobs import estimate_text, past_estimate
+
+        name, shown = f"charged/{p.vector['name']}", estimate_text(p.estimate)
+        if result.charged is None:
+            return self.add(name, "pass", f"job {p.job}: no charge stated (its estimate: {shown})")
+        charged = result.charged.model_dump()
+        said = f"job {p.job}: charged {charged['amount']} {charged['currency']}"
+        why = past_estimate(p.estimate, charged)
+        if not why:
+            return self.add(name, "pass", f"{said} (its estimate: {shown})")
+        self.overcharged = self.overcharged or (
+            f"job {p.job} was charged past its estimate, so its estimates do not say what a job costs"
+        )
+        self.add(
+            name, "FAIL", f"{said}, {why} (§7: a job costs no more than the estimate shown before its submit)"
+        )
 
     def _follow(self, p: _Program):
         deadline = time.monotonic() + WAIT_S

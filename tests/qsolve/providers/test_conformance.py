@@ -161,9 +161,9 @@ def test_the_reference_gives_the_vectors_counts_at_seed_1(connectivity):
 #: the checks that do not apply to the reference's default device (every pair coupled, no resonator)
 #: or to a provider with no credential
 NOT_FOR_THE_DEFAULT = {
-    "messages/program-missing-pair",
-    "messages/program-resonator-out-of-turn",
-    "messages/program-measured-resonator",
+    f"{at}/{name}"
+    for at in ("messages", "submit")
+    for name in ("program-missing-pair", "program-resonator-out-of-turn", "program-measured-resonator")
 }
 CREDENTIALS = {"credentials/wrong-credential", "credentials/no-credential", "credentials/not-echoed"}
 
@@ -179,9 +179,15 @@ def assert_all_pass(
         f", {len(na)} n/a (not for this device; not failures)" if na else ""
     )
     groups = {name.split("/")[0] for name in checks}
-    assert groups == {"describe", "estimates", "messages", "credentials", "programs", "reference", "cancel"}
+    assert groups == {"describe", "estimates", "messages", "submit", "credentials", "programs", "charged",
+                      "reference", "cancel"}  # fmt: skip
     for program in VECTORS["programs"]:
         assert checks[f"programs/{program['name']}"][0] == "pass"
+        assert re.fullmatch(r"job ref-[0-9a-f]{24}: no charge stated \(its estimate: .+\)",
+                            checks[f"charged/{program['name']}"][1])  # fmt: skip
+    for message in VECTORS["messages"]:  # each program refused at submit as at estimate (§4)
+        if message["send"].get("op") == "estimate" and f"submit/{message['name']}" not in na:
+            assert checks[f"submit/{message['name']}"] == ("pass", message["code"])
         assert checks[f"cancel/{program['name']}"] == ("pass", "done (the job had finished)")
     assert checks["messages/zero-shots"] == ("pass", "invalid")
     assert checks["messages/other-basis"] == ("pass", "refused")
@@ -207,10 +213,15 @@ def test_an_unpriced_reference_runs_its_programs_only_with_yes(home, capsys):
         assert checks[f"estimates/{program['name']}"][0] == "pass"
         assert checks[f"programs/{program['name']}"] == ("skip", NOT_RUN_COST)
         assert f"cancel/{program['name']}" not in checks  # nothing ran, nothing to cancel
+    submits = {name: v for name, v in checks.items() if name.startswith("submit/")}
+    resonators = {"submit/program-resonator-out-of-turn", "submit/program-measured-resonator"}
+    assert {name for name, (status, _) in submits.items() if status == "n/a"} == resonators
+    assert {v for name, v in submits.items() if name not in resonators} == {("skip", NOT_RUN_COST)}
     assert NOT_RUN_COST == "not run: the cost is unknown; --yes allows the spend"
-    assert "6 not run (counted as failures" in summary and "FAIL" not in summary
+    assert f"{6 + len(submits) - 2} not run (counted as failures" in summary and "FAIL" not in summary
     assert not any(status == "FAIL" for status, _ in checks.values())
-    on_a_line = (NOT_FOR_THE_DEFAULT - {"messages/program-missing-pair"}) | CREDENTIALS
+    paired = {f"{at}/program-missing-pair" for at in ("messages", "submit")}  # a line misses pairs
+    on_a_line = (NOT_FOR_THE_DEFAULT - paired) | CREDENTIALS
     assert_all_pass(*checked(capsys, "free-not", "--yes"), na=on_a_line)
 
 
