@@ -8,7 +8,11 @@ constraint is what makes settling twice take nothing twice, across processes and
 
 from __future__ import annotations
 
+import base64
+import json
+import re
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
@@ -45,7 +49,42 @@ class UTCDateTime(sa.TypeDecorator):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-JSONDoc = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+class JSONDocument(sa.TypeDecorator):
+    """A JSON document (JSONB on PostgreSQL), read back exactly as it was written on both backends.
+
+    JSONB holds no U+0000 and no lone surrogate (a model's answer may hold either), and a JSON text's
+    ``\\ud83d\\ude00`` reads back as one character where two were written; so a document holding U+0000
+    or any surrogate is stored as ``{ESCAPED: its JSON text, UTF-8 with surrogates passed, in base64}``
+    and unwrapped on read, and so is an object that has that key itself, so that no stored document is
+    taken for another. Every other document is stored as it is (SQL reads into it)."""
+
+    impl = sa.JSON
+    cache_ok = True
+    should_evaluate_none = True  # None is JSON null, as sa.JSON keeps it
+
+    #: the one key of a document stored escaped
+    ESCAPED = "qsolve:json-utf8-base64"
+    #: what is not kept as written, in the text json.dumps writes (a NUL is written as its escape)
+    UNSTORABLE = re.compile(r"\\u0000|[\ud800-\udfff]")
+
+    def load_dialect_impl(self, dialect: Dialect) -> sa.types.TypeEngine:
+        return dialect.type_descriptor(postgresql.JSONB() if dialect.name == "postgresql" else sa.JSON())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return value
+        text = json.dumps(value, ensure_ascii=False)
+        if not self.UNSTORABLE.search(text) and not (isinstance(value, dict) and self.ESCAPED in value):
+            return value
+        return {self.ESCAPED: base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii")}
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        if isinstance(value, dict) and len(value) == 1 and isinstance(value.get(self.ESCAPED), str):
+            return json.loads(base64.b64decode(value[self.ESCAPED]).decode("utf-8", "surrogatepass"))
+        return value
+
+
+JSONDoc = JSONDocument()
 Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # SQLite autoincrements INTEGER keys only
 
 

@@ -3,19 +3,23 @@ claimed once, a stale heartbeat read as interrupted, retry and cancel, verdicts 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from datetime import timedelta
 
 import pytest
+import sqlalchemy as sa
 
 from storage.state import EvaluationStatus, NotFound, StateDB
+from storage.state._tables import JSONDocument, evaluation_records
 
 
 def without_spans(output: dict) -> dict:
     """A record's output less the times a retry keeps of its earlier execution (``earlier_spans``)."""
     assert all(len(span) == 2 for span in output.get("earlier_spans", []))
     return {k: v for k, v in output.items() if k != "earlier_spans"}
+
 
 def results(db: StateDB, n: int = 3) -> list[tuple[str, str, str, str]]:
     from qsolve.calibration.task_result import TaskResult
@@ -233,19 +237,10 @@ def test_a_flow_that_comes_late_takes_its_run_interrupted_for_not_starting(db: S
     assert {r.status for r in db.evaluation_records(run.id)} == {EvaluationStatus.PENDING}
 
 
-def test_an_answer_with_a_nul_and_a_lone_surrogate_is_kept_byte_for_byte(
-    db: StateDB, request: pytest.FixtureRequest
-) -> None:
-    """A model's answer is its owner's word, any characters it holds (independent test of issue 25)."""
-    if "postgresql" in request.node.name:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="finding (independent test of issue 25): PostgreSQL's JSONB cannot hold U+0000, so "
-                "finish_evaluation_record raises DataError on an answer holding a NUL; the run's executor "
-                "then raises and leaves the run and the record running until their heartbeat goes stale",
-            )
-        )
+def test_an_answer_with_a_nul_and_a_lone_surrogate_is_kept_byte_for_byte(db: StateDB) -> None:
+    """A model's answer is its owner's word, any characters it holds (independent test of issue 25).
+    PostgreSQL's JSONB holds neither U+0000 nor a lone surrogate: such a document is stored escaped there
+    and read back as it was (storage.state._tables.JSONDocument)."""
     run = run_of(db, 1)
     db.start_evaluation_run(run.id, "me")
     (record,) = db.evaluation_records(run.id)
@@ -256,3 +251,49 @@ def test_an_answer_with_a_nul_and_a_lone_surrogate_is_kept_byte_for_byte(
     (kept,) = db.evaluation_records(run.id)
     assert kept.status is EvaluationStatus.COMPLETED
     assert kept.output["answers"]["calibration_diagnosis"]["answer"] == text
+
+
+ODD = [
+    {"answer": "a NUL \x00 inside"},
+    {"\x00 a key": "and a lone low surrogate \udc80"},
+    {"two surrogates, not a pair": "\ud83d\ude00", "the pair": "\U0001f600"},
+    {"qsolve:json-utf8-base64": "a document that looks escaped, and is not"},
+    {"qsolve:json-utf8-base64": "e30=", "beside": 1},
+    ["a list", "\x00", {"deep": ["\ud800", None, 1.5, True]}],
+    "a bare string \x00",
+    None,
+]
+
+
+def exactly(doc) -> str:
+    """A document's text, code point for code point, its keys in order (JSONB orders them its own way)."""
+    return json.dumps(doc, ensure_ascii=False, sort_keys=True)
+
+
+@pytest.mark.parametrize("doc", ODD, ids=range(len(ODD)))
+def test_every_document_reads_back_as_it_was_written(db: StateDB, doc) -> None:
+    """Any record output, odd characters and the escape's own key included, read back as it was written."""
+    run = run_of(db, 1)
+    db.start_evaluation_run(run.id, "me")
+    (record,) = db.evaluation_records(run.id)
+    db.claim_evaluation_record(record.id)
+    output = doc if isinstance(doc, dict) else {"kept": doc}
+    assert db.finish_evaluation_record(record.id, "completed", output=output)
+    (kept,) = db.evaluation_records(run.id)
+    assert exactly(kept.output) == exactly(output)
+
+
+def test_a_document_that_needs_no_escape_is_stored_as_it_is(db: StateDB) -> None:
+    """Only a document holding U+0000 or a surrogate is escaped: SQL reads into every other one."""
+    run = run_of(db, 2)
+    db.start_evaluation_run(run.id, "me")
+    plain, odd = db.evaluation_records(run.id)
+    for record, answer in ((plain, "Status: SUCCESS é"), (odd, "Status: SUCCESS \x00")):
+        db.claim_evaluation_record(record.id)
+        db.finish_evaluation_record(record.id, "completed", output={"answer": answer})
+    column = evaluation_records.c.output
+    with db.engine.connect() as connection:
+        query = sa.select(evaluation_records.c.id, column["answer"].as_string(), column[JSONDocument.ESCAPED])
+        stored = {row[0]: row[1:] for row in connection.execute(query)}
+    assert stored[plain.id] == ("Status: SUCCESS é", None)
+    assert stored[odd.id][0] is None and stored[odd.id][1]  # under the escape's one key
