@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from qsolve.calibration.knowledge import status_code
 from qsolve.calibration.questions import DEFAULT_STATUSES, QUESTION_KEYS, QuestionKey
+from qsolve.calibration.units import convert, keyed, named_unit, quantity
 
 Outcome = Literal["expected", "suboptimal", "anomalous", "apparatus"]
 FitAssessment = Literal["reliable", "unreliable", "no_fit"]
@@ -514,6 +515,57 @@ def notes(text: str | None) -> str | None:
     return "\n".join(kept).strip() or None
 
 
+# --- parameters and their units ----------------------------------------------------------------------
+
+
+class Value(BaseModel):
+    """One parameter as read: a number (or true or false) in the unit its description names."""
+
+    value: float | int | bool | None = None
+    unit: str | None = None
+
+
+def _number(value: Any, kind: str, wanted: str | None, key_unit: str | None) -> Value:
+    if kind == "true | false":
+        return Value(value=value if isinstance(value, bool) else None)
+    found = quantity(value)
+    if found is None:
+        return Value(unit=wanted)
+    number, given = found[0], found[1] or key_unit
+    if wanted is not None and given is not None:
+        number = convert(number, given, wanted)
+    if kind == "int" and number is not None:
+        number = int(number) if float(number).is_integer() else None
+    return Value(value=number, unit=wanted or given)
+
+
+def parameter_values(parameters: Any, schema: Mapping[str, Any] | None = None) -> dict[str, Value] | None:
+    """parameter_extraction's reading, each parameter a number in the unit its description names
+    (:mod:`.units`): ``{"t1": 0.0491}`` keyed ``t1_ms``, ``"0.0491 ms"`` or ``{"value": 0.0491, "unit":
+    "ms"}`` read as 49.1 us for a ``t1`` "in microseconds"; a bare number is taken to be in that unit;
+    one of another kind of unit, or not a number, is None. The schema's names (``schema``: name ->
+    spec with ``type`` and ``description``); without one, every key the answer gives, in the unit its
+    key or value names. None when the answer is no JSON object."""
+    if not isinstance(parameters, dict):
+        return None
+    given: dict[str, tuple[Any, str | None]] = {str(k): (v, None) for k, v in parameters.items()}
+    for key, value in parameters.items():  # a key naming its unit, where no key of the name alone is
+        named = keyed(str(key))
+        if named is not None and named[0] not in given and (not schema or named[0] in schema):
+            given[named[0]] = (value, named[1])
+            del given[str(key)]
+    out: dict[str, Value] = {}
+    for name in schema or given:
+        value, key_unit = given.get(name, (None, None))
+        spec = schema.get(name) if schema else None
+        if spec is None:
+            kind = "true | false" if isinstance(value, bool) else "float"
+            out[name] = _number(value, kind, None, key_unit)
+        else:
+            out[name] = _number(value, spec.type, named_unit(spec.description), key_unit)
+    return out
+
+
 # --- the diagnosis -----------------------------------------------------------------------------------
 
 
@@ -529,6 +581,8 @@ class Diagnosis(BaseModel):
     fit_assessment: FitAssessment | None = None  #: fit_reliability
     fit_reason: str | None = None
     parameters: dict[str, Any] | list[Any] | str | None = None  #: parameter_extraction
+    #: the parameters read as numbers, each in the unit its description names (:func:`parameter_values`)
+    values: dict[str, Value] | None = None
     description: dict[str, Any] | list[Any] | str | None = None  #: technical_description
     significance: str | None = None  #: experimental_significance
     #: SUCCESS stated; None when the status (or, not asked, the outcome) could not be read
@@ -603,10 +657,12 @@ def read_answers(
     *,
     questions: Iterable[QuestionKey] | None = None,
     criteria: Mapping[str, str] | Iterable[str] | None = None,
+    parameters: Mapping[str, Any] | None = None,
 ) -> Reading:
     """Read an evaluation's answers. ``questions`` are those asked (default: the keys of ``answers``;
     an answer of None is a question asked that got no answer); ``criteria`` the task's, whose keys are
-    the statuses allowed."""
+    the statuses allowed; ``parameters`` its extraction schema (name -> spec), whose units the
+    parameters are read in."""
     asked = [k for k in QUESTION_KEYS if k in set(questions if questions is not None else answers)]
     raw = {k: answers.get(k) for k in asked}
     allowed = allowed_codes(criteria)
@@ -623,7 +679,8 @@ def read_answers(
         significance=significance.strip() if significance and significance.strip() else None,
         fit_assessment=fit_assessment(fit),
         fit_reason=reason(fit, "Assessment"),
-        parameters=_json_or_text(got("parameter_extraction")),
+        parameters=(extracted := _json_or_text(got("parameter_extraction"))),
+        values=parameter_values(extracted, parameters),
         status=status_of(status_text, allowed),
         qcaleval_status=qcaleval_status_of(status_text, allowed),
         suggested_range=suggested_range(status_text),

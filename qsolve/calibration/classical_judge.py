@@ -57,6 +57,7 @@ from qsolve.calibration.knowledge import Reference
 from qsolve.calibration.models import CLASSICAL_JUDGE
 from qsolve.calibration.prompts import Sweep, number
 from qsolve.calibration.questions import QUESTION_KEYS, QuestionKey
+from qsolve.calibration.units import convert, measure, named_unit, unit
 from qsolve.calibration.vlm import Answer, ModelAnswers, collect
 
 #: the data's lowest-to-highest span below which a sweep shows no signal
@@ -75,8 +76,6 @@ MIN_DECAY_CONSTANTS = math.log(2)
 #: a healthy decay sweep ends at this many decay constants (the suggested range)
 SUGGESTED_DECAY_CONSTANTS = 5.0
 
-_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}
-_FREQUENCY = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
 _NUMBER_WORDS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
     "sixteen seventeen eighteen nineteen twenty"
@@ -157,28 +156,31 @@ class FitEvidence(BaseModel):
 # --- what the numbers say ----------------------------------------------------------------------------
 
 
-def _unit(text: str) -> str:
-    return text.strip().replace("μ", "µ").lower()
+def _time_sweep(ev: FitEvidence) -> float | None:
+    """The size of the sweep's unit in seconds, for a sweep over time; else None."""
+    measured = measure(ev.sweep.unit) if ev.sweep is not None else None
+    return measured[1] if measured is not None and measured[0] == "time" else None
 
 
 def decay_constant(ev: FitEvidence) -> tuple[str, FitOutput] | None:
     """The first positive output in the sweep's time unit (T1 of a delay sweep in µs)."""
-    if ev.sweep is None or _unit(ev.sweep.unit) not in _TIME:
+    if _time_sweep(ev) is None:
         return None
     for name, out in ev.outputs.items():
-        if _unit(out.unit) == _unit(ev.sweep.unit) and out.value > 0:
+        if unit(out.unit) == unit(ev.sweep.unit) and out.value > 0:
             return name, out
     return None
 
 
 def frequency(ev: FitEvidence) -> tuple[str, float] | None:
     """The first positive frequency output, as cycles per sweep unit (MHz over a µs sweep: as it is)."""
-    if ev.sweep is None or _unit(ev.sweep.unit) not in _TIME:
+    step = _time_sweep(ev)
+    if step is None:
         return None
     for name, out in ev.outputs.items():
-        scale = _FREQUENCY.get(_unit(out.unit))
-        if scale is not None and out.value > 0:
-            return name, out.value * scale * _TIME[_unit(ev.sweep.unit)]
+        measured = measure(out.unit)
+        if measured is not None and measured[0] == "frequency" and out.value > 0:
+            return name, out.value * measured[1] * step
     return None
 
 
@@ -533,15 +535,33 @@ def _value(value: float, kind: str) -> Any:
     return value
 
 
+def _in_unit(out: FitOutput, wanted: str | None) -> float:
+    """A fitted value in the unit a parameter's description names (as it is where either is unknown)."""
+    given = unit(out.unit)
+    if wanted is None or given is None:
+        return out.value
+    converted = convert(out.value, given, wanted)
+    return out.value if converted is None else converted
+
+
 def _parameters(reference: Reference, ev: FitEvidence, j: Judgement) -> str | None:
+    """The fitted outputs under the schema's names, each in the unit its description names; without a
+    schema, each output keyed with its unit (``t1_us``), as the prompt asks."""
     determined = "no_signal" not in j.reasons
     if reference.parameters:
         values = {
-            name: (_value(ev.outputs[name].value, spec.type) if determined and name in ev.outputs else None)
+            name: (
+                _value(_in_unit(ev.outputs[name], named_unit(spec.description)), spec.type)
+                if determined and name in ev.outputs
+                else None
+            )
             for name, spec in reference.parameters.items()
         }
     elif ev.outputs:
-        values = {name: (out.value if determined else None) for name, out in ev.outputs.items()}
+        values = {
+            (f"{name}_{unit(out.unit)}" if unit(out.unit) else name): (out.value if determined else None)
+            for name, out in ev.outputs.items()
+        }
     else:
         return None
     return json.dumps(values, ensure_ascii=False)

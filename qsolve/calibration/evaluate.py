@@ -51,7 +51,7 @@ from qsolve.calibration.vlm import Answer, Call, ModelAnswers, TokenPeak, Vision
 
 PACKAGE = "qsolve"
 #: the modules whose source :func:`source_sha256` covers: those that ask, call, judge and read
-EVALUATOR_MODULES = ("answers", "classical_judge", "evaluate", "prompts", "questions", "vlm")
+EVALUATOR_MODULES = ("answers", "classical_judge", "evaluate", "prompts", "questions", "units", "vlm")
 _HERE = Path(__file__).parent
 
 
@@ -423,7 +423,7 @@ def _output(
 ) -> RecordOutput:
     """The output part: the answers read (a declined answer reads as no answer), beside what arrived."""
     texts = {k: (None if (a := got.answers.get(k)) is None or a.declined else a.text) for k in asked}
-    reading = read_answers(texts, questions=asked, criteria=ref.criteria)
+    reading = read_answers(texts, questions=asked, criteria=ref.criteria, parameters=ref.parameters)
     records: dict[QuestionKey, AnswerRecord] = {}
     for key in asked:
         answer = got.answers.get(key)

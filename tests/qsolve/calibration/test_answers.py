@@ -455,3 +455,71 @@ def test_two_labelled_lines_that_disagree_state_no_outcome_and_no_assessment() -
     assert fit_assessment("Assessment: Reliable\nReason: ...\nAssessment: Unreliable") is None
     assert classification("Classification: Expected behavior\nClassification: Expected") == "expected"
     assert fit_assessment("Assessment: No fit\nAssessment: no_fit") == "no_fit"
+
+
+# --- parameters and their units -------------------------------------------------------------------------
+
+
+def _schema():
+    from qsolve.calibration.knowledge import ParameterSpec
+
+    return {
+        "t1": ParameterSpec(type="float", description="T1 in microseconds, the decay constant"),
+        "decay_complete": ParameterSpec(type="true | false", description="whether the decay levels off"),
+        "points": ParameterSpec(type="int", description="the number of delays, an integer"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "t1"),
+    [
+        ('{"t1": 49.1}', 49.1),  # a bare number: in the description's unit
+        ('{"t1": "49.1 µs"}', 49.1),
+        ('{"t1": "0.0491 ms"}', 49.1),
+        ('```json\n{"t1": {"value": 49100, "unit": "ns"}}\n```', 49.1),
+        ('{"t1_ns": 49100}', 49.1),
+        ('{"t1 (ms)": 0.0491}', 49.1),
+        ('{"t1": 49.1, "t1_ns": 1}', 49.1),  # the name alone wins
+        ('{"t1": "49.1 ± 2.0 μs"}', 49.1),
+        ('{"t1": "5 MHz"}', None),  # a frequency is no time
+        ('{"t1": "49.1 furlongs"}', None),
+        ('{"t1": "about fifty microseconds"}', None),
+        ('{"t1": null}', None),
+        ("{}", None),
+    ],
+)
+def test_a_parameter_is_read_in_the_unit_its_description_names(text, t1):
+    values = read_answers({"parameter_extraction": text}, parameters=_schema()).diagnosis.values
+    assert values["t1"].model_dump() == {"value": t1, "unit": "us"}
+
+
+def test_a_true_false_or_whole_parameter_reads_only_as_one():
+    read = read_answers(
+        {"parameter_extraction": '{"t1": 49.1, "decay_complete": "yes", "points": 30.5}'},
+        parameters=_schema(),
+    ).diagnosis
+    assert {k: v.value for k, v in read.values.items()} == {
+        "t1": 49.1,
+        "decay_complete": None,
+        "points": None,
+    }
+    read = read_answers(
+        {"parameter_extraction": '{"decay_complete": true, "points": 31}'}, parameters=_schema()
+    ).diagnosis
+    assert (read.values["decay_complete"].value, read.values["points"].value) == (True, 31)
+    assert read.parameters == {"decay_complete": True, "points": 31}  # the JSON as given, beside
+
+
+def test_without_a_schema_each_key_in_the_unit_it_names():
+    read = read_answers({"parameter_extraction": '{"t1_us": 49.1, "f (GHz)": 5.1, "ok": true, "n": 3}'})
+    assert {k: v.model_dump() for k, v in read.diagnosis.values.items()} == {
+        "t1": {"value": 49.1, "unit": "us"},
+        "f": {"value": 5.1, "unit": "GHz"},
+        "ok": {"value": True, "unit": None},
+        "n": {"value": 3.0, "unit": None},
+    }
+
+
+def test_no_values_without_a_json_object():
+    assert read_answers({"parameter_extraction": "t1 is about 12 us"}).diagnosis.values is None
+    assert read_answers({"calibration_diagnosis": "Status: SUCCESS"}).diagnosis.values is None

@@ -136,6 +136,7 @@ def test_a_model_evaluation_records_input_output_and_evaluator(task_dir):
     assert o.answers["calibration_diagnosis"].reading == "SUCCESS"
     assert o.answers["fit_reliability"].reading == "reliable"
     assert o.answers["parameter_extraction"].reading == {"t1": 49.1}
+    assert o.diagnosis.values["t1"].model_dump() == {"value": 49.1, "unit": "us"}  # "t1: T1 in microseconds"
     assert o.diagnosis.status == "SUCCESS" and o.diagnosis.outcome == "expected"
     assert (o.success, o.complete, o.missing_keys) == (True, True, [])
     assert o.attempts == dict.fromkeys(QUESTION_KEYS, 1)
@@ -267,3 +268,48 @@ def test_the_source_hash_is_over_the_sorted_evaluator_modules():
     assert source_sha256() == h.hexdigest()
     changed = [(p, d + b"\n# a change\n" if p.endswith("answers.py") else d) for p, d in files]
     assert source_sha256(changed) != source_sha256()
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        '{"t1": "0.0491 ms"}',
+        '{"t1_ns": 49100}',
+        'T1 read off the legend: {"t1": {"value": 49.1, "unit": "µs"}}',
+    ],
+)
+def test_a_model_that_answers_in_another_unit_is_read_in_the_parameters_unit(task_dir, said):
+    """t1 in the unit its description names, whichever the model chose; the answer kept as it came."""
+    reference = derive_reference(task_dir)
+    with ModelServer({"parameter_extraction": answer(said)}) as server:
+        record = evaluate(reference, EVIDENCE, [png(1)], model=server.spec())
+    o = record.output
+    assert o.answers["parameter_extraction"].answer == said
+    assert o.diagnosis.values["t1"].model_dump() == {"value": 49.1, "unit": "us"}
+    assert o.complete and o.missing_keys == []
+    again = EvaluationOutput.model_validate_json(record.model_dump_json())  # as a stored record reads
+    assert again.output.diagnosis.values == o.diagnosis.values
+
+
+def test_a_model_answering_a_frequency_for_a_time_gives_no_t1(task_dir):
+    reference = derive_reference(task_dir)
+    with ModelServer({"parameter_extraction": answer('{"t1": "4.9 MHz"}')}) as server:
+        record = evaluate(reference, EVIDENCE, [png(1)], model=server.spec())
+    assert record.output.diagnosis.values["t1"].model_dump() == {"value": None, "unit": "us"}
+
+
+def test_the_classical_judge_states_t1_in_the_unit_its_description_names(task_dir):
+    """The fit's t1 is in us; a task whose description names nanoseconds is answered in ns."""
+    (task_dir / "task.md").write_text(
+        TASK.replace("T1 in microseconds", "T1 in nanoseconds"), encoding="utf-8"
+    )
+    reference = derive_reference(task_dir)
+    choice = choose_model(config=parse_config({"models": []}), environ={})
+    o = evaluate(reference, EVIDENCE, [png(1)], model=choice, fit_evidence=FIT).output
+    assert json.loads(o.answers["parameter_extraction"].answer) == {"t1": 222700.0}
+    assert o.diagnosis.values["t1"].model_dump() == {"value": 222700.0, "unit": "ns"}
+    no_schema = TASK.split("## Parameters to extract")[0]
+    (task_dir / "task.md").write_text(no_schema, encoding="utf-8")
+    o = evaluate(derive_reference(task_dir), EVIDENCE, [png(1)], model=choice, fit_evidence=FIT).output
+    assert json.loads(o.answers["parameter_extraction"].answer) == {"t1_us": 222.7}  # keyed with its unit
+    assert o.diagnosis.values["t1"].model_dump() == {"value": 222.7, "unit": "us"}
