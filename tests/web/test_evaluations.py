@@ -237,6 +237,13 @@ def test_the_run_page_shows_each_records_judged_figure_inline(client, runs) -> N
         )
 
 
+def test_the_run_page_shows_each_parameter_with_its_unit(client, runs) -> None:
+    """The model answered {"t1": 49.1}; CheckT1's t1 is "T1 in microseconds": shown as t1 = 49.1 us."""
+    page = client.get(f"/evaluations/{runs.model}").text
+    section = part(page, "data-record", runs.records[runs.model]["Q00"], "section")
+    assert '<dd class="ev-values">t1 = 49.1 us</dd>' in section
+
+
 def test_a_figure_not_kept_as_an_asset_is_read_from_its_task_result(client, runs, home) -> None:
     with connect(home=home) as db, db.engine.begin() as connection:
         connection.exec_driver_sql("DELETE FROM evaluation_assets")
