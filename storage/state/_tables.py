@@ -85,6 +85,23 @@ class JSONDocument(sa.TypeDecorator):
 
 
 JSONDoc = JSONDocument()
+
+
+class Message(sa.TypeDecorator):
+    """A message for a person (an error), kept on both backends whatever it quotes: neither PostgreSQL's
+    text nor UTF-8 holds U+0000 or a lone surrogate (an endpoint's error body may hold either), so each
+    is written as its escape (``\\x00``, ``\\ud800``). The answers themselves are JSON documents, kept
+    exactly (:class:`JSONDocument`)."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        if value is None:
+            return None
+        return value.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # SQLite autoincrements INTEGER keys only
 
 
@@ -278,7 +295,7 @@ provider_jobs = sa.Table(
     sa.Column("context", JSONDoc, nullable=False),  # what sealing needs: request, compiled, cost
     sa.Column("answer", JSONDoc, nullable=True),  # the provider's result answer, as read
     sa.Column("receipt", sa.String(64), nullable=True),  # the sealed job's blob digest
-    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("error", Message, nullable=True),
     sa.Column("polls", sa.Integer, nullable=False, server_default="0"),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("submitted_at", UTCDateTime, nullable=True),
@@ -344,7 +361,7 @@ evaluation_records = sa.Table(
     sa.Column("input", JSONDoc, nullable=True),  # what the model was given
     sa.Column("output", JSONDoc, nullable=True),  # what it answered, parsed beside it
     sa.Column("evaluator", JSONDoc, nullable=True),  # the code that judged: package, version, hash
-    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("error", Message, nullable=True),
     sa.Column("model_seconds", sa.Float, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("started_at", UTCDateTime, nullable=True),

@@ -286,9 +286,10 @@ class Checker:
     estimates_given: bool = True
     #: a client sending another credential in place of the provider's (``None``: none at all)
     connect_with: Callable[[str | None], Any] | None = None
-    #: why no further job is sent without ``yes``: a job charged past its estimate (its estimates no
-    #: longer say what a job costs), or an estimate that is not free
+    #: a job charged past its estimate: its estimates no longer say what a job costs, so no further
+    #: job is sent without ``yes``
     overcharged: str | None = None
+    #: why the programs' jobs may cost (an estimate not free, or a cost unknown); None: all free
     jobs_not_free: str | None = None
     _secrets: tuple[str, ...] = ()
     #: (which credential, the operation) for each answer that quoted a credential

@@ -297,3 +297,22 @@ def test_a_document_that_needs_no_escape_is_stored_as_it_is(db: StateDB) -> None
         stored = {row[0]: row[1:] for row in connection.execute(query)}
     assert stored[plain.id] == ("Status: SUCCESS é", None)
     assert stored[odd.id][0] is None and stored[odd.id][1]  # under the escape's one key
+
+
+def test_an_error_quoting_a_nul_and_a_lone_surrogate_is_kept_escaped(db: StateDB) -> None:
+    """An endpoint's error body reaches the record's error: PostgreSQL's text refused its U+0000 (the
+    record's end raised, the run was left running), and no UTF-8 holds a lone surrogate. Each is kept
+    as its escape; the answers themselves are JSON documents, kept exactly."""
+    run = run_of(db, 1)
+    db.start_evaluation_run(run.id, "me")
+    (record,) = db.evaluation_records(run.id)
+    db.claim_evaluation_record(record.id)
+    error = 'calibration_diagnosis: APIStatusError: Error code: 500 - {"detail": "\x00 and \ud800"}'
+    assert db.finish_evaluation_record(record.id, "failed", error=error, output={"error": error})
+    (kept,) = db.evaluation_records(run.id)
+    assert kept.status is EvaluationStatus.FAILED
+    assert (
+        kept.error
+        == 'calibration_diagnosis: APIStatusError: Error code: 500 - {"detail": "\\x00 and \\ud800"}'
+    )
+    assert kept.output == {"error": error}
