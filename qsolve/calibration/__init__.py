@@ -15,6 +15,7 @@ examples      a task's labeled examples and the seed's examplesOf
 questions     the six questions of an evaluation
 prompts       the six requests of one evaluation, and the prompt preview
 answers       reading the six answers
+units         the units of the numbers an answer states: a parameter's, read and converted
 drafts        knowledge drafts: one task directory as a zip, stored under its SHA-256, refused whole
 models        the declared evaluation models (config/evaluation.yaml) and the seed's choice order
 vlm           a vision-language model through the openai package: six requests at once, one retry each

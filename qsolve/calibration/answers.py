@@ -541,9 +541,9 @@ def _number(value: Any, kind: str, wanted: str | None, key_unit: str | None) -> 
 
 def parameter_values(parameters: Any, schema: Mapping[str, Any] | None = None) -> dict[str, Value] | None:
     """parameter_extraction's reading, each parameter a number in the unit its description names
-    (:mod:`.units`): ``{"t1": 0.0491}`` keyed ``t1_ms``, ``"0.0491 ms"`` or ``{"value": 0.0491, "unit":
-    "ms"}`` read as 49.1 us for a ``t1`` "in microseconds"; a bare number is taken to be in that unit;
-    one of another kind of unit, or not a number, is None. The schema's names (``schema``: name ->
+    (:mod:`.units`): ``{"t1_ms": 0.0491}``, ``{"t1": "0.0491 ms"}`` or ``{"t1": {"value": 0.0491,
+    "unit": "ms"}}`` read as 49.1 us for a ``t1`` "in microseconds"; a bare number is taken to be in
+    that unit; one of another kind of unit, or not a number, is None. The schema's names (``schema``: name ->
     spec with ``type`` and ``description``); without one, every key the answer gives, in the unit its
     key or value names. None when the answer is no JSON object."""
     if not isinstance(parameters, dict):
