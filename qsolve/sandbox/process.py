@@ -363,6 +363,8 @@ class JobProcess:
         if self._closed:  # its descriptors' numbers may be another file's by now
             return
         self._closed = True
+        if self in _ahead:
+            _ahead.remove(self)
         self.kill()
         if self.platform_worker is not None:
             self.platform_worker.close()

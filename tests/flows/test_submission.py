@@ -86,6 +86,19 @@ def test_a_workflow_failing_a_gate_is_not_published(prefect, qsolve_home: Path, 
     assert state.message == str(rejected) == f"rejected at the gates stage: {reason}"
 
 
+def test_the_flow_runs_final_state_names_a_methods_exception(prefect, wf: WorkflowDir) -> None:
+    """Issue 23: the Prefect flow run's final state says what ``qsolve test`` says, the workflow's frame
+    and all, not only "no headline metric"."""
+    from tests.qsolve.test_failures import EXPECTED, MODULE
+
+    wf.write("workflow.py", MODULE)
+    wf.cases["cases"] = [{"name": "x1", "input": {"x": 1}}]
+    wf.save()
+    state, report = submit(wf.root)
+    assert state.is_failed() and report.failed_stage == "gates"
+    assert f"cases_pass: 1 of 1 cases fail: x1 ({EXPECTED[1]})" in state.message, state.message
+
+
 def test_a_history_case_that_cannot_be_priced_is_counted_not_recorded(prefect, qsolve_home, wf) -> None:
     estimate = """
 

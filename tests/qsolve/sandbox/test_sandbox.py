@@ -304,3 +304,22 @@ def test_a_sigkill_is_put_down_to_memory_only_when_the_kernel_killed_for_memory(
     )
     told = why_it_died(-signal.SIGKILL, 2048, now - 1)  # one more kill than when it started
     assert "out of memory: the kernel's out-of-memory killer ended it; its limit is 2048 MB" in told
+
+
+def test_a_process_started_ahead_is_taken_once_and_its_limit_counts_from_then() -> None:
+    """``qsolve submit`` starts the gates' first workflow process before it imports Prefect; the gates
+    task takes it, its job's time counted from the taking, not from the start before the imports."""
+    from qsolve.sandbox.process import start_ahead, take_ahead
+
+    process = start_ahead()
+    try:
+        started = process.started
+        taken = take_ahead()
+        assert taken is process and taken.started > started
+        assert take_ahead() is None  # once
+    finally:
+        process.close()
+    process.close()  # a second close does nothing (its descriptors' numbers may be another file's)
+    closed = start_ahead()
+    closed.close()
+    assert take_ahead() is None  # one closed before the gates began is not taken
