@@ -20,6 +20,8 @@ def submit(folder: Path):
 
 
 def rows(home: Path, workflow: str) -> list[tuple]:
+    if not (home / "trackrecord.duckdb").exists():  # nothing filed yet in this session
+        return []
     with duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True) as con:
         return con.execute(
             "select case_name, target, passed from rows where workflow = ? order by case_name", [workflow]
