@@ -16,6 +16,7 @@ from qiskit import QuantumCircuit
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "600")
 
 REPO = Path(__file__).resolve().parents[1]
+VECTORS = Path(__file__).resolve().parent / "vectors"  # public test vectors, sources in its README
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -26,7 +27,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
     stop_temporary_servers()
 
-VECTORS = Path(__file__).resolve().parent / "vectors"  # public test vectors, sources in its README
 
 MODULE = """\
 from qsolve import MethodResult
