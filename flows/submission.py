@@ -14,7 +14,6 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Completed, Failed, State
 
-from flows.history import history_flow
 from qsolve.submission import HistoryOutcome, SubmissionRejected, SubmissionReport
 from tasks.checks import checks_stage
 from tasks.gates import gates_stage
@@ -62,7 +61,11 @@ def submission_flow(folder: str, run_history: bool = True) -> State:
 
 
 def _history(workflow: str, version: str) -> HistoryOutcome:
-    """The history stage as a subflow; if it fails as a whole it shows as skipped, the version published."""
+    """The history stage as a subflow; if it fails as a whole it shows as skipped, the version published.
+    Its flow (the state database's stage claims, the track record's filing) is imported only here:
+    ``qsolve submit --no-history`` never loads it."""
+    from flows.history import history_flow
+
     state = history_flow(workflow, version, return_state=True)
     if state.is_completed():
         return state.result(_sync=True)

@@ -13,7 +13,7 @@ from typing import Any
 from qsolve import params as run_params
 from qsolve.cases import Case
 from qsolve.context import ClassicalContext
-from qsolve.errors import OutOfTime, WorkflowProcessFailed
+from qsolve.errors import WorkflowProcessFailed
 from qsolve.judging import Evidence, broken_bound, compare, first_failure, gap, meets_expect
 from qsolve.manifest import Manifest, Method
 from qsolve.quantum_context import QuantumContext
@@ -81,8 +81,8 @@ def run_method(
         else:
             doing = f"evaluate, on method {method.name}'s solution"
             fields.update(_recompute(code, input, returned, output_schema))
-    except OutOfTime as e:
-        e.doing = doing  # type: ignore[attr-defined] - what the time limit stopped, for its message
+    except WorkflowProcessFailed as e:  # a time limit, a process that died: what it was doing, named
+        e.doing = doing  # type: ignore[attr-defined]
         raise
     fields["seconds"] = time.perf_counter() - start
     if isinstance(ctx, QuantumContext):

@@ -157,13 +157,23 @@ def _prefect() -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    from qsolve.sandbox.process import start_ahead
+
     root = _folder(args.dir)
-    _prefect()
-    from flows.submission import report_of, submission_flow
+    process = start_ahead()  # the gates' first workflow process imports while Prefect and the flows do
+    try:
+        _prefect()
+        from flows.submission import report_of, submission_flow
+
+        state = submission_flow(str(root), run_history=not args.no_history, return_state=True)
+    finally:
+        process.close()
+    return _submitted(args, report_of(state))
+
+
+def _submitted(args: argparse.Namespace, report) -> int:
     from storage.state import qsolve_home
 
-    state = submission_flow(str(root), run_history=not args.no_history, return_state=True)
-    report = report_of(state)
     if isinstance(report, BaseException):  # the flow itself crashed
         print(f"qsolve: the submission flow failed: {type(report).__name__}: {report}", file=sys.stderr)
         return EXIT_FAILED

@@ -60,7 +60,7 @@ class Runner:
             raise
         except WorkflowProcessFailed as e:
             self.code = None
-            return _failed(case, self.target, str(e))
+            return _failed(case, self.target, stopped(e, case.name))
 
     def estimate(self, case: Case) -> tuple[dict[str, Any] | None, str | None]:
         try:
@@ -127,9 +127,10 @@ def run_gates(
     return inputs
 
 
-def stopped(e: OutOfTime, case: str) -> str:
-    """The time limit's message, naming the case and the method it stopped in:
-    ``the sandbox job was stopped at its time limit of 300 s in case big-18, in method qaoa``."""
+def stopped(e: WorkflowProcessFailed, case: str) -> str:
+    """Why the workflow process ended, naming the case and the method it ended in:
+    ``the sandbox job was stopped at its time limit of 300 s in case big-18, in method qaoa``,
+    ``the workflow process exited with status 3 in the middle of a call in case x1, in method quantum``."""
     doing = getattr(e, "doing", None)
     return f"{e} in case {case}" + (f", in {doing}" if doing else "")
 

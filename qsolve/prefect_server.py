@@ -315,6 +315,19 @@ def _start_temporary(say: Callable[[str], None]) -> None:
         ) from None
 
 
+def stop_temporary_servers() -> None:
+    """Stop every temporary Prefect server this process started, now. Prefect stops them only at the
+    interpreter's exit, logging "Stopping temporary server" to the stream its console handler was
+    given, which may be closed by then (pytest's capture: a ``--- Logging error ---`` after pytest's
+    summary); a harness whose start failed leaves its server running and registered the same way."""
+    server = sys.modules.get("prefect.server.api.server")
+    if server is None:
+        return
+    for instance in set(server.SubprocessASGIServer._instances.values()):
+        if instance.server_process is not None:
+            instance.stop()
+
+
 class _QuietTemporaryServer:
     def filter(self, record: Any) -> bool:
         message = str(record.msg)

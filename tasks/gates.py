@@ -10,6 +10,7 @@ from prefect.states import Failed, State
 
 from qsolve.checks import SubmissionChecks
 from qsolve.sandbox import confinement_required
+from qsolve.sandbox.process import take_ahead
 from qsolve.validation import ValidationReport, run_gates
 
 
@@ -44,7 +45,10 @@ def gates_stage(folder: str, checks: SubmissionChecks) -> ValidationReport | Sta
             log = logger.info if event["passed"] else logger.warning
             log("case %s/%s %s: %s", event["index"] + 1, event["total"], event["name"], event["why"])
 
-    report = run_gates(Path(folder), checks, on_event=progress, require_confinement=confinement_required())
+    report = run_gates(
+        Path(folder), checks, on_event=progress, process=take_ahead(),
+        require_confinement=confinement_required(),
+    )  # fmt: skip
     failed = [g.name for g in report.gates if not g.passed]
     if failed or not report.checks.ok:  # the task run says so in the UI: Failed, its report as its data
         return Failed(

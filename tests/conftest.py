@@ -18,6 +18,16 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "600")
 REPO = Path(__file__).resolve().parents[1]
 VECTORS = Path(__file__).resolve().parent / "vectors"  # public test vectors, sources in its README
 
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A temporary Prefect server a test left (a flow run outside the harness) is stopped while pytest's
+    capture is still open: at the interpreter's exit Prefect's log of its stop met a closed stream, a
+    ``--- Logging error ---`` after pytest's summary (issue 23)."""
+    from qsolve.prefect_server import stop_temporary_servers
+
+    stop_temporary_servers()
+
+
 MODULE = """\
 from qsolve import MethodResult
 

@@ -4,10 +4,11 @@ QSOLVE_HOME for the flows' state and track record."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
+
+from qsolve.prefect_server import stop_temporary_servers
 
 #: Prefect counts only its own sleeps against this: on a loaded 2-core machine the harness's start took
 #: 15 s idle and over 120 s at load 30 (issue 23)
@@ -39,7 +40,4 @@ def prefect(qsolve_home: Path):
         with prefect_test_harness(server_startup_timeout=HARNESS_STARTUP_S):
             yield
     finally:  # a harness whose start failed leaves its server registered as the process's temporary one
-        server = sys.modules["prefect.server.api.server"].SubprocessASGIServer
-        for instance in set(server._instances.values()):
-            if instance.server_process is not None:
-                instance.stop()
+        stop_temporary_servers()

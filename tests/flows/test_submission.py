@@ -20,6 +20,8 @@ def submit(folder: Path):
 
 
 def rows(home: Path, workflow: str) -> list[tuple]:
+    if not (home / "trackrecord.duckdb").exists():  # nothing filed yet in this session
+        return []
     with duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True) as con:
         return con.execute(
             "select case_name, target, passed from rows where workflow = ? order by case_name", [workflow]
@@ -84,6 +86,19 @@ def test_a_workflow_failing_a_gate_is_not_published(prefect, qsolve_home: Path, 
     rejected = get_state_exception(state)
     assert isinstance(rejected, SubmissionRejected) and rejected.report == report
     assert state.message == str(rejected) == f"rejected at the gates stage: {reason}"
+
+
+def test_the_flow_runs_final_state_names_a_methods_exception(prefect, wf: WorkflowDir) -> None:
+    """Issue 23: the Prefect flow run's final state says what ``qsolve test`` says, the workflow's frame
+    and all, not only "no headline metric"."""
+    from tests.qsolve.test_failures import EXPECTED, MODULE
+
+    wf.write("workflow.py", MODULE)
+    wf.cases["cases"] = [{"name": "x1", "input": {"x": 1}}]
+    wf.save()
+    state, report = submit(wf.root)
+    assert state.is_failed() and report.failed_stage == "gates"
+    assert f"cases_pass: 1 of 1 cases fail: x1 ({EXPECTED[1]})" in state.message, state.message
 
 
 def test_a_history_case_that_cannot_be_priced_is_counted_not_recorded(prefect, qsolve_home, wf) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
-
 from qsolve.cli import main
 from qsolve.manifest import Resources
 from qsolve.sandbox import Limits, run_job
@@ -158,8 +156,6 @@ def test_a_renamed_method_function_says_the_name_it_probably_is(wf: WorkflowDir,
     )
 
 
-@pytest.mark.xfail(strict=True, reason="a method that ends its process (os._exit) is said as 'the workflow "
-                   "process exited with status 3 in the middle of a call', not naming the method it was in")
 def test_a_method_that_ends_its_process_is_named(wf: WorkflowDir) -> None:
     ends = "        import os\n        os._exit(3)\n"
     wf.write("workflow.py", MODULE.replace("        return 1 / 0\n", ends))
@@ -167,4 +163,6 @@ def test_a_method_that_ends_its_process_is_named(wf: WorkflowDir) -> None:
     wf.save()
     outcome = run_job(wf.root, "sim-cpu", None, Resources(), limits=Limits(timeout_s=120, memory_mb=2048))
     (case,) = outcome.report["cases"]
-    assert "status 3" in case["message"] and "method quantum" in case["message"], case["message"]
+    assert case["message"] == (
+        "FAIL the workflow process exited with status 3 in the middle of a call in case x1, in method quantum"
+    )

@@ -120,7 +120,10 @@ def test_garbage_on_standard_output_does_no_harm(wf: WorkflowDir) -> None:
 def test_a_crash_in_native_code_fails_its_case_with_its_signal(wf: WorkflowDir) -> None:
     outcome = job(wf, "    import ctypes\n    ctypes.string_at(0)")
     case = only_case(outcome)
-    assert case["message"] == "FAIL the workflow process was killed by SIGSEGV (a crash in native code)"
+    assert case["message"] == (
+        "FAIL the workflow process was killed by SIGSEGV (a crash in native code) in case one, "
+        "in method quantum"
+    )
     assert not case["ran"]
 
 
@@ -301,3 +304,22 @@ def test_a_sigkill_is_put_down_to_memory_only_when_the_kernel_killed_for_memory(
     )
     told = why_it_died(-signal.SIGKILL, 2048, now - 1)  # one more kill than when it started
     assert "out of memory: the kernel's out-of-memory killer ended it; its limit is 2048 MB" in told
+
+
+def test_a_process_started_ahead_is_taken_once_and_its_limit_counts_from_then() -> None:
+    """``qsolve submit`` starts the gates' first workflow process before it imports Prefect; the gates
+    task takes it, its job's time counted from the taking, not from the start before the imports."""
+    from qsolve.sandbox.process import start_ahead, take_ahead
+
+    process = start_ahead()
+    try:
+        started = process.started
+        taken = take_ahead()
+        assert taken is process and taken.started > started
+        assert take_ahead() is None  # once
+    finally:
+        process.close()
+    process.close()  # a second close does nothing (its descriptors' numbers may be another file's)
+    closed = start_ahead()
+    closed.close()
+    assert take_ahead() is None  # one closed before the gates began is not taken
