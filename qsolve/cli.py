@@ -409,6 +409,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a read-only home, a full disk, a corrupt database: one line, exit 2
         from storage.state._faults import fault_line
 
+        if getattr(e, "usage", False):  # an error that says what to run instead (CreditsMoved)
+            print(f"qsolve: {e}", file=sys.stderr)
+            return EXIT_USAGE
+
         line = fault_line(e, argv[0] if argv else "")
         if line is None:
             raise
