@@ -364,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     from qsolve.hardware.commands import add_commands as add_hardware_commands
     from qsolve.prefect_server import add_commands as add_server_commands
     from qsolve.providers.commands import add_commands as add_provider_commands
+    from qsolve.providers.worker import add_commands as add_worker_commands
     from qsolve.receipts.commands import add_commands as add_receipt_commands
     from qsolve.web.commands import add_commands as add_web_commands
     from storage.credit_commands import add_commands as add_credit_commands
@@ -372,6 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_trackrecord_commands(sub)
     add_receipt_commands(sub)
     add_provider_commands(sub)
+    add_worker_commands(sub)
     add_hardware_commands(sub)
     add_credit_commands(sub)
     add_knowledge_commands(sub)

@@ -51,8 +51,8 @@ def test_the_limit_and_price_commands_set_the_database_for_every_machine(home, c
     assert main(["credits", "limit", "88", "--history", "12", "--history-seconds", "300"]) == 0
     said = capsys.readouterr().out.strip()
     assert (
-        said
-        == "the per-run limit is 88 credits; a history case's 12 credits and 300 s (the state database: every machine)"
+        said == "the per-run limit is 88 credits; a history case's 12 credits and 300 s "
+        "(the state database: every machine)"
     )
     assert main(["credits", "price", "ibm:", "--per-shot", "0.001"]) == 0
     assert capsys.readouterr().out.strip() == "ibm:: 0 credits a circuit, 0.001 a shot (every machine)"
@@ -88,7 +88,8 @@ def test_a_credits_file_is_refused_until_imported_once(home, capsys, clean):
     assert main(["credits", "balance", "ada"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        f"qsolve: {home / 'credits.toml'}: credit prices and limits are kept in the state database now, alike "
+        f"qsolve: {home / 'credits.toml'}: credit prices and limits are kept in the state database now, "
+        "alike "
         f"for every machine: run `qsolve credits import {home / 'credits.toml'}` once (it takes the file in "
         "and sets it aside)"
     ]
