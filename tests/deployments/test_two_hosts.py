@@ -19,11 +19,10 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from storage.state import connect
 from tests.conftest import REPO
-from tests.storage.state.conftest import POSTGRES_URL, _admin, postgres_problem
+from tests.storage.state.conftest import postgres_schema
 
 SEAL = """
 import json, sys
@@ -65,31 +64,22 @@ class Host:
 @pytest.fixture
 def hosts(tmp_path: Path) -> Iterator[tuple[Host, Host]]:
     """Homes A and B on one fresh PostgreSQL schema."""
-    if problem := postgres_problem():
-        pytest.skip(f"no PostgreSQL server: {problem}")
-    schema = f"qsolve_hosts_{uuid.uuid4().hex[:12]}"
-    with _admin().connect() as connection:
-        connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    url = sa.make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
     base = {k: v for k, v in os.environ.items() if not k.startswith(("QSOLVE_", "PREFECT_API_URL"))}
-    made = []
-    for name in ("host-a", "host-b"):
-        home = tmp_path / name
-        home.mkdir()
-        env = {
-            **base,
-            "QSOLVE_HOME": str(home),
-            "QSOLVE_DATABASE_URL": url.render_as_string(hide_password=False),
-            "QSOLVE_HOST_NAME": name,
-            "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
-            "PYTHONPATH": str(REPO),
-        }
-        made.append(Host(name, home, env))
-    try:
+    with postgres_schema("qsolve_hosts") as url:
+        made = []
+        for name in ("host-a", "host-b"):
+            home = tmp_path / name
+            home.mkdir()
+            env = {
+                **base,
+                "QSOLVE_HOME": str(home),
+                "QSOLVE_DATABASE_URL": url,
+                "QSOLVE_HOST_NAME": name,
+                "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+                "PYTHONPATH": str(REPO),
+            }
+            made.append(Host(name, home, env))
         yield made[0], made[1]
-    finally:
-        with _admin().connect() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
 
 
 def _verify(host: Host, job: dict, *flags: str, code: int) -> dict:

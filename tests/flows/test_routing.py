@@ -11,6 +11,7 @@ B's registered key.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -20,31 +21,36 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from qsolve.cli import main
 from storage.state import QuoteStatus, RunStatus, connect
 from tasks.hardware import request_quotes
 from tests.conftest import REPO
 from tests.flows.hardware_setup import REFERENCE, publish
-from tests.storage.state.conftest import POSTGRES_URL, _admin, postgres_problem
+from tests.storage.state.conftest import postgres_schema
 
 
 @pytest.fixture
 def database(prefect, monkeypatch) -> Iterator[str]:
-    if problem := postgres_problem():
-        pytest.skip(f"no PostgreSQL server: {problem}")
-    schema = f"qsolve_route_{uuid.uuid4().hex[:12]}"
-    with _admin().connect() as connection:
-        connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    url = sa.make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    rendered = url.render_as_string(hide_password=False)
-    monkeypatch.setenv("QSOLVE_DATABASE_URL", rendered)
-    try:
-        yield rendered
-    finally:
-        with _admin().connect() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+    with postgres_schema("qsolve_route") as url:
+        monkeypatch.setenv("QSOLVE_DATABASE_URL", url)
+        yield url
+
+
+@pytest.fixture
+def pool(prefect) -> Iterator[str]:
+    """A work pool's name; the pool and the hardware deployment made on it removed afterwards, so that the
+    session's other tests find no hardware deployment to send runs to."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    name = f"qsolve-{uuid.uuid4().hex[:8]}"
+    yield name
+    with get_client(sync_client=True) as client:
+        with contextlib.suppress(ObjectNotFound):
+            client.delete_deployment(client.read_deployment_by_name("hardware/hardware").id)
+        with contextlib.suppress(ObjectNotFound):
+            client.delete_work_pool(name)
 
 
 def _env(home: Path | None, host: str, database: str) -> dict[str, str]:
@@ -71,10 +77,9 @@ def _run(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.Compl
     return done
 
 
-def test_a_hardware_run_for_a_provider_only_b_holds_goes_to_b(database, tmp_path, monkeypatch):
+def test_a_hardware_run_for_a_provider_only_b_holds_goes_to_b(database, pool, tmp_path, monkeypatch):
     from prefect.client.orchestration import get_client
 
-    pool = f"qsolve-{uuid.uuid4().hex[:8]}"
     elsewhere = tmp_path / "elsewhere"  # no repository here: what runs, runs from the installed package
     elsewhere.mkdir()
     a, b = tmp_path / "home-a", tmp_path / "home-b"
