@@ -10,28 +10,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from storage.state._config import CreditSettings, Price
-from storage.state._rows import now
+from storage.state._rows import now, upsert
 from storage.state._store import Store
 from storage.state._tables import credit_limits, credit_prices
 
 LIMITS = ("per_run_limit", "history_run_limit", "history_run_seconds")
-
-
-def _upsert(
-    connection: sa.Connection, table: sa.Table, key: str | tuple[str, ...], values: dict[str, Any]
-) -> None:
-    """Set one row's values, inserting it where missing, in one statement (``ON CONFLICT DO UPDATE``):
-    two operators at once leave one row, the later one's."""
-    if connection.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    statement = insert(table).values(**values)
-    connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=[key] if isinstance(key, str) else list(key), set_=values
-        )
-    )
 
 
 def _price_row(target: str, price: Price) -> dict[str, Any]:
@@ -65,7 +48,7 @@ class CreditTable(Store):
         if not target or len(target) > 200:
             raise ValueError(f"{target!r} is not a target or a family of targets (ibm:, provider:, sim-cpu)")
         with self._write() as connection:
-            _upsert(connection, credit_prices, "target", _price_row(target, price))
+            upsert(connection, credit_prices, "target", _price_row(target, price))
         return self.credit_settings().price(target)
 
     def remove_price(self, target: str) -> bool:
@@ -87,7 +70,7 @@ class CreditTable(Store):
         with self._write() as connection:
             for name in values:
                 text = str(getattr(checked, name))
-                _upsert(connection, credit_limits, "name", {"name": name, "value": text, "set_at": now()})
+                upsert(connection, credit_limits, "name", {"name": name, "value": text, "set_at": now()})
         return self.credit_settings()
 
     def import_credits(self, given: CreditSettings) -> CreditSettings:
@@ -95,9 +78,9 @@ class CreditTable(Store):
         limits = {name: getattr(given, name) for name in LIMITS if name in given.model_fields_set}
         with self._write() as connection:
             for name, value in limits.items():
-                _upsert(
+                upsert(
                     connection, credit_limits, "name", {"name": name, "value": str(value), "set_at": now()}
                 )
             for target, price in given.prices.items():
-                _upsert(connection, credit_prices, "target", _price_row(target, price))
+                upsert(connection, credit_prices, "target", _price_row(target, price))
         return self.credit_settings()

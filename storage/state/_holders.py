@@ -11,8 +11,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from storage.state._credit_table import _upsert
-from storage.state._rows import now
+from storage.state._rows import now, upsert
 from storage.state._store import Store
 from storage.state._tables import provider_holders
 
@@ -28,7 +27,7 @@ class ProviderHolders(Store):
                 )
             )
             for queue in queues:
-                _upsert(
+                upsert(
                     connection,
                     provider_holders,
                     ("host", "queue"),

@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from storage.state._errors import NotFound
-from storage.state._rows import now
+from storage.state._rows import now, row_of
 from storage.state._store import Store
 from storage.state._tables import host_keys
 
@@ -79,14 +79,7 @@ class HostKeyRecord:
 
 
 def _record(row: Any) -> HostKeyRecord:
-    return HostKeyRecord(
-        key=row.key,
-        host=row.host,
-        first_seen_at=row.first_seen_at,
-        retired_at=row.retired_at,
-        revoked_from_ms=row.revoked_from_ms,
-        note=row.note,
-    )
+    return row_of(HostKeyRecord, row)
 
 
 class HostKeys(Store):
