@@ -11,7 +11,7 @@ def test_a_host_registers_what_it_holds_now(db: StateDB) -> None:
     assert db.register_holder("host-a", ["provider-lab", "ibm", "ibm"]) == ["ibm", "provider-lab"]
     db.register_holder("host-b", ["provider-lab"])
     assert [host for host, _ in db.holders("provider-lab")] == ["host-a", "host-b"]
-    ((_, first),) = [h for h in db.holders("ibm")]
+    ((_, first),) = db.holders("ibm")
     db.register_holder("host-a", ["ibm"])  # lab's credential left host-a
     assert [host for host, _ in db.holders("provider-lab")] == ["host-b"]
     ((host, seen),) = db.holders("ibm")
