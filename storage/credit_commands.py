@@ -48,8 +48,12 @@ def add_commands(subparsers: Any) -> None:
         "of targets (ibm:, provider:, fake:) in the state database: every quote on every machine reads it.",
     )
     pr.add_argument("target", metavar="TARGET", help="a target, or a family ending in ':'")
-    pr.add_argument("--per-circuit", metavar="CREDITS", help="credits per circuit sent (default 0)")
-    pr.add_argument("--per-shot", metavar="CREDITS", help="credits per shot taken (default 0)")
+    pr.add_argument(
+        "--per-circuit", metavar="CREDITS", help="credits per circuit sent (default: as it is priced now)"
+    )
+    pr.add_argument(
+        "--per-shot", metavar="CREDITS", help="credits per shot taken (default: as it is priced now)"
+    )
     pr.add_argument("--remove", action="store_true", help="take the target's own price off")
     pr.set_defaults(func=cmd_price)
     sh = sub.add_parser("show", help="the prices and limits every machine reads (the state database)")
@@ -183,7 +187,11 @@ def cmd_price(args: argparse.Namespace) -> int:
             values[name] = amount
     with connect() as db:
         try:
-            price = db.set_price(args.target, Price(**values))
+            now = db.settings.price(args.target)  # what is not given stays as it is priced now
+        except UnpricedTarget:
+            now = Price()
+        try:
+            price = db.set_price(args.target, now.model_copy(update=values))
         except ValueError as e:
             print(f"qsolve credits price: {e}", file=sys.stderr)
             return 2

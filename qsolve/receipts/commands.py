@@ -56,8 +56,7 @@ def add_commands(subparsers: Any) -> None:
         "receipt-key",
         help="print the host's receipt key and every host's registered key as a trust list",
         description="The host's Ed25519 public key (made on first use in QSOLVE_HOME/keys/, registered in "
-        "the "
-        "state database), and every registered key as a trust list (host, key id, key, first seen).",
+        "the state database), and every registered key as a trust list (host, key id, key, first seen).",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
