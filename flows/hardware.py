@@ -10,6 +10,13 @@ run again (the database gives each quote's run to one process).
 
 ``hardware``: run the confirmed quotes of a batch (or one quote), as ``qsolve confirm`` leaves them.
 
+A quote's run goes where its provider is (issue 26, item 3; ``qsolve.providers.routing``): a flow run on
+a machine that does not hold the provider (``provider:NAME``'s entry and credential, an IBM Quantum key)
+does not run it there, but creates a ``hardware`` flow run for it in the provider's work queue
+(``provider-NAME``, ``ibm``) of the deployment's work pool, Scheduled with a message naming the provider
+it waits for; a worker that holds it (``qsolve worker``) takes it. Where the deployment has no work pool
+(``deployments/serve.py``: one process serves everything) or there is no deployment, it runs here.
+
 Every hardware run holds a slot of its device family's Prefect concurrency limit (``hardware-ibm``,
 ``hardware-provider``): the serve script and ``prefect.yaml``'s build step (at ``prefect deploy``) create them
 (``python -m deployments.limits``), and each flow run creates any that is missing before it runs
@@ -39,6 +46,7 @@ from tasks.hardware import HardwareOutcome, HardwareRefused, request_quotes, run
 
 #: each device family's Prefect concurrency limit, and the size it is created with
 LIMITS = {"hardware-ibm": 1, "hardware-provider": 2}
+HARDWARE_DEPLOYMENT = "hardware/hardware"
 
 
 class HardwareStopped(Exception):  # noqa: N818 - what the run did, as Prefect's Failed state carries it
@@ -112,8 +120,12 @@ def confirmation_form(quote: Quote) -> type[QuoteConfirmation]:
 
 @task(name="hardware run", cache_policy=NO_CACHE, task_run_name="hardware run {quote_id}")
 def hardware_run(quote_id: str, target: str) -> HardwareOutcome | None:
-    """One confirmed quote's run, in a slot of its family's limit; None when another process has it."""
+    """One confirmed quote's run, in a slot of its family's limit; None when another process has it, or
+    when it was sent to a machine that holds its provider (:func:`send_away`)."""
     logger = get_run_logger()
+    if (sent := send_away(quote_id, target)) is not None:
+        logger.info(sent)
+        return None
     with concurrency(limit_of(target), occupy=1, strict=True), connect() as db:
         planned = db.get_quote(quote_id).estimate.get("circuits") or 0
         bar = create_progress_artifact(
@@ -366,10 +378,73 @@ def _summary(outcomes: list[HardwareOutcome]) -> None:
     )
 
 
+def send_away(quote_id: str, target: str) -> str | None:
+    """When this machine does not hold ``target``'s provider: the quote's run sent to its provider's work
+    queue, and what was done, said; None when it runs here (this machine holds it, it needs none, this
+    flow run is on that queue already, or there is no work pool to send it through)."""
+    from prefect.context import FlowRunContext
+
+    from qsolve.providers.routing import holds, queue_for
+
+    queue = queue_for(target)
+    if queue is None or holds(target):
+        return None
+    context = FlowRunContext.get()
+    if context is not None and context.flow_run.work_queue_name == queue:
+        return None  # on the provider's own queue: run here, and fail naming what this machine lacks
+    return send(quote_id, target)
+
+
+def send(quote_id: str, target: str) -> str | None:
+    """A ``hardware`` flow run for the quote in its provider's work queue (the pool's default queue for a
+    target any machine runs), Scheduled with a message naming the provider it waits for; what was done,
+    said. None when the deployment is missing or has no work pool (served by one process)."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+    from prefect.states import Scheduled
+
+    from qsolve.providers.routing import provider_of, queue_for
+
+    queue = queue_for(target)
+    with get_client(sync_client=True) as client:
+        try:
+            deployment = client.read_deployment_by_name(HARDWARE_DEPLOYMENT)
+        except ObjectNotFound:
+            return None
+        if deployment.work_pool_name is None:
+            return None
+        needs = provider_of(queue) if queue else None
+        waits = (
+            f"waits for a worker that holds {needs} (work queue {queue})" if needs else "waits for a worker"
+        )
+        run = client.create_flow_run_from_deployment(
+            deployment.id,
+            parameters={"quote": quote_id},
+            state=Scheduled(message=f"quote {quote_id} on {target}: {waits}"),
+            name=f"quote-{quote_id[:12]}-{queue or 'any'}",
+            tags=[queue] if queue else None,
+            idempotency_key=f"hardware-{quote_id}",  # sent twice (a flow run, a confirmation): one run
+            work_queue_name=queue,
+        )
+    said = f"started the hardware flow run {run.name} for {quote_id}"
+    if not needs:
+        return said
+    with connect() as db:
+        hosts = [host for host, _ in db.holders(queue)]
+    where = (
+        f"registered by {', '.join(hosts)}"
+        if hosts
+        else f"no host has registered {needs} yet: it waits until `qsolve worker --pool "
+        f"{deployment.work_pool_name}` starts on a machine that holds it"
+    )
+    return f"{said} in work queue {queue} of pool {deployment.work_pool_name}: it {waits}; {where}"
+
+
 def start_confirmed(quote_id: str) -> str:
     """Start a quote confirmed outside its flow run (``qsolve confirm``, the web page), on the Prefect
-    server of ``PREFECT_API_URL``: the quote flow run paused for it is resumed (and runs it), else the
-    ``hardware/hardware`` deployment is run for it. What was done, said for the person."""
+    server of ``PREFECT_API_URL``: the quote flow run paused for it is resumed (and runs it, or sends it
+    where its provider is), else a ``hardware/hardware`` flow run is made for it in its provider's work
+    queue (:func:`send`). What was done, said for the person."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowFilter,
@@ -395,8 +470,12 @@ def start_confirmed(quote_id: str) -> str:
         if key and key.startswith(f"quote-{quote_id}-"):
             resume_flow_run(run.id, run_input={"confirm": True, "seen_unknown_cost": True}, _sync=True)
             return f"resumed the quote flow run {run.name} waiting for {quote_id}: it runs it now"
-    try:
-        started = run_deployment("hardware/hardware", parameters={"quote": quote_id}, timeout=0, _sync=True)
+    with connect() as db:
+        target = db.get_quote(quote_id).target
+    if (said := send(quote_id, target)) is not None:
+        return said
+    try:  # a deployment served by one process has no work queues: run it there
+        started = run_deployment(HARDWARE_DEPLOYMENT, parameters={"quote": quote_id}, timeout=0, _sync=True)
     except ObjectNotFound:
         return (
             f"no hardware deployment on this Prefect server: run it with `prefect deployment run "

@@ -374,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     from qsolve.hardware.commands import add_commands as add_hardware_commands
     from qsolve.prefect_server import add_commands as add_server_commands
     from qsolve.providers.commands import add_commands as add_provider_commands
+    from qsolve.providers.worker import add_commands as add_worker_commands
     from qsolve.receipts.commands import add_commands as add_receipt_commands
     from qsolve.web.commands import add_commands as add_web_commands
     from storage.credit_commands import add_commands as add_credit_commands
@@ -382,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_trackrecord_commands(sub)
     add_receipt_commands(sub)
     add_provider_commands(sub)
+    add_worker_commands(sub)
     add_hardware_commands(sub)
     add_credit_commands(sub)
     add_knowledge_commands(sub)
@@ -418,6 +420,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except Exception as e:  # a read-only home, a full disk, a corrupt database: one line, exit 2
         from storage.state._faults import fault_line
+
+        if getattr(e, "usage", False):  # an error that says what to run instead (CreditsMoved)
+            print(f"qsolve: {e}", file=sys.stderr)
+            return EXIT_USAGE
 
         line = fault_line(e, argv[0] if argv else "")
         if line is None:

@@ -14,3 +14,14 @@ def qsolve_home(home: Path | str | None = None) -> Path:
     if home is None:
         home = os.environ.get(HOME_VARIABLE) or DEFAULT_HOME
     return Path(home).expanduser()
+
+
+HOST_VARIABLE = "QSOLVE_HOST_NAME"
+
+
+def host_name() -> str:
+    """This machine's name among the platform's hosts: ``QSOLVE_HOST_NAME``, else the system's host name.
+    It labels the host's receipt key and the providers its workers hold in the state database."""
+    import socket
+
+    return (os.environ.get(HOST_VARIABLE) or socket.gethostname() or "localhost")[:200]

@@ -87,11 +87,7 @@ def over_limit(quote, limit) -> str:
     import math
 
     enough = math.ceil(quote.price)
-    raise_it = (
-        f"raise QSOLVE_CREDITS_PER_RUN_LIMIT (it is set, and wins over credits.toml) to {enough}"
-        if os.environ.get("QSOLVE_CREDITS_PER_RUN_LIMIT")
-        else f"qsolve credits limit {enough}"
-    )
+    raise_it = f"qsolve credits limit {enough} (every machine)"
     return (
         f"its price {quote.price} is above the per-run limit of {limit} credits: confirmed, the run stops "
         f"(run_too_large, not recorded) before the job that would pass {limit}; to raise the limit before "

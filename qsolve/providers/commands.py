@@ -220,12 +220,12 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 def session(name: str, *, yes: bool, run_id: str | None = None, home: Path | None = None):
     """A provider session for platform code: its client, the state database as its book, the host's
-    key, blobs as the keeper of sealed jobs, and this run's confirmation (``--yes``, or a question
+    key (registered there, a new one made where it was retired), blobs as the keeper of sealed jobs,
+    and this run's confirmation (``--yes``, or a question
     when standard input is a terminal)."""
     from qsolve.home import qsolve_home
     from qsolve.providers.connect import open_client
     from qsolve.providers.jobs import Confirmation, ProviderSession
-    from qsolve.receipts.keys import load_host_key
     from storage.blobs import BlobStore
     from storage.state import connect
 
@@ -238,12 +238,13 @@ def session(name: str, *, yes: bool, run_id: str | None = None, home: Path | Non
         return digest, str(blobs.path(digest))
 
     ask = _ask if sys.stdin.isatty() and not yes else None
+    book = connect(home=home)
     return ProviderSession(
         name=name,
         kind=entry.transport,
         client=client,
-        book=connect(home=home),
-        signer=load_host_key(home),
+        book=book,
+        signer=book.signing_key(home, tell=lambda line: print(line, file=sys.stderr)),
         keep=keep,
         confirmation=Confirmation(yes=yes, ask=ask),
         tell=lambda line: print(line, file=sys.stderr),

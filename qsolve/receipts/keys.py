@@ -62,6 +62,23 @@ def load_host_key(home: Path | None = None, *, create: bool = True) -> HostKey:
     return HostKey(_read_seed(path))
 
 
+def retire_key_file(public_hex: str, home: Path | None = None) -> Path | None:
+    """Set the host key aside (``receipt-ed25519.seed.retired-<key id>``, kept for its owner only), so
+    that the next :func:`load_host_key` makes a new one: what a host does when its key was retired or
+    revoked. Only the key ``public_hex``: a key another process of this host made meanwhile stays. The
+    path it was moved to, or None when the key file holds another key (or none)."""
+    path = key_path(home)
+    if not path.exists():
+        return None
+    old = HostKey(_read_seed(path))
+    if old.public_hex != public_hex:
+        return None
+    aside = path.with_name(f"{KEY_FILE}.retired-{old.public_hex[:16]}")
+    with contextlib.suppress(FileNotFoundError):  # another process of this host set it aside first
+        os.replace(path, aside)
+    return aside
+
+
 def _read_seed(path: Path) -> bytes:
     mode = path.stat().st_mode
     if not stat.S_ISREG(mode):

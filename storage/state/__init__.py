@@ -17,6 +17,9 @@ _quotes     hardware quote batches: one open per workflow, each quote confirmed 
 _calibration    calibration task results (issue 14), figures as blobs
 _evaluations    evaluation runs, their records, reviewers' verdicts, figure assets
 _accounts   people of the web pages: logins, roles (developer, editor, reviewer), sessions
+_credit_table   the credit prices and limits every machine reads (qsolve credits price|limit|import)
+_host_keys  every host's receipt public key, a trust list; retired and revoked keys
+_holders    which host's workers hold which provider (a Prefect work queue each)
 _errors     the error tree
 """
 
@@ -26,6 +29,7 @@ from storage.state._db import StateDB, connect
 from storage.state._errors import (
     CaseTaken,
     CreditError,
+    CreditsMoved,
     InsufficientCredits,
     NoHold,
     NotFound,
@@ -35,6 +39,7 @@ from storage.state._errors import (
     UnpricedTarget,
     VersionConflict,
 )
+from storage.state._host_keys import HostKeyRecord
 from storage.state._leases import Lease, lease_seconds
 from storage.state._ledger import SYSTEM_ACCOUNT
 from storage.state._models import (
@@ -71,9 +76,11 @@ __all__ = [
     "ClaimStatus",
     "CreditError",
     "CreditSettings",
+    "CreditsMoved",
     "EvaluationStatus",
     "FailureReason",
     "Hold",
+    "HostKeyRecord",
     "InsufficientCredits",
     "Lease",
     "LoginAccount",

@@ -1,20 +1,20 @@
 """Where the state lives, and the credit settings: the price table and the per-run limits.
 
-The settings come, strongest first, from arguments, the environment (``QSOLVE_CREDITS_*``; the price
-table as JSON in ``QSOLVE_CREDITS_PRICES``), a TOML file (``QSOLVE_CREDITS_FILE``, by default
-``QSOLVE_HOME/credits.toml``), and the defaults below. A price table that is given is laid over the
-default one, target by target.
+The settings are kept in the state database (issue 26: every machine prices alike), set by the operator
+(``qsolve credits price``, ``qsolve credits limit``), the defaults below where it holds none; a price
+table that is set is laid over the default one, target by target. Where they used to come from, a
+``credits.toml`` in the home (or ``QSOLVE_CREDITS_FILE``) and ``QSOLVE_CREDITS_*`` variables, is refused
+with a line saying what to run (:func:`legacy_credit_sources`): ``qsolve credits import`` takes a file
+in once.
 """
 
 from __future__ import annotations
 
 import os
-import tomllib
 from decimal import Decimal
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from qsolve.home import qsolve_home
 from storage.state._errors import UnpricedTarget
@@ -22,6 +22,7 @@ from storage.state._models import MICRO, RunLimits, Source, from_micro, to_micro
 
 DATABASE_URL_VARIABLE = "QSOLVE_DATABASE_URL"
 CREDITS_FILE_VARIABLE = "QSOLVE_CREDITS_FILE"
+CREDITS_VARIABLES = "QSOLVE_CREDITS_"  # the prefix of the variables that once set them
 
 
 class Price(BaseModel):
@@ -47,10 +48,12 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 
 
-class CreditSettings(BaseSettings):
-    """The price table and the limits (benchmarks-and-gates.md, "How they run" 4 and "How results enter")."""
+class CreditSettings(BaseModel):
+    """The price table and the limits (benchmarks-and-gates.md, "How they run" 4 and "How results enter"),
+    as the state database holds them (``StateDB.settings``; ``qsolve credits price|limit``), the defaults
+    where it holds none."""
 
-    model_config = SettingsConfigDict(env_prefix="QSOLVE_CREDITS_", extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     per_run_limit: Decimal = Field(default=Decimal(50), ge=0)
     history_run_limit: Decimal = Field(default=Decimal(20), ge=0)
@@ -60,17 +63,6 @@ class CreditSettings(BaseSettings):
     @property
     def price_table(self) -> dict[str, Price]:
         return {**DEFAULT_PRICES, **self.prices}
-
-    @classmethod
-    def load(cls, home: Path | None = None) -> CreditSettings:
-        """The environment over the TOML file over the defaults."""
-        path = Path(os.environ.get(CREDITS_FILE_VARIABLE) or (home or qsolve_home()) / "credits.toml")
-        from_file = tomllib.loads(path.read_text()) if path.is_file() else {}
-        from_env = cls()
-        given = from_env.model_dump(include=from_env.model_fields_set)
-        if "prices" in given:
-            given["prices"] = {**from_file.get("prices", {}), **given["prices"]}
-        return cls(**{**from_file, **given})
 
     def price(self, target: str) -> Price:
         """The target's own price, else that of its family (``ibm:`` for ``ibm:ibm_fez``)."""
@@ -93,3 +85,27 @@ class CreditSettings(BaseSettings):
 
     def limit_micro(self, source: Source | str) -> int:
         return int(self.limits(source).credits * MICRO)
+
+
+def legacy_credit_sources(home: Path | None = None) -> list[str]:
+    """What would once have set the credit settings on this machine alone, each as a line saying what to
+    run instead: a ``credits.toml`` (or ``QSOLVE_CREDITS_FILE``), a ``QSOLVE_CREDITS_*`` variable."""
+    path = credits_file(home)
+    found = []
+    if path.is_file():
+        found.append(
+            f"{path}: credit prices and limits are kept in the state database now, alike for every machine: "
+            f"run `qsolve credits import {path}` once (it takes the file in and sets it aside)"
+        )
+    for name in sorted(
+        n for n in os.environ if n.startswith(CREDITS_VARIABLES) and n != CREDITS_FILE_VARIABLE
+    ):
+        found.append(
+            f"{name} is set: credit prices and limits are kept in the state database now, alike for every "
+            "machine: set them with `qsolve credits limit` or `qsolve credits price`, and unset it"
+        )
+    return found
+
+
+def credits_file(home: Path | None = None) -> Path:
+    return Path(os.environ.get(CREDITS_FILE_VARIABLE) or (home or qsolve_home()) / "credits.toml")

@@ -20,10 +20,13 @@ from sqlalchemy.exc import IntegrityError
 
 from storage.state._accounts import Accounts
 from storage.state._calibration import CalibrationResults
-from storage.state._config import DATABASE_URL_VARIABLE, CreditSettings, qsolve_home
+from storage.state._config import DATABASE_URL_VARIABLE, CreditSettings, legacy_credit_sources, qsolve_home
+from storage.state._credit_table import CreditTable
 from storage.state._engine import make_engine
-from storage.state._errors import CaseTaken, NotFound, StageLost, VersionConflict
+from storage.state._errors import CaseTaken, CreditsMoved, NotFound, StageLost, VersionConflict
 from storage.state._evaluations import Evaluations
+from storage.state._holders import ProviderHolders
+from storage.state._host_keys import HostKeys
 from storage.state._leases import DEADLINE_MARGIN, lease_seconds
 from storage.state._ledger import Ledger
 from storage.state._migrate import migrate
@@ -49,15 +52,22 @@ ID_CHUNK = 500
 
 
 def connect(
-    url: str | None = None, home: Path | None = None, *, settings: CreditSettings | None = None
+    url: str | None = None,
+    home: Path | None = None,
+    *,
+    settings: CreditSettings | None = None,
+    refuse_credits_file: bool = True,
 ) -> StateDB:
     """Open the state database, migrated to the latest schema.
 
     ``url`` wins, then ``QSOLVE_DATABASE_URL``, then SQLite at ``home/state.db`` (``home`` defaulting to
-    ``QSOLVE_HOME``, itself ``./.qsolve``). Credit settings load from the environment and
-    ``home/credits.toml`` unless given.
+    ``QSOLVE_HOME``, itself ``./.qsolve``). The credit settings are the database's, read when used,
+    unless ``settings`` are given; a ``credits.toml`` in the home or a ``QSOLVE_CREDITS_*`` variable is
+    refused (CreditsMoved, saying what to run) unless ``refuse_credits_file`` is false (the import).
     """
     home = Path(home) if home is not None else qsolve_home()
+    if settings is None and refuse_credits_file and (found := legacy_credit_sources(home)):
+        raise CreditsMoved(found[0], source=found[0].split(":", 1)[0].split(" ", 1)[0])
     url = url or os.environ.get(DATABASE_URL_VARIABLE) or f"sqlite:///{(home / 'state.db').as_posix()}"
     engine = make_engine(url)
     try:
@@ -65,7 +75,7 @@ def connect(
     except BaseException:
         engine.dispose()
         raise
-    return StateDB(engine, settings or CreditSettings.load(home))
+    return StateDB(engine, settings)
 
 
 def _hold_stage(connection: sa.Connection, stage: Stage, owner: str | None) -> None:
@@ -91,9 +101,21 @@ def _json_document(value: Any, what: str) -> Any:
         raise ValueError(f"{what} is not JSON: {e}") from e
 
 
-class StateDB(Ledger, HistoryStages, ProviderJobs, Quotes, CalibrationResults, Evaluations, Accounts):
+class StateDB(
+    Ledger,
+    HistoryStages,
+    ProviderJobs,
+    Quotes,
+    CalibrationResults,
+    Evaluations,
+    Accounts,
+    CreditTable,
+    HostKeys,
+    ProviderHolders,
+):
     """Versions, runs, history stages and leases, credit accounts and the ledger, hardware quote
-    batches (``_quotes``), provider jobs, calibration task results. A context manager."""
+    batches (``_quotes``), provider jobs, calibration task results, and what every machine shares: the
+    credit settings, the hosts' receipt keys, which host holds which provider. A context manager."""
 
     # versions
 

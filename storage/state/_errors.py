@@ -9,7 +9,8 @@
     └── CreditError
         ├── InsufficientCredits the account cannot cover the hold; the run failed `insufficient_credits`
         ├── NoHold              settlement of a run that holds nothing
-        └── UnpricedTarget      no price for the target in the price table
+        ├── UnpricedTarget      no price for the target in the price table
+        └── CreditsMoved        a credits.toml or QSOLVE_CREDITS_* variable: the settings are in the database
 
 Each error carries its subject, and survives pickling (Prefect moves errors between processes).
 """
@@ -89,3 +90,12 @@ class NoHold(CreditError):
 @dataclass
 class UnpricedTarget(CreditError):
     target: str = ""
+
+
+@dataclass
+class CreditsMoved(CreditError):
+    """Credit settings found where they once were (a ``credits.toml``, a ``QSOLVE_CREDITS_*`` variable):
+    refused, the message saying what to run. The command line prints it as one line (exit 2)."""
+
+    source: str = ""
+    usage = True  # qsolve.cli prints such an error as one line, exit 2

@@ -26,6 +26,19 @@ RECORDABLE = sa.or_(
 )
 
 
+def upsert(
+    connection: sa.Connection, table: sa.Table, key: str | tuple[str, ...], values: dict[str, Any]
+) -> None:
+    """Set one row's values, inserting it where its key is missing, in one statement (``INSERT ... ON
+    CONFLICT DO UPDATE``, on SQLite and PostgreSQL alike): two writers at once leave one row, the later's."""
+    if connection.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    keys = [key] if isinstance(key, str) else list(key)
+    connection.execute(insert(table).values(**values).on_conflict_do_update(index_elements=keys, set_=values))
+
+
 def row_of(cls: type, row: sa.Row, **converted: Any) -> Any:
     """A frozen dataclass of a row: each field the column of its name, or as ``converted`` gives it."""
     from dataclasses import fields

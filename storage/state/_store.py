@@ -1,4 +1,5 @@
-"""An engine, the credit settings, and the two kinds of transaction the state database opens."""
+"""An engine, credit settings given (else the database's), and the two kinds of transaction the state
+database opens."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from storage.state._engine import READ_ONLY
 
 
 class Store:
-    def __init__(self, engine: sa.Engine, settings: CreditSettings) -> None:
+    def __init__(self, engine: sa.Engine, settings: CreditSettings | None = None) -> None:
         self.engine = engine
-        self.settings = settings
+        self._settings = settings  # None: the database's (``_credit_table``), read when asked
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.engine.url.render_as_string(hide_password=True)!r})"

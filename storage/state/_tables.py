@@ -427,3 +427,42 @@ account_sessions = sa.Table(
     sa.Index(None, "account"),
     sa.Index(None, "expires_at"),
 )
+
+# what every machine shares (issue 26, item 3; migration 0009)
+
+host_keys = sa.Table(  # each host's receipt public key, registered by the host that holds its private half
+    "host_keys",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),  # 64 lower-case hex digits
+    sa.Column("host", sa.String(200), nullable=False),
+    sa.Column("first_seen_at", UTCDateTime, nullable=False),
+    sa.Column("retired_at", UTCDateTime, nullable=True),  # its holder signs no more with it
+    sa.Column("revoked_from_ms", sa.BigInteger, nullable=True),  # no longer vouched for from then (§8.8)
+    sa.Column("note", sa.String(500), nullable=True),
+    sa.Index(None, "host"),
+)
+
+credit_limits = sa.Table(  # per_run_limit, history_run_limit, history_run_seconds: as decimal text
+    "credit_limits",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(64), nullable=False),
+    sa.Column("set_at", UTCDateTime, nullable=False),
+)
+
+credit_prices = sa.Table(  # a target's (or family's, "ibm:") price, decimal text laid over the defaults
+    "credit_prices",
+    metadata,
+    sa.Column("target", sa.String(200), primary_key=True),
+    sa.Column("per_circuit", sa.String(64), nullable=False),
+    sa.Column("per_shot", sa.String(64), nullable=False),
+    sa.Column("set_at", UTCDateTime, nullable=False),
+)
+
+provider_holders = sa.Table(  # which host's workers hold which provider (a Prefect work queue each)
+    "provider_holders",
+    metadata,
+    sa.Column("host", sa.String(200), primary_key=True),
+    sa.Column("queue", sa.String(200), primary_key=True),  # provider-NAME, ibm
+    sa.Column("seen_at", UTCDateTime, nullable=False),
+)

@@ -137,8 +137,8 @@ def test_jobs_past_what_was_authorised_stop_the_run_unrecorded(home, tmp_path, m
         db.grant("dev", 100)
         _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
     # a confirmation that authorised less than one job costs: the first job is never sent
-    monkeypatch.setenv("QSOLVE_CREDITS_PER_RUN_LIMIT", "0.01")
     with connect(home=home) as db:
+        db.set_limits(per_run_limit=Decimal("0.01"))
         assert db.confirm_quote(quote.id, "dev").authorised == Decimal("0.01")
         outcome = run_quote(db, quote.id, home=home)
         assert outcome.reason == "run_too_large" and not outcome.recorded, outcome
@@ -289,11 +289,12 @@ def test_an_unknown_cost_confirmed_unseen_in_the_form_is_asked_again(home, tmp_p
 def test_qsolve_refuse_and_the_over_limit_warning(home, tmp_path, capsys, monkeypatch):
     add_reference()
     publish(home, tmp_path)
-    monkeypatch.setenv("QSOLVE_CREDITS_PER_RUN_LIMIT", "0.5")
+    assert main(["credits", "limit", "0.5"]) == 0
     capsys.readouterr()
     assert main(["quote", "hw-max-cut", "--target", "provider:ref", "--account", "dev"]) == 0
     out = capsys.readouterr().out
-    assert "above the per-run limit of 0.5 credits" in out and "QSOLVE_CREDITS_PER_RUN_LIMIT" in out
+    assert "above the per-run limit of 0.5 credits" in out
+    assert "to raise the limit before confirming: qsolve credits limit " in out
     with connect(home=home) as db:
         (quote,) = db.list_quotes(workflow="hw-max-cut")
     assert main(["refuse", quote.id, "--account", "dev"]) == 0
@@ -313,8 +314,6 @@ def test_the_example_workflows_hardware_case_fits_the_default_per_run_limit(monk
     from qsolve.workflow import load_workflow
     from storage.state import CreditSettings
 
-    for name in ("QSOLVE_CREDITS_PER_RUN_LIMIT", "QSOLVE_CREDITS_PRICES", "QSOLVE_CREDITS_FILE"):
-        monkeypatch.delenv(name, raising=False)
     root = REPO / "workflows" / "max-cut"
     wf = load_workflow(root)
     spec = importlib.util.spec_from_file_location("max_cut_workflow", root / "workflow.py")
@@ -331,7 +330,6 @@ def test_the_example_workflows_hardware_case_fits_the_default_per_run_limit(monk
 def test_a_quote_above_the_limit_names_the_one_command_that_raises_it(home, tmp_path, capsys, monkeypatch):
     import math
 
-    monkeypatch.delenv("QSOLVE_CREDITS_PER_RUN_LIMIT", raising=False)
     add_reference()
     publish(home, tmp_path)
     assert main(["credits", "limit", "0.5"]) == 0

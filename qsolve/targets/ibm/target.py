@@ -417,7 +417,6 @@ def open_ibm(
     the host's key, blobs as the keeper of sealed jobs, and this run's confirmation (none by default: every
     job's cost is unknown, so nothing is sent without one)."""
     from qsolve.home import qsolve_home
-    from qsolve.receipts.keys import load_host_key
     from storage.blobs import BlobStore
     from storage.state import connect as connect_state
 
@@ -435,14 +434,15 @@ def open_ibm(
         digest = blobs.put(text.encode("utf-8"))
         return digest, str(blobs.path(digest))
 
+    book = connect_state(home=home)
     return IbmBackend(
         device,
         service=service,
         backend=backend,
         settings=settings,
         secret=secret,
-        book=connect_state(home=home),
-        signer=load_host_key(home),
+        book=book,
+        signer=book.signing_key(home, tell=tell),
         keep=keep,
         confirmation=confirmation or Confirmation(),
         tell=tell or (lambda line: print(line, file=sys.stderr)),

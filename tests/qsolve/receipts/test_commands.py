@@ -147,7 +147,9 @@ def test_receipt_key_prints_the_key_and_a_trust_list_that_verifies_its_receipts(
     assert code == 0 and json.loads(out)["trust"]["listed"] is True
     code, out, _ = _run(["receipt-key", "--json"], capsys)
     printed = json.loads(out)
-    assert printed["key"] == key.public_hex and printed["entry"] == {"key": key.public_hex}
+    assert printed["key"] == key.public_hex and printed["entry"]["key"] == key.public_hex
+    assert printed["trust_list"]["keys"] == [printed["entry"]]  # the only host of this database
+    assert set(printed["entry"]) == {"key", "host", "key_id", "first_seen_ms"}  # not retired, not revoked
 
 
 def test_receipt_key_refuses_a_key_file_others_can_read(
@@ -157,3 +159,23 @@ def test_receipt_key_refuses_a_key_file_others_can_read(
     key_path().chmod(0o644)
     code, out, err = _run(["receipt-key"], capsys)
     assert code == 2 and out == "" and "readable by others" in err
+
+
+def test_receipt_key_lists_every_registered_key_and_retires_and_revokes_them(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(["receipt-key"], capsys)
+    key = load_host_key()
+    assert code == 0 and f"{key.public_hex[:16]}  {key.public_hex}  first seen " in out and "in use" in out
+    assert _run(["receipt-key", "revoke", "f" * 16], capsys)[0] == 1  # no such key
+    code, _, err = _run(["receipt-key", "revoke", key.public_hex[:16], "--from", "soon"], capsys)
+    assert code == 2 and "--from" in err
+    job = _write(tmp_path, "job.json", seal(request(), result(), key))
+    assert _run(["verify", job, "--registered"], capsys)[0] == 0
+    assert _run(["receipt-key", "revoke", key.public_hex[:16], "--from", "7"], capsys)[0] == 0
+    code, out, _ = _run(["verify", job, "--registered", "--json"], capsys)
+    assert code == 1 and json.loads(out)["reasons"] == ["key_revoked"]  # it seals no time
+    code, out, err = _run(["receipt-key"], capsys)  # the host moves to a new key, and says so
+    assert f"receipt key {key.public_hex[:16]} is revoked from 7 ms" in err and "revoked from 7 ms" in out
+    code, _, err = _run(["verify", job, "--registered", "--trust", job], capsys)
+    assert code == 2 and "not both" in err

@@ -6,6 +6,7 @@ the server (by default ``postgresql+psycopg://postgres@127.0.0.1:5432/test``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import uuid
@@ -45,17 +46,15 @@ def _admin() -> sa.Engine:
     return sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
 
 
-@pytest.fixture(params=BACKENDS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh, empty database: a SQLite file, or a PostgreSQL schema of the test's own."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{(tmp_path / 'state.db').as_posix()}"
-        return
+@contextlib.contextmanager
+def postgres_schema(prefix: str = "qsolve_test") -> Iterator[str]:
+    """The URL of a fresh PostgreSQL schema of its own, dropped afterwards; the test is skipped, saying
+    why, when no server answers."""
     problem = postgres_problem()
     if problem:
         server = sa.make_url(POSTGRES_URL)
         pytest.skip(f"no PostgreSQL server at {server.host}:{server.port or 5432}: {problem}")
-    schema = f"qsolve_test_{uuid.uuid4().hex[:12]}"
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
     with _admin().connect() as connection:
         connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
     url = sa.make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
@@ -64,6 +63,16 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     finally:
         with _admin().connect() as connection:
             connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database: a SQLite file, or a PostgreSQL schema of the test's own."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{(tmp_path / 'state.db').as_posix()}"
+        return
+    with postgres_schema() as url:
+        yield url
 
 
 def default_settings(**changes) -> CreditSettings:

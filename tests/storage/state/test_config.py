@@ -1,4 +1,5 @@
-"""The price table and the limits: defaults, families of targets, the environment and a file over them."""
+"""The price table and the limits: defaults, families of targets; the state database's values over them, read
+by every connection alike; a credits.toml or a QSOLVE_CREDITS_* variable refused with what to run."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from storage.state import DEFAULT_PRICES, CreditSettings, Price, RunLimits, Source, UnpricedTarget
+from storage.state import (
+    DEFAULT_PRICES,
+    CreditSettings,
+    CreditsMoved,
+    Price,
+    RunLimits,
+    Source,
+    UnpricedTarget,
+    connect,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -19,13 +29,13 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def test_defaults_are_the_seed_limits() -> None:
-    settings = CreditSettings.load()
+    settings = CreditSettings()
     assert settings.limits(Source.HARDWARE) == RunLimits(credits=Decimal(50), seconds=None)
     assert settings.limits("history") == RunLimits(credits=Decimal(20), seconds=900)
 
 
 def test_simulators_are_cheap_and_devices_dear() -> None:
-    settings = CreditSettings.load()
+    settings = CreditSettings()
     sim = settings.estimate_price("sim-cpu", circuits=10, shots=40_000)
     fake = settings.estimate_price("fake:fez@1.6", circuits=10, shots=40_000)
     ibm = settings.estimate_price("ibm:ibm_fez", circuits=10, shots=40_000)
@@ -51,46 +61,55 @@ def test_a_target_of_its_own_beats_its_family() -> None:
 
 def test_a_target_without_a_price_is_refused() -> None:
     with pytest.raises(UnpricedTarget, match="no price for target 'quantinuum:h2'") as caught:
-        CreditSettings.load().estimate_price("quantinuum:h2", 1, 100)
+        CreditSettings().estimate_price("quantinuum:h2", 1, 100)
     assert caught.value.target == "quantinuum:h2"
 
 
-def test_the_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("QSOLVE_CREDITS_PER_RUN_LIMIT", "40")
-    monkeypatch.setenv("QSOLVE_CREDITS_HISTORY_RUN_SECONDS", "600")
-    monkeypatch.setenv("QSOLVE_CREDITS_PRICES", '{"sim-cpu": {"per_circuit": "0", "per_shot": "0.5"}}')
-    settings = CreditSettings.load()
-    assert settings.limits("hardware").credits == 40
-    assert settings.limits("history") == RunLimits(credits=Decimal(20), seconds=600)
-    assert settings.estimate_price("sim-cpu", 1, 4) == 2
-    assert settings.price("fake:fez") == DEFAULT_PRICES["fake:"]
+def test_the_database_holds_them_for_every_connection(database_url: str, tmp_path: Path) -> None:
+    with connect(database_url, home=tmp_path / "a") as a, connect(database_url, home=tmp_path / "b") as b:
+        assert a.settings == CreditSettings()  # nothing set: the defaults
+        a.set_limits(per_run_limit=Decimal(40), history_run_seconds=600)
+        a.set_price("sim-cpu", Price(per_shot=Decimal("0.5")))
+        a.set_price("ibm:", Price(per_circuit=Decimal(1)))
+        settings = b.settings  # another home on the same database: read now, alike
+        assert settings.limits("hardware").credits == 40
+        assert settings.limits("history") == RunLimits(credits=Decimal(20), seconds=600)
+        assert settings.estimate_price("sim-cpu", 1, 4) == 2
+        assert settings.estimate_price("ibm:ibm_fez", 5, 1000) == 5
+        assert settings.price("fake:fez") == DEFAULT_PRICES["fake:"]
+        b.set_price("sim-cpu", Price(per_shot=Decimal("0.25")))  # set again: one row, the later value
+        assert a.settings.estimate_price("sim-cpu", 0, 4) == 1
+        assert a.remove_price("sim-cpu") and not a.remove_price("sim-cpu")
+        assert b.settings.price("sim-cpu") == DEFAULT_PRICES["sim-cpu"]
+        with pytest.raises(ValueError):
+            a.set_limits(per_run_limit=Decimal(-1))
+        with pytest.raises(ValueError, match="no credit limit named per_run"):
+            a.set_limits(per_run=Decimal(1))
+        assert b.settings.per_run_limit == 40
 
 
-def test_a_file_in_qsolve_home_overrides_and_the_environment_beats_it(
+def test_a_credits_file_or_variable_is_refused_saying_what_to_run(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    (home / "credits.toml").write_text(
-        'per_run_limit = "30"\nhistory_run_limit = "10"\n\n'
-        '[prices."ibm:"]\nper_circuit = "1"\nper_shot = "0"\n'
-        '[prices."sim-cpu"]\nper_circuit = "0"\nper_shot = "1"\n'
-    )
-    monkeypatch.setenv("QSOLVE_CREDITS_HISTORY_RUN_LIMIT", "12")
-    monkeypatch.setenv("QSOLVE_CREDITS_PRICES", '{"sim-cpu": {"per_circuit": "0", "per_shot": "2"}}')
-    settings = CreditSettings.load(home)
-    assert settings.per_run_limit == 30
-    assert settings.history_run_limit == 12
-    assert settings.estimate_price("ibm:ibm_fez", 5, 1000) == 5  # the file's, kept beside the env's
-    assert settings.estimate_price("sim-cpu", 0, 3) == 6  # the environment's
-    assert settings.price("fake:fez") == DEFAULT_PRICES["fake:"]
-
-
-def test_qsolve_credits_file_names_the_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    path = tmp_path / "elsewhere.toml"
-    path.write_text('per_run_limit = "7"\n')
-    monkeypatch.setenv("QSOLVE_CREDITS_FILE", str(path))
-    assert CreditSettings.load().per_run_limit == 7
+    (home / "credits.toml").write_text('per_run_limit = "30"\n')
+    with pytest.raises(
+        CreditsMoved, match=r"credits.toml: .* run `qsolve credits import .*credits.toml` once"
+    ):
+        connect(home=home)
+    (home / "credits.toml").unlink()
+    monkeypatch.setenv("QSOLVE_CREDITS_PER_RUN_LIMIT", "40")
+    with pytest.raises(CreditsMoved, match="QSOLVE_CREDITS_PER_RUN_LIMIT is set: .* `qsolve credits limit`"):
+        connect(home=home)
+    monkeypatch.delenv("QSOLVE_CREDITS_PER_RUN_LIMIT")
+    elsewhere = tmp_path / "elsewhere.toml"
+    elsewhere.write_text('per_run_limit = "7"\n')
+    monkeypatch.setenv("QSOLVE_CREDITS_FILE", str(elsewhere))
+    with pytest.raises(CreditsMoved, match="elsewhere.toml"):
+        connect(home=home)
+    with connect(home=home, refuse_credits_file=False) as db:  # what the import opens
+        assert db.settings.per_run_limit == 50  # the file is not read
 
 
 def test_nonsense_is_refused() -> None:

@@ -39,24 +39,79 @@ def test_a_grant_that_does_not_read_is_refused_and_moves_nothing(home, capsys, c
         assert [t for t in db.list_transfers() if t.destination == "ada"] == []
 
 
-def test_the_limit_command_writes_per_run_limit_and_keeps_the_rest_of_the_file(home, capsys, monkeypatch):
-    from storage.state import CreditSettings
+@pytest.fixture
+def clean(monkeypatch):
+    for name in [n for n in __import__("os").environ if n.startswith("QSOLVE_CREDITS_")]:
+        monkeypatch.delenv(name)
 
-    monkeypatch.delenv("QSOLVE_CREDITS_FILE", raising=False)
-    monkeypatch.delenv("QSOLVE_CREDITS_PER_RUN_LIMIT", raising=False)
-    assert CreditSettings.load().per_run_limit == 50
-    assert main(["credits", "limit", "88"]) == 0
-    assert capsys.readouterr().out.strip() == f"the per-run limit is 88 credits ({home / 'credits.toml'})"
-    assert CreditSettings.load().per_run_limit == 88
+
+def test_the_limit_and_price_commands_set_the_database_for_every_machine(home, capsys, clean):
+    with connect(home=home) as db:
+        assert db.settings.per_run_limit == 50
+    assert main(["credits", "limit", "88", "--history", "12", "--history-seconds", "300"]) == 0
+    said = capsys.readouterr().out.strip()
+    assert (
+        said == "the per-run limit is 88 credits; a history case's 12 credits and 300 s "
+        "(the state database: every machine)"
+    )
+    assert main(["credits", "price", "ibm:", "--per-shot", "0.001"]) == 0
+    said = capsys.readouterr().out.strip()  # the per-circuit price not given stays the default's
+    assert said == "ibm:: 0.5 credits a circuit, 0.001 a shot (every machine)"
+    with connect(home=home) as db:
+        settings = db.settings
+    assert (settings.per_run_limit, settings.history_run_limit, settings.history_run_seconds) == (88, 12, 300)
+    assert settings.price("ibm:ibm_fez").per_shot == Decimal("0.001")
+    assert main(["credits", "show", "--json"]) == 0
+    shown = __import__("json").loads(capsys.readouterr().out)
+    assert shown["limits"]["per_run_limit"] == "88" and shown["prices"]["ibm:"]["set"] is True
+    assert shown["prices"]["sim-cpu"] == {"per_circuit": "0.001", "per_shot": "0.00001", "set": False}
+    for bad in (
+        ["limit", "-1"],
+        ["limit", "lots"],
+        ["limit", "Infinity"],
+        ["limit", "--history-seconds", "0"],
+        ["price", "sim-cpu", "--per-shot", "-2"],
+        ["price", "sim-cpu"],
+        ["limit"],
+    ):
+        assert main(["credits", *bad]) == 2, bad
+        assert capsys.readouterr().err.startswith("qsolve credits ")
+    with connect(home=home) as db:
+        assert db.settings == settings  # nothing refused changed anything
+    assert not (home / "credits.toml").exists()  # nothing is written beside the home
+
+
+def test_a_credits_file_is_refused_until_imported_once(home, capsys, clean):
+    home.mkdir(parents=True)
     (home / "credits.toml").write_text(
         "# the operator's\nhistory_run_limit = 30\nper_run_limit = 88\n\n[prices.'ibm:']\nper_shot = 0.001\n"
     )
-    assert main(["credits", "limit", "100.5"]) == 0
-    settings = CreditSettings.load()
-    assert (settings.per_run_limit, settings.history_run_limit) == (Decimal("100.5"), 30)
+    assert main(["credits", "balance", "ada"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"qsolve: {home / 'credits.toml'}: credit prices and limits are kept in the state database now, "
+        "alike "
+        f"for every machine: run `qsolve credits import {home / 'credits.toml'}` once (it takes the file in "
+        "and sets it aside)"
+    ]
+    assert main(["credits", "import"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith(f"imported {home / 'credits.toml'} into the state database (2 limits, 1 price;")
+    assert not (home / "credits.toml").exists() and (home / "credits.toml.imported").is_file()
+    with connect(home=home) as db:
+        settings = db.settings
+    assert (settings.per_run_limit, settings.history_run_limit) == (88, 30)
     assert settings.price("ibm:ibm_fez").per_shot == Decimal("0.001")
-    assert (home / "credits.toml").read_text().startswith("# the operator's\nhistory_run_limit = 30\n")
-    assert sorted(p.name for p in home.iterdir()) == ["credits.toml"]  # no partial file left
-    for bad in ("-1", "lots", "Infinity"):
-        assert main(["credits", "limit", bad]) == 2
-    assert CreditSettings.load().per_run_limit == Decimal("100.5")
+    assert main(["credits", "balance", "ada"]) == 1  # it starts again: an unknown account
+
+
+def test_a_credits_file_that_does_not_read_imports_nothing(home, capsys, clean, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("per_run_limit = -3\n")
+    assert main(["credits", "import", str(bad)]) == 2
+    assert "bad.toml: per_run_limit: " in capsys.readouterr().err and bad.is_file()
+    bad.write_text("per_run_limit = [\n")
+    assert main(["credits", "import", str(bad)]) == 2
+    assert "is not TOML" in capsys.readouterr().err and bad.is_file()
+    with connect(home=home) as db:
+        assert db.settings.per_run_limit == 50

@@ -1,0 +1,46 @@
+"""Which host's workers hold which provider (issue 26, item 3; docs/deploy.md "Hardware runs go where
+the provider is"). A provider's credential never leaves the machine that holds it: a worker started with
+``qsolve worker`` registers here the work queues of the providers its machine holds (``provider-NAME``,
+``ibm``; :mod:`qsolve.providers.routing`), and serves them. The routing itself is Prefect's (a flow run
+sent to a work queue); this table lets a run that waits say whether any host holds its provider."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from storage.state._rows import now, upsert
+from storage.state._store import Store
+from storage.state._tables import provider_holders
+
+
+class ProviderHolders(Store):
+    def register_holder(self, host: str, queues: Iterable[str]) -> list[str]:
+        """``host`` holds exactly these queues' providers now (its earlier rows for others are removed)."""
+        queues = sorted(set(queues))
+        with self._write() as connection:
+            connection.execute(
+                provider_holders.delete().where(
+                    provider_holders.c.host == host, provider_holders.c.queue.not_in(queues or [""])
+                )
+            )
+            for queue in queues:
+                upsert(
+                    connection,
+                    provider_holders,
+                    ("host", "queue"),
+                    {"host": host, "queue": queue, "seen_at": now()},
+                )
+        return queues
+
+    def holders(self, queue: str) -> list[tuple[str, datetime]]:
+        """The hosts registered as holding ``queue``'s provider, with when each last registered."""
+        query = (
+            sa.select(provider_holders.c.host, provider_holders.c.seen_at)
+            .where(provider_holders.c.queue == queue)
+            .order_by(provider_holders.c.host)
+        )
+        with self._read() as connection:
+            return [(row.host, row.seen_at) for row in connection.execute(query)]

@@ -1,0 +1,155 @@
+"""Workers anywhere (issue 26, items 3 and 5), on the session's Prefect server: prefect.yaml's ``hardware``
+deployment made with ``prefect deploy`` from a folder that is not the repository, on a process work pool
+whose job variables carry the state database (``deployments/pool.py``); two homes (separate folders) on
+one PostgreSQL schema, each command and each worker a process of its own, started in a folder of its own.
+
+B holds the provider ``ref``; A does not. A confirms B's quote: the run is sent to the work queue
+``provider-ref``, Scheduled with a message naming the provider it waits for. A's worker (``qsolve
+worker --run-once``: the default queue only) leaves it there; B's worker takes it and runs it, sealed by
+B's registered key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from qsolve.cli import main
+from storage.state import QuoteStatus, RunStatus, connect
+from tasks.hardware import request_quotes
+from tests.conftest import REPO
+from tests.flows.hardware_setup import REFERENCE, publish
+from tests.storage.state.conftest import postgres_schema
+
+
+@pytest.fixture
+def database(prefect, monkeypatch) -> Iterator[str]:
+    with postgres_schema("qsolve_route") as url:
+        monkeypatch.setenv("QSOLVE_DATABASE_URL", url)
+        yield url
+
+
+@pytest.fixture
+def pool(prefect) -> Iterator[str]:
+    """A work pool's name; the pool and the hardware deployment made on it removed afterwards, so that the
+    session's other tests find no hardware deployment to send runs to."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    name = f"qsolve-{uuid.uuid4().hex[:8]}"
+    yield name
+    with get_client(sync_client=True) as client:
+        with contextlib.suppress(ObjectNotFound):
+            client.delete_deployment(client.read_deployment_by_name("hardware/hardware").id)
+        with contextlib.suppress(ObjectNotFound):
+            client.delete_work_pool(name)
+
+
+def _env(home: Path | None, host: str, database: str) -> dict[str, str]:
+    from prefect.settings import PREFECT_API_URL
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QSOLVE_")}
+    env |= {
+        "PREFECT_API_URL": PREFECT_API_URL.value(),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "QSOLVE_DATABASE_URL": database,
+        "QSOLVE_HOST_NAME": host,
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+    }
+    env.pop("PYTHONPATH", None)  # what runs, runs from the installed package
+    if home is not None:
+        env["QSOLVE_HOME"] = str(home)
+    return env
+
+
+def _run(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (command, done.stdout[-3000:], done.stderr[-3000:])
+    return done
+
+
+def test_a_hardware_run_for_a_provider_only_b_holds_goes_to_b(database, pool, tmp_path, monkeypatch):
+    from prefect.client.orchestration import get_client
+
+    elsewhere = tmp_path / "elsewhere"  # no repository here: what runs, runs from the installed package
+    elsewhere.mkdir()
+    a, b = tmp_path / "home-a", tmp_path / "home-b"
+    said = _run(
+        [sys.executable, "-m", "deployments.pool", "--pool", pool],
+        _env(None, "operator", database),
+        elsewhere,
+    ).stdout
+    assert said.startswith(f"work pool {pool} created: its flow runs get QSOLVE_DATABASE_URL=postgresql")
+    with get_client(sync_client=True) as client:
+        env = client.read_work_pool(pool).base_job_template["variables"]["properties"]["env"]["default"]
+    assert env == {"QSOLVE_DATABASE_URL": database}  # no home: each worker's own
+    deploy = [
+        sys.executable,
+        "-m",
+        "prefect",
+        "deploy",
+        "--no-prompt",
+        "--prefect-file",
+        str(REPO / "prefect.yaml"),
+    ]
+    _run([*deploy, "--name", "hardware", "--pool", pool], _env(None, "operator", database), elsewhere)
+    with get_client(sync_client=True) as client:
+        deployment = client.read_deployment_by_name("hardware/hardware")
+    assert deployment.entrypoint == "flows.hardware:hardware_flow" and deployment.pull_steps in ([], None)
+    assert deployment.work_pool_name == pool and str(REPO) not in json.dumps(
+        deployment.model_dump(mode="json")
+    )
+
+    monkeypatch.setenv("QSOLVE_HOME", str(b))
+    assert main(["providers", "add", "ref", "--process", "--", *REFERENCE]) == 0  # only B holds it
+    publish(b, tmp_path)
+    with connect(home=b) as db:
+        db.grant("dev", 100)
+        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=b)
+
+    env_a, env_b = _env(a, "host-a", database), _env(b, "host-b", database)
+    confirm = [sys.executable, "-m", "qsolve.cli", "confirm", quote.id, "--yes", "--account", "dev"]
+    err = _run(confirm, env_a, elsewhere).stderr
+    assert f"in work queue provider-ref of pool {pool}: it waits for a worker that holds provider ref" in err
+    assert "no host has registered provider ref yet" in err
+
+    worker = [sys.executable, "-m", "qsolve.cli", "worker", "--pool", pool, "--run-once"]
+    said = _run(worker, env_a, elsewhere).stderr
+    assert "host-a holds no provider: registered in the state database" in said
+    with get_client(sync_client=True) as client:
+        run = _flow_run_of(client, quote.id)
+    assert run.work_queue_name == "provider-ref" and run.state.is_scheduled()  # A's worker left it
+    waits = "waits for a worker that holds provider ref (work queue provider-ref)"
+    assert run.state.message == f"quote {quote.id} on provider:ref: {waits}"
+    with connect(home=a) as db:
+        assert db.get_run(quote.run_id).status is RunStatus.CREATED and db.list_provider_jobs() == []
+
+    said = _run(worker, env_b, elsewhere).stderr
+    assert "host-b holds provider ref: registered in the state database" in said
+    with get_client(sync_client=True) as client:
+        run = _flow_run_of(client, quote.id)
+    assert run.state.is_completed(), run.state
+    with connect(home=a) as db:
+        assert db.get_quote(quote.id).status is QuoteStatus.CONFIRMED
+        ran = db.get_run(quote.run_id)
+        assert ran.status is RunStatus.FINISHED and db.holders("provider-ref")[0][0] == "host-b"
+        (signer,) = {r.host for r in db.host_keys()}
+    assert signer == "host-b" and not (a / "keys").exists()  # sealed on B, by B's key
+
+
+def _flow_run_of(client, quote_id: str):
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+    (run,) = client.read_flow_runs(
+        flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[f"quote-{quote_id[:12]}-provider-ref"]))
+    )
+    return run
