@@ -51,8 +51,11 @@ def live_server(home: Path) -> Iterator[str]:
         sock.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def _browser() -> Iterator[object]:
+    # a module's, not the session's: Playwright's sync API leaves its event loop running on the main
+    # thread while it is open, and Prefect's sync-or-async calls (State.result, Artifact.get, ...) then
+    # return coroutines in every later test of the process (the suite's workers run other files after)
     # missing parts fail the browser tests rather than skip them: .ci/run installs both
     if not Path(CHROMIUM).exists():
         pytest.fail(f"no chromium at {CHROMIUM}: apt-get install chromium (.ci/run does)")
