@@ -20,16 +20,18 @@ dropped before the next process of the job starts (:meth:`Cgroup.drop_cache`), s
 ``reproducible`` cannot time reads to learn which files the first process read.
 
 Both hierarchies of cgroup v1 (``memory.limit_in_bytes``, ``memory.memsw.limit_in_bytes``) and the
-unified one of v2 (``memory.max``, ``memory.swap.max``) are used, whichever holds the controller. The
-name of each cgroup is the process's own temporary folder's, which ``mkdtemp`` made unique on the
-machine; ``mkdir`` of a cgroup that exists fails, so no two processes, of one platform process or of
-two, ever share one: the kernel keeps that claim.
+unified one of v2 (``memory.max``, ``memory.swap.max``) are used, whichever holds the controller. Each
+cgroup is named by the platform process's pid and a random part; ``mkdir`` of a cgroup that exists
+fails, so no two processes, of one platform process or of two, ever share one: the kernel keeps that
+claim. A platform process killed before it removed its cgroups leaves them to its janitor
+(:mod:`qsolve.janitor`, :func:`remove_all_of`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import time
 from dataclasses import dataclass, field
@@ -40,6 +42,8 @@ from pathlib import Path
 #: jobs of tests/qsolve/sandbox/test_sandbox.py)
 RUNTIME_MB = 256
 CONTROLLERS = ("memory", "pids")
+#: every cgroup of a workflow process is named ``qsolve-sandbox-<platform pid>-<random>``
+PREFIX = "qsolve-sandbox-"
 #: the most threads a workflow process may run (``pids.max``; ``RLIMIT_NPROC`` where no cgroup counts them)
 THREADS = 512
 #: how long :meth:`Cgroup.remove` waits for the processes it killed to be gone from the cgroup
@@ -109,15 +113,15 @@ class Cgroup:
     memory_mb: int | None = None
 
     @classmethod
-    def make(cls, name: str) -> Cgroup:
-        """Make the cgroups (``name``) beneath the platform's own; what fails is in ``missing``."""
-        made = cls(name)
+    def make(cls) -> Cgroup:
+        """Make the cgroups beneath the platform's own; what fails is in ``missing``."""
+        made = cls(f"{PREFIX}{os.getpid()}-{secrets.token_hex(6)}")
         for controller in CONTROLLERS:
             own = _own(controller)
             if own is None:
                 made.missing.append(f"no {controller} cgroup: no {controller} controller is mounted here")
                 continue
-            path = own.path / name
+            path = own.path / made.name
             try:
                 path.mkdir(mode=0o700)  # fails if it exists: the name is this process's alone
                 if own.v2:
@@ -212,6 +216,17 @@ class Cgroup:
                         break
                     time.sleep(0.01)
         self.paths.clear()
+
+
+def remove_all_of(pid: int) -> None:
+    """Remove the cgroups a platform process ``pid`` made and left (it was killed): its janitor's work."""
+    for controller in CONTROLLERS:
+        own = _own(controller)
+        if own is None:
+            continue
+        with contextlib.suppress(OSError):
+            for path in own.path.glob(f"{PREFIX}{pid}-*"):
+                Cgroup(path.name, paths={controller: path}).remove()
 
 
 def join(fds: list[int]) -> None:

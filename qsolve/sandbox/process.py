@@ -178,7 +178,7 @@ class JobProcess:
         (self.tmp / "lib" / "qsolve").symlink_to(PACKAGE, target_is_directory=True)
         self.log_path = self.tmp / "job.log"
         # its memory and its threads counted by the kernel, its own: memory_mb bounds it from begin()
-        self.cgroup = cgroups.Cgroup.make(self.tmp.name)
+        self.cgroup = cgroups.Cgroup.make()
         joining = self.cgroup.joining()
         self.channel, write_fd = os.pipe()
         env = environment(self.tmp) | {"QSOLVE_RESULT_FD": str(write_fd)}
