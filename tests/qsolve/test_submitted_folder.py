@@ -236,10 +236,9 @@ def test_the_checks_of_many_costly_cases_share_one_bound(wf: WorkflowDir, monkey
 
     monkeypatch.setattr(worker, "SCHEMA_S", 1.0)  # the bound of one validation, shortened
     monkeypatch.setattr(checks, "CHECKS_S", 2.0)  # the bound of them all, shortened
-    levels = {f"a{i}": {"anyOf": [{"$ref": f"#/$defs/a{i + 1}"}] * 2} for i in range(30)}
-    levels["a30"] = {"type": "integer"}
-    schema = {"type": "object", "$defs": levels, "properties": {"x": {"$ref": "#/$defs/a0"}}}
-    wf.write("schemas/input.json", schema)
+    from tests.qsolve.sandbox.test_worker import costly_schema
+
+    wf.write("schemas/input.json", costly_schema(key="x"))
     wf.cases["cases"] = [{"name": f"c{i}", "input": {"x": "s"}} for i in range(12)]
     wf.cases["hardware_cases"] = []
     wf.save()

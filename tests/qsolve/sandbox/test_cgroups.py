@@ -27,7 +27,9 @@ def test_a_cgroup_bounds_memory_and_threads_and_is_removed() -> None:
         name = "memory.max" if made.v2["memory"] else "memory.limit_in_bytes"
         assert int((memory / name).read_text()) == (cgroups.RUNTIME_MB + 100) * 2**20
         assert (made.paths["pids"] / "pids.max").read_text().strip() == str(cgroups.THREADS)
-        assert cgroups.Cgroup.make().name != made.name  # each its own
+        other = cgroups.Cgroup.make()
+        other.remove()
+        assert other.name != made.name  # each its own
     finally:
         paths = list(made.paths.values())
         made.remove()
