@@ -24,7 +24,8 @@ unified one of v2 (``memory.max``, ``memory.swap.max``) are used, whichever hold
 cgroup is named by the platform process's pid and a random part; ``mkdir`` of a cgroup that exists
 fails, so no two processes, of one platform process or of two, ever share one: the kernel keeps that
 claim. A platform process killed before it removed its cgroups leaves them to its janitor
-(:mod:`qsolve.janitor`, :func:`remove_all_of`).
+(:mod:`qsolve.janitor`, :func:`remove_all_of`), or, with none, to the next platform process to make
+one (:func:`remove_left`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import secrets
 import signal
 import time
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 #: what the runtime holds, allowed on top of the job's memory_mb: Python, NumPy, Qiskit and Aer loaded
@@ -114,7 +116,9 @@ class Cgroup:
 
     @classmethod
     def make(cls) -> Cgroup:
-        """Make the cgroups beneath the platform's own; what fails is in ``missing``."""
+        """Make the cgroups beneath the platform's own; what fails is in ``missing``. The first time,
+        remove what platform processes that have ended left (:func:`remove_left`)."""
+        remove_left()
         made = cls(f"{PREFIX}{os.getpid()}-{secrets.token_hex(6)}")
         for controller in CONTROLLERS:
             own = _own(controller)
@@ -227,6 +231,21 @@ def remove_all_of(pid: int) -> None:
         with contextlib.suppress(OSError):
             for path in own.path.glob(f"{PREFIX}{pid}-*"):
                 Cgroup(path.name, paths={controller: path}).remove()
+
+
+@cache
+def remove_left() -> None:
+    """Remove the cgroups of platform processes that ended without removing them (killed with no
+    janitor, as a test's platform is): named by a pid no process has now. Once a process."""
+    for controller in CONTROLLERS:
+        own = _own(controller)
+        if own is None:
+            continue
+        with contextlib.suppress(OSError):
+            for path in own.path.glob(f"{PREFIX}*-*"):
+                pid = path.name.removeprefix(PREFIX).split("-", 1)[0]
+                if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                    Cgroup(path.name, paths={controller: path}).remove()
 
 
 def join(fds: list[int]) -> None:

@@ -65,3 +65,22 @@ def test_the_cgroups_of_a_killed_platform_process_are_removed_by_its_janitor() -
     assert all(p.is_dir() for p in paths)
     cgroups.remove_all_of(pid)
     assert not any(p.exists() for p in paths)
+
+
+@writable
+def test_what_an_ended_platform_process_left_is_removed_by_the_next() -> None:
+    """A platform killed with no janitor (a test's own) left its cgroups; the next one removes them."""
+    dead = max(int(p) for p in os.listdir("/proc") if p.isdigit()) + 100_000  # no process has it
+    own = cgroups._own("memory")
+    left = own.path / f"{cgroups.PREFIX}{dead}-000000000000"
+    left.mkdir()
+    alive = own.path / f"{cgroups.PREFIX}{os.getpid()}-000000000000"
+    alive.mkdir()
+    try:
+        cgroups.remove_left.cache_clear()
+        cgroups.remove_left()
+        assert not left.exists() and alive.exists()
+    finally:
+        for path in (left, alive):
+            if path.exists():
+                path.rmdir()
