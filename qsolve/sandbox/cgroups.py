@@ -20,7 +20,8 @@ dropped before the next process of the job starts (:meth:`Cgroup.drop_cache`), s
 ``reproducible`` cannot time reads to learn which files the first process read.
 
 Both hierarchies of cgroup v1 (``memory.limit_in_bytes``, ``memory.memsw.limit_in_bytes``) and the
-unified one of v2 (``memory.max``, ``memory.swap.max``) are used, whichever holds the controller. Each
+unified one of v2 (``memory.max``, ``memory.swap.max``) are used, whichever holds the controller
+(this machine has v1's; the v2 names are the kernel's documented ones, not tried here). Each
 cgroup is named by the platform process's pid and a random part; ``mkdir`` of a cgroup that exists
 fails, so no two processes, of one platform process or of two, ever share one: the kernel keeps that
 claim. A platform process killed before it removed its cgroups leaves them to its janitor
@@ -35,6 +36,7 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -224,27 +226,25 @@ class Cgroup:
 
 def remove_all_of(pid: int) -> None:
     """Remove the cgroups a platform process ``pid`` made and left (it was killed): its janitor's work."""
-    for controller in CONTROLLERS:
-        own = _own(controller)
-        if own is None:
-            continue
-        with contextlib.suppress(OSError):
-            for path in own.path.glob(f"{PREFIX}{pid}-*"):
-                Cgroup(path.name, paths={controller: path}).remove()
+    _remove_where(lambda owner: owner == str(pid))
 
 
 @cache
 def remove_left() -> None:
     """Remove the cgroups of platform processes that ended without removing them (killed with no
     janitor, as a test's platform is): named by a pid no process has now. Once a process."""
+    _remove_where(lambda owner: owner.isdigit() and not os.path.exists(f"/proc/{owner}"))
+
+
+def _remove_where(owned: Callable[[str], bool]) -> None:
+    """Remove each workflow process's cgroup whose platform process's pid (in its name) is ``owned``."""
     for controller in CONTROLLERS:
         own = _own(controller)
         if own is None:
             continue
         with contextlib.suppress(OSError):
             for path in own.path.glob(f"{PREFIX}*-*"):
-                pid = path.name.removeprefix(PREFIX).split("-", 1)[0]
-                if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                if owned(path.name.removeprefix(PREFIX).split("-", 1)[0]):
                     Cgroup(path.name, paths={controller: path}).remove()
 
 
