@@ -50,7 +50,7 @@ def submission_flow(folder: str, run_history: bool = True) -> State:
             report.fail("gates", [f"{g.name}: {g.message}" for g in validation.gates if not g.passed])
         )
 
-    published = publication_stage(folder, checks)
+    published = publication_stage(checks)
     report.published = published.published
     if published.error:
         return _finish(report.fail("publication", [published.error]))

@@ -8,6 +8,7 @@ The submission flow, ``qsolve test`` and ``qsolve submit`` all call :func:`check
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -15,12 +16,18 @@ from typing import Any, Literal
 from qsolve import params as run_params
 from qsolve.cases import Case, case_label
 from qsolve.errors import WorkflowInvalid, did_you_mean
+from qsolve.publication import PublicationError
 from qsolve.reading import Refused, inside, read_json_object, read_yaml
 from qsolve.sandbox import worker
+from qsolve.snapshot import Snapshot
 from qsolve.workflow import CASES, Workflow, load_workflow
 
 HARDWARE_BYTES_MAX = 600_000
 TOO_LARGE = "The hardware cases are too large"
+#: the most the validations of all the cases together may take (each is bounded at worker.SCHEMA_S
+#: too): without it, N costly schemas stall the checks N times over, and `qsolve check` has no job
+#: deadline (issue 22)
+CHECKS_S = 60.0
 DEFAULT_TARGET = "sim-cpu"
 
 Section = Literal["cases", "hardware_cases"]
@@ -74,6 +81,8 @@ class SubmissionChecks:
     cases: list[CheckedCase] = field(default_factory=list)
     hardware_cases: list[CheckedCase] = field(default_factory=list)
     workflow: Workflow | None = None
+    #: the folder as the checks read it, and as the gates and publication use it (None: unreadable)
+    snapshot: Snapshot | None = None
 
     @property
     def ok(self) -> bool:
@@ -81,17 +90,33 @@ class SubmissionChecks:
 
 
 def check_submission(root: Path | str) -> SubmissionChecks:
-    """Run every submission check; the report lists every error and warning found."""
+    """Run every submission check; the report lists every error and warning found. The folder is read
+    once (:class:`Snapshot`): the checks read the snapshot, and so do the gates and publication after
+    them (``report.snapshot``). A folder that cannot be read whole is still checked where it lies, so
+    that every problem is named, but it has no snapshot: nothing is gated or published."""
     root = Path(root)
     report = SubmissionChecks()
+    try:
+        report.snapshot = Snapshot.take(root)
+    except PublicationError as e:
+        refused = str(e)
+    folder = report.snapshot.folder if report.snapshot else root
+    _check(folder, report)
+    if report.snapshot is None and report.ok:
+        report.errors.append(refused)
+    return report
+
+
+def _check(root: Path, report: SubmissionChecks) -> None:
     try:
         workflow = load_workflow(root)
     except WorkflowInvalid as e:
         report.errors.extend(str(i) for i in e.issues)
-        return report
+        return
     report.workflow = workflow
+    deadline = time.monotonic() + CHECKS_S
     with worker.kept() as validating:
-        _check_cases(root, workflow, report, validating)
+        _check_cases(root, workflow, report, validating, deadline)
     if report.ok:
         size = hardware_bytes(report.hardware_cases)
         if size > HARDWARE_BYTES_MAX:
@@ -101,7 +126,6 @@ def check_submission(root: Path | str) -> SubmissionChecks:
             )
     report.warnings.extend(_same_name_and_target(workflow))
     report.warnings.extend(_ignored_keys(root))
-    return report
 
 
 def _ignored_keys(root: Path) -> list[str]:
@@ -116,18 +140,29 @@ def _ignored_keys(root: Path) -> list[str]:
     return [f"{CASES}: {k}: ignored{did_you_mean(k, known)}" for k in keys if did_you_mean(k, known)]
 
 
-def _check_cases(root: Path, workflow: Workflow, report: SubmissionChecks, validating: worker.Worker) -> None:
+def _check_cases(
+    root: Path, workflow: Workflow, report: SubmissionChecks, validating: worker.Worker, deadline: float
+) -> None:
     for section in ("cases", "hardware_cases"):
         checked = report.cases if section == "cases" else report.hardware_cases
         for index, case in enumerate(getattr(workflow.cases, section)):
             label = case_label(section, index, case)
-            errors = _check_case(workflow, case, validating)
+            errors = _check_case(workflow, case, validating, deadline)
             report.errors.extend(f"{CASES}: {label}: {e}" for e in errors)
             if not errors:
                 checked.append(CheckedCase(section, index, case, case_input(root, case)))
 
 
-def _check_case(workflow: Workflow, case: Case, validating: worker.Worker) -> list[str]:
+def _check_case(workflow: Workflow, case: Case, validating: worker.Worker, deadline: float) -> list[str]:
+    def check(schema: dict[str, Any], value: Any, what: str) -> str | None:
+        try:
+            return worker.schema_error(schema, value, what, deadline=deadline, on=validating)
+        except worker.WorkOutOfTime:
+            raise worker.SchemaStopped(
+                f"the platform stopped validating {what}: the checks of all the cases reached their "
+                f"bound of {CHECKS_S:g} s (schemas this costly to check need simplifying)"
+            ) from None
+
     try:
         value = case_input(workflow.root, case)
     except CaseInputError as e:
@@ -135,20 +170,17 @@ def _check_case(workflow: Workflow, case: Case, validating: worker.Worker) -> li
     else:
         against = workflow.manifest.input_schema
         try:
-            err = worker.schema_error(
-                workflow.input_schema, value, f"the input against {against}", on=validating
-            )
+            err = check(workflow.input_schema, value, f"the input against {against}")
         except worker.SchemaStopped as e:
             errors = [str(e)]
         else:
             errors = [f"input does not match {against} {err}"] if err else []
 
-    def check(schema: dict[str, Any], value: Any) -> str | None:
-        what = "the params against the manifest's params schema"
-        return worker.schema_error(schema, value, what, on=validating)
+    def check_params(schema: dict[str, Any], value: Any) -> str | None:
+        return check(schema, value, "the params against the manifest's params schema")
 
     try:
-        return errors + run_params.problems(workflow.manifest.params, case.params, check)
+        return errors + run_params.problems(workflow.manifest.params, case.params, check_params)
     except worker.SchemaStopped as e:
         return [*errors, str(e)]
 

@@ -6,7 +6,8 @@ command killed with SIGKILL runs no ``finally`` and no ``atexit``, so :func:`gua
 first: a small process in a session of its own that holds a pidfd of the command, notes the command's
 descendants twice a second while it lives, and when it ends (however it ends) kills those still
 running (each checked by its start time, so a reused pid is never hit) and removes the command's
-private temporary folder, where ``TMPDIR`` points for the command and everything it starts.
+private temporary folder, where ``TMPDIR`` points for the command and everything it starts, and the
+cgroups it made for its workflow processes.
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ def watch(pid: int, folder: Path) -> None:
                 os.kill(child, signal.SIGKILL)
     time.sleep(0.1)
     shutil.rmtree(folder, ignore_errors=True)
+    from qsolve.sandbox.cgroups import remove_all_of  # the workflow processes' cgroups it made
+
+    remove_all_of(pid)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from referencing import Registry
 
+from qsolve import patterns
 from qsolve.reading import excerpt
+
+patterns.install()  # a workflow schema's patterns, matched by RE2: none backtracks (issue 22)
 
 MAX_SHOTS = 100_000
 #: no retrieval: a remote ``$ref`` in a workflow's schema is unresolvable, never fetched (jsonschema's

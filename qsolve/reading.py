@@ -361,5 +361,13 @@ def walk(root: Path | str, skipped_dirs: set[str], skipped_suffixes: set[str]) -
             elif k == "link":
                 raise Refused(f"{rel}: {NO_LINK}")
             else:
-                raise Refused(f"{rel}: {SPECIAL}")
+                raise Refused(f"{rel}: {_special(root, rel)}")
     return out
+
+
+def _special(root: Path | str, rel: str) -> str:
+    """What a special file is, in words that follow its path (a FIFO, a socket, a device)."""
+    try:
+        return f"is {_kind(os.lstat(Path(root) / rel).st_mode)}: the platform reads regular files only"
+    except OSError:
+        return SPECIAL

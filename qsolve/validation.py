@@ -101,6 +101,7 @@ def run_gates(
     )
     if not checks.ok:
         return report
+    root = checks.snapshot.folder  # what the checks read, never the submitted folder again
     targets = {c.target or target for c in wf.cases.cases if case is None or c.name == case}
     try:
         outcome = sandbox.run_job(

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator, SchemaError
+from jsonschema import Draft202012Validator, FormatChecker, SchemaError
 from jsonschema.validators import validator_for
 from pydantic import ValidationError
 
+from qsolve import patterns
 from qsolve.cases import CasesFile, case_label
 from qsolve.errors import Issue, WorkflowInvalid, format_loc, issues_from_validation
 from qsolve.manifest import Manifest
@@ -96,13 +97,31 @@ def _schema_problem(schema: dict[str, Any] | bool) -> tuple[str, tuple] | None:
         if isinstance(schema, dict)
         else Draft202012Validator
     )
+    from qsolve.reading import excerpt
+
     try:
         cls.check_schema(schema)
     except SchemaError as e:
-        from qsolve.reading import excerpt
-
         return excerpt(e.message), tuple(e.absolute_path)
+    # the platform matches every pattern with RE2 (qsolve.patterns): one it cannot run is refused here,
+    # by name, rather than when a case's value reaches it
+    for err in cls(cls.META_SCHEMA, format_checker=_RE2_FORMATS).iter_errors(schema):
+        if err.validator == "format" and isinstance(err.instance, str):
+            why = patterns.problem(err.instance)
+            return (
+                f"pattern {excerpt(err.instance)!r}: the platform matches patterns with RE2, which cannot "
+                f"run it ({excerpt(why or 'refused')}; RE2 has no backreferences and no lookaround)",
+                tuple(err.absolute_path),
+            )
     return None
+
+
+def _re2_runs(pattern: object) -> bool:
+    return not isinstance(pattern, str) or patterns.problem(pattern) is None
+
+
+_RE2_FORMATS = FormatChecker(formats=())
+_RE2_FORMATS.checks("regex")(_re2_runs)
 
 
 def load_cases(root: Path) -> CasesFile:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from qsolve.checks import SubmissionChecks
-from qsolve.publication import PublicationError, digest_of, pack
 from qsolve.submission import Published
 from storage.blobs import BlobStore
 from storage.state import VersionConflict, connect, qsolve_home
@@ -21,13 +19,11 @@ class PublicationOutcome:
     error: str | None = None
 
 
-def publish(folder: Path, checks: SubmissionChecks) -> PublicationOutcome:
+def publish(checks: SubmissionChecks) -> PublicationOutcome:
+    """Publish what the checks read and the gates ran (``checks.snapshot``), never the submitted folder
+    read again."""
     manifest = checks.workflow.manifest
-    try:
-        packed = pack(folder)
-    except PublicationError as e:
-        return PublicationOutcome(None, str(e))
-    digest = digest_of(packed)
+    packed, digest = checks.snapshot.archive, checks.snapshot.digest
     BlobStore(qsolve_home()).put(packed)
     try:
         with connect() as db:
@@ -42,5 +38,5 @@ def publish(folder: Path, checks: SubmissionChecks) -> PublicationOutcome:
 
 
 @task(name="publication", cache_policy=NO_CACHE)
-def publication_stage(folder: str, checks: SubmissionChecks) -> PublicationOutcome:
-    return publish(Path(folder), checks)
+def publication_stage(checks: SubmissionChecks) -> PublicationOutcome:
+    return publish(checks)

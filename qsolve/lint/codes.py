@@ -178,8 +178,9 @@ CODES: tuple[Code, ...] = (
         "E061",
         "not a valid JSON Schema",
         "The input, output or params schema fails its metaschema "
-        "(2020-12 unless it names another with `$schema`).",
-        "Fix the schema at the key path given.",
+        "(2020-12 unless it names another with `$schema`), or has a `pattern` (or a `patternProperties` "
+        "key) that RE2, the platform's regular-expression engine, cannot run: a backreference, a lookaround.",
+        "Fix the schema at the key path given; write the pattern without backreferences and lookaround.",
     ),
     Code(
         "E064",

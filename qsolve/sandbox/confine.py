@@ -14,7 +14,9 @@ In this order, each step the kernel's own (docs/validation.md, "The sandbox"):
    (:mod:`qsolve.sandbox.seccomp`);
 5. limits: address space (what is mapped before workflow code runs, plus the manifest's ``memory_mb``),
    open files, file size, no core dumps (last:
-   loading the seccomp library needs address space the cap may not leave).
+   loading the seccomp library needs address space the cap may not leave). What it holds and how many
+   threads it runs are its cgroups' to bound, made by the platform before it started
+   (:mod:`qsolve.sandbox.cgroups`); ``RLIMIT_NPROC`` only where no cgroup counts its threads.
 
 What could not be had is listed in :attr:`Protections.missing`; the platform decides whether it may
 still run the job (:func:`qsolve.sandbox.require_confinement`).
@@ -27,9 +29,10 @@ import resource
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from qsolve.sandbox.cgroups import THREADS
+
 SCRATCH_MB = 256
 OPEN_FILES = 256
-THREADS = 512
 FILE_MB = 64
 UNPRIVILEGED = 65534
 HOSTNAME = "qsolve-sandbox"  # in place of the host's name, which its UTS namespace starts with
@@ -48,6 +51,7 @@ class Job(BaseModel):
     read: list[str]
     write: list[str]
     require: bool = False  # import no workflow code unless every protection held
+    threads_counted: bool = False  # a pids cgroup of its own counts its threads (else RLIMIT_NPROC, per uid)
 
 
 class Protections(BaseModel):
@@ -66,6 +70,7 @@ class Protections(BaseModel):
     scratch_mb: int | None = None  # the cap on all it may write, where there is one
     memory_mb: int | None = None
     address_space_mb: int | None = None  # the cap: what was mapped before workflow code, plus memory_mb
+    cgroups: list[str] = Field(default_factory=list)  # its own, as the platform made them: memory, pids
     open_files: int | None = None
     file_mb: int | None = None
     checked: list[str] = Field(default_factory=list)
@@ -145,7 +150,8 @@ def confine(job: Job, own_mounts: bool = False) -> Protections:
     try:
         if root:
             privileges.drop_root(UNPRIVILEGED, UNPRIVILEGED)
-            _limit(resource.RLIMIT_NPROC, THREADS)  # counted per uid: threads only, no process
+            if not job.threads_counted:  # counted per uid, every workflow process's together
+                _limit(resource.RLIMIT_NPROC, THREADS)
         p.uid = os.geteuid()
     except Exception as e:
         missing.append(f"could not leave root: {e}")

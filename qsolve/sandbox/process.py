@@ -29,6 +29,7 @@ from typing import Any
 
 from qsolve.errors import OutOfTime, PlatformStopped, ProcessDied, ProtocolBroken
 from qsolve.heartbeat import beat
+from qsolve.sandbox import cgroups
 from qsolve.stopping import stopped
 
 LOG_MAX_BYTES = 64 * 2**20
@@ -103,11 +104,13 @@ def environment(tmp: Path) -> dict[str, str]:
     return env
 
 
-def _prepare():
-    """What the child does between fork and exec: its first limits, and namespaces of its own."""
+def _prepare(cgroup_fds: list[int]):
+    """What the child does between fork and exec: its cgroups (before its cgroup namespace, which then
+    shows them as ``/``), its first limits, and namespaces of its own."""
     unshare = _libc().unshare  # looked up before the fork
 
     def apply() -> None:
+        cgroups.join(cgroup_fds)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_MAX_BYTES, LOG_MAX_BYTES))
         for flags in NAMESPACES:
@@ -129,17 +132,25 @@ def oom_kills() -> int | None:
     return None
 
 
-def why_it_died(returncode: int, memory_mb: int | None, oom_before: int | None = None) -> str:
+def why_it_died(
+    returncode: int, memory_mb: int | None, oom_before: int | None = None, over_limit: bool = False
+) -> str:
     """Why a workflow process ended in the middle of a call. A SIGKILL is said to be for memory only
-    when the kernel's out-of-memory killer ended some process meanwhile."""
+    when the kernel's out-of-memory killer ended some process meanwhile; ``over_limit``: it ended one
+    of the process's own cgroup, for the job's memory limit."""
     if returncode < 0:
         sig = signal.Signals(-returncode)
         oom = oom_before is not None and (oom_kills() or 0) > oom_before
-        killed = (
-            f" (out of memory: the kernel's out-of-memory killer ended it; its limit is {memory_mb} MB)"
-            if oom
-            else " (by a signal from outside the sandbox, not for memory)"
-        )
+        if over_limit:
+            killed = (
+                f" (over its memory limit of {memory_mb} MB: the kernel's out-of-memory killer ended it)"
+            )
+        elif oom:
+            killed = (
+                f" (out of memory: the kernel's out-of-memory killer ended it; its limit is {memory_mb} MB)"
+            )
+        else:
+            killed = " (by a signal from outside the sandbox, not for memory)"
         hint = {
             signal.SIGKILL: killed,
             signal.SIGXFSZ: f" (a file or the output grew past {LOG_MAX_BYTES // 2**20} MB)",
@@ -190,6 +201,9 @@ class JobProcess:
         (self.tmp / "lib").mkdir()
         (self.tmp / "lib" / "qsolve").symlink_to(PACKAGE, target_is_directory=True)
         self.log_path = self.tmp / "job.log"
+        # its memory and its threads counted by the kernel, its own: memory_mb bounds it from begin()
+        self.cgroup = cgroups.Cgroup.make()
+        joining = self.cgroup.joining()
         self.channel, write_fd = os.pipe()
         env = environment(self.tmp) | {"QSOLVE_RESULT_FD": str(write_fd)}
         with open(self.log_path, "wb") as log:
@@ -202,9 +216,11 @@ class JobProcess:
                 env=env,
                 pass_fds=(write_fd,),
                 start_new_session=True,
-                preexec_fn=_prepare(),
+                preexec_fn=_prepare(joining),
             )
         os.close(write_fd)
+        for fd in joining:
+            os.close(fd)
         os.set_blocking(self.proc.stdin.fileno(), False)  # send() waits for room by the deadline
         self.platform_worker: Any = None  # the platform's worker for this process's batches (worker.py)
         self.inner: int | None = None  # the process that runs the job, once it has said which
@@ -320,7 +336,8 @@ class JobProcess:
         return ProtocolBroken(f"the workflow process broke the protocol: it sent {what}")
 
     def _died(self) -> ProcessDied:
-        return ProcessDied(why_it_died(self.kill(wait=1.0), self.memory_mb, self.oom_before))
+        status = self.kill(wait=1.0)
+        return ProcessDied(why_it_died(status, self.memory_mb, self.oom_before, self.cgroup.oom_killed()))
 
     def found(self, pid: int | None) -> None:
         """The process that runs the job, as it said: kept only if it is this process's child."""
@@ -353,11 +370,13 @@ class JobProcess:
         return self.proc.wait()
 
     def end(self, wait_s: float = 10.0) -> None:
-        """End the process and wait, up to ``wait_s``, until the one that ran its job has exited too."""
+        """End the process and wait, up to ``wait_s``, until the one that ran its job has exited too;
+        then drop the page cache it filled (:meth:`~qsolve.sandbox.cgroups.Cgroup.drop_cache`)."""
         self.kill()
         if self._inner_fd is not None:
             with contextlib.suppress(OSError):
                 select.select([self._inner_fd], [], [], wait_s)  # a pidfd is readable once it exited
+        self.cgroup.drop_cache()
 
     def close(self) -> None:
         if self._closed:  # its descriptors' numbers may be another file's by now
@@ -376,6 +395,7 @@ class JobProcess:
             os.close(self.channel)
         with contextlib.suppress(OSError, ValueError):
             self.proc.stdin.close()
+        self.cgroup.remove()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def log_tail(self, limit: int = 4000) -> str:

@@ -86,6 +86,7 @@ class RemoteCode:
         ends it if ``/proc`` shows otherwise: :meth:`ready`)."""
         p = self.process
         p.memory_mb = memory_mb
+        p.cgroup.limit(memory_mb)  # before the job is sent: no workflow code runs unbounded
         job = Job(
             root=str(p.workflow),
             module=module,
@@ -94,6 +95,7 @@ class RemoteCode:
             read=readable(p),
             write=[str(p.scratch), "/dev/null"],
             require=require_confinement,
+            threads_counted=p.cgroup.counts_threads,
         )
         self.required = require_confinement
         p.send(job.model_dump())
@@ -258,4 +260,6 @@ def _checked(said: Protections, process: JobProcess) -> Protections:
         if out.uid == 0 and "runs as root" not in out.missing:
             out.missing.append("runs as root")
     out.namespaces = [k for k, own in process.namespaces().items() if own]
+    out.cgroups = sorted(process.cgroup.paths)
+    out.missing.extend(process.cgroup.missing)
     return out

@@ -276,8 +276,11 @@ def schema_error(
     :class:`WorkOutOfTime` at ``deadline``."""
     from qsolve.params import schema_error as check
 
-    own = time.monotonic() + SCHEMA_S
+    now = time.monotonic()
+    own = now + SCHEMA_S
     end = min(own, deadline or own)
+    if end <= now:  # the deadline passed: no worker is started (or killed) for work that cannot run
+        raise WorkOutOfTime(f"the platform stopped validating {what} at its deadline")
     try:
         if on is not None:
             return on.call(check, schema, value, what=f"validating {what}", deadline=end)

@@ -113,7 +113,7 @@ def publish(home: Home, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.setenv(name, home.env[name])
         else:
             monkeypatch.delenv(name, raising=False)
-    assert publish(folder, check_submission(folder)).published.created
+    assert publish(check_submission(folder)).published.created
 
 
 def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:

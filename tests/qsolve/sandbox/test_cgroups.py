@@ -1,0 +1,86 @@
+"""The cgroups of a workflow process (issue 22): made beneath the platform's own, bounded, removed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from qsolve.sandbox import cgroups
+
+writable = pytest.mark.skipif(
+    os.geteuid() != 0 or any(cgroups._own(c) is None for c in cgroups.CONTROLLERS),
+    reason="needs root and the memory and pids controllers mounted",
+)
+
+
+@writable
+def test_a_cgroup_bounds_memory_and_threads_and_is_removed() -> None:
+    made = cgroups.Cgroup.make()
+    try:
+        assert made.missing == [] and set(made.paths) == {"memory", "pids"}, made
+        assert all(p.name == made.name and p.is_dir() for p in made.paths.values())
+        made.limit(100)
+        memory = made.paths["memory"]
+        name = "memory.max" if made.v2["memory"] else "memory.limit_in_bytes"
+        assert int((memory / name).read_text()) == (cgroups.RUNTIME_MB + 100) * 2**20
+        assert (made.paths["pids"] / "pids.max").read_text().strip() == str(cgroups.THREADS)
+        other = cgroups.Cgroup.make()
+        other.remove()
+        assert other.name != made.name  # each its own
+    finally:
+        paths = list(made.paths.values())
+        made.remove()
+    assert not any(p.exists() for p in paths)
+
+
+@writable
+def test_a_process_over_its_limit_is_killed_and_said_to_be() -> None:
+    """Memory written to a memory file, never mapped, is counted: the kernel ends the process."""
+    made = cgroups.Cgroup.make()
+    try:
+        made.limit(32)
+        fds = made.joining()
+        code = "import os\nfd = os.memfd_create('m')\nfor _ in range(1024): os.write(fd, bytes(1 << 20))\n"
+        ran = subprocess.run(
+            [sys.executable, "-c", code], preexec_fn=lambda: cgroups.join(fds), pass_fds=(), timeout=120
+        )
+        for fd in fds:
+            os.close(fd)
+        assert ran.returncode == -9 and made.oom_killed()
+    finally:
+        made.remove()
+
+
+@writable
+def test_the_cgroups_of_a_killed_platform_process_are_removed_by_its_janitor() -> None:
+    left = subprocess.run(
+        [sys.executable, "-c", "from qsolve.sandbox import cgroups; print(cgroups.Cgroup.make().name)"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    pid = int(left.removeprefix(cgroups.PREFIX).split("-")[0])
+    paths = [cgroups._own(c).path / left for c in cgroups.CONTROLLERS]
+    assert all(p.is_dir() for p in paths)
+    cgroups.remove_all_of(pid)
+    assert not any(p.exists() for p in paths)
+
+
+@writable
+def test_what_an_ended_platform_process_left_is_removed_by_the_next() -> None:
+    """A platform killed with no janitor (a test's own) left its cgroups; the next one removes them."""
+    dead = max(int(p) for p in os.listdir("/proc") if p.isdigit()) + 100_000  # no process has it
+    own = cgroups._own("memory")
+    left = own.path / f"{cgroups.PREFIX}{dead}-000000000000"
+    left.mkdir()
+    alive = own.path / f"{cgroups.PREFIX}{os.getpid()}-000000000000"
+    alive.mkdir()
+    try:
+        cgroups.remove_left.cache_clear()
+        cgroups.remove_left()
+        assert not left.exists() and alive.exists()
+    finally:
+        for path in (left, alive):
+            if path.exists():
+                path.rmdir()
