@@ -17,6 +17,7 @@ _quotes     hardware quote batches: one open per workflow, each quote confirmed 
 _calibration    calibration task results (issue 14), figures as blobs
 _evaluations    evaluation runs, their records, reviewers' verdicts, figure assets
 _accounts   people of the web pages: logins, roles (developer, editor, reviewer), sessions
+_binding    the storage the database was first used with; claims (one machine at a time)
 _errors     the error tree
 """
 
@@ -32,6 +33,7 @@ from storage.state._errors import (
     RunStateError,
     StageLost,
     StateError,
+    StorageMismatch,
     UnpricedTarget,
     VersionConflict,
 )
@@ -97,6 +99,7 @@ __all__ = [
     "StageLost",
     "StateDB",
     "StateError",
+    "StorageMismatch",
     "Transfer",
     "UnpricedTarget",
     "Version",

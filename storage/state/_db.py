@@ -18,7 +18,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from storage.objects import storage_url
 from storage.state._accounts import Accounts
+from storage.state._binding import Binding, storage_identity
 from storage.state._calibration import CalibrationResults
 from storage.state._config import DATABASE_URL_VARIABLE, CreditSettings, qsolve_home
 from storage.state._engine import make_engine
@@ -58,14 +60,18 @@ def connect(
     ``home/credits.toml`` unless given.
     """
     home = Path(home) if home is not None else qsolve_home()
-    url = url or os.environ.get(DATABASE_URL_VARIABLE) or f"sqlite:///{(home / 'state.db').as_posix()}"
+    own = f"sqlite:///{(home / 'state.db').as_posix()}"
+    url = url or os.environ.get(DATABASE_URL_VARIABLE) or own
     engine = make_engine(url)
     try:
         migrate(engine)
+        db = StateDB(engine, settings or CreditSettings.load(home))
+        if url != own or storage_url() is not None:  # a database in its home's folder moves with it
+            db.bind_storage(storage_identity(home))
     except BaseException:
         engine.dispose()
         raise
-    return StateDB(engine, settings or CreditSettings.load(home))
+    return db
 
 
 def _hold_stage(connection: sa.Connection, stage: Stage, owner: str | None) -> None:
@@ -91,7 +97,9 @@ def _json_document(value: Any, what: str) -> Any:
         raise ValueError(f"{what} is not JSON: {e}") from e
 
 
-class StateDB(Ledger, HistoryStages, ProviderJobs, Quotes, CalibrationResults, Evaluations, Accounts):
+class StateDB(
+    Ledger, HistoryStages, ProviderJobs, Quotes, CalibrationResults, Evaluations, Accounts, Binding
+):
     """Versions, runs, history stages and leases, credit accounts and the ledger, hardware quote
     batches (``_quotes``), provider jobs, calibration task results. A context manager."""
 

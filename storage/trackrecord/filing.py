@@ -47,7 +47,7 @@ SORT_KEYS = [
 class Filed:
     """What one filing did: the file that holds the batch, its rows, and whether it was new."""
 
-    path: Path | None
+    path: Path | str | None  # a file of the home's folder, or an s3:// address
     rows: int
     new: bool
 
@@ -65,6 +65,10 @@ def file_table(table: pa.Table, home: Path | str | None = None) -> Filed:
     table = one_copy_per_run(conform(table))
     if table.num_rows == 0:
         return Filed(None, 0, False)
+    if layout.store is not None:
+        from .shared import file_table as file_shared
+
+        return file_shared(layout.store, table)
     layout.folder.mkdir(parents=True, exist_ok=True)
     ensure_schema_file(layout)
     run_ids = table.column("run_id").to_pylist()

@@ -433,7 +433,7 @@ def open_ibm(
 
     def keep(text: str) -> tuple[str, str]:
         digest = blobs.put(text.encode("utf-8"))
-        return digest, str(blobs.path(digest))
+        return digest, blobs.where(digest)
 
     return IbmBackend(
         device,
