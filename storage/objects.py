@@ -234,11 +234,11 @@ class S3Objects(ObjectStore):
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
-    """``s3://BUCKET/PREFIX`` -> (bucket, prefix without slashes at its ends); a one-line ValueError
+    """``s3://BUCKET/PREFIX`` -> (bucket, prefix without slashes at its ends); a one-line StorageError
     naming the variable otherwise."""
     parts = urlsplit(url.strip())
     if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment or "@" in parts.netloc:
-        raise ValueError(f"{STORAGE_URL_VARIABLE}={_shown(url)}: not s3://BUCKET/PREFIX")
+        raise StorageError(f"{STORAGE_URL_VARIABLE}={_shown(url)}: not s3://BUCKET/PREFIX")
     return parts.netloc, parts.path.strip("/")
 
 
