@@ -225,12 +225,59 @@ class S3Objects(ObjectStore):
         return f"s3://{self.bucket}/{self._full(key)}"
 
     def attach(self, con: Any) -> None:
-        """DuckDB reads ``s3://`` through obstore's fsspec adapter (DuckDB 2.x has no httpfs here)."""
+        """DuckDB reads ``s3://`` through this client (DuckDB 2.x has no httpfs here): a read-only fsspec
+        filesystem whose reads are ranged GETs (obstore's own fsspec adapter returns short reads, which
+        DuckDB takes for a damaged file)."""
         if self._fs is None:
-            from obstore.fsspec import FsspecStore
-
-            self._fs = FsspecStore("s3", **self._options())
+            self._fs = _reading_filesystem(self)
         con.register_filesystem(self._fs)
+
+
+def _reading_filesystem(objects: S3Objects) -> Any:
+    """An fsspec filesystem over ``objects``' bucket, for reading only: ``info``, ``ls`` and files read
+    whole-range by :meth:`S3Objects.get_range` (fsspec's buffered file asks for exactly what DuckDB
+    reads)."""
+    from fsspec import AbstractFileSystem
+    from fsspec.spec import AbstractBufferedFile
+
+    base = f"{objects.bucket}/{objects.prefix}/" if objects.prefix else f"{objects.bucket}/"
+
+    def key(path: str) -> str:
+        path = path.removeprefix("s3://")
+        if not path.startswith(base):
+            raise FileNotFoundError(f"s3://{path}: outside {objects.url}")
+        return path[len(base) :]
+
+    class File(AbstractBufferedFile):
+        def _fetch_range(self, start: int, end: int) -> bytes:
+            return objects.get_range(key(self.path), start, end)
+
+    class Reading(AbstractFileSystem):
+        protocol = "s3"
+        cachable = False
+
+        def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+            found = objects.head(key(path))
+            return {"name": path.removeprefix("s3://"), "size": found.size, "type": "file"}
+
+        def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list:
+            folder = key(path.rstrip("/") + "/").rstrip("/")
+            listed = [
+                {"name": base + e.key, "size": e.size, "type": "file"} for e in objects.children(folder)
+            ]
+            return listed if detail else [e["name"] for e in listed]
+
+        def modified(self, path: str) -> Any:
+            import datetime as dt
+
+            return dt.datetime.fromtimestamp(0, dt.UTC)  # an object qsolve wrote never changes
+
+        def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> File:
+            if mode != "rb":
+                raise PermissionError(f"s3://{path}: qsolve's DuckDB only reads")
+            return File(self, path, mode, size=self.info(path)["size"], cache_type="readahead")
+
+    return Reading()
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
