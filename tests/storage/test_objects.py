@@ -104,3 +104,25 @@ def test_a_storage_url_that_is_not_s3_bucket_prefix_is_refused_without_echoing_a
 def test_the_prefix_is_optional_and_trimmed():
     assert parse_s3_url("s3://bucket") == ("bucket", "")
     assert parse_s3_url("s3://bucket/a/b/") == ("bucket", "a/b")
+
+
+def test_duckdb_reads_a_large_object_whole_through_the_client(bucket, tmp_path):
+    import io
+
+    import duckdb
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 200_000  # a few MB: past what one read of a buffered file returns
+    table = pa.table({"a": np.arange(n), "s": pa.array([f"row-{i:08d}" * 3 for i in range(n)])})
+    out = io.BytesIO()
+    pq.write_table(table, out, compression="snappy")
+    assert len(out.getvalue()) > 2 << 20
+    store = storage_of(tmp_path)
+    store.create("trackrecord/large.parquet", out.getvalue())
+    con = duckdb.connect()
+    store.attach(con)
+    got = con.sql(f"SELECT count(*), sum(a), max(s) FROM '{store.address('trackrecord/large.parquet')}'")
+    assert got.fetchall() == [(n, n * (n - 1) // 2, f"row-{n - 1:08d}" * 3)]
+    con.close()
