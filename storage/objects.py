@@ -19,6 +19,7 @@ failure is :class:`StorageError`, one line naming the object's ``s3://`` address
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 from dataclasses import dataclass
@@ -102,10 +103,7 @@ class LocalFolder(ObjectStore):
                 f.flush()
                 if durable:
                     os.fsync(f.fileno())
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
+            return link_no_clobber(tmp, path)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
@@ -233,6 +231,22 @@ class S3Objects(ObjectStore):
         con.register_filesystem(self._fs)
 
 
+def link_no_clobber(tmp: Path, path: Path) -> bool:
+    """Give the whole file ``tmp`` the name ``path`` unless that name exists; whether it did."""
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as e:  # a file system without hard links: rename, after a look (the race is benign:
+        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):  # same content)
+            raise
+        if path.exists():
+            return False
+        os.rename(tmp, path)
+        return True
+
+
 def _reading_filesystem(objects: S3Objects) -> Any:
     """An fsspec filesystem over ``objects``' bucket, for reading only: ``info``, ``ls`` and files read
     whole-range by :meth:`S3Objects.get_range` (fsspec's buffered file asks for exactly what DuckDB
@@ -323,18 +337,17 @@ def storage_url() -> str | None:
 _opened: dict[str, S3Objects] = {}
 
 
-def storage_of(home: Path | str) -> ObjectStore:
-    """The store of this home: ``QSOLVE_STORAGE_URL`` (one client per URL and process), else
-    ``home`` itself as a folder (blobs in ``home/blobs``, the track record in ``home/trackrecord``)."""
+def shared_store() -> S3Objects | None:
+    """The object store named by ``QSOLVE_STORAGE_URL`` (one client per URL and process), or None."""
     url = storage_url()
     if url is None:
-        return LocalFolder(Path(home))
+        return None
     if url not in _opened:
         _opened[url] = S3Objects(url)
     return _opened[url]
 
 
-def shared_store() -> S3Objects | None:
-    """The object store named by ``QSOLVE_STORAGE_URL``, or None (a local folder)."""
-    url = storage_url()
-    return None if url is None else storage_of(".")  # type: ignore[return-value]
+def storage_of(home: Path | str) -> ObjectStore:
+    """The store of this home: ``QSOLVE_STORAGE_URL``'s, else ``home`` itself as a folder (blobs in
+    ``home/blobs``, the track record in ``home/trackrecord``)."""
+    return shared_store() or LocalFolder(Path(home))

@@ -17,7 +17,6 @@ its listing lists again. qsolve's own DuckDB reads the ``s3://`` addresses throu
 from __future__ import annotations
 
 import io
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -220,10 +219,9 @@ def reading(store: ObjectStore) -> SharedInventory:
         ensure_schema(store)
         schema = None
     except OSError:  # a store this machine may only read: the schema file from a temporary folder
-        from .filing import for_reading
-        from .layout import Layout
+        from .filing import reading_schema_file
 
-        schema = str(for_reading(Layout(os.devnull + "-qsolve-none")).schema_file)
+        schema = str(reading_schema_file())
     inventory = take_inventory(store, schema)
     _warn(inventory.left_out, stacklevel=4)
     if inventory.left_out:
