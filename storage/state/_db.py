@@ -58,15 +58,21 @@ def connect(
     ``url`` wins, then ``QSOLVE_DATABASE_URL``, then SQLite at ``home/state.db`` (``home`` defaulting to
     ``QSOLVE_HOME``, itself ``./.qsolve``). Credit settings load from the environment and
     ``home/credits.toml`` unless given.
+
+    A home's database (``QSOLVE_DATABASE_URL``, or with ``QSOLVE_STORAGE_URL`` set) is checked against the
+    storage it was first used with (``_binding``): another folder, bucket or prefix raises
+    ``StorageMismatch``. A ``url`` given here names its database on purpose and is not checked.
     """
     home = Path(home) if home is not None else qsolve_home()
     own = f"sqlite:///{(home / 'state.db').as_posix()}"
+    named = url is not None  # a caller naming its database (a tool, a test): it knows; not checked
     url = url or os.environ.get(DATABASE_URL_VARIABLE) or own
     engine = make_engine(url)
     try:
         migrate(engine)
         db = StateDB(engine, settings or CreditSettings.load(home))
-        if url != own or storage_url() is not None:  # a database in its home's folder moves with it
+        # a home's database (QSOLVE_DATABASE_URL, or its own file, which moves with its folder)
+        if not named and (url != own or storage_url() is not None):
             db.bind_storage(storage_identity(home))
     except BaseException:
         engine.dispose()

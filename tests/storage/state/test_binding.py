@@ -15,7 +15,16 @@ from storage.state import StorageMismatch, connect
 from tests.s3server import KEY_ID, SECRET
 
 
-def test_another_folder_refuses_to_start_naming_both(database_url, tmp_path, monkeypatch):
+@pytest.fixture
+def home_database(database_url, monkeypatch) -> str:
+    """The database as every home names it: ``QSOLVE_DATABASE_URL`` (a url given to ``connect`` is not
+    checked: its caller names the database on purpose)."""
+    monkeypatch.setenv("QSOLVE_DATABASE_URL", database_url)
+    return database_url
+
+
+def test_another_folder_refuses_to_start_naming_both(home_database, tmp_path, monkeypatch):
+    database_url = None
     monkeypatch.delenv("QSOLVE_STORAGE_URL", raising=False)
     (tmp_path / "a").mkdir()
     connect(database_url, home=tmp_path / "a").close()
@@ -28,6 +37,15 @@ def test_another_folder_refuses_to_start_naming_both(database_url, tmp_path, mon
     assert (tmp_path / "a").as_uri() in said and (tmp_path / "b").as_uri() in said and "\n" not in said
 
 
+def test_a_database_named_by_its_caller_is_not_checked(database_url, tmp_path, monkeypatch):
+    monkeypatch.delenv("QSOLVE_STORAGE_URL", raising=False)
+    monkeypatch.setenv("QSOLVE_DATABASE_URL", database_url)
+    connect(home=tmp_path / "a").close()
+    connect(database_url, home=tmp_path / "b").close()  # a tool's or a test's own connection
+    with pytest.raises(StorageMismatch):
+        connect(home=tmp_path / "b")
+
+
 def test_a_sqlite_home_moved_elsewhere_still_starts(tmp_path, monkeypatch):
     monkeypatch.delenv("QSOLVE_STORAGE_URL", raising=False)
     monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
@@ -36,7 +54,8 @@ def test_a_sqlite_home_moved_elsewhere_still_starts(tmp_path, monkeypatch):
     connect(home=tmp_path / "moved").close()
 
 
-def test_another_bucket_or_prefix_refuses_to_start(database_url, bucket, s3_server, tmp_path, monkeypatch):
+def test_another_bucket_or_prefix_refuses_to_start(home_database, bucket, s3_server, tmp_path, monkeypatch):
+    database_url = None
     connect(database_url, home=tmp_path / "a").close()
     connect(database_url, home=tmp_path / "b").close()  # another machine's home, the same bucket: fine
     other = s3_server.new_bucket()
@@ -50,8 +69,9 @@ def test_another_bucket_or_prefix_refuses_to_start(database_url, bucket, s3_serv
         connect(database_url, home=tmp_path / "a")
 
 
-def test_the_command_line_says_it_in_one_line_with_no_credential(database_url, bucket, s3_server, tmp_path):
-    connect(database_url, home=tmp_path / "a").close()
+def test_the_command_line_says_it_in_one_line_with_no_credential(home_database, bucket, s3_server, tmp_path):
+    database_url = home_database
+    connect(home=tmp_path / "a").close()
     env = {**s3_env(s3_server, f"s3://{s3_server.new_bucket()}/x"), "QSOLVE_DATABASE_URL": database_url}
     env["QSOLVE_HOME"] = str(tmp_path / "c")
     done = subprocess.run(
