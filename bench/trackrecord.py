@@ -12,7 +12,10 @@ fake: and ibm: targets), files them in batches of 250,000 rows, compacts, and me
 - for scale, ``count(*)`` over ``rows`` (every run once, copies ranked), ``current`` before compacting,
   and a maintenance pass's compaction (the heads rewritten with 21 new batch files).
 
-    python bench/trackrecord.py [--rows 1e6,1e7] [--keep]
+    python bench/trackrecord.py [--rows 1e6,1e7] [--storage folder,s3] [--keep]
+
+``--storage s3`` files into object storage instead (QSOLVE_STORAGE_URL; issue 26): a bucket of a moto S3
+server started on loopback for the run (moto[server], the test extras), each figure beside the folder's.
 
 Targets on this machine: ``current`` over 1e7 rows under 2 s; filing 20 runs under 200 ms.
 """
@@ -21,12 +24,14 @@ from __future__ import annotations
 
 import argparse
 import binascii
+import contextlib
+import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -220,7 +225,11 @@ def measure(total: int, home: Path) -> dict[str, float]:
     began = time.perf_counter()
     compact(home)
     figures["compaction s"] = time.perf_counter() - began
-    figures["bytes per row"] = sum(p.stat().st_size for p in layout.files()) / total
+    if layout.store is not None:
+        stored = sum(e.size for e in layout.store.children("trackrecord"))
+    else:
+        stored = sum(p.stat().st_size for p in layout.files())
+    figures["bytes per row"] = stored / total
     figures["current: SELECT * as Arrow s"] = _timed(current_arrow)
     figures["current: count(*) s"] = _timed(count("current"))
     figures["workflow page s"] = _timed(lambda: page("wf-00007", home=home))
@@ -241,29 +250,57 @@ def measure(total: int, home: Path) -> dict[str, float]:
     return figures
 
 
+@contextlib.contextmanager
+def _storage(kind: str, home: Path) -> Iterator[None]:
+    """The folder as it is; or a bucket of a moto S3 server on loopback, QSOLVE_STORAGE_URL pointed at it."""
+    if kind == "folder":
+        yield
+        return
+    if kind != "s3":
+        raise SystemExit(f"--storage {kind}: folder or s3")
+    from tests.s3server import serving
+
+    for server in serving(home / "moto.log"):
+        environment = server.environment(server.new_bucket())
+        before = {k: os.environ.get(k) for k in environment}
+        os.environ.update(environment)
+        try:
+            yield
+        finally:
+            for k, v in before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="1e6,1e7", help="sizes, comma-separated (default 1e6,1e7)")
+    parser.add_argument("--storage", default="folder", help="folder, s3 or both: folder,s3 (default folder)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary homes")
     args = parser.parse_args()
     sizes = [int(float(s)) for s in args.rows.split(",")]
+    kinds = args.storage.split(",")
     results = {}
-    for total in sizes:
-        home = Path(tempfile.mkdtemp(prefix=f"qsolve-bench-trackrecord-{total}-"))
-        try:
-            print(f"{total:,} rows in {home} ...", flush=True)
-            results[total] = measure(total, home)
-        finally:
-            if not args.keep:
-                shutil.rmtree(home, ignore_errors=True)
+    for kind in kinds:
+        for total in sizes:
+            home = Path(tempfile.mkdtemp(prefix=f"qsolve-bench-trackrecord-{total}-"))
+            try:
+                print(f"{total:,} rows in {home if kind == 'folder' else 'a bucket'} ...", flush=True)
+                with _storage(kind, home):
+                    results[kind, total] = measure(total, home)
+            finally:
+                if not args.keep:
+                    shutil.rmtree(home, ignore_errors=True)
     names = list(next(iter(results.values())))
     print()
-    print(f"{'':48}" + "".join(f"{f'{n:,} rows':>17}" for n in sizes))
+    print(f"{'':48}" + "".join(f"{f'{k} {n:,}':>17}" for k, n in results))
     for name in names:
-        print(f"{name:48}" + "".join(f"{results[n][name]:>17,.3f}" for n in sizes))
+        print(f"{name:48}" + "".join(f"{r[name]:>17,.3f}" for r in results.values()))
     print()
     largest = max(sizes)
-    current = results[largest]["current: SELECT * as Arrow s"]
+    current = max(results[k, largest]["current: SELECT * as Arrow s"] for k in kinds)
     batch = max(r["filing 20 runs s"] for r in results.values())
     print(
         f"target: current over {largest:,} rows under {CURRENT_LIMIT_S} s: {current:.3f} s "

@@ -187,11 +187,17 @@ def _submitted(args: argparse.Namespace, report) -> int:
         home = qsolve_home().resolve()
         name = report.published.name
         url = os.environ.get("QSOLVE_DATABASE_URL")
+        from storage.objects import shared_store
+
+        store = shared_store()
+        where = f"in {store.address('trackrecord/')}" if store is not None else f"under {home}"
         if url:
             from sqlalchemy.engine import make_url
 
             shown = make_url(url).render_as_string(hide_password=True)
-            print(f"Results: the state database is {shown}; the track record is under {home}")
+            print(f"Results: the state database is {shown}; the track record is {where}")
+        elif store is not None:
+            print(f"Results: the state database is under {home}; the track record is {where}")
         else:
             print(f"Results: the state database and the track record are under {home}")
         print(f"  qsolve page {name}")
@@ -199,9 +205,11 @@ def _submitted(args: argparse.Namespace, report) -> int:
             f'  qsolve query "select case_name, target, passed, gap, accuracy, verdict from current '
             f"where workflow = '{name}'\""
         )
-        print(
-            f"  duckdb {home / 'trackrecord.duckdb'} \"select * from track_record where workflow = '{name}'\""
-        )
+        if store is None:
+            sql = f"select * from track_record where workflow = '{name}'"
+            print(f"  duckdb {home / 'trackrecord.duckdb'} \"{sql}\"")
+        else:
+            print("  qsolve views-sql > views.sql   (the views for your own DuckDB, with httpfs)")
     return EXIT_OK if report.accepted else EXIT_FAILED
 
 

@@ -1,45 +1,46 @@
-"""Content-addressed files under ``QSOLVE_HOME/blobs/`` (DESIGN.md §6): the name is the BLAKE3 of the bytes.
+"""Content-addressed files (DESIGN.md §6): the name is the BLAKE3 of the bytes, kept under ``blobs/`` of the
+home's store (``storage.objects``): ``QSOLVE_HOME/blobs/`` or ``s3://BUCKET/PREFIX/blobs/``.
 
-Written whole (a temporary file, fsync, rename), so a reader never sees half a blob, and writing the same
-bytes twice is a no-op.
+Written whole and created only where absent (a hard link of a fsynced temporary file; in object storage a
+PUT with ``If-None-Match: *``), so a reader never sees half a blob, two machines never overwrite each
+other, and writing the same bytes twice is a no-op.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from blake3 import blake3
 
+from storage.objects import ObjectStore, storage_of
+
+FOLDER = "blobs"
+
 
 class BlobStore:
-    def __init__(self, home: Path) -> None:
-        self.root = Path(home) / "blobs"
+    def __init__(self, home: Path, store: ObjectStore | None = None) -> None:
+        self.store = store if store is not None else storage_of(home)
+        self.root = Path(home) / FOLDER  # where a local store keeps them
+
+    @staticmethod
+    def key(digest: str) -> str:
+        return f"{FOLDER}/{digest[:2]}/{digest}"
 
     def path(self, digest: str) -> Path:
+        """The blob's file in a local store (a home without ``QSOLVE_STORAGE_URL``)."""
         return self.root / digest[:2] / digest
+
+    def where(self, digest: str) -> str:
+        """Where the blob is, as a person reads it: a path, or an ``s3://`` address."""
+        return self.store.address(self.key(digest))
 
     def put(self, data: bytes) -> str:
         digest = blake3(data).hexdigest()
-        target = self.path(digest)
-        if target.exists():
-            return digest
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        self.store.create(self.key(digest), data)
         return digest
 
     def get(self, digest: str) -> bytes:
-        data = self.path(digest).read_bytes()
+        data = self.store.get(self.key(digest))
         if blake3(data).hexdigest() != digest:
             raise ValueError(f"blob {digest} does not match its name")
         return data

@@ -143,7 +143,7 @@ def rebuild_track_record(db: StateDB, home: Path) -> int:
     written. Crash-safe as filing is: the old files go only once the new ones are whole, and until
     then the views show each run once."""
     layout = Layout(home)
-    before = set(_inventory(layout).readable()) | set(layout.files())
+    before = set(_inventory(layout).readable()) | (set(layout.files()) if layout.store is None else set())
     ids = db.recordable_run_ids()
     written: set[Path] = set()
     for runs in _in_batches(db, ids):
@@ -153,8 +153,7 @@ def rebuild_track_record(db: StateDB, home: Path) -> int:
         db.mark_filed(r.id for r in runs)
     failpoint("trackrecord.rebuilt")
     for path in before - written:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        _remove(layout, path)
     # A compaction elsewhere meanwhile may have kept its output under a name of ``before`` (the same
     # runs as an old h- file) and removed this rebuild's batches: whatever is gone is filed again.
     refile_lost_runs(db, home)
@@ -175,9 +174,24 @@ def _inventory(layout: Layout):
     return inventory_of(layout)
 
 
+def _remove(layout: Layout, path) -> None:
+    if layout.store is not None:
+        from storage.trackrecord.shared import key_of
+
+        layout.store.delete(key_of(layout.store, path))
+        return
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
 def _run_ids_on_disk(layout: Layout) -> set[str]:
     """The run ids of every readable data file (a file a compaction removes meanwhile: listed again)."""
     import pyarrow.parquet as pq
+
+    if layout.store is not None:
+        from storage.trackrecord.shared import run_ids
+
+        return run_ids(layout.store)
 
     for attempt in range(3):
         found: set[str] = set()

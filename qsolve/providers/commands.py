@@ -235,7 +235,7 @@ def session(name: str, *, yes: bool, run_id: str | None = None, home: Path | Non
 
     def keep(text: str) -> tuple[str, str]:
         digest = blobs.put(text.encode("utf-8"))
-        return digest, str(blobs.path(digest))
+        return digest, blobs.where(digest)
 
     ask = _ask if sys.stdin.isatty() and not yes else None
     book = connect(home=home)
@@ -276,7 +276,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
             from storage.blobs import BlobStore
             from storage.state import qsolve_home
 
-            print(f"  receipt: {BlobStore(qsolve_home()).path(job.receipt)} (qsolve verify it)")
+            print(f"  receipt: {BlobStore(qsolve_home()).where(job.receipt)} (qsolve verify it)")
         return EXIT_OK if job.status == "done" else EXIT_FAILED
     if _is_ibm(job):
         return _follow_ibm(job)

@@ -49,6 +49,19 @@ def add_commands(subparsers: Any) -> None:
     tok.set_defaults(func=cmd_accounts_token)
 
 
+def _check_storage(home) -> None:
+    """A home whose storage is not its database's refuses to start (issue 26: no silent split), before the
+    pages listen: ``StorageMismatch``, one line on the command line. A home with no database yet is left."""
+    import os
+
+    from storage.state._config import DATABASE_URL_VARIABLE
+
+    if os.environ.get(DATABASE_URL_VARIABLE) or (home / "state.db").exists():
+        from storage.state import connect
+
+        connect(home=home).close()
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import socket
 
@@ -70,6 +83,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "pages; put it behind HTTPS so that logins and their cookies are not sent in the clear",
             file=sys.stderr,
         )
+    _check_storage(qsolve_home().resolve())
     try:
         family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)

@@ -20,6 +20,7 @@ _accounts   people of the web pages: logins, roles (developer, editor, reviewer)
 _credit_table   the credit prices and limits every machine reads (qsolve credits price|limit|import)
 _host_keys  every host's receipt public key, a trust list; retired and revoked keys
 _holders    which host's workers hold which provider (a Prefect work queue each)
+_binding    the storage the database was first used with; claims (one machine at a time)
 _errors     the error tree
 """
 
@@ -36,6 +37,7 @@ from storage.state._errors import (
     RunStateError,
     StageLost,
     StateError,
+    StorageMismatch,
     UnpricedTarget,
     VersionConflict,
 )
@@ -104,6 +106,7 @@ __all__ = [
     "StageLost",
     "StateDB",
     "StateError",
+    "StorageMismatch",
     "Transfer",
     "UnpricedTarget",
     "Version",

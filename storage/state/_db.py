@@ -18,7 +18,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from storage.objects import storage_url
 from storage.state._accounts import Accounts
+from storage.state._binding import Binding, storage_identity
 from storage.state._calibration import CalibrationResults
 from storage.state._config import DATABASE_URL_VARIABLE, CreditSettings, legacy_credit_sources, qsolve_home
 from storage.state._credit_table import CreditTable
@@ -64,18 +66,28 @@ def connect(
     ``QSOLVE_HOME``, itself ``./.qsolve``). The credit settings are the database's, read when used,
     unless ``settings`` are given; a ``credits.toml`` in the home or a ``QSOLVE_CREDITS_*`` variable is
     refused (CreditsMoved, saying what to run) unless ``refuse_credits_file`` is false (the import).
+
+    A home's database (``QSOLVE_DATABASE_URL``, or with ``QSOLVE_STORAGE_URL`` set) is checked against the
+    storage it was first used with (``_binding``): another folder, bucket or prefix raises
+    ``StorageMismatch``. A ``url`` given here names its database on purpose and is not checked.
     """
     home = Path(home) if home is not None else qsolve_home()
     if settings is None and refuse_credits_file and (found := legacy_credit_sources(home)):
         raise CreditsMoved(found[0], source=found[0].split(":", 1)[0].split(" ", 1)[0])
-    url = url or os.environ.get(DATABASE_URL_VARIABLE) or f"sqlite:///{(home / 'state.db').as_posix()}"
+    own = f"sqlite:///{(home / 'state.db').as_posix()}"
+    named = url is not None  # a caller naming its database (a tool, a test): it knows; not checked
+    url = url or os.environ.get(DATABASE_URL_VARIABLE) or own
     engine = make_engine(url)
     try:
         migrate(engine)
+        db = StateDB(engine, settings)
+        # a home's database (QSOLVE_DATABASE_URL, or its own file, which moves with its folder)
+        if not named and (url != own or storage_url() is not None):
+            db.bind_storage(storage_identity(home))
     except BaseException:
         engine.dispose()
         raise
-    return StateDB(engine, settings)
+    return db
 
 
 def _hold_stage(connection: sa.Connection, stage: Stage, owner: str | None) -> None:
@@ -112,6 +124,7 @@ class StateDB(
     CreditTable,
     HostKeys,
     ProviderHolders,
+    Binding,
 ):
     """Versions, runs, history stages and leases, credit accounts and the ledger, hardware quote
     batches (``_quotes``), provider jobs, calibration task results, and what every machine shares: the

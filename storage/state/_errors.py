@@ -6,6 +6,7 @@
     ├── RunStateError           a run asked to move in a way its status forbids
     │   └── CaseTaken           a history case that already has a live or recordable run in its round
     ├── StageLost               a history stage whose lease its owner lost (it lapsed; another took it)
+    ├── StorageMismatch         a home whose storage is not the one the database was first used with
     └── CreditError
         ├── InsufficientCredits the account cannot cover the hold; the run failed `insufficient_credits`
         ├── NoHold              settlement of a run that holds nothing
@@ -66,6 +67,12 @@ class CaseTaken(RunStateError):
 class StageLost(StateError):
     stage_id: int = 0
     owner: str = ""
+
+
+@dataclass
+class StorageMismatch(StateError):
+    recorded: str = ""
+    storage: str = ""
 
 
 @dataclass

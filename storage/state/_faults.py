@@ -1,5 +1,6 @@
-"""A fault of the state database or the disk under it, in one line (issue 24: a read-only home, a full
-disk, a corrupt database each say what is wrong and where, no traceback; the commands exit 2)."""
+"""A fault of the state database, the disk under it or the object store, in one line (issue 24: a read-only
+home, a full disk, a corrupt database each say what is wrong and where, no traceback; the commands exit 2;
+issue 26: a storage the database was not first used with, an object store that fails)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,11 @@ def fault_line(error: BaseException, command: str = "") -> str | None:
 
 
 def _one(e: BaseException, command: str) -> str | None:
+    from storage.objects import StorageError
+    from storage.state._errors import StorageMismatch
+
+    if isinstance(e, StorageMismatch | StorageError):  # one line already, naming both or the address
+        return str(e)
     kind = _ERRNO.get(e.errno) if isinstance(e, OSError) else None
     said = str(getattr(e, "orig", None) or e).strip().splitlines()[0] if str(e).strip() else ""
     if kind is None:

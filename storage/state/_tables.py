@@ -466,3 +466,20 @@ provider_holders = sa.Table(  # which host's workers hold which provider (a Pref
     sa.Column("queue", sa.String(200), primary_key=True),  # provider-NAME, ibm
     sa.Column("seen_at", UTCDateTime, nullable=False),
 )
+
+# issue 26: the storage this database was first used with (one row), and work one machine does at a time
+storage_binding = sa.Table(
+    "storage_binding",
+    metadata,
+    sa.Column("name", sa.String(32), primary_key=True),  # 'storage'
+    sa.Column("url", sa.String(2000), nullable=False),  # file:///real/path or s3://bucket/prefix
+    sa.Column("bound_at", UTCDateTime, nullable=False),
+)
+
+claims = sa.Table(
+    "claims",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),  # 'trackrecord-compaction'
+    sa.Column("owner", sa.String(200), nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+)

@@ -13,7 +13,9 @@ track record" and "What the workflow page shows").
                    version current, failing rows' bounds, hardware rows' receipts checked)
     receipts_check the receipts behind hardware rows, read and verified
     sql            query: SQL over the views, as a table, CSV, JSON or Parquet
-    commands       ``qsolve query`` and ``qsolve page`` (add_commands)
+    shared         the same files in object storage (QSOLVE_STORAGE_URL): filing, checks, reading
+    analyst        the views as SQL over s3:// with the CREATE SECRET an endpoint needs (qsolve views-sql)
+    commands       ``qsolve query``, ``qsolve page``, ``qsolve views-sql`` (add_commands)
     errors         the error tree
 """
 

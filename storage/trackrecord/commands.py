@@ -2,6 +2,7 @@
 
     qsolve query SQL [--format table|csv|json|parquet] [--output PATH] [--timeout S]
     qsolve page NAME [--version V] [--json]
+    qsolve views-sql [--credentials] [--output PATH]
 
 Both read ``QSOLVE_HOME`` (default ``./.qsolve``). Exit 0 when the command did what was asked; 2 for SQL
 DuckDB refused, an unknown workflow or version, or an output that cannot be written, with the reason on
@@ -72,6 +73,21 @@ def add_commands(subparsers: Any) -> None:
     p.set_defaults(func=cmd_page)
 
     p = subparsers.add_parser(
+        "views-sql",
+        help="the track record's views as SQL for your own DuckDB (object storage: with its CREATE SECRET)",
+        description="Print the track record's views as DuckDB SQL. With QSOLVE_STORAGE_URL: over s3:// "
+        "globs, after the CREATE SECRET the endpoint needs (key and secret as placeholders unless "
+        "--credentials); otherwise QSOLVE_HOME/trackrecord.sql's views, by absolute path.",
+    )
+    p.add_argument(
+        "--credentials",
+        action="store_true",
+        help="write AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY into the secret (then the output holds them)",
+    )
+    p.add_argument("--output", metavar="PATH", help="write to this file (owner-only), not standard output")
+    p.set_defaults(func=cmd_views_sql)
+
+    p = subparsers.add_parser(
         "receipts", help="write a run's device-job receipts as files anyone can check with qsolve verify"
     )
     p.add_argument("run_id", metavar="RUN_ID")
@@ -128,6 +144,32 @@ def _query(args: argparse.Namespace) -> int:
         return _fail("query", str(e))
     except OSError as e:
         return _fail("query", f"{args.output}: {e.strerror or e}")
+    return EXIT_OK
+
+
+def cmd_views_sql(args: argparse.Namespace) -> int:
+    import os
+
+    from .layout import Layout
+    from .views import Sources, definitions
+
+    layout = Layout()
+    if layout.store is not None:
+        from .analyst import analyst_sql
+
+        text = analyst_sql(layout.store, credentials=args.credentials)
+    else:
+        views = definitions(Sources.globbed(layout.folder))
+        text = "".join(f"CREATE OR REPLACE VIEW {name} AS {select};\n" for name, select in views)
+    if args.output is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        return _fail("views-sql", f"{args.output}: {e.strerror or e}")
     return EXIT_OK
 
 

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import duckdb
 import pyarrow as pa
@@ -33,13 +35,15 @@ import pyarrow.parquet as pq
 
 from .filing import COMPRESSION, ROW_GROUP_ROWS, ensure_schema_file, fsync_folder, set_aside_one, write_named
 from .inventory import take_inventory
-from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, Layout
+from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, Layout, run_ids_digest
 from .row import COLUMNS, SCHEMA
 from .views import COPY_ORDER, GROUP, LATEST_ORDER, ensure_views, parquet_source, session
 
 ORDER = f"{GROUP}, recorded_at, run_id"
 BATCH_ROWS = 1 << 17
 OLDER_FILE_BYTES = 256 << 20  # o- files under this size are merged once there are too many of them
+#: how long a compaction's claim in the state database lasts unrenewed (object storage: one at a time)
+CLAIM_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,8 @@ def compact(
     """Merge the ``b-`` and ``h-`` files into one ``h-`` and one ``o-`` file; merge small ``o-`` files
     once there are more than ``older_files_limit``; remove temporary files older than an hour."""
     layout = Layout(home)
+    if layout.store is not None:
+        return _compact_shared(layout, older_files_limit)
     if not layout.folder.is_dir():
         return Compacted(skipped="nothing filed")
     ensure_schema_file(layout)
@@ -102,8 +108,11 @@ def compact(
     return Compacted(merged, heads, older, merged_older, removed, skipped, left_out)
 
 
-def _merge_heads(con: duckdb.DuckDBPyConnection, layout: Layout, inputs: list[Path]) -> tuple[int, int]:
-    source = parquet_source([str(layout.schema_file)] + [str(p) for p in inputs])
+def _merge_heads(
+    con: duckdb.DuckDBPyConnection, layout: Layout | None, inputs: list, writing: Writing | None = None
+) -> tuple[int, int]:
+    writing = writing or _local_writing(layout)
+    source = parquet_source([str(writing.schema_file)] + [str(p) for p in inputs])
     con.execute(f"CREATE OR REPLACE TEMP TABLE merged AS {_one_copy_per_run(source)}")
     # Only the cases and targets seen more than once need ranking: the others' one row is the latest.
     con.execute(
@@ -123,10 +132,10 @@ def _merge_heads(con: duckdb.DuckDBPyConnection, layout: Layout, inputs: list[Pa
     )
     rows = "SELECT {cols} FROM merged %s JOIN replaced USING (filename, file_row_number)"
     outputs = [
-        _write_selection(con, layout, HEAD, rows % "ANTI"),
-        _write_selection(con, layout, OLDER, rows % "SEMI"),
+        _write_selection(con, writing, HEAD, rows % "ANTI"),
+        _write_selection(con, writing, OLDER, rows % "SEMI"),
     ]
-    _remove(layout, inputs, keep={p for p, _ in outputs})
+    writing.remove([p for p in inputs if p not in {p for p, _ in outputs}])
     for table in ("merged", "contested", "latest", "replaced"):
         con.execute(f"DROP TABLE {table}")
     return outputs[0][1], outputs[1][1]
@@ -158,17 +167,20 @@ def _one_copy_per_run(source: str) -> str:
     )
 
 
-def _merge_older(con: duckdb.DuckDBPyConnection, layout: Layout, files: list[Path]) -> None:
-    source = parquet_source([str(layout.schema_file)] + [str(p) for p in files])
+def _merge_older(
+    con: duckdb.DuckDBPyConnection, layout: Layout | None, files: list, writing: Writing | None = None
+) -> None:
+    writing = writing or _local_writing(layout)
+    source = parquet_source([str(writing.schema_file)] + [str(p) for p in files])
     con.execute(f"CREATE OR REPLACE TEMP TABLE merged AS {_one_copy_per_run(source)}")
-    out = _write_selection(con, layout, OLDER, "SELECT {cols} FROM merged")
-    _remove(layout, files, keep={out[0]})
+    out = _write_selection(con, writing, OLDER, "SELECT {cols} FROM merged")
+    writing.remove([p for p in files if p != out[0]])
     con.execute("DROP TABLE merged")
 
 
 def _write_selection(
-    con: duckdb.DuckDBPyConnection, layout: Layout, kind: str, select: str
-) -> tuple[Path | None, int]:
+    con: duckdb.DuckDBPyConnection, writing: Writing, kind: str, select: str
+) -> tuple[Path | str | None, int]:
     """Write the rows of ``select`` sorted, in one pass, as a file named (once written) for its run ids."""
     cols = ", ".join(name for name, _, _ in COLUMNS)
     reader = con.sql(f"{select.format(cols=cols)} ORDER BY {ORDER}").to_arrow_reader(BATCH_ROWS)
@@ -181,20 +193,101 @@ def _write_selection(
                 run_ids.append(table.column("run_id"))
                 w.write_table(table, row_group_size=ROW_GROUP_ROWS)
 
-    def name() -> Path | None:
+    def name() -> str | None:
         ids = [i for chunk in run_ids for i in chunk.to_pylist()]
-        return layout.data_file(kind, ids) if ids else None
+        return f"{kind}-{run_ids_digest(ids)}.parquet" if ids else None
 
-    path, _ = write_named(layout.folder, name, write)
+    path, _ = writing.place(kind, write, name)
     return path, sum(len(c) for c in run_ids)
 
 
-def _remove(layout: Layout, files: list[Path], keep: set[Path | None]) -> None:
-    for p in files:
-        if p not in keep:
+@dataclass(frozen=True)
+class Writing:
+    """Where a compaction writes: ``place(kind, write, name)`` writes an output whole under the name
+    ``name()`` gives once written and returns (its location, whether this call made it); ``remove``
+    removes inputs; ``schema_file`` is what every source reads first. A folder, or an object store."""
+
+    schema_file: Path | str
+    place: Callable[[str, Callable[[BinaryIO], None], Callable[[], str | None]], tuple[Any, bool]]
+    remove: Callable[[list], None]
+
+
+def _local_writing(layout: Layout) -> Writing:
+    def place(kind, write, name):
+        def named() -> Path | None:
+            found = name()
+            return None if found is None else layout.folder / found
+
+        return write_named(layout.folder, named, write)
+
+    def remove(files: list[Path]) -> None:
+        for p in files:
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
-    fsync_folder(layout.folder)
+        fsync_folder(layout.folder)
+
+    return Writing(layout.schema_file, place, remove)
+
+
+def _compact_shared(layout: Layout, older_files_limit: int) -> Compacted:
+    """:func:`compact` in object storage (``shared``), claimed in the state database first: a machine
+    that finds the claim held by another (whose claim has not lapsed) merges nothing."""
+    from storage.state import connect
+    from storage.state._leases import owner_token
+
+    from . import shared
+
+    store = layout.store
+    owner = owner_token()
+    with connect(home=layout.home) as db:
+        if not db.claim(shared.COMPACTION_CLAIM, owner, CLAIM_SECONDS):
+            return Compacted(skipped="another machine is compacting (claimed in the state database)")
+        try:
+            return _compact_claimed(
+                store, older_files_limit, lambda: db.claim(shared.COMPACTION_CLAIM, owner, CLAIM_SECONDS)
+            )
+        finally:
+            db.release_claim(shared.COMPACTION_CLAIM, owner)
+
+
+def _compact_claimed(store, older_files_limit: int, renew: Callable[[], bool]) -> Compacted:
+    from . import shared
+
+    shared.ensure_schema(store)
+    inventory = shared.reading(store)
+    writing = Writing(inventory.schema_file, shared.placer(store), shared.remover(store))
+    inputs = inventory.readable(BATCH, HEAD)
+    merged = heads = older = 0
+    skipped = None
+    con = session(duckdb.connect())
+    store.attach(con)
+    try:
+        if len(inputs) > 1 or inventory.readable(BATCH):
+            try:
+                heads, older = _merge_heads(con, None, inputs, writing)
+                merged = len(inputs)
+            except duckdb.Error as e:  # as in a folder: a file damaged past its footer is set aside
+                bad = shared.unreadable(store, inputs)
+                for a in bad:
+                    shared.set_aside_one(store, a.rsplit("/", 1)[-1])
+                if bad:
+                    skipped = f"set aside {len(bad)} damaged file(s); the next pass files their runs again"
+                elif isinstance(e, duckdb.IOException):
+                    skipped = f"inputs changed during compaction: {e}"
+                else:
+                    raise
+        else:
+            skipped = "no batch files"
+        small = [a for a in inventory.readable(OLDER) if inventory.size(a) < OLDER_FILE_BYTES]
+        merged_older = 0
+        if len(small) > older_files_limit and renew():
+            with contextlib.suppress(duckdb.IOException):
+                _merge_older(con, None, small, writing)
+                merged_older = len(small)
+    finally:
+        con.close()
+    left_out = tuple(a for a, _ in inventory.left_out)
+    return Compacted(merged, heads, older, merged_older, 0, skipped, left_out)
 
 
 def _remove_stale_temporary(layout: Layout, age_s: float) -> int:

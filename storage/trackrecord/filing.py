@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import errno
 import io
 import os
 import secrets
@@ -27,8 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from storage.objects import link_no_clobber
+
 from .inventory import FileEntry, Inventory, checked, remember, set_aside
-from .layout import BATCH, LEFT_OUT, TEMPORARY_PREFIX, Layout
+from .layout import BATCH, LEFT_OUT, SCHEMA_FILE, TEMPORARY_PREFIX, Layout
 from .row import SCHEMA, TrackRecordRow, conform, to_table
 
 COMPRESSION = "zstd"
@@ -47,7 +48,7 @@ SORT_KEYS = [
 class Filed:
     """What one filing did: the file that holds the batch, its rows, and whether it was new."""
 
-    path: Path | None
+    path: Path | str | None  # a file of the home's folder, or an s3:// address
     rows: int
     new: bool
 
@@ -65,6 +66,10 @@ def file_table(table: pa.Table, home: Path | str | None = None) -> Filed:
     table = one_copy_per_run(conform(table))
     if table.num_rows == 0:
         return Filed(None, 0, False)
+    if layout.store is not None:
+        from .shared import file_table as file_shared
+
+        return file_shared(layout.store, table)
     layout.folder.mkdir(parents=True, exist_ok=True)
     ensure_schema_file(layout)
     run_ids = table.column("run_id").to_pylist()
@@ -158,13 +163,19 @@ def for_reading(layout: Layout) -> Layout:
     creates nothing in the home."""
     if schema_file_reads(layout.schema_file):
         return layout
+    return Layout(layout.home, schema_file=reading_schema_file())
+
+
+def reading_schema_file() -> Path:
+    """A schema file in a temporary folder of this process (removed at its exit), for reading a track
+    record whose own one is missing, damaged or cannot be made."""
     if not _reading_schema:
         folder = Path(tempfile.mkdtemp(prefix="qsolve-trackrecord-"))
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        _reading_schema.append(folder / layout.schema_file.name)
-    reading = Layout(layout.home, schema_file=_reading_schema[0])
+        _reading_schema.append(folder / SCHEMA_FILE)
+    reading = Layout(".", schema_file=_reading_schema[0])
     ensure_schema_file(reading)
-    return reading
+    return _reading_schema[0]
 
 
 def write_whole(path: Path, write: Callable[[BinaryIO], None], *, durable: bool = True) -> bool:
@@ -189,7 +200,7 @@ def write_named(
             if durable:
                 os.fsync(f.fileno())
         path = name()
-        made = path is not None and _link_no_clobber(tmp, path)
+        made = path is not None and link_no_clobber(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -212,21 +223,6 @@ def write_replacing(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
     fsync_folder(path.parent)
-
-
-def _link_no_clobber(tmp: Path, path: Path) -> bool:
-    try:
-        os.link(tmp, path)
-        return True
-    except FileExistsError:
-        return False
-    except OSError as e:  # a file system without hard links: rename, after a look (the race is benign:
-        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):  # same runs)
-            raise
-        if path.exists():
-            return False
-        os.rename(tmp, path)
-        return True
 
 
 def fsync_folder(folder: Path) -> None:

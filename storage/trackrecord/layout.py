@@ -11,6 +11,9 @@
         .tmp-*                          a file being written (or left by a crash); never read
         left-out/                       files the views leave out (damaged, or not qsolve's), set aside
 
+With ``QSOLVE_STORAGE_URL=s3://BUCKET/PREFIX`` the same files live under ``PREFIX/trackrecord/`` in
+object storage instead (``shared``), and the home keeps no track-record file.
+
 A file's digest is BLAKE3 over its sorted run ids, so filing the same runs again finds its file already
 there. Every file is written whole under a temporary name, fsynced and linked into place: no file is ever
 rewritten. ``b-`` and ``h-`` files together hold the latest row of every case and target (compaction
@@ -25,6 +28,7 @@ from pathlib import Path
 from blake3 import blake3
 
 from qsolve.home import qsolve_home as core_home
+from storage.objects import shared_store
 
 from .row import SCHEMA_VERSION
 
@@ -51,6 +55,8 @@ class Layout:
         self.database = self.home / DATABASE
         self.sql_file = self.home / SQL_FILE
         self.schema_file = schema_file or self.folder / SCHEMA_FILE
+        #: the object store (``QSOLVE_STORAGE_URL``) the files live in instead of ``folder``, or None
+        self.store = shared_store()
 
     def data_file(self, kind: str, run_ids: Iterable[str]) -> Path:
         return self.folder / f"{kind}-{run_ids_digest(run_ids)}.parquet"

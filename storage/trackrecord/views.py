@@ -231,6 +231,7 @@ def connect(
     try:
         for name, value in settings:
             con.execute(f"SET {name} = {sql_text(value)}")
+        attach(con, layout)
         for attempt in range(TRIES):
             inventory = reading(layout)
             try:
@@ -240,9 +241,14 @@ def connect(
                 if attempt == TRIES - 1:
                     raise
         if read_only:
-            folders = {inventory.folder, inventory.schema_file.parent}
-            folders |= {f.resolve() for f in folders}
-            quoted = ", ".join(sql_text(f"{f}/") for f in sorted(folders))
+            if layout.store is not None:
+                folders = {inventory.folder.rstrip("/")}
+                if not inventory.schema_file.startswith("s3://"):
+                    folders.add(str(Path(inventory.schema_file).parent))
+            else:
+                folders = {inventory.folder, inventory.schema_file.parent}
+                folders |= {f.resolve() for f in folders}
+            quoted = ", ".join(sql_text(f"{f}/") for f in sorted(folders, key=str))
             con.execute(f"SET allowed_directories = [{quoted}]")
             con.execute("SET enable_external_access = false")
             con.execute("SET lock_configuration = true")
@@ -250,6 +256,12 @@ def connect(
         con.close()
         raise
     return con
+
+
+def attach(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
+    """Let ``con`` read the home's files: those of an object store through its client."""
+    if layout.store is not None:
+        layout.store.attach(con)
 
 
 def reading(home: Path | str | Layout | None = None) -> Inventory:
@@ -260,6 +272,10 @@ def reading(home: Path | str | Layout | None = None) -> Inventory:
     from .filing import for_reading
 
     layout = home if isinstance(home, Layout) else Layout(home)
+    if layout.store is not None:
+        from .shared import reading as shared_reading
+
+        return shared_reading(layout.store)
     inventory = None
     if layout.schema_file == layout.folder / SCHEMA_FILE and layout.folder.is_dir():
         try:
@@ -294,6 +310,8 @@ def ensure_views(
     left out is named in a :class:`TrackRecordWarning`. ``filed``: called by filing, which only added a
     file it wrote, so a database that reads globs needs no look at the files."""
     layout = home if isinstance(home, Layout) else Layout(home)
+    if layout.store is not None:  # no trackrecord.duckdb: an analyst reads the store (``analyst_sql``)
+        return False
     if filed and not force and _globbed(layout) and layout.sql_file.exists():
         found = stored(layout.database)
         if found is not None and found.serves(layout, None):
@@ -305,6 +323,8 @@ def inventory_of(home: Path | str | Layout | None = None) -> Inventory:
     """The home's files, checked, those left out set aside (and named in warnings), with
     ``trackrecord.duckdb`` brought up to date: what a command that writes the home reads."""
     layout = home if isinstance(home, Layout) else Layout(home)
+    if layout.store is not None:
+        return reading(layout)
     return _ensure(layout)[1]
 
 

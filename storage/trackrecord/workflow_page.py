@@ -23,7 +23,7 @@ from rich.text import Text
 from .errors import UnknownWorkflow
 from .layout import Layout
 from .row import COLUMNS, TrackRecordRow
-from .views import Sources, create_views, parquet_source, reading, session
+from .views import Sources, attach, create_views, parquet_source, reading, session
 
 ROW_COLUMNS = ", ".join(name for name, _, _ in COLUMNS)
 
@@ -70,9 +70,11 @@ def page(
     """The page of workflow ``name``; raises :class:`UnknownWorkflow` when it (or ``version``) is neither
     recorded nor ``published``. ``published``: the latest published version, as the state database
     says (issue 11): it is the current one, shown with its own track record even while that is empty."""
-    inventory = reading(Layout(home))
+    layout = Layout(home)
+    inventory = reading(layout)
     con = session(duckdb.connect())
     try:
+        attach(con, layout)
         source = parquet_source(inventory.files())
         con.execute(f"CREATE TEMP TABLE page_filed AS SELECT * FROM {source} WHERE workflow = ?", [name])
         scoped = Sources(filed="page_filed", candidates="page_filed")

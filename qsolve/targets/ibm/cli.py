@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"IBM job {args.record} (IBM's id {row.job or 'never given'}): {row.status}")
                 if row.receipt:
                     print(
-                        f"IBM job {args.record}: done; receipt {BlobStore(qsolve_home()).path(row.receipt)}"
+                        f"IBM job {args.record}: done; receipt {BlobStore(qsolve_home()).where(row.receipt)}"
                     )
                 elif row.error:
                     print(f"  {row.error}")

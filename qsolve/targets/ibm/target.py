@@ -432,7 +432,7 @@ def open_ibm(
 
     def keep(text: str) -> tuple[str, str]:
         digest = blobs.put(text.encode("utf-8"))
-        return digest, str(blobs.path(digest))
+        return digest, blobs.where(digest)
 
     book = connect_state(home=home)
     return IbmBackend(

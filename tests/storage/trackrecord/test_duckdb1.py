@@ -2,18 +2,13 @@
 (issue 11): their views read globs that always match the schema file, with no ``allow_empty`` (which 1.x
 lacks), so filing and compacting leave the database as it is (issue 24).
 
-The first tests need no DuckDB 1.x. The others run where one is found (skipped otherwise): a Python with
-``duckdb`` 1.x at ``$QSOLVE_DUCKDB1_PYTHON`` or ``/tmp/d15/bin/python``, a 1.x command line at
-``$QSOLVE_DUCKDB1_CLI`` or ``/tmp/d15/bin/duckdb``. To make them::
-
-    python3 -m venv /tmp/d15 && /tmp/d15/bin/pip install 'duckdb==1.5.*' 'duckdb-cli==1.5.*'
+The first tests need no DuckDB 1.x. The others use the DuckDB 1.5 of ``REPO/.venv-duckdb15``, which
+``.ci/run`` makes (``tests/duckdb15.py``: skipped, saying how to make it, where it is missing locally).
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -25,6 +20,7 @@ import pytest
 from storage.trackrecord import TrackRecordWarning, compact, ensure_views, file_rows
 from storage.trackrecord.commands import add_commands
 from storage.trackrecord.layout import Layout
+from tests.duckdb15 import cli1, python1
 
 from .builders import EXPECTED, EXPECTED_CARDS, scenario
 from .test_analyst import SCENARIO_VERSIONS, analyst
@@ -124,40 +120,6 @@ def test_a_compaction_rebuilds_the_database_over_the_merged_files(home, tmp_path
 
 
 # --- with DuckDB 1.x ------------------------------------------------------------------------------------
-
-
-def _found(variable: str, default: str, args: list[str], pattern: str) -> str | None:
-    for candidate in (os.environ.get(variable), default):
-        if candidate and Path(candidate).is_file():
-            done = subprocess.run([candidate, *args], capture_output=True, text=True, timeout=60)
-            if done.returncode == 0 and re.match(pattern, done.stdout.strip()):
-                return candidate
-    return None
-
-
-@functools.cache
-def duckdb1_python() -> str | None:
-    version = ["-c", "import duckdb; print(duckdb.__version__)"]
-    return _found("QSOLVE_DUCKDB1_PYTHON", "/tmp/d15/bin/python", version, r"1\.")
-
-
-@functools.cache
-def duckdb1_cli() -> str | None:
-    return _found("QSOLVE_DUCKDB1_CLI", "/tmp/d15/bin/duckdb", ["--version"], r"v1\.")
-
-
-def python1() -> str:
-    found = duckdb1_python()
-    if found is None:
-        pytest.skip("no DuckDB 1.x Python: set QSOLVE_DUCKDB1_PYTHON (see this module's docstring)")
-    return found
-
-
-def cli1() -> str:
-    found = duckdb1_cli()
-    if found is None:
-        pytest.skip("no DuckDB 1.x command line: set QSOLVE_DUCKDB1_CLI (see this module's docstring)")
-    return found
 
 
 def test_duckdb_1x_reads_every_view(home, tmp_path):

@@ -1,0 +1,353 @@
+"""Where the shared files live (DESIGN.md §6, §7; issue 26): a folder under ``QSOLVE_HOME``, or an
+S3-compatible object store named by ``QSOLVE_STORAGE_URL=s3://BUCKET/PREFIX``. The one seam the blobs
+(``storage.blobs``) and the track record's files (``storage.trackrecord.shared``) both write through.
+
+    ObjectStore   the interface: create (never overwrites), get, get_range, head, listing, delete
+    LocalFolder   a folder: whole files (a temporary file, fsync, a hard link: never over another)
+    S3Objects     S3 through obstore: a create is a PUT with ``If-None-Match: *``
+    storage_of    the store of a home: ``QSOLVE_STORAGE_URL``, else the home's own folder
+
+The S3 client is obstore (object_store's Rust client): it sends ``If-None-Match: *`` for a create
+(``mode="create"``), which is what keeps two machines from overwriting each other, and pyarrow's
+``S3FileSystem`` cannot; it reads the standard settings itself (``AWS_ENDPOINT_URL``,
+``AWS_DEFAULT_REGION``, ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, web
+identity, instance metadata), and its fsspec adapter lets DuckDB read ``s3://`` paths through the same
+client (``attach``). No credential is ever read into this module, so none reaches a log or an error: a
+failure is :class:`StorageError`, one line naming the object's ``s3://`` address and the status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+STORAGE_URL_VARIABLE = "QSOLVE_STORAGE_URL"
+ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL"
+REGION_VARIABLE = "AWS_DEFAULT_REGION"
+TEMPORARY_PREFIX = ".tmp-"
+
+
+class StorageError(OSError):
+    """The object store refused or failed: one line, naming the address (never a credential)."""
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One object: its key (relative to the store's root), size, and what changes when it does (a
+    file's modification time; an object's ETag)."""
+
+    key: str
+    size: int
+    version: str
+
+
+class ObjectStore:
+    """Keys are ``/``-separated paths under the store's root (``blobs/ab/abcd...``)."""
+
+    url: str  #: what the state database records (``file:///abs/folder``, ``s3://bucket/prefix``)
+
+    def create(self, key: str, data: bytes, *, durable: bool = True) -> bool:
+        """Write ``key`` whole unless it exists; whether this call made it. Never overwrites."""
+        raise NotImplementedError
+
+    def get(self, key: str) -> bytes:
+        """The object's bytes; FileNotFoundError where there is none."""
+        raise NotImplementedError
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        raise NotImplementedError
+
+    def head(self, key: str) -> Listed:
+        """FileNotFoundError where there is none."""
+        raise NotImplementedError
+
+    def children(self, folder: str) -> list[Listed]:
+        """The objects directly under ``folder`` (not in its sub-folders), sorted by key."""
+        raise NotImplementedError
+
+    def delete(self, key: str) -> None:
+        """Remove ``key``; one already gone is no error."""
+        raise NotImplementedError
+
+    def address(self, key: str) -> str:
+        """Where ``key`` is, as a reader opens it: a path, or ``s3://bucket/prefix/key``."""
+        raise NotImplementedError
+
+    def attach(self, con: Any) -> None:
+        """Let a DuckDB connection read :meth:`address` paths."""
+
+
+class LocalFolder(ObjectStore):
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.url = self.root.absolute().as_uri()
+
+    def _path(self, key: str) -> Path:
+        return self.root / key
+
+    def create(self, key: str, data: bytes, *, durable: bool = True) -> bool:
+        path = self._path(key)
+        if path.exists():
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f"{TEMPORARY_PREFIX}{secrets.token_hex(8)}.{os.getpid()}"
+        try:
+            with open(tmp, "xb") as f:
+                f.write(data)
+                f.flush()
+                if durable:
+                    os.fsync(f.fileno())
+            return link_no_clobber(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        return True
+
+    def get(self, key: str) -> bytes:
+        return self._path(key).read_bytes()
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        with open(self._path(key), "rb") as f:
+            f.seek(start)
+            return f.read(end - start)
+
+    def head(self, key: str) -> Listed:
+        st = self._path(key).stat()
+        return Listed(key, st.st_size, str(st.st_mtime_ns))
+
+    def children(self, folder: str) -> list[Listed]:
+        out = []
+        try:
+            listed = list(os.scandir(self._path(folder)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        for d in listed:
+            if d.name.startswith(TEMPORARY_PREFIX):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                if d.is_file(follow_symlinks=False):
+                    st = d.stat()
+                    out.append(Listed(f"{folder}/{d.name}", st.st_size, str(st.st_mtime_ns)))
+        return sorted(out, key=lambda e: e.key)
+
+    def delete(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._path(key).unlink()
+
+    def address(self, key: str) -> str:
+        return str(self._path(key).absolute())
+
+
+class S3Objects(ObjectStore):
+    """``s3://BUCKET/PREFIX`` through obstore; the rest of the settings from the environment."""
+
+    def __init__(self, url: str) -> None:
+        bucket, prefix = parse_s3_url(url)
+        self.bucket, self.prefix = bucket, prefix
+        self.url = f"s3://{bucket}/{prefix}".rstrip("/")
+        self._store = None
+        self._fs = None
+
+    def _options(self) -> dict[str, Any]:
+        endpoint = os.environ.get(ENDPOINT_VARIABLE, "")
+        options: dict[str, Any] = {}
+        if endpoint.startswith("http://"):
+            options["client_options"] = {"allow_http": True}
+        return options
+
+    @property
+    def store(self):
+        if self._store is None:
+            from obstore.store import S3Store
+
+            with _translated(self.url):
+                self._store = S3Store(self.bucket, prefix=self.prefix or None, **self._options())
+        return self._store
+
+    def _full(self, key: str) -> str:
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def create(self, key: str, data: bytes, *, durable: bool = True) -> bool:
+        import obstore
+        from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+        try:
+            with _translated(self.address(key), (AlreadyExistsError, PreconditionError)):
+                obstore.put(self.store, key, data, mode="create")
+        except (AlreadyExistsError, PreconditionError):
+            return False
+        return True
+
+    def get(self, key: str) -> bytes:
+        import obstore
+
+        with _translated(self.address(key)):
+            return bytes(obstore.get(self.store, key).bytes())
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        import obstore
+
+        with _translated(self.address(key)):
+            return bytes(obstore.get_range(self.store, key, start=start, end=end))
+
+    def head(self, key: str) -> Listed:
+        import obstore
+
+        with _translated(self.address(key)):
+            meta = obstore.head(self.store, key)
+        return Listed(key, meta["size"], str(meta.get("e_tag") or meta["last_modified"]))
+
+    def children(self, folder: str) -> list[Listed]:
+        import obstore
+
+        with _translated(self.address(folder + "/")):
+            found = obstore.list_with_delimiter(self.store, folder + "/")
+        out = [
+            Listed(o["path"], o["size"], str(o.get("e_tag") or o["last_modified"])) for o in found["objects"]
+        ]
+        return sorted(out, key=lambda e: e.key)
+
+    def delete(self, key: str) -> None:
+        import obstore
+
+        with _translated(self.address(key), (FileNotFoundError,)), contextlib.suppress(FileNotFoundError):
+            obstore.delete(self.store, key)
+
+    def address(self, key: str) -> str:
+        return f"s3://{self.bucket}/{self._full(key)}"
+
+    def attach(self, con: Any) -> None:
+        """DuckDB reads ``s3://`` through this client (DuckDB 2.x has no httpfs here): a read-only fsspec
+        filesystem whose reads are ranged GETs (obstore's own fsspec adapter returns short reads, which
+        DuckDB takes for a damaged file)."""
+        if self._fs is None:
+            self._fs = _reading_filesystem(self)
+        con.register_filesystem(self._fs)
+
+
+def link_no_clobber(tmp: Path, path: Path) -> bool:
+    """Give the whole file ``tmp`` the name ``path`` unless that name exists; whether it did."""
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as e:  # a file system without hard links: rename, after a look (the race is benign:
+        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):  # same content)
+            raise
+        if path.exists():
+            return False
+        os.rename(tmp, path)
+        return True
+
+
+def _reading_filesystem(objects: S3Objects) -> Any:
+    """An fsspec filesystem over ``objects``' bucket, for reading only: ``info``, ``ls`` and files read
+    whole-range by :meth:`S3Objects.get_range` (fsspec's buffered file asks for exactly what DuckDB
+    reads)."""
+    from fsspec import AbstractFileSystem
+    from fsspec.spec import AbstractBufferedFile
+
+    base = f"{objects.bucket}/{objects.prefix}/" if objects.prefix else f"{objects.bucket}/"
+
+    def key(path: str) -> str:
+        path = path.removeprefix("s3://")
+        if not path.startswith(base):
+            raise FileNotFoundError(f"s3://{path}: outside {objects.url}")
+        return path[len(base) :]
+
+    class File(AbstractBufferedFile):
+        def _fetch_range(self, start: int, end: int) -> bytes:
+            return objects.get_range(key(self.path), start, end)
+
+    class Reading(AbstractFileSystem):
+        protocol = "s3"
+        cachable = False
+
+        def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+            found = objects.head(key(path))
+            return {"name": path.removeprefix("s3://"), "size": found.size, "type": "file"}
+
+        def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list:
+            folder = key(path.rstrip("/") + "/").rstrip("/")
+            listed = [
+                {"name": base + e.key, "size": e.size, "type": "file"} for e in objects.children(folder)
+            ]
+            return listed if detail else [e["name"] for e in listed]
+
+        def modified(self, path: str) -> Any:
+            import datetime as dt
+
+            return dt.datetime.fromtimestamp(0, dt.UTC)  # an object qsolve wrote never changes
+
+        def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> File:
+            if mode != "rb":
+                raise PermissionError(f"s3://{path}: qsolve's DuckDB only reads")
+            return File(self, path, mode, size=self.info(path)["size"], cache_type="readahead")
+
+    return Reading()
+
+
+def parse_s3_url(url: str) -> tuple[str, str]:
+    """``s3://BUCKET/PREFIX`` -> (bucket, prefix without slashes at its ends); a one-line StorageError
+    naming the variable otherwise."""
+    parts = urlsplit(url.strip())
+    if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment or "@" in parts.netloc:
+        raise StorageError(f"{STORAGE_URL_VARIABLE}={_shown(url)}: not s3://BUCKET/PREFIX")
+    return parts.netloc, parts.path.strip("/")
+
+
+def _shown(url: str) -> str:
+    """The URL as an error shows it: no user part (where someone put a key in it)."""
+    parts = urlsplit(url.strip())
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return repr(f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else "<not a URL>")
+
+
+@contextlib.contextmanager
+def _translated(address: str, passing: tuple[type[BaseException], ...] = ()):
+    """obstore's errors (several lines, a debug dump) as one line: the address, and what was said."""
+    try:
+        yield
+    except passing:
+        raise
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{address}: no such object") from None
+    except Exception as e:
+        if type(e).__module__.split(".")[0] != "obstore" and not isinstance(e, OSError | ValueError):
+            raise
+        said = " ".join(str(e).split("Debug source:")[0].split())
+        status = (
+            said.split("Server returned non-2xx status code: ")[-1][:120] if "status code" in said else said
+        )
+        raise StorageError(f"{address}: {type(e).__name__}: {status[:300]}") from None
+
+
+def storage_url() -> str | None:
+    """``QSOLVE_STORAGE_URL``, where it is set."""
+    return os.environ.get(STORAGE_URL_VARIABLE, "").strip() or None
+
+
+_opened: dict[str, S3Objects] = {}
+
+
+def shared_store() -> S3Objects | None:
+    """The object store named by ``QSOLVE_STORAGE_URL`` (one client per URL and process), or None."""
+    url = storage_url()
+    if url is None:
+        return None
+    if url not in _opened:
+        _opened[url] = S3Objects(url)
+    return _opened[url]
+
+
+def storage_of(home: Path | str) -> ObjectStore:
+    """The store of this home: ``QSOLVE_STORAGE_URL``'s, else ``home`` itself as a folder (blobs in
+    ``home/blobs``, the track record in ``home/trackrecord``)."""
+    return shared_store() or LocalFolder(Path(home))

@@ -1,0 +1,321 @@
+"""The track record in object storage (``QSOLVE_STORAGE_URL=s3://BUCKET/PREFIX``; issue 26): the same files
+as in a home's folder (``layout``), under ``PREFIX/trackrecord/``, written through ``storage.objects``.
+
+    schema-v2.parquet, b-, h-, o-<digest>.parquet     as in the folder; created only where absent
+    left-out/                                          files the views leave out (copied there, then removed)
+
+A file is created whole with ``If-None-Match: *``: two machines filing the same runs make one file, and
+no file is ever overwritten. The files are listed (one level: ``left-out/`` is not read) and each is
+checked from its footer (a ranged GET; the check is kept per process by the object's ETag), by
+``inventory.CHECKS``. Compaction is claimed in the state database (``StateDB.claim``): one machine
+compacts at a time; its outputs are created before any input is removed, so a reader listing at any
+moment finds every row (some twice, which the views show once); a reader that meets a file removed after
+its listing lists again. qsolve's own DuckDB reads the ``s3://`` addresses through the store's client
+(``ObjectStore.attach``); an analyst's DuckDB through httpfs (``analyst_sql``).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from storage.objects import ObjectStore
+
+from .inventory import CHECKS
+from .layout import BATCH, FOLDER, HEAD, LEFT_OUT, OLDER, SCHEMA_FILE, run_ids_digest
+
+COMPACTION_CLAIM = "trackrecord-compaction"
+
+
+def key(name: str) -> str:
+    return f"{FOLDER}/{name}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    size: int
+    version: str
+    problem: str | None = None
+    rows: int = 0
+
+
+@dataclass(frozen=True)
+class SharedInventory:
+    """The track record's objects, each checked; the views read the schema file's and the readable
+    files' ``s3://`` addresses. The same questions as ``inventory.Inventory`` answers."""
+
+    store: ObjectStore
+    entries: tuple[Entry, ...]
+    schema_file: str  # an address (the store's), or a local path where the store's could not be made
+
+    def data_keys(self, *kinds: str) -> list[str]:
+        kinds = kinds or (BATCH, HEAD, OLDER)
+        prefixes = tuple(f"{k}-" for k in kinds)
+        return [key(e.name) for e in self.entries if e.problem is None and e.name.startswith(prefixes)]
+
+    def readable(self, *kinds: str) -> list[str]:
+        return [self.store.address(k) for k in self.data_keys(*kinds)]
+
+    def files(self, *kinds: str) -> list[str]:
+        return [self.schema_file, *self.readable(*kinds)]
+
+    def rows(self, *kinds: str) -> int:
+        chosen = set(self.data_keys(*kinds))
+        return sum(e.rows for e in self.entries if key(e.name) in chosen)
+
+    def size(self, address: str) -> int:
+        return next(e.size for e in self.entries if self.store.address(key(e.name)) == address)
+
+    @property
+    def left_out(self) -> list[tuple[str, str]]:
+        return [(self.store.address(key(e.name)), e.problem) for e in self.entries if e.problem is not None]
+
+    @property
+    def folder(self) -> str:
+        return self.store.address(FOLDER + "/")
+
+
+class _Ranged(io.RawIOBase):
+    """An object read by ranged GETs: what pyarrow needs to read a footer without the whole file."""
+
+    def __init__(self, store: ObjectStore, key: str, size: int) -> None:
+        self.store, self.key, self.length, self.at = store, key, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.at = {0: offset, 1: self.at + offset, 2: self.length + offset}[whence]
+        return self.at
+
+    def tell(self) -> int:
+        return self.at
+
+    def readinto(self, b) -> int:
+        end = min(self.length, self.at + len(b))
+        if end <= self.at:
+            return 0
+        data = self.store.get_range(self.key, self.at, end)
+        b[: len(data)] = data
+        self.at += len(data)
+        return len(data)
+
+
+#: per store and object: the check done, by ETag (an object qsolve wrote never changes)
+_checked: dict[tuple[str, str], Entry] = {}
+
+
+def _check(store: ObjectStore, listed) -> Entry:
+    name = PurePosixPath(listed.key).name
+    cached = _checked.get((store.url, name))
+    if cached is not None and (cached.size, cached.version) == (listed.size, listed.version):
+        return cached
+    schema, rows = None, 0
+    try:
+        footer = pq.read_metadata(pa.PythonFile(_Ranged(store, listed.key, listed.size), mode="r"))
+        schema, rows = footer.schema.to_arrow_schema(), footer.num_rows
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, pa.ArrowException):
+        schema = None
+    problem = None
+    for _, check in CHECKS:
+        problem = check(PurePosixPath(name), schema)
+        if problem is not None:
+            break
+    entry = Entry(name, listed.size, listed.version, problem, 0 if problem else rows)
+    _checked[(store.url, name)] = entry
+    return entry
+
+
+def remember(store: ObjectStore, name: str, rows: int) -> None:
+    """A file this process has just created: known good (its ETag read at the next listing)."""
+    _checked.pop((store.url, name), None)
+    _written[(store.url, name)] = rows
+
+
+_written: dict[tuple[str, str], int] = {}
+
+
+def take_inventory(store: ObjectStore, schema_file: str | None = None) -> SharedInventory:
+    entries = []
+    for listed in store.children(FOLDER):
+        name = PurePosixPath(listed.key).name
+        if not name.endswith(".parquet"):
+            continue
+        rows = _written.pop((store.url, name), None)
+        if rows is not None:
+            entry = Entry(name, listed.size, listed.version, None, rows)
+            _checked[(store.url, name)] = entry
+        else:
+            try:
+                entry = _check(store, listed)
+            except FileNotFoundError:  # removed meanwhile (a compaction)
+                continue
+        entries.append(entry)
+    return SharedInventory(store, tuple(entries), schema_file or store.address(key(SCHEMA_FILE)))
+
+
+def parquet_bytes(table: pa.Table, compression: str) -> bytes:
+    from .filing import write_parquet
+
+    out = io.BytesIO()
+    write_parquet(table, out, compression)
+    return out.getvalue()
+
+
+def ensure_schema(store: ObjectStore) -> None:
+    """The empty file the views read first (``layout``); created once, by whoever comes first."""
+    from .row import SCHEMA
+
+    try:
+        store.head(key(SCHEMA_FILE))
+    except FileNotFoundError:
+        store.create(key(SCHEMA_FILE), parquet_bytes(SCHEMA.empty_table(), "zstd"))
+
+
+def set_aside(store: ObjectStore, inventory: SharedInventory) -> SharedInventory:
+    """Every file the views leave out, copied into ``left-out/`` (created only where absent), then
+    removed: no listing of the folder meets it again. Returns the inventory without them."""
+    for e in inventory.entries:
+        if e.problem is not None and e.name != SCHEMA_FILE:
+            set_aside_one(store, e.name)
+    return SharedInventory(
+        store, tuple(e for e in inventory.entries if e.problem is None), inventory.schema_file
+    )
+
+
+def set_aside_one(store: ObjectStore, name: str) -> None:
+    try:
+        data = store.get(key(name))
+    except FileNotFoundError:
+        return
+    n, target = 0, key(f"{LEFT_OUT}/{name}")
+    while not store.create(target, data):
+        if store.get(target) == data:
+            break
+        n += 1
+        target = key(f"{LEFT_OUT}/{name}.{n}")
+    store.delete(key(name))
+    _checked.pop((store.url, name), None)
+
+
+def reading(store: ObjectStore) -> SharedInventory:
+    """What ``qsolve query``, ``qsolve page`` and the web pages read; each file left out is named in a
+    warning (and set aside where the store can be written)."""
+    from .views import _warn
+
+    try:
+        ensure_schema(store)
+        schema = None
+    except OSError:  # a store this machine may only read: the schema file from a temporary folder
+        from .filing import reading_schema_file
+
+        schema = str(reading_schema_file())
+    inventory = take_inventory(store, schema)
+    _warn(inventory.left_out, stacklevel=4)
+    if inventory.left_out:
+        try:
+            inventory = set_aside(store, inventory)
+        except OSError:
+            inventory = SharedInventory(
+                store, tuple(e for e in inventory.entries if e.problem is None), inventory.schema_file
+            )
+    return inventory
+
+
+def file_table(store: ObjectStore, table: pa.Table):
+    """``filing.file_table`` into the store: one ``b-`` object named for its runs, created only where
+    absent. One already there that does not hold these runs (by its footer's count and checks) is set
+    aside and the batch created again."""
+    from .filing import BATCH_COMPRESSION, SORT_KEYS, Filed
+
+    ensure_schema(store)
+    run_ids = table.column("run_id").to_pylist()
+    name = f"{BATCH}-{run_ids_digest(run_ids)}.parquet"
+    data = parquet_bytes(table.sort_by(SORT_KEYS), BATCH_COMPRESSION)
+    new = store.create(key(name), data, durable=False)
+    if not new and not _holds(store, name, run_ids):
+        set_aside_one(store, name)
+        new = store.create(key(name), data, durable=False)
+    if new:
+        remember(store, name, table.num_rows)
+    return Filed(store.address(key(name)), table.num_rows, new)
+
+
+def _holds(store: ObjectStore, name: str, run_ids: list[str]) -> bool:
+    try:
+        found = pq.read_table(io.BytesIO(store.get(key(name))), columns=["run_id"]).column("run_id")
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+    return sorted(found.to_pylist()) == sorted(run_ids)
+
+
+def run_ids(store: ObjectStore) -> set[str]:
+    """The run ids of every readable file (a file a compaction removes meanwhile: listed again)."""
+    for attempt in range(3):
+        found: set[str] = set()
+        try:
+            for k in take_inventory(store).data_keys():
+                table = pq.read_table(io.BytesIO(store.get(k)), columns=["run_id"])
+                found.update(table.column("run_id").to_pylist())
+            return found
+        except FileNotFoundError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def unreadable(store: ObjectStore, addresses: list[str]) -> list[str]:
+    """The files whose rows do not read whole (each read through, every column)."""
+    bad = []
+    for a in addresses:
+        try:
+            pq.read_table(io.BytesIO(store.get(key_of(store, a))))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError, pa.ArrowException):
+            bad.append(a)
+    return bad
+
+
+def key_of(store: ObjectStore, address: str) -> str:
+    base = store.address("")
+    if not address.startswith(base):
+        raise ValueError(f"{address}: not in {base}")
+    return address[len(base) :]
+
+
+def placer(store: ObjectStore) -> Callable[[str, Callable[[Any], None], Callable[[], str | None]], Any]:
+    """How compaction writes an output here: whole into memory, then created in the store."""
+
+    def place(kind: str, write: Callable[[Any], None], name: Callable[[], str | None]):
+        out = io.BytesIO()
+        write(out)
+        found = name()
+        if found is None:
+            return None, False
+        made = store.create(key(found), out.getvalue())
+        return store.address(key(found)), made
+
+    return place
+
+
+def remover(store: ObjectStore) -> Callable[[list[str]], None]:
+    def remove(addresses: list[str]) -> None:
+        for a in addresses:
+            store.delete(key_of(store, a))
+
+    return remove

@@ -1,0 +1,91 @@
+"""No silent split (issue 26, item 4): the state database records the storage it was first used with, and a
+home whose storage disagrees (another folder, another bucket or prefix) refuses to start, in one line
+naming both. The same folder by another path is the same; a SQLite database inside its home moves with it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from storage.state import StorageMismatch, connect
+from tests.s3server import KEY_ID, SECRET
+
+
+@pytest.fixture
+def home_database(database_url, monkeypatch) -> str:
+    """The database as every home names it: ``QSOLVE_DATABASE_URL`` (a url given to ``connect`` is not
+    checked: its caller names the database on purpose)."""
+    monkeypatch.setenv("QSOLVE_DATABASE_URL", database_url)
+    return database_url
+
+
+def test_another_folder_refuses_to_start_naming_both(home_database, tmp_path, monkeypatch):
+    database_url = None
+    monkeypatch.delenv("QSOLVE_STORAGE_URL", raising=False)
+    (tmp_path / "a").mkdir()
+    connect(database_url, home=tmp_path / "a").close()
+    connect(database_url, home=tmp_path / "a").close()  # the same home again: fine
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    connect(database_url, home=tmp_path / "link").close()  # the same folder by another path
+    with pytest.raises(StorageMismatch) as caught:
+        connect(database_url, home=tmp_path / "b")
+    said = str(caught.value)
+    assert (tmp_path / "a").as_uri() in said and (tmp_path / "b").as_uri() in said and "\n" not in said
+
+
+def test_a_database_named_by_its_caller_is_not_checked(database_url, tmp_path, monkeypatch):
+    monkeypatch.delenv("QSOLVE_STORAGE_URL", raising=False)
+    monkeypatch.setenv("QSOLVE_DATABASE_URL", database_url)
+    connect(home=tmp_path / "a").close()
+    connect(database_url, home=tmp_path / "b").close()  # a tool's or a test's own connection
+    with pytest.raises(StorageMismatch):
+        connect(home=tmp_path / "b")
+
+
+def test_a_sqlite_home_moved_elsewhere_still_starts(tmp_path, monkeypatch):
+    monkeypatch.delenv("QSOLVE_STORAGE_URL", raising=False)
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    connect(home=tmp_path / "a").close()
+    shutil.move(tmp_path / "a", tmp_path / "moved")
+    connect(home=tmp_path / "moved").close()
+
+
+def test_another_bucket_or_prefix_refuses_to_start(home_database, bucket, s3_server, tmp_path, monkeypatch):
+    database_url = None
+    connect(database_url, home=tmp_path / "a").close()
+    connect(database_url, home=tmp_path / "b").close()  # another machine's home, the same bucket: fine
+    other = s3_server.new_bucket()
+    for url in (f"s3://{other}/qsolve", bucket + "/elsewhere"):
+        monkeypatch.setenv("QSOLVE_STORAGE_URL", url)
+        with pytest.raises(StorageMismatch, match="first used with") as caught:
+            connect(database_url, home=tmp_path / "c")
+        assert url in str(caught.value) and bucket in str(caught.value)
+    monkeypatch.delenv("QSOLVE_STORAGE_URL")
+    with pytest.raises(StorageMismatch):  # the local folder, with the database bound to the bucket
+        connect(database_url, home=tmp_path / "a")
+
+
+def test_the_command_line_says_it_in_one_line_with_no_credential(home_database, bucket, s3_server, tmp_path):
+    database_url = home_database
+    connect(home=tmp_path / "a").close()
+    env = {**s3_env(s3_server, f"s3://{s3_server.new_bucket()}/x"), "QSOLVE_DATABASE_URL": database_url}
+    env["QSOLVE_HOME"] = str(tmp_path / "c")
+    done = subprocess.run(
+        [sys.executable, "-m", "qsolve.cli", "page", "max-cut"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "first used with" in lines[0] and bucket in lines[0], done.stderr
+    assert KEY_ID not in done.stderr + done.stdout and SECRET not in done.stderr + done.stdout
+
+
+def s3_env(server, url: str) -> dict[str, str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "QSOLVE_"))}
+    bucket, prefix = url.removeprefix("s3://").split("/", 1)
+    return {**env, **server.environment(bucket, prefix), "PYTHONPATH": str(Path(__file__).parents[3])}

@@ -1,0 +1,128 @@
+"""The storage seam (storage/objects.py) against a real S3 API on loopback and a local folder: creates never
+overwrite (S3: If-None-Match: *), errors are one line naming the address and never a credential, and the
+blobs go where QSOLVE_STORAGE_URL says (issue 26, item 1)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from storage.blobs import BlobStore
+from storage.objects import LocalFolder, S3Objects, StorageError, parse_s3_url, storage_of
+from tests.s3server import KEY_ID, SECRET
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path):
+    if request.param == "local":
+        return LocalFolder(tmp_path / "store")
+    request.getfixturevalue("bucket")
+    return storage_of(tmp_path)
+
+
+def test_a_create_never_overwrites(store):
+    assert store.create("blobs/ab/one", b"first")
+    assert not store.create("blobs/ab/one", b"second")
+    assert store.get("blobs/ab/one") == b"first"
+    assert [e.key for e in store.children("blobs/ab")] == ["blobs/ab/one"]
+    assert store.get_range("blobs/ab/one", 1, 3) == b"ir"
+    store.delete("blobs/ab/one")
+    store.delete("blobs/ab/one")  # already gone: no error
+    with pytest.raises(FileNotFoundError):
+        store.get("blobs/ab/one")
+
+
+def test_of_many_writers_racing_for_one_key_one_wins_and_its_bytes_stay(store):
+    made: dict[int, bool] = {}
+    start = threading.Barrier(8)
+
+    def write(i: int) -> None:
+        start.wait()
+        made[i] = store.create("trackrecord/b-race.parquet", f"writer {i}".encode())
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [i for i, ok in made.items() if ok]
+    assert len(winners) == 1
+    assert store.get("trackrecord/b-race.parquet") == f"writer {winners[0]}".encode()
+
+
+def test_blobs_live_in_the_bucket_named_by_their_hash(bucket, tmp_path):
+    blobs = BlobStore(tmp_path / "home")
+    digest = blobs.put(b"a published archive")
+    assert blobs.put(b"a published archive") == digest
+    assert blobs.where(digest) == f"{bucket}/blobs/{digest[:2]}/{digest}"
+    assert blobs.get(digest) == b"a published archive"
+    assert not (tmp_path / "home").exists()  # nothing of it in the home
+    BlobStore(tmp_path / "other").store.delete(blobs.key(digest))
+    blobs.store.create(blobs.key(digest), b"tampered")
+    with pytest.raises(ValueError, match="does not match its name"):
+        blobs.get(digest)
+
+
+def test_without_the_setting_blobs_stay_in_the_home(tmp_path, monkeypatch):
+    monkeypatch.delenv("QSOLVE_STORAGE_URL", raising=False)
+    blobs = BlobStore(tmp_path)
+    digest = blobs.put(b"x")
+    assert blobs.path(digest).read_bytes() == b"x"
+    assert blobs.where(digest) == str(blobs.path(digest))
+
+
+def test_a_missing_bucket_is_one_line_naming_it_and_no_credential(bucket, s3_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("QSOLVE_STORAGE_URL", "s3://qsolve-no-such-bucket/p")
+    store = storage_of(tmp_path)
+    with pytest.raises(OSError) as caught:
+        store.create("blobs/x", b"1")
+    said = str(caught.value)
+    assert "s3://qsolve-no-such-bucket/p/blobs/x" in said and "\n" not in said
+    assert KEY_ID not in said and SECRET not in said
+
+
+def test_a_refused_credential_is_one_line_without_it(bucket, s3_server, tmp_path, monkeypatch):
+    store = S3Objects(bucket)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint + "/nowhere/")  # a server that says 404/400
+    with pytest.raises(OSError) as caught:
+        store.get("blobs/x")
+    said = str(caught.value)
+    assert "\n" not in said and KEY_ID not in said and SECRET not in said
+
+
+@pytest.mark.parametrize(
+    "url", ["s3://", "http://bucket/p", f"s3://{KEY_ID}:{SECRET}@bucket/p", "s3://bucket/p?x=1"]
+)
+def test_a_storage_url_that_is_not_s3_bucket_prefix_is_refused_without_echoing_a_key(url):
+    with pytest.raises(StorageError, match="QSOLVE_STORAGE_URL") as caught:
+        parse_s3_url(url)
+    assert SECRET not in str(caught.value)
+
+
+def test_the_prefix_is_optional_and_trimmed():
+    assert parse_s3_url("s3://bucket") == ("bucket", "")
+    assert parse_s3_url("s3://bucket/a/b/") == ("bucket", "a/b")
+
+
+def test_duckdb_reads_a_large_object_whole_through_the_client(bucket, tmp_path):
+    import io
+
+    import duckdb
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 200_000  # a few MB: past what one read of a buffered file returns
+    table = pa.table({"a": np.arange(n), "s": pa.array([f"row-{i:08d}" * 3 for i in range(n)])})
+    out = io.BytesIO()
+    pq.write_table(table, out, compression="snappy")
+    assert len(out.getvalue()) > 2 << 20
+    store = storage_of(tmp_path)
+    store.create("trackrecord/large.parquet", out.getvalue())
+    con = duckdb.connect()
+    store.attach(con)
+    got = con.sql(f"SELECT count(*), sum(a), max(s) FROM '{store.address('trackrecord/large.parquet')}'")
+    assert got.fetchall() == [(n, n * (n - 1) // 2, f"row-{n - 1:08d}" * 3)]
+    con.close()
