@@ -27,14 +27,20 @@ from storage.state import QuoteStatus, RunStatus, connect
 from tasks.hardware import request_quotes
 from tests.conftest import REPO
 from tests.flows.hardware_setup import REFERENCE, publish
+from tests.s3server import serving
 from tests.storage.state.conftest import postgres_schema
 
 
 @pytest.fixture
-def database(prefect, monkeypatch) -> Iterator[str]:
-    with postgres_schema("qsolve_route") as url:
-        monkeypatch.setenv("QSOLVE_DATABASE_URL", url)
-        yield url
+def database(prefect, monkeypatch, tmp_path) -> Iterator[str]:
+    """One PostgreSQL schema and one bucket (QSOLVE_STORAGE_URL and the AWS settings in this process's
+    environment, which every command inherits): homes on one database share its storage."""
+    with contextlib.contextmanager(serving)(tmp_path / "moto.log") as s3:
+        for variable, value in s3.environment(s3.new_bucket()).items():
+            monkeypatch.setenv(variable, value)
+        with postgres_schema("qsolve_route") as url:
+            monkeypatch.setenv("QSOLVE_DATABASE_URL", url)
+            yield url
 
 
 @pytest.fixture
@@ -56,7 +62,7 @@ def pool(prefect) -> Iterator[str]:
 def _env(home: Path | None, host: str, database: str) -> dict[str, str]:
     from prefect.settings import PREFECT_API_URL
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("QSOLVE_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QSOLVE_") or k == "QSOLVE_STORAGE_URL"}
     env |= {
         "PREFECT_API_URL": PREFECT_API_URL.value(),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -91,7 +97,8 @@ def test_a_hardware_run_for_a_provider_only_b_holds_goes_to_b(database, pool, tm
     assert said.startswith(f"work pool {pool} created: its flow runs get QSOLVE_DATABASE_URL=postgresql")
     with get_client(sync_client=True) as client:
         env = client.read_work_pool(pool).base_job_template["variables"]["properties"]["env"]["default"]
-    assert env == {"QSOLVE_DATABASE_URL": database}  # no home: each worker's own
+    storage = os.environ["QSOLVE_STORAGE_URL"]
+    assert env == {"QSOLVE_DATABASE_URL": database, "QSOLVE_STORAGE_URL": storage}  # no home: each worker's
     deploy = [
         sys.executable,
         "-m",
