@@ -35,19 +35,30 @@ def max_cut(tmp_path_factory) -> Path:
     return folder
 
 
-def test_submit_publishes_and_builds_the_track_record(prefect, qsolve_home: Path, max_cut: Path) -> None:
+@pytest.fixture(scope="module")
+def first_submit(prefect, qsolve_home: Path, max_cut: Path):
+    """max-cut submitted once in this process's home: its state, its report and the rows it filed (the
+    tests of this file that submit max-cut share a worker of the suite's, an xdist group, in this file's
+    order: it is submitted once, first)."""
     state, report = submit(max_cut)
+    return state, report, rows(qsolve_home, "max-cut")
+
+
+@pytest.mark.xdist_group("max-cut-submitted")
+def test_submit_publishes_and_builds_the_track_record(first_submit) -> None:
+    state, report, recorded = first_submit
     assert state.is_completed(), report.markdown()
     assert report.accepted and report.published.created and report.published.name == "max-cut"
     assert [g.passed for g in report.gates] == [True] * 8
     assert report.history.status == "ran" and report.history.not_run == []
-    recorded = rows(qsolve_home, "max-cut")
     assert len(recorded) == 6 == len(report.history.recorded)
     assert {t for _, t, _ in recorded} == {"sim-cpu", "fake:fez@1.6"}
 
 
-def test_a_second_submit_changes_nothing(prefect, qsolve_home: Path, max_cut: Path) -> None:
-    before = rows(qsolve_home, "max-cut")
+@pytest.mark.xdist_group("max-cut-submitted")
+def test_a_second_submit_changes_nothing(first_submit, qsolve_home: Path, max_cut: Path) -> None:
+    before = first_submit[2]
+    assert len(before) == 6
     state, report = submit(max_cut)
     assert state.is_completed()
     assert report.published.created is False
@@ -55,7 +66,10 @@ def test_a_second_submit_changes_nothing(prefect, qsolve_home: Path, max_cut: Pa
     assert rows(qsolve_home, "max-cut") == before
 
 
-def test_other_content_under_a_published_version_is_refused(prefect, max_cut: Path, tmp_path: Path) -> None:
+@pytest.mark.xdist_group("max-cut-submitted")
+def test_other_content_under_a_published_version_is_refused(
+    first_submit, max_cut: Path, tmp_path: Path
+) -> None:
     changed = tmp_path / "max-cut"
     shutil.copytree(max_cut, changed)
     (changed / "examples" / "extra.json").write_text('{"nodes": 2, "edges": [[0, 1, 2.0]]}')
@@ -161,6 +175,7 @@ def test_a_folder_that_does_not_exist_is_said_so_not_as_lint_codes(prefect, tmp_
     assert report.reasons == [f"{tmp_path / 'nowhere'}: no such folder (on the machine running the flow)"]
 
 
+@pytest.mark.xdist_group("max-cut-submitted")
 def test_the_report_artifacts_are_keyed_by_workflow_and_escape_what_they_quote(prefect, max_cut) -> None:
     from prefect.client.orchestration import get_client
 
