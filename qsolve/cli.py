@@ -369,8 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_maintenance)
 
     from qsolve.calibration.commands import add_commands as add_calibration_commands
-    from qsolve.calibration.evaluation_commands import add_commands as add_evaluation_commands
-    from qsolve.calibration.knowledge_commands import add_commands as add_knowledge_commands
+    from qsolve.evaluation.evaluation_commands import add_commands as add_evaluation_commands
+    from qsolve.evaluation.knowledge_commands import add_commands as add_knowledge_commands
     from qsolve.hardware.commands import add_commands as add_hardware_commands
     from qsolve.prefect_server import add_commands as add_server_commands
     from qsolve.providers.commands import add_commands as add_provider_commands

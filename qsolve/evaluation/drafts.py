@@ -45,8 +45,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qsolve.calibration.examples import Example, ExampleSelection, ExampleSkipped, select_examples
-from qsolve.calibration.knowledge import (
+from qsolve.evaluation.examples import Example, ExampleSelection, ExampleSkipped, select_examples
+from qsolve.evaluation.knowledge import (
     TASK_FILE,
     KnowledgeError,
     Reference,
