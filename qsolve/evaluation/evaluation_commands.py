@@ -126,13 +126,9 @@ def _store():
 
 
 def _flow(**parameters: Any) -> dict[str, Any] | BaseException:
-    from qsolve.cli import _prefect
+    from flows.dispatch import run_evaluation
 
-    _prefect()
-    from flows.evaluation import evaluation_flow
-
-    state = evaluation_flow(**parameters, return_state=True)
-    return state.result(raise_on_failure=False, _sync=True)
+    return run_evaluation(**parameters)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
