@@ -1,6 +1,6 @@
 """Evaluation runs as a Prefect flow (issue 14, item 6), deployed in ``prefect.yaml``: a run requested
 (a task and a chip, a day, or task-result ids) or named by its id, executed a few records at a time
-(``qsolve.calibration.runs``), each record's end in the flow's log, the run's summary as its result
+(``qsolve.evaluation.runs``), each record's end in the flow's log, the run's summary as its result
 and a markdown artifact. Cancelling the flow run in the UI cancels the evaluation run: its unfinished
 records are marked cancelled (the process is stopped by Prefect; a run it left running is read as
 interrupted once its heartbeat is stale, and ``qsolve evaluations retry`` finishes it)."""
@@ -13,8 +13,8 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.states import Cancelled, State
 
-from qsolve.calibration.runs import RunRequest, execute_run, request_run, summary
 from qsolve.calibration.store import open_store
+from qsolve.evaluation.runs import RunRequest, execute_run, request_run, summary
 from storage.state import qsolve_home
 
 

@@ -160,7 +160,7 @@ def price(workflow: str, account: str, target: str | None) -> list[Quote]:
 
 def _shown(quote: Quote, limit) -> str:
     """The quote as the confirmation form shows it (markdown)."""
-    from qsolve.hardware.commands import authorises, describe, over_limit
+    from qsolve.hardware.shown import authorises, describe, over_limit
 
     warning = over_limit(quote, limit)
     unknown = (
@@ -181,7 +181,7 @@ def _shown(quote: Quote, limit) -> str:
 
 
 def _publish(made: list[Quote], key: str = "hardware-quotes") -> None:
-    from qsolve.hardware.commands import describe
+    from qsolve.hardware.shown import describe
 
     create_table_artifact(
         key=key,

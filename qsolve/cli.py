@@ -144,25 +144,15 @@ def _progress(console):
     return Progress(console)
 
 
-def _prefect() -> None:
-    """Prefect for a command that runs a flow (qsolve/prefect_server.py): telemetry off (an offline
-    machine), and the server of ``PREFECT_API_URL`` if it answers, else the one ``qsolve server start``
-    keeps, else a temporary one started now with a time-out a busy machine meets (one progress line)."""
-    from qsolve.prefect_server import ServerError, use_prefect
-
-    try:
-        use_prefect()
-    except ServerError as e:
-        raise UsageError(str(e)) from None
-
-
 def cmd_submit(args: argparse.Namespace) -> int:
     from qsolve.sandbox.process import start_ahead
 
     root = _folder(args.dir)
     process = start_ahead()  # the gates' first workflow process imports while Prefect and the flows do
     try:
-        _prefect()
+        from flows.dispatch import use_server
+
+        use_server()
         from flows.submission import report_of, submission_flow
 
         state = submission_flow(str(root), run_history=not args.no_history, return_state=True)
@@ -237,7 +227,9 @@ def cmd_history(args: argparse.Namespace) -> int:
             db.get_version(args.name, args.version)
         except NotFound as e:
             raise UsageError(str(e)) from None
-    _prefect()
+    from flows.dispatch import use_server
+
+    use_server()
     from flows.history import history_flow
 
     state = history_flow(args.name, args.version, again=args.again, return_state=True)
@@ -262,7 +254,9 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
 
     with connect() as db:
         db.count_unfiled()
-    _prefect()
+    from flows.dispatch import use_server
+
+    use_server()
     from flows.maintenance import maintenance_flow
 
     state = maintenance_flow(return_state=True)
@@ -377,8 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_maintenance)
 
     from qsolve.calibration.commands import add_commands as add_calibration_commands
-    from qsolve.calibration.evaluation_commands import add_commands as add_evaluation_commands
-    from qsolve.calibration.knowledge_commands import add_commands as add_knowledge_commands
+    from qsolve.evaluation.evaluation_commands import add_commands as add_evaluation_commands
+    from qsolve.evaluation.knowledge_commands import add_commands as add_knowledge_commands
     from qsolve.hardware.commands import add_commands as add_hardware_commands
     from qsolve.prefect_server import add_commands as add_server_commands
     from qsolve.providers.commands import add_commands as add_provider_commands

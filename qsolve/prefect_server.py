@@ -51,6 +51,9 @@ DATABASE_VARIABLES = ("PREFECT_SERVER_DATABASE_CONNECTION_URL", "PREFECT_API_DAT
 class ServerError(Exception):
     """The server could not be started, or a command's Prefect server did not answer: one line, exit 2."""
 
+    #: the command line says it in one line and exits 2, as a misuse (qsolve/cli.py's ``main``)
+    usage = True
+
 
 @dataclass(frozen=True)
 class Recorded:

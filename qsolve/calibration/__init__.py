@@ -8,23 +8,11 @@ faults        known faults, each with the true status (a failure code of the tas
 calibrate     runs: one task on one qubit, a whole calibration, the knowledge examples' figures
 store         results in the state database, figures as blobs
 importing     results from a folder of figures and JSON
+held_apart    a held-apart known-answer set: faults drawn from wide ranges, with a fixed seed
 commands      ``qsolve calibrate``
 
-knowledge     a task's knowledge (task-knowledge/<Task>/task.md) and the reference derived from it
-examples      a task's labeled examples and the seed's examplesOf
-questions     the six questions of an evaluation
-prompts       the six requests of one evaluation, and the prompt preview
-answers       reading the six answers
-units         the units of the numbers an answer states: a parameter's, read and converted
-drafts        knowledge drafts: one task directory as a zip, stored under its SHA-256, refused whole
-models        the declared evaluation models (config/evaluation.yaml) and the seed's choice order
-vlm           a vision-language model through the openai package: six requests at once, one retry each
-classical_judge  the baseline: answers what the data and fit show, declines the rest
-evaluate      one evaluation and its record (input, output, evaluator)
-runs          evaluation runs: selection, heartbeat, cancel, retry;  compare: two runs, and scores
-verdicts      a reviewer's verdict choices and areas
-knowledge_commands  ``qsolve knowledge reference|preview|draft|archive``
-evaluation_commands  ``qsolve evaluate`` and ``qsolve evaluations ...``
+Evaluating these results (knowledge, questions, models, records, compare) is :mod:`qsolve.evaluation`,
+which reads calibration's task results; nothing here imports it.
 
 Nothing here imports Prefect; ``flows/calibration.py`` is the flow over :mod:`.calibrate`.
 """

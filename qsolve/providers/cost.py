@@ -27,17 +27,11 @@ from dataclasses import dataclass, field
 from decimal import MAX_PREC, Decimal, localcontext
 from typing import Any
 
-from qsolve.providers.jobs import JobStopped
+from qsolve.providers.jobs import CostRefused
 
 #: the most qubits the pricing probe measures: its compile check at 20 took 6.5 s on a 24-qubit line here,
 #: at 12 0.17 s, and a quote compiles one per case
 PROBE_QUBITS = 12
-
-
-class CostRefused(JobStopped):
-    """A job not sent: its estimate is past what the person confirmed (a platform reason)."""
-
-    reason = "run_too_large"
 
 
 def _amount(text: str) -> Decimal:

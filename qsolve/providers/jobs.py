@@ -69,6 +69,13 @@ class JobStopped(QsolveError):
         self.record = record
 
 
+class CostRefused(JobStopped):
+    """A job not sent: its estimate is past what the person confirmed (a platform reason;
+    ``qsolve.providers.cost`` holds the confirmation, :class:`~qsolve.providers.cost.Authority`)."""
+
+    reason = "run_too_large"
+
+
 class NotConfirmed(JobStopped):
     """A job that is not free, and no confirmation for this run: nothing was submitted."""
 
@@ -160,8 +167,6 @@ class ProviderSession:
 
     def run(self, circuit: QuantumCircuit, shots: int, seed: int | None = None, compiled=None) -> Sealed:
         if self.overcharged is not None:
-            from qsolve.providers.cost import CostRefused
-
             raise CostRefused(f"{self.overcharged}: no further job was sent")
         described = self.description()
         compiled = compiled or self.compile(circuit, seed or 0)

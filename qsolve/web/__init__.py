@@ -2,7 +2,9 @@
 
 app          create_app(home): the routers, the error page, the security headers, /static
 pages        render, error_page, db: what every router uses
-people       accounts, roles and sessions: current_account, require(role), check_form; /login
+database     state_db: the app's state database, opened on first use
+people       accounts, roles and sessions: current_account, require(role), check_form
+login        /login and /logout
 workflows    the workflow list and each workflow's page, per version, with its case charts
 charts       the small server-rendered SVG charts of a case's accuracy and fidelity over runs
 quotes       "Get a quote" and each quote's confirmation, for the workflow's developer

@@ -113,7 +113,7 @@ def create_app(home: Path | str | None = None, *, hosts: list[str] | None = None
     """The web pages over ``home`` (default: ``QSOLVE_HOME``, else ``./.qsolve``). ``hosts``: the only
     ``Host`` headers answered (``qsolve serve`` on loopback gives its own names, so that a page of another
     site reaching it through DNS rebinding gets 400); None answers any."""
-    from qsolve.web import evaluations, knowledge, people, quotes, receipts, workflows
+    from qsolve.web import evaluations, knowledge, login, quotes, receipts, workflows
     from qsolve.web.pages import STATIC, error_page
 
     @contextlib.asynccontextmanager
@@ -131,7 +131,7 @@ def create_app(home: Path | str | None = None, *, hosts: list[str] | None = None
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts)
     app.state.home = qsolve_home(home).resolve()
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
-    for module in (workflows, quotes, receipts, people, evaluations, knowledge):
+    for module in (workflows, quotes, receipts, login, evaluations, knowledge):
         app.include_router(module.router)
 
     @app.exception_handler(StarletteHTTPException)

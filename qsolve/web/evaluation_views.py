@@ -1,5 +1,5 @@
 """What the evaluation pages show of a run, a record and a comparison, read off what the core returns
-(``qsolve.calibration.runs.summary``, ``compare.compare``, the records and verdicts of the state
+(``qsolve.evaluation.runs.summary``, ``compare.compare``, the records and verdicts of the state
 database): the same fields ``qsolve evaluations show`` and ``compare`` print, arranged for a page. No
 rule is decided here; this module only picks fields and formats them.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from qsolve.calibration.questions import QUESTION_KEYS
+from qsolve.evaluation.questions import QUESTION_KEYS
 from qsolve.web.evaluation_diff import DiffRow, as_json_text, differs, side_by_side
 
 #: the media types a figure is served as; anything else is sent as a download, never rendered

@@ -26,7 +26,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, ValidationError, field_validator
 
-from qsolve.calibration.verdicts import AREAS, VERDICTS
+from qsolve.evaluation.verdicts import AREAS, VERDICTS
 from qsolve.web import evaluation_views as views
 from qsolve.web.evaluation_style import STYLESHEET
 from qsolve.web.pages import db, error_page, home, render, state_db
@@ -55,7 +55,7 @@ def stylesheet() -> Response:
 
 @router.get("/evaluations")
 def run_list(request: Request) -> Response:
-    from qsolve.calibration.runs import stale_after, summary
+    from qsolve.evaluation.runs import stale_after, summary
 
     with db(request) as state:
         runs = [summary(state, r.id) for r in state.list_evaluation_runs(stale_after=stale_after())]
@@ -65,8 +65,8 @@ def run_list(request: Request) -> Response:
 
 @router.get("/evaluations/compare")
 def compare_page(request: Request, a: str | None = None, b: str | None = None) -> Response:
-    from qsolve.calibration.compare import compare
-    from qsolve.calibration.runs import stale_after, summary
+    from qsolve.evaluation.compare import compare
+    from qsolve.evaluation.runs import stale_after, summary
 
     with db(request) as state:
         if not a and not b:
@@ -93,7 +93,7 @@ def compare_page(request: Request, a: str | None = None, b: str | None = None) -
 
 @router.get("/evaluations/{run_id}")
 def run_page(request: Request, run_id: str) -> Response:
-    from qsolve.calibration.runs import summary
+    from qsolve.evaluation.runs import summary
 
     with db(request) as state:
         s = summary(state, run_id)
@@ -116,8 +116,8 @@ def run_page(request: Request, run_id: str) -> Response:
 
 @router.get("/evaluations/{run_id}/score")
 def score_page(request: Request, run_id: str) -> Response:
-    from qsolve.calibration.compare import score
-    from qsolve.calibration.runs import summary
+    from qsolve.evaluation.compare import score
+    from qsolve.evaluation.runs import summary
 
     with db(request) as state:
         s = summary(state, run_id)  # an unknown run: a 404 naming it

@@ -39,14 +39,14 @@ MAX_QUESTION = 1000
 
 
 def _drafts(request: Request):
-    from qsolve.calibration.drafts import DraftStore
+    from qsolve.evaluation.drafts import DraftStore
 
     return DraftStore(home(request))
 
 
 def _quiet(message: str, request: Request) -> str:
     """A core message without this server's own folders in it."""
-    from qsolve.calibration.runs import knowledge_root
+    from qsolve.evaluation.runs import knowledge_root
 
     for root, label in ((_drafts(request).root, "the drafts"), (knowledge_root(), "task-knowledge")):
         message = message.replace(str(root), label)
@@ -56,7 +56,7 @@ def _quiet(message: str, request: Request) -> str:
 def published_tasks() -> list[str]:
     """The task directories of the task knowledge runs read (``QSOLVE_TASK_KNOWLEDGE``, else the
     repository's ``task-knowledge/``), by name."""
-    from qsolve.calibration.runs import knowledge_root
+    from qsolve.evaluation.runs import knowledge_root
 
     root = knowledge_root()
     if not root.is_dir():
@@ -66,7 +66,7 @@ def published_tasks() -> list[str]:
 
 def _published(task: str) -> Path | None:
     """The task's published directory, only when ``task`` is one of :func:`published_tasks`."""
-    from qsolve.calibration.runs import knowledge_root
+    from qsolve.evaluation.runs import knowledge_root
 
     return knowledge_root() / task if task in published_tasks() else None
 
@@ -75,7 +75,7 @@ def _directory(
     request: Request, task: str, draft: str | None
 ) -> tuple[Path | None, object | None, Response | None]:
     """(the directory read, the draft, or the error page): a draft of ``task``, or its published one."""
-    from qsolve.calibration.drafts import DraftError, DraftNotFound, DraftOfAnotherTask
+    from qsolve.evaluation.drafts import DraftError, DraftNotFound, DraftOfAnotherTask
 
     if draft:
         try:
@@ -100,8 +100,8 @@ def _environ(request: Request) -> dict[str, str]:
 
 @router.get("/knowledge")
 def knowledge_list(request: Request) -> Response:
-    from qsolve.calibration.knowledge import KnowledgeError, read_task
-    from qsolve.calibration.runs import knowledge_root
+    from qsolve.evaluation.knowledge import KnowledgeError, read_task
+    from qsolve.evaluation.runs import knowledge_root
 
     tasks = []
     for name in published_tasks():
@@ -117,7 +117,7 @@ def knowledge_list(request: Request) -> Response:
 
 @router.get("/knowledge/drafts/{draft_id}/archive")
 def draft_archive(request: Request, draft_id: str) -> Response:
-    from qsolve.calibration.drafts import DraftError, DraftNotFound
+    from qsolve.evaluation.drafts import DraftError, DraftNotFound
 
     store = _drafts(request)
     try:
@@ -139,7 +139,7 @@ def upload_draft(
 ) -> Response:
     """Store the dropped zip as a draft (the same ``DraftStore.store`` as ``qsolve knowledge draft``),
     then show its preview; a refused zip leaves nothing behind and the page names the rule."""
-    from qsolve.calibration.drafts import DraftError, DraftRefused, draft_id_of
+    from qsolve.evaluation.drafts import DraftError, DraftRefused, draft_id_of
 
     if file is None or not file.filename:
         return error_page(request, 422, "no zip was dropped", ["file: choose a task directory's zip"])
@@ -171,9 +171,9 @@ def preview_page(
     dropped_on: str | None = None,
 ) -> Response:
     """The preview ``qsolve knowledge preview`` prints, for the published task or a draft of it."""
-    from qsolve.calibration.knowledge import KnowledgeError
-    from qsolve.calibration.models import ConfigError, ModelUnavailable, UnknownModel, choose_model
-    from qsolve.calibration.prompts import preview_task
+    from qsolve.evaluation.knowledge import KnowledgeError
+    from qsolve.evaluation.models import ConfigError, ModelUnavailable, UnknownModel, choose_model
+    from qsolve.evaluation.prompts import preview_task
 
     if question is not None and len(question) > MAX_QUESTION:
         return error_page(request, 422, f"question: at most {MAX_QUESTION} characters")
@@ -216,7 +216,7 @@ def preview_page(
 
 @router.get("/knowledge/{task}/archive")
 def task_archive_page(request: Request, task: str) -> Response:
-    from qsolve.calibration.drafts import DraftError, task_archive
+    from qsolve.evaluation.drafts import DraftError, task_archive
 
     directory = _published(task)
     if directory is None:
@@ -231,7 +231,7 @@ def task_archive_page(request: Request, task: str) -> Response:
 @router.get("/knowledge/{task}/examples/{sha256}")
 def example_figure(request: Request, task: str, sha256: str, draft: str | None = None) -> Response:
     """A labeled example's figure, found by its hash among the examples the task (or draft) shows."""
-    from qsolve.calibration.examples import select_examples
+    from qsolve.evaluation.examples import select_examples
 
     if not _SHA256.match(sha256):
         return error_page(request, 404, f"{sha256!r} is not a figure's SHA-256 (64 lower-case hex digits)")

@@ -16,21 +16,20 @@ that file input) and its look in ``static/style.css``. Inline SVG with presentat
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from qsolve.web.database import state_db
 from storage.state import StateDB
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 
 templates = Jinja2Templates(directory=str(TEMPLATES))
-_lock = threading.Lock()
 
 
 def _credits(value: Any) -> str:
@@ -49,19 +48,6 @@ def _percent(value: Any, pm: Any = None) -> str:
 
 templates.env.filters["credits"] = _credits
 templates.env.filters["percent"] = _percent
-
-
-def state_db(app: FastAPI) -> StateDB:
-    """The app's state database, opened on first use for ``app.state.home``."""
-    found = getattr(app.state, "db", None)
-    if found is None:
-        with _lock:
-            found = getattr(app.state, "db", None)
-            if found is None:
-                from storage.state import connect
-
-                found = app.state.db = connect(home=app.state.home)
-    return found
 
 
 class db:  # noqa: N801 - used as a function: ``with db(request) as state`` or ``Depends(db)``

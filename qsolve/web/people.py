@@ -20,21 +20,17 @@ keep every change behind a login, a role and the form token its page issued.
 from __future__ import annotations
 
 import hmac
-import secrets
 from collections.abc import Callable
 from urllib.parse import quote, urlsplit
 
-from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi import HTTPException, Request
 from pydantic import BaseModel, ConfigDict
-from starlette.concurrency import run_in_threadpool
 
 from storage.roles import ROLES
 from storage.state import LoginAccount
 
 SESSION_COOKIE = "qsolve_session"
 LOGIN_COOKIE = "qsolve_login"  # the login form's own token, before there is a session
-router = APIRouter()
 
 
 class Account(BaseModel):
@@ -69,7 +65,7 @@ def _session(request: Request) -> tuple[Account, str] | None:
         found = None
         session_id = request.cookies.get(SESSION_COOKIE)
         if session_id and len(session_id) <= 200:
-            from qsolve.web.pages import state_db
+            from qsolve.web.database import state_db
 
             hit = state_db(request.app).session_of(session_id)
             if hit is not None:
@@ -150,82 +146,3 @@ def safe_next(target: str | None) -> str:
 
 def login_url(path: str) -> str:
     return "/login?next=" + quote(safe_next(path), safe="/")
-
-
-def _cookie(response: Response, request: Request, name: str, value: str, max_age: int | None) -> None:
-    response.set_cookie(
-        name,
-        value,
-        max_age=max_age,
-        path="/",
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-    )
-
-
-@router.get("/login")
-def login_page(request: Request, next: str | None = None) -> Response:
-    from qsolve.web.pages import render
-
-    token = secrets.token_urlsafe(32)
-    response = render(request, "login.html", next=safe_next(next), login_token=token)
-    _cookie(response, request, LOGIN_COOKIE, token, 3600)
-    return response
-
-
-@router.post("/login")
-async def login(request: Request) -> Response:
-    from qsolve.web.pages import render, state_db
-
-    form = await request.form()
-    name, token = form.get("name"), form.get("token")
-    nxt = safe_next(form.get("next") if isinstance(form.get("next"), str) else None)
-    given, cookie = form.get("_token"), request.cookies.get(LOGIN_COOKIE)
-    if not same_origin(request) or not (
-        isinstance(given, str) and cookie and hmac.compare_digest(given.encode(), cookie.encode())
-    ):
-        raise HTTPException(403, "the login form's token is missing or stale: open the login page again")
-    fresh = secrets.token_urlsafe(32)
-
-    def again(message: str, status: int) -> Response:
-        response = render(
-            request,
-            "login.html",
-            status_code=status,
-            next=nxt,
-            login_token=fresh,
-            name=name if isinstance(name, str) else "",
-            problem=message,
-        )
-        _cookie(response, request, LOGIN_COOKIE, fresh, 3600)
-        return response
-
-    if not isinstance(name, str) or not name.strip() or not isinstance(token, str) or not token:
-        return again("give the account's name and its access token", 422)
-    if len(name) > 200 or len(token) > 200:
-        return again("that account name and access token do not match an account that can log in", 401)
-    state = state_db(request.app)
-    login = await run_in_threadpool(state.check_login, name.strip(), token.strip())
-    if login is None:
-        return again("that account name and access token do not match an account that can log in", 401)
-    previous = request.cookies.get(SESSION_COOKIE)  # a session this browser held before: it ends now
-    replaces = previous if previous and len(previous) <= 200 else None
-    opened = await run_in_threadpool(state.open_session, login.name, replaces=replaces)
-    response = RedirectResponse(nxt, status_code=303)
-    _cookie(response, request, SESSION_COOKIE, opened.session_id, None)
-    response.delete_cookie(LOGIN_COOKIE, path="/")
-    return response
-
-
-@router.post("/logout")
-async def logout(request: Request) -> Response:
-    from qsolve.web.pages import state_db
-
-    await check_form(request)
-    session_id = request.cookies.get(SESSION_COOKIE)
-    if session_id:
-        await run_in_threadpool(state_db(request.app).close_session, session_id)
-    response = RedirectResponse("/", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/")
-    return response

@@ -53,7 +53,7 @@ def developer_of(request: Request, workflow: str) -> Account:
 
 def shown(quote: Any, limit: Decimal) -> dict[str, Any]:
     """What a person is shown of a quote before confirming it (as ``qsolve confirm`` shows it)."""
-    from qsolve.hardware.commands import describe, device_cost, over_limit
+    from qsolve.hardware.shown import describe, device_cost, over_limit
 
     e = quote.estimate
     return {

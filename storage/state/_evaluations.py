@@ -37,7 +37,7 @@ RESETTABLE = (E.FAILED.value, E.INTERRUPTED.value, E.CANCELLED.value)
 
 def _keep_earlier_spans(connection: sa.Connection, run_id: str) -> None:
     """Before a retry clears a record's times: its [started, finished] kept in its output
-    (``earlier_spans``), so the run's wall time counts every execution (``qsolve.calibration.runs``)."""
+    (``earlier_spans``), so the run's wall time counts every execution (``qsolve.evaluation.runs``)."""
     rows = connection.execute(
         sa.select(
             evaluation_records.c.id,

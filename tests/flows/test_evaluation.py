@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qsolve.calibration.runs import RunRequest, request_run
 from qsolve.calibration.store import open_store
+from qsolve.evaluation.runs import RunRequest, request_run
 from tests.qsolve.calibration.calibration_runs import made
 
 
@@ -53,7 +53,7 @@ def test_the_optional_question_reaches_the_record_from_qsolve_evaluate(
     import json
 
     from qsolve.cli import main
-    from tests.qsolve.calibration.model_server import ModelServer
+    from tests.qsolve.evaluation.model_server import ModelServer
 
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))
     monkeypatch.setenv("QSOLVE_EVALUATION_CONFIG", str(tmp_path / "evaluation.yaml"))
@@ -82,7 +82,7 @@ def test_a_run_cancelled_while_the_flow_executes_it_ends_the_flow_run_cancelled(
     import time
 
     from flows.evaluation import evaluation_flow
-    from tests.qsolve.calibration.model_server import HEALTHY, ModelServer, slow
+    from tests.qsolve.evaluation.model_server import HEALTHY, ModelServer, slow
 
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))
     monkeypatch.setenv("QSOLVE_EVALUATION_CONFIG", str(tmp_path / "evaluation.yaml"))

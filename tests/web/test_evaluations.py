@@ -3,7 +3,7 @@ answers as returned and as parsed, figures, tokens with the 90% flag, verdicts a
 compare page, the scores; and what a stranger, a non-reviewer or a forged form gets (nothing).
 
 The runs are real: judged by the classical judge and by a local OpenAI-compatible stand-in
-(``tests/qsolve/calibration/model_server.py``), on calibration results made by the calibration core,
+(``tests/qsolve/evaluation/model_server.py``), on calibration results made by the calibration core,
 once per session; each test gets its own copy of that home."""
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import pytest
 import yaml
 from markupsafe import escape
 
-from qsolve.calibration.drafts import DraftStore, task_archive
-from qsolve.calibration.runs import RunRequest, execute_run, request_run
 from qsolve.calibration.store import open_store
+from qsolve.evaluation.drafts import DraftStore, task_archive
+from qsolve.evaluation.runs import RunRequest, execute_run, request_run
 from storage.state import connect
 from tests.qsolve.calibration.calibration_runs import calibrated, made
-from tests.qsolve.calibration.model_server import HEALTHY, ModelServer, answer
+from tests.qsolve.evaluation.model_server import HEALTHY, ModelServer, answer
 
 REPO = Path(__file__).resolve().parents[2]
 SWEEP = "Status: SWEEP_TOO_SHORT\nSuggested range: (0, 2400) [us]\nNotes: the decay is still falling."

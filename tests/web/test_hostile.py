@@ -34,9 +34,9 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 import pytest
 
-from qsolve.calibration.drafts import MAX_ENTRIES, DraftStore
+from qsolve.evaluation.drafts import MAX_ENTRIES, DraftStore
 from storage.state import QuoteStatus, connect
-from tests.qsolve.calibration.test_drafts import TASK_MD, info
+from tests.qsolve.evaluation.test_drafts import TASK_MD, info
 from tests.web.test_evaluations import seeded as evaluation_runs
 
 XSS = "<script>alert(1)</script>"
@@ -370,7 +370,7 @@ def test_query_parameters_and_error_messages_are_shown_as_text(client, seeded) -
 
 
 def test_a_dropped_link_cannot_put_its_own_words_on_the_knowledge_page(client, home, make_account, login):
-    from qsolve.calibration.drafts import task_archive
+    from qsolve.evaluation.drafts import task_archive
 
     draft = DraftStore(home).store(
         task_archive(Path(__file__).resolve().parents[2] / "task-knowledge" / "CheckT1"), "CheckT1.zip"

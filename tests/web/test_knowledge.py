@@ -14,8 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from qsolve.calibration.drafts import DraftStore, task_archive
-from tests.qsolve.calibration.test_drafts import TASK_MD, build, info, nothing_stored
+from qsolve.evaluation.drafts import DraftStore, task_archive
+from tests.qsolve.evaluation.test_drafts import TASK_MD, build, info, nothing_stored
 from tests.web.test_evaluations import cli_json, esc, part
 
 KNOWLEDGE = Path(__file__).resolve().parents[2] / "task-knowledge"

@@ -11,16 +11,15 @@ from qsolve.providers.credentials import CredentialStore, Secret
 from qsolve.targets.ibm.later import cancel, collect
 from qsolve.targets.ibm.names import PROVIDER
 
+#: the help's first line (said here: ``qsolve.targets.ibm`` imports this module, never the reverse)
+DESCRIPTION = "ibm:<device>: an IBM Quantum device through qiskit-ibm-runtime (docs/ibm.md)"
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m qsolve.targets.ibm save-key | collect RECORD | cancel RECORD``."""
     import argparse
 
-    from qsolve.targets import ibm
-
-    parser = argparse.ArgumentParser(
-        prog="python -m qsolve.targets.ibm", description=ibm.__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m qsolve.targets.ibm", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser(
         "save-key", help="keep QISKIT_IBM_TOKEN's key in the keychain, or a file only you can read"

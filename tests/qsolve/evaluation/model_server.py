@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-from qsolve.calibration.models import ModelSpec
+from qsolve.evaluation.models import ModelSpec
 
-#: a phrase of each question's template (qsolve/calibration/questions.py)
+#: a phrase of each question's template (qsolve/evaluation/questions.py)
 MARKERS: dict[str, tuple[str, ...]] = {
     "technical_description": ("Describe this figure as one JSON object",),
     "experimental_conclusion": ("Classify the outcome of this experiment",),

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from qsolve.calibration.answers import read_answers
-from qsolve.calibration.classical_judge import CHECKS, ClassicalJudge, FitEvidence, judge_evidence, map_code
-from qsolve.calibration.knowledge import derive_reference
-from qsolve.calibration.questions import QUESTION_KEYS
+from qsolve.evaluation.answers import read_answers
+from qsolve.evaluation.classical_judge import CHECKS, ClassicalJudge, FitEvidence, judge_evidence, map_code
+from qsolve.evaluation.knowledge import derive_reference
+from qsolve.evaluation.questions import QUESTION_KEYS
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -17,9 +17,10 @@ A draft is kept under ``knowledge-drafts/<sha256>/``: ``draft.zip`` (the upload,
 unchanged. A refused zip leaves nothing behind.
 
 The zip is read by this module, not by :meth:`zipfile.ZipFile.extractall`: :mod:`zipfile` parses the
-central directory, and each entry's data are then inflated here from its local header, counting the
-bytes that come out while they come out; the sizes the zip states are compared with what came out only
-afterwards, and never used to decide how much to read. No Prefect, no database.
+central directory and, through :meth:`zipfile.ZipFile.open`, each entry's local header; each entry's
+data are read through that stream and inflated here, counting the bytes that come out while they come
+out; the sizes the zip states are compared with what came out only afterwards, and never used to decide
+how much to read. No Prefect, no database.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qsolve.calibration.examples import Example, ExampleSelection, ExampleSkipped, select_examples
-from qsolve.calibration.knowledge import (
+from qsolve.evaluation.examples import Example, ExampleSelection, ExampleSkipped, select_examples
+from qsolve.evaluation.knowledge import (
     TASK_FILE,
     KnowledgeError,
     Reference,
@@ -75,8 +76,6 @@ _ID = re.compile(r"^[0-9a-f]{64}$")
 _TASK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CHUNK = 64 * 1024
-_LOCAL_HEADER = struct.Struct("<4sHHHHHLLLHH")  # 30 bytes, signature PK\3\4
-_LOCAL_SIGNATURE = b"PK\x03\x04"
 _ENCRYPTED = 0x1 | 0x40  # traditional and strong encryption
 _UTF8_NAME = 0x800
 _UNIX_EXTRA = 0x000D  # PKWARE's Unix extra field: its variable part is a hard or symbolic link's target
@@ -391,70 +390,60 @@ def _corrupt(problem: str, name: str) -> DraftRefused:
     return _refuse(f"corrupt: {problem}", name)
 
 
-def _data_start(data: bytes, entry: _Entry, end: int) -> int:
+def _raw_stream(zf: zipfile.ZipFile, entry: _Entry, length: int) -> Any:
+    """The entry's data as stored (still deflated), ``length`` bytes at most, through
+    :meth:`zipfile.ZipFile.open`: zipfile reads the local header (its signature, and the name it must
+    share with the directory). The entry is opened as a stored one of ``length`` bytes and no CRC, so
+    that neither its stated method nor its stated sizes decide how much is read: the inflating and
+    the counting are done here."""
+    raw = zipfile.ZipInfo(entry.info.orig_filename)
+    raw.header_offset = entry.info.header_offset
+    raw.flag_bits = entry.info.flag_bits
+    raw.compress_type = zipfile.ZIP_STORED
+    raw.compress_size = raw.file_size = max(length, 0)
+    return zf.open(raw)
+
+
+def _chunks(zf: zipfile.ZipFile, entry: _Entry, end: int) -> Any:
+    """The entry's bytes as they come out, a chunk at a time; and then its compressed length. Its data
+    lie between its local header (of at least ``sizeFileHeader`` bytes and its name) and ``end``, the
+    next entry's header or the central directory: a stream is read no further (beyond the local
+    header's extra field, whose length only the header states)."""
     info, name = entry.info, entry.name
-    offset = info.header_offset
-    if offset < 0 or offset + _LOCAL_HEADER.size > end:
-        raise _corrupt("its local header lies outside the zip", name)
-    sig, _version, flags, method, _t, _d, _crc, _cs, _us, name_len, extra_len = _LOCAL_HEADER.unpack_from(
-        data, offset
-    )
-    if sig != _LOCAL_SIGNATURE:
-        raise _corrupt("no local header where the directory says it is", name)
-    raw_name = data[offset + _LOCAL_HEADER.size : offset + _LOCAL_HEADER.size + name_len]
     encoding = "utf-8" if info.flag_bits & _UTF8_NAME else "cp437"
-    if raw_name != name.encode(encoding, errors="replace"):
-        raise _corrupt("its local header names another file than the directory does", name)
-    if flags & _ENCRYPTED:
-        raise _refuse("encrypted; a draft's entries are not encrypted", name)
-    if method != info.compress_type:
-        raise _corrupt("its local header and the directory give different compression methods", name)
-    extra_at = offset + _LOCAL_HEADER.size + name_len
-    if _is_link_extra(data[extra_at : extra_at + extra_len]):
-        raise _refuse("a link (a Unix extra field names its target); a draft holds no links", name)
-    start = extra_at + extra_len
-    if start > end:
-        raise _corrupt("its local header runs into the next entry", name)
-    return start
-
-
-def _chunks(data: bytes, entry: _Entry, end: int) -> Any:
-    """The entry's bytes as they come out, a chunk at a time; and then its compressed length."""
-    info, name = entry.info, entry.name
-    start = _data_start(data, entry, end)
+    least_start = info.header_offset + zipfile.sizeFileHeader + len(name.encode(encoding, errors="replace"))
+    if least_start > end:
+        raise _corrupt("its local header lies outside the zip", name)
     if info.compress_type == zipfile.ZIP_STORED:
-        stop = start + info.compress_size
-        if stop > end:
+        if least_start + info.compress_size > end:
             raise _corrupt("its data run past the end of its region (truncated)", name)
-        for at in range(start, stop, _CHUNK):
-            yield data[at : min(at + _CHUNK, stop)]
+        with _raw_stream(zf, entry, info.compress_size) as stream:
+            while chunk := stream.read(_CHUNK):
+                yield chunk
         return info.compress_size
     inflate = zlib.decompressobj(-zlib.MAX_WBITS)
-    pos = start
-    while not inflate.eof:
-        if inflate.unconsumed_tail:
-            chunk = inflate.unconsumed_tail
-        elif pos < end:
-            chunk = data[pos : min(pos + _CHUNK, end)]
-            pos += len(chunk)
-        else:
-            chunk = b""
-        try:
-            out = inflate.decompress(chunk, _CHUNK)
-        except zlib.error as e:
-            raise _corrupt(f"its deflated data cannot be inflated ({e})", name) from None
-        if not out and not chunk:
-            raise _corrupt("its deflated data end before the deflate stream does (truncated)", name)
-        if out:
-            yield out
-    return pos - len(inflate.unused_data) - start
+    fed = 0
+    with _raw_stream(zf, entry, end - least_start) as stream:
+        while not inflate.eof:
+            chunk = inflate.unconsumed_tail or stream.read(_CHUNK)
+            if not inflate.unconsumed_tail:
+                fed += len(chunk)
+            try:
+                out = inflate.decompress(chunk, _CHUNK)
+            except zlib.error as e:
+                raise _corrupt(f"its deflated data cannot be inflated ({e})", name) from None
+            if not out and not chunk:
+                raise _corrupt("its deflated data end before the deflate stream does (truncated)", name)
+            if out:
+                yield out
+    return fed - len(inflate.unused_data)
 
 
-def _extract_entry(data: bytes, entry: _Entry, end: int, target: Path, budget: _Budget) -> int:
+def _extract_entry(zf: zipfile.ZipFile, entry: _Entry, end: int, target: Path, budget: _Budget) -> int:
     """Writes one file, counting its bytes as they come out; the zip's stated sizes and CRC-32 are
     compared with what came out only afterwards."""
     crc, size = 0, 0
-    chunks = _chunks(data, entry, end)
+    chunks = _chunks(zf, entry, end)
     with open(target, "xb") as out:
         while True:
             try:
@@ -462,6 +451,8 @@ def _extract_entry(data: bytes, entry: _Entry, end: int, target: Path, budget: _
             except StopIteration as done:
                 compressed = done.value
                 break
+            except (zipfile.BadZipFile, EOFError, UnicodeDecodeError) as e:
+                raise _corrupt(f"its local header or data cannot be read ({e})", entry.name) from None
             budget.take(len(chunk), entry.name)
             size += len(chunk)
             crc = zlib.crc32(chunk, crc)
@@ -478,7 +469,7 @@ def _extract_entry(data: bytes, entry: _Entry, end: int, target: Path, budget: _
     return size
 
 
-def _extract(data: bytes, plan: _Plan, into: Path) -> int:
+def _extract(zf: zipfile.ZipFile, plan: _Plan, into: Path) -> int:
     """Extracts the plan's entries into ``into`` (the task directory's content); the bytes written."""
     budget = _Budget()
     into.mkdir()
@@ -490,7 +481,7 @@ def _extract(data: bytes, plan: _Plan, into: Path) -> int:
             target.mkdir(parents=True, exist_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        _extract_entry(data, entry, plan.bounds[entry.info.header_offset], target, budget)
+        _extract_entry(zf, entry, plan.bounds[entry.info.header_offset], target, budget)
     return budget.total
 
 
@@ -587,49 +578,49 @@ class DraftStore:
             OverflowError,
         ) as e:
             raise _refuse(f"not a zip file, or a corrupt one ({e})") from None
-        with zf:
+        with zf:  # open while its entries are extracted, through its own streams
             plan = _plan(zf, len(data))
-        self.root.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=".incoming-", dir=self.root))
-        try:
-            staged = work / TASK_FOLDER / ".extracting"
-            staged.parent.mkdir()
-            extracted = _extract(data, plan, staged)
-            task = _task_of(plan, staged)
-            directory = work / TASK_FOLDER / task
-            staged.rename(directory)
+            self.root.mkdir(parents=True, exist_ok=True)
+            work = Path(tempfile.mkdtemp(prefix=".incoming-", dir=self.root))
             try:
-                _knowledge, _selection, warnings = _parse(directory)
-            except KnowledgeError as e:
-                raise _refuse(str(e).replace(str(directory), f"{task}/")) from None
-            (work / ZIP_FILE).write_bytes(data)
-            draft = Draft(
-                id=draft_id,
-                task=task,
-                file_name=PurePosixPath(file_name.replace("\\", "/")).name or "draft.zip",
-                uploader=uploader or _default_uploader(),
-                created_at=_now(),
-                warnings=warnings,
-                zip_bytes=len(data),
-                extracted_bytes=extracted,
-                entries=len(plan.entries),
-                folder=self.root / draft_id,
-            )
-            (work / META_FILE).write_text(
-                json.dumps(draft.metadata(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
-            )
-            try:
-                os.rename(work, self.root / draft_id)
-            except OSError:  # stored meanwhile by another process: that one is the draft
-                found = self._find(draft_id)
-                if found is None:
-                    raise
+                staged = work / TASK_FOLDER / ".extracting"
+                staged.parent.mkdir()
+                extracted = _extract(zf, plan, staged)
+                task = _task_of(plan, staged)
+                directory = work / TASK_FOLDER / task
+                staged.rename(directory)
+                try:
+                    _knowledge, _selection, warnings = _parse(directory)
+                except KnowledgeError as e:
+                    raise _refuse(str(e).replace(str(directory), f"{task}/")) from None
+                (work / ZIP_FILE).write_bytes(data)
+                draft = Draft(
+                    id=draft_id,
+                    task=task,
+                    file_name=PurePosixPath(file_name.replace("\\", "/")).name or "draft.zip",
+                    uploader=uploader or _default_uploader(),
+                    created_at=_now(),
+                    warnings=warnings,
+                    zip_bytes=len(data),
+                    extracted_bytes=extracted,
+                    entries=len(plan.entries),
+                    folder=self.root / draft_id,
+                )
+                (work / META_FILE).write_text(
+                    json.dumps(draft.metadata(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+                )
+                try:
+                    os.rename(work, self.root / draft_id)
+                except OSError:  # stored meanwhile by another process: that one is the draft
+                    found = self._find(draft_id)
+                    if found is None:
+                        raise
+                    shutil.rmtree(work, ignore_errors=True)
+                    return found
+                return draft
+            except BaseException:
                 shutil.rmtree(work, ignore_errors=True)
-                return found
-            return draft
-        except BaseException:
-            shutil.rmtree(work, ignore_errors=True)
-            raise
+                raise
 
     def store_file(self, path: Path | str, *, uploader: str | None = None) -> Draft:
         """Stores the zip at ``path`` under its file name (see :func:`read_zip`)."""

@@ -141,7 +141,7 @@ def _why_not(result) -> str:
 
 def request_run(db, store, request: RunRequest, *, home: Path | None = None):
     """Store a run and its pending records; refuses an undeclared model and a draft of another task."""
-    from qsolve.calibration.models import choose_model
+    from qsolve.evaluation.models import choose_model
 
     choice = choose_model(request.model)
     results, skipped = select(store, request)
@@ -153,7 +153,7 @@ def request_run(db, store, request: RunRequest, *, home: Path | None = None):
         "mode": "direct",
     }
     if request.knowledge_draft_id:
-        from qsolve.calibration.drafts import DraftStore
+        from qsolve.evaluation.drafts import DraftStore
 
         drafts = DraftStore(home)
         draft = drafts.get(request.knowledge_draft_id)
@@ -263,7 +263,7 @@ class _Judge:
     def _read(self, task: str) -> tuple[Any, list]:
         draft_id = self.run.settings.get("knowledge_draft_id")
         if draft_id:
-            from qsolve.calibration.drafts import DraftStore
+            from qsolve.evaluation.drafts import DraftStore
 
             drafts = DraftStore(self.home)
             drafts.for_task(draft_id, task)
@@ -272,15 +272,15 @@ class _Judge:
         folder = knowledge_root() / task
         if not (folder / "task.md").is_file():
             return None, []
-        from qsolve.calibration.examples import examples_of
-        from qsolve.calibration.knowledge import read_task
+        from qsolve.evaluation.examples import examples_of
+        from qsolve.evaluation.knowledge import read_task
 
         return read_task(folder).reference, examples_of(folder)
 
     def record(self, record, stop: threading.Event):
-        from qsolve.calibration.classical_judge import FitEvidence
-        from qsolve.calibration.evaluate import evaluate
-        from qsolve.calibration.models import choose_model
+        from qsolve.evaluation.classical_judge import FitEvidence
+        from qsolve.evaluation.evaluate import evaluate
+        from qsolve.evaluation.models import choose_model
 
         result = self.store.get(record.task_result_id)
         figures = [self.store.figure_bytes(f) for f in result.figures]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from qsolve.calibration.knowledge import (
+from qsolve.evaluation.knowledge import (
     OLD_FORMAT_LIMIT,
     KnowledgeError,
     derive_reference,
@@ -328,7 +328,7 @@ def test_a_folder_without_task_md_is_refused(tmp_path: Path):
 def run_cli(*argv: str) -> int:
     import argparse
 
-    from qsolve.calibration.knowledge_commands import add_commands
+    from qsolve.evaluation.knowledge_commands import add_commands
 
     parser = argparse.ArgumentParser()
     add_commands(parser.add_subparsers(dest="command"))

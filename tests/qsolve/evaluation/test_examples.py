@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from qsolve.calibration.examples import examples_of, range_text, read_example, select_examples
+from qsolve.evaluation.examples import examples_of, range_text, read_example, select_examples
 
 HEAD = "---\ntype: qdash.calibration-example\nprofile: qdash-calibration/v1\n"
 

@@ -1,10 +1,10 @@
-"""The units of the numbers an answer states (qsolve/calibration/units.py)."""
+"""The units of the numbers an answer states (qsolve/evaluation/units.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from qsolve.calibration.units import convert, keyed, measure, named_unit, quantity, unit
+from qsolve.evaluation.units import convert, keyed, measure, named_unit, quantity, unit
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qsolve.calibration.answers import (
+from qsolve.evaluation.answers import (
     Diagnosis,
     classification,
     fit_assessment,
@@ -20,7 +20,7 @@ from qsolve.calibration.answers import (
     success_of,
     suggested_range,
 )
-from qsolve.calibration.questions import QUESTION_KEYS
+from qsolve.evaluation.questions import QUESTION_KEYS
 
 CRITERIA = {"SUCCESS": "a", "SHORT_T1": "b", "SHORT_T1_WINDOW": "c", "NO_SIGNAL": "d"}
 
@@ -411,7 +411,7 @@ def test_an_echoed_prompt_reads_as_nothing() -> None:
 def test_each_tasks_own_prompts_echoed_back_read_as_no_verdict(task: str) -> None:
     from pathlib import Path
 
-    from qsolve.calibration.prompts import preview_task
+    from qsolve.evaluation.prompts import preview_task
 
     folder = Path(__file__).resolve().parents[3] / "task-knowledge" / task
     built = preview_task(folder)
@@ -461,7 +461,7 @@ def test_two_labelled_lines_that_disagree_state_no_outcome_and_no_assessment() -
 
 
 def _schema():
-    from qsolve.calibration.knowledge import ParameterSpec
+    from qsolve.evaluation.knowledge import ParameterSpec
 
     return {
         "t1": ParameterSpec(type="float", description="T1 in microseconds, the decay constant"),

@@ -53,12 +53,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qsolve.calibration.knowledge import Reference
-from qsolve.calibration.models import CLASSICAL_JUDGE
-from qsolve.calibration.prompts import Sweep, number
-from qsolve.calibration.questions import QUESTION_KEYS, QuestionKey
-from qsolve.calibration.units import convert, measure, named_unit, unit
-from qsolve.calibration.vlm import Answer, ModelAnswers, collect
+from qsolve.evaluation.knowledge import Reference
+from qsolve.evaluation.models import CLASSICAL_JUDGE
+from qsolve.evaluation.prompts import Sweep, number
+from qsolve.evaluation.questions import QUESTION_KEYS, QuestionKey
+from qsolve.evaluation.units import convert, measure, named_unit, unit
+from qsolve.evaluation.vlm import Answer, ModelAnswers, collect
 
 #: the data's lowest-to-highest span below which a sweep shows no signal
 FLAT_CONTRAST = 0.1

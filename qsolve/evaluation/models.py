@@ -16,7 +16,7 @@ reads the task result's data and fit, not the figure (:mod:`.classical_judge`).
 
 Where the file is (:func:`config_path`): ``QSOLVE_EVALUATION_CONFIG`` when set (the file must exist);
 else ``QSOLVE_HOME/evaluation.yaml`` when it exists; else the checkout's ``config/evaluation.yaml``;
-else the copy shipped in the package (``qsolve/calibration/evaluation.yaml``, the same file).
+else the copy shipped in the package (``qsolve/evaluation/evaluation.yaml``, the same file).
 
 The choice (:func:`choose_model`), in the seed's order: an explicit id; else ``QCALEVAL_MODEL``; else
 the first declared id containing "Ising-Calibration" (case ignored); else a fallback, recorded as

@@ -9,12 +9,12 @@ import threading
 
 import pytest
 
-from qsolve.calibration.knowledge import derive_reference
-from qsolve.calibration.models import ModelUnavailable
-from qsolve.calibration.prompts import evaluation_requests
-from qsolve.calibration.questions import QUESTION_KEYS
-from qsolve.calibration.vlm import CONTEXT_WARNING_RATIO, VisionModel, data_url, media_type
-from tests.qsolve.calibration.model_server import ModelServer, answer, fail, garbage, slow
+from qsolve.evaluation.knowledge import derive_reference
+from qsolve.evaluation.models import ModelUnavailable
+from qsolve.evaluation.prompts import evaluation_requests
+from qsolve.evaluation.questions import QUESTION_KEYS
+from qsolve.evaluation.vlm import CONTEXT_WARNING_RATIO, VisionModel, data_url, media_type
+from tests.qsolve.evaluation.model_server import ModelServer, answer, fail, garbage, slow
 
 TASK = """# CheckT1
 

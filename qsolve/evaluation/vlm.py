@@ -33,9 +33,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from qsolve.calibration.models import ModelSpec, api_key
-from qsolve.calibration.prompts import ImagePart, Request
-from qsolve.calibration.questions import QuestionKey
+from qsolve.evaluation.models import ModelSpec, api_key
+from qsolve.evaluation.prompts import ImagePart, Request
+from qsolve.evaluation.questions import QuestionKey
 
 #: the requests of one evaluation sent at once
 CONCURRENCY = 6

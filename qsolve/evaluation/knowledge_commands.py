@@ -11,7 +11,7 @@ their order, SUCCESS first. ``preview`` prints the six prompts the task's knowle
 without a figure or a model call (``[figure]`` where an image goes), with the reference's size and
 hash and the examples used. DIR is a task directory (``task-knowledge/CheckT1``) or an unpacked draft
 of one; ``--draft ID`` previews a stored knowledge draft instead. ``draft`` stores a zip of one task
-directory as a knowledge draft (qsolve/calibration/drafts.py) and prints its id, task and warnings;
+directory as a knowledge draft (qsolve/evaluation/drafts.py) and prints its id, task and warnings;
 ``archive`` writes a draft's zip byte for byte, or a published task directory as a draft's zip. Exit 0,
 or 2 when DIR cannot be read as a task directory or a draft is refused or unknown. Derivation warnings
 go to stderr.
@@ -25,7 +25,7 @@ import json
 import sys
 from typing import Any
 
-from qsolve.calibration.evaluation_commands import _quiet_pipe
+from qsolve.evaluation.evaluation_commands import _quiet_pipe
 
 
 def add_commands(subparsers: Any) -> Any:
@@ -98,7 +98,7 @@ def _failed(message: str) -> int:
 
 
 def cmd_reference(args: argparse.Namespace) -> int:
-    from qsolve.calibration.knowledge import KnowledgeError, read_task
+    from qsolve.evaluation.knowledge import KnowledgeError, read_task
 
     try:
         knowledge = read_task(args.dir)
@@ -127,15 +127,15 @@ def cmd_reference(args: argparse.Namespace) -> int:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    from qsolve.calibration.knowledge import KnowledgeError
-    from qsolve.calibration.models import ConfigError, UnknownModel, choose_model
-    from qsolve.calibration.prompts import preview_task
+    from qsolve.evaluation.knowledge import KnowledgeError
+    from qsolve.evaluation.models import ConfigError, UnknownModel, choose_model
+    from qsolve.evaluation.prompts import preview_task
 
     if (args.dir is None) == (args.draft is None):
         return _failed("knowledge preview: give a task directory DIR or --draft ID (one of them)")
     directory = args.dir
     if args.draft is not None:
-        from qsolve.calibration.drafts import DraftError, DraftStore
+        from qsolve.evaluation.drafts import DraftError, DraftStore
 
         try:
             directory = DraftStore().get(args.draft).directory
@@ -174,7 +174,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
 def cmd_draft(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from qsolve.calibration.drafts import DraftError, DraftStore, draft_id_of, read_zip
+    from qsolve.evaluation.drafts import DraftError, DraftStore, draft_id_of, read_zip
 
     store = DraftStore()
     if args.list == (args.zip is not None):
@@ -208,7 +208,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
 def cmd_archive(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from qsolve.calibration.drafts import DraftError, DraftStore, task_archive
+    from qsolve.evaluation.drafts import DraftError, DraftStore, task_archive
 
     source = Path(args.source)
     try:

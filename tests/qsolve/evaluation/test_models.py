@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from qsolve.calibration import models
-from qsolve.calibration.models import (
+from qsolve.evaluation import models
+from qsolve.evaluation.models import (
     CLASSICAL_JUDGE,
     ConfigError,
     ModelUnavailable,
@@ -44,7 +44,7 @@ def config(*entries: dict):
 
 def test_the_shipped_files_are_the_same_and_declare_only_the_classical_judge():
     operator = REPO / "config" / "evaluation.yaml"
-    packaged = REPO / "qsolve" / "calibration" / "evaluation.yaml"
+    packaged = REPO / "qsolve" / "evaluation" / "evaluation.yaml"
     assert operator.read_bytes() == packaged.read_bytes()
     cfg = load_config(packaged)
     assert cfg.models == []

@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from qsolve.calibration.classical_judge import FitEvidence
-from qsolve.calibration.evaluate import (
+from qsolve.evaluation.classical_judge import FitEvidence
+from qsolve.evaluation.evaluate import (
     EVALUATOR_MODULES,
     EvaluationOutput,
     evaluate,
     source_files,
     source_sha256,
 )
-from qsolve.calibration.examples import examples_of
-from qsolve.calibration.knowledge import derive_reference
-from qsolve.calibration.models import choose_model, parse_config
-from qsolve.calibration.questions import DEFAULT_STATUSES, EXAMPLE_QUESTIONS, QUESTION_KEYS
-from tests.qsolve.calibration.model_server import HEALTHY, ModelServer, answer, fail
+from qsolve.evaluation.examples import examples_of
+from qsolve.evaluation.knowledge import derive_reference
+from qsolve.evaluation.models import choose_model, parse_config
+from qsolve.evaluation.questions import DEFAULT_STATUSES, EXAMPLE_QUESTIONS, QUESTION_KEYS
+from tests.qsolve.evaluation.model_server import HEALTHY, ModelServer, answer, fail
 
 TASK = """---
 name: CheckT1
@@ -261,7 +261,7 @@ def test_the_api_key_is_never_in_a_stored_record(task_dir, monkeypatch):
 
 def test_the_source_hash_is_over_the_sorted_evaluator_modules():
     files = source_files()
-    assert [path for path, _ in files] == sorted(f"qsolve/calibration/{m}.py" for m in EVALUATOR_MODULES)
+    assert [path for path, _ in files] == sorted(f"qsolve/evaluation/{m}.py" for m in EVALUATOR_MODULES)
     h = hashlib.sha256()
     for path, data in files:
         h.update(path.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)

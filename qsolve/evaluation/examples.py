@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qsolve.calibration.knowledge import find_section, first_paragraph, sections, split_frontmatter
+from qsolve.evaluation.knowledge import find_section, first_paragraph, sections, split_frontmatter
 
 EXAMPLE_TYPE = "qdash.calibration-example"
 EXAMPLE_PROFILE = "qdash-calibration/v1"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from qsolve.calibration.examples import examples_of
-from qsolve.calibration.knowledge import derive_reference
-from qsolve.calibration.prompts import (
+from qsolve.evaluation.examples import examples_of
+from qsolve.evaluation.knowledge import derive_reference
+from qsolve.evaluation.prompts import (
     MAX_FIGURES,
     ImagePart,
     TextPart,
@@ -18,7 +18,7 @@ from qsolve.calibration.prompts import (
     preview,
     range_format,
 )
-from qsolve.calibration.questions import DEFAULT_STATUSES, QUESTION_KEYS
+from qsolve.evaluation.questions import DEFAULT_STATUSES, QUESTION_KEYS
 
 TASK = """---
 name: CheckT1
@@ -302,7 +302,7 @@ def test_the_preview_is_the_evaluations_prompts(reference):
 def test_knowledge_preview_command(tmp_path: Path, capsys):
     import argparse
 
-    from qsolve.calibration.knowledge_commands import add_commands
+    from qsolve.evaluation.knowledge_commands import add_commands
 
     task = tmp_path / "CheckT1"
     (task / "examples").mkdir(parents=True)

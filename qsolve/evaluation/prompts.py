@@ -24,10 +24,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qsolve.calibration import questions as q
-from qsolve.calibration.examples import Example
-from qsolve.calibration.knowledge import Reference
-from qsolve.calibration.questions import IMAGE, QUESTION_KEYS, QuestionKey
+from qsolve.evaluation import questions as q
+from qsolve.evaluation.examples import Example
+from qsolve.evaluation.knowledge import Reference
+from qsolve.evaluation.questions import IMAGE, QUESTION_KEYS, QuestionKey
 
 #: the most figures of the result one evaluation shows; the last is the one judged
 MAX_FIGURES = 4
@@ -457,10 +457,10 @@ def preview_task(
     """The preview of a task directory (published or a draft's), as ``qsolve knowledge preview`` prints
     it and the Knowledge page shows it: its task.md read, its labeled examples selected when
     ``with_examples``, and the prompts built with ``model`` named as the one that would judge (the
-    caller chooses it). Raises :class:`qsolve.calibration.knowledge.KnowledgeError` for a directory
+    caller chooses it). Raises :class:`qsolve.evaluation.knowledge.KnowledgeError` for a directory
     that does not read as task knowledge."""
-    from qsolve.calibration.examples import select_examples
-    from qsolve.calibration.knowledge import read_task
+    from qsolve.evaluation.examples import select_examples
+    from qsolve.evaluation.knowledge import read_task
 
     reference = read_task(directory).reference
     selection = select_examples(directory) if with_examples else None

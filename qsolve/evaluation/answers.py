@@ -26,9 +26,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from qsolve.calibration.knowledge import status_code
-from qsolve.calibration.questions import DEFAULT_STATUSES, QUESTION_KEYS, QuestionKey
-from qsolve.calibration.units import convert, keyed, named_unit, quantity
+from qsolve.evaluation.knowledge import status_code
+from qsolve.evaluation.questions import DEFAULT_STATUSES, QUESTION_KEYS, QuestionKey
+from qsolve.evaluation.units import convert, keyed, named_unit, quantity
 
 Outcome = Literal["expected", "suboptimal", "anomalous", "apparatus"]
 FitAssessment = Literal["reliable", "unreliable", "no_fit"]

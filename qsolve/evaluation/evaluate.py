@@ -33,12 +33,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from qsolve.calibration.answers import READING_FIELD, Diagnosis, missing_keys, read_answers, success_of
-from qsolve.calibration.classical_judge import ClassicalJudge, FitEvidence
-from qsolve.calibration.examples import Example
-from qsolve.calibration.knowledge import Reference, knowledge_chars, knowledge_sha256
-from qsolve.calibration.models import ChosenBy, Kind, ModelChoice, ModelSpec
-from qsolve.calibration.prompts import (
+from qsolve.evaluation.answers import READING_FIELD, Diagnosis, missing_keys, read_answers, success_of
+from qsolve.evaluation.classical_judge import ClassicalJudge, FitEvidence
+from qsolve.evaluation.examples import Example
+from qsolve.evaluation.knowledge import Reference, knowledge_chars, knowledge_sha256
+from qsolve.evaluation.models import ChosenBy, Kind, ModelChoice, ModelSpec
+from qsolve.evaluation.prompts import (
     MAX_FIGURES,
     Evidence,
     Request,
@@ -46,8 +46,8 @@ from qsolve.calibration.prompts import (
     context_line,
     evaluation_requests,
 )
-from qsolve.calibration.questions import QUESTION_KEYS, QuestionKey
-from qsolve.calibration.vlm import Answer, Call, ModelAnswers, TokenPeak, VisionModel, collect, media_type
+from qsolve.evaluation.questions import QUESTION_KEYS, QuestionKey
+from qsolve.evaluation.vlm import Answer, Call, ModelAnswers, TokenPeak, VisionModel, collect, media_type
 
 PACKAGE = "qsolve"
 #: the modules whose source :func:`source_sha256` covers: those that ask, call, judge and read
@@ -59,9 +59,9 @@ _HERE = Path(__file__).parent
 
 
 def source_files() -> list[tuple[str, bytes]]:
-    """(path, bytes) of the evaluator's modules, ``qsolve/calibration/<name>.py``, sorted by path."""
+    """(path, bytes) of the evaluator's modules, ``qsolve/evaluation/<name>.py``, sorted by path."""
     return sorted(
-        (f"qsolve/calibration/{name}.py", (_HERE / f"{name}.py").read_bytes()) for name in EVALUATOR_MODULES
+        (f"qsolve/evaluation/{name}.py", (_HERE / f"{name}.py").read_bytes()) for name in EVALUATOR_MODULES
     )
 
 
@@ -91,7 +91,7 @@ class Evaluator(BaseModel):
     version: str
     source_sha256: str
     modules: list[str] = Field(
-        default_factory=lambda: [f"qsolve/calibration/{m}.py" for m in EVALUATOR_MODULES]
+        default_factory=lambda: [f"qsolve/evaluation/{m}.py" for m in EVALUATOR_MODULES]
     )
 
 

@@ -1,4 +1,4 @@
-"""Knowledge drafts (qsolve/calibration/drafts.py): stored once under the zip's SHA-256, read by the
+"""Knowledge drafts (qsolve/evaluation/drafts.py): stored once under the zip's SHA-256, read by the
 published knowledge's own code, archived byte for byte; the published directory as a zip that stores
 again unchanged; and every zip attack refused with nothing left behind."""
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from qsolve.calibration import drafts
-from qsolve.calibration.drafts import (
+from qsolve.evaluation import drafts
+from qsolve.evaluation.drafts import (
     ARCHIVE_DATE_TIME,
     DraftNotFound,
     DraftOfAnotherTask,
@@ -24,9 +24,9 @@ from qsolve.calibration.drafts import (
     DraftStore,
     task_archive,
 )
-from qsolve.calibration.examples import examples_of
-from qsolve.calibration.knowledge import derive_reference
-from qsolve.calibration.knowledge_commands import add_commands
+from qsolve.evaluation.examples import examples_of
+from qsolve.evaluation.knowledge import derive_reference
+from qsolve.evaluation.knowledge_commands import add_commands
 
 KNOWLEDGE = Path(__file__).resolve().parents[3] / "task-knowledge"
 TASKS = sorted(p.name for p in KNOWLEDGE.iterdir() if p.is_dir())

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from qsolve.calibration.compare import compare, score
-from qsolve.calibration.models import UnknownModel
-from qsolve.calibration.runs import RunRequest, execute_run, request_run, summary
 from qsolve.calibration.store import open_store
+from qsolve.evaluation.compare import compare, score
+from qsolve.evaluation.models import UnknownModel
+from qsolve.evaluation.runs import RunRequest, execute_run, request_run, summary
 from tests.qsolve.calibration.calibration_runs import made
-from tests.qsolve.calibration.model_server import ModelServer, answer, fail, slow
+from tests.qsolve.evaluation.model_server import ModelServer, answer, fail, slow
 
 GOOD = {
     "technical_description": answer('{"plot_type": "scatter", "x_axis": "delay", "y_axis": "P1"}'),
@@ -193,7 +193,7 @@ def test_cancel_stops_the_run_between_records(home: Path) -> None:
 
 RUNNER = """
 import sys
-from qsolve.calibration.runs import execute_run
+from qsolve.evaluation.runs import execute_run
 from qsolve.calibration.store import open_store
 with open_store() as store:
     execute_run(store.db, store, sys.argv[1], workers=1, beat_s=0.2)
@@ -222,7 +222,7 @@ def test_a_killed_run_goes_stale_is_read_as_interrupted_and_completes_on_retry(h
             time.sleep(1.0)
             with open_store(home) as store:
                 assert store.db.get_evaluation_run(run.id, stale_after=None).status == "running"
-                from qsolve.calibration.runs import stale_after
+                from qsolve.evaluation.runs import stale_after
 
                 assert store.db.get_evaluation_run(run.id, stale_after=stale_after()).status == "interrupted"
                 _, reset = store.db.retry_evaluation_run(run.id)
@@ -377,7 +377,7 @@ def test_every_evaluations_subcommand_answers_json(home: Path, capsys: pytest.Ca
 
 
 def test_every_knowledge_subcommand_answers_json(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from qsolve.calibration.runs import REPO_KNOWLEDGE
+    from qsolve.evaluation.runs import REPO_KNOWLEDGE
 
     task = str(REPO_KNOWLEDGE / "CheckT1")
     assert _json(capsys, "knowledge", "reference", task)["criteria"]

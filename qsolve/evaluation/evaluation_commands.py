@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from qsolve.calibration.verdicts import AREAS, VERDICTS
+from qsolve.evaluation.verdicts import AREAS, VERDICTS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -126,18 +126,14 @@ def _store():
 
 
 def _flow(**parameters: Any) -> dict[str, Any] | BaseException:
-    from qsolve.cli import _prefect
+    from flows.dispatch import run_evaluation
 
-    _prefect()
-    from flows.evaluation import evaluation_flow
-
-    state = evaluation_flow(**parameters, return_state=True)
-    return state.result(raise_on_failure=False, _sync=True)
+    return run_evaluation(**parameters)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from qsolve.calibration.models import ConfigError, ModelUnavailable, UnknownModel, api_key, choose_model
-    from qsolve.calibration.runs import RunRefused, RunRequest, request_run
+    from qsolve.evaluation.models import ConfigError, ModelUnavailable, UnknownModel, api_key, choose_model
+    from qsolve.evaluation.runs import RunRefused, RunRequest, request_run
 
     if args.task and not args.chip:
         return _fail("--task needs --chip (the latest evaluable result per qubit of that chip)")
@@ -183,7 +179,7 @@ def _line(s: dict[str, Any]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from qsolve.calibration.runs import stale_after, summary
+    from qsolve.evaluation.runs import stale_after, summary
 
     with _store() as store:
         runs = [summary(store.db, r.id) for r in store.db.list_evaluation_runs(stale_after=stale_after())]
@@ -198,7 +194,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from qsolve.calibration.runs import summary
+    from qsolve.evaluation.runs import summary
     from storage.state import NotFound
 
     with _store() as store:
@@ -285,7 +281,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from qsolve.calibration.compare import compare
+    from qsolve.evaluation.compare import compare
     from storage.state import NotFound
 
     with _store() as store:
@@ -334,7 +330,7 @@ def _side(side: dict[str, Any]) -> str:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from qsolve.calibration.compare import score
+    from qsolve.evaluation.compare import score
     from storage.state import NotFound
 
     with _store() as store:
