@@ -11,11 +11,12 @@ on any machine.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path, PurePosixPath
 
 from blake3 import blake3
 
-from qsolve.errors import QsolveError, WorkflowInvalid
+from qsolve.errors import QsolveError, WorkflowInvalid, shown
 from qsolve.reading import Refused, read_bytes, walk
 
 SKIPPED_DIRS = {"__pycache__", ".git", ".qsolve"}
@@ -33,6 +34,12 @@ def listing(root: Path) -> list[str]:
         files = walk(root, SKIPPED_DIRS, SKIPPED_SUFFIXES)
     except Refused as e:
         raise PublicationError(f"{e}; it cannot be published") from None
+    for rel in files:  # the archive names a file in UTF-8: a name of other bytes is refused, by name
+        try:
+            rel.encode()
+        except UnicodeEncodeError:
+            named = shown(os.fsencode(rel).decode(errors="backslashreplace"))
+            raise PublicationError(f"{named}: its name is not UTF-8; it cannot be published") from None
     return sorted(files, key=str.encode)
 
 

@@ -139,7 +139,9 @@ def why_it_died(
     when the kernel's out-of-memory killer ended some process meanwhile; ``over_limit``: it ended one
     of the process's own cgroup, for the job's memory limit."""
     if returncode < 0:
-        sig = signal.Signals(-returncode)
+        # a realtime signal past SIGRTMIN has no name in signal.Signals: its number is said instead
+        sig = -returncode
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else f"signal {sig}"
         oom = oom_before is not None and (oom_kills() or 0) > oom_before
         if over_limit:
             killed = (
@@ -157,7 +159,7 @@ def why_it_died(
             signal.SIGSEGV: " (a crash in native code)",
             signal.SIGSYS: " (a system call the sandbox forbids)",
         }.get(sig, "")
-        return f"the workflow process was killed by {sig.name}{hint}"
+        return f"the workflow process was killed by {name}{hint}"
     return f"the workflow process exited with status {returncode} in the middle of a call"
 
 

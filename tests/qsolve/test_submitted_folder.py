@@ -325,3 +325,14 @@ def test_a_remote_ref_in_a_schema_is_never_fetched(wf: WorkflowDir) -> None:
         server.server_close()
     assert asked == [], f"the platform fetched {asked}"
     assert not report.ok and any("Unresolvable" in e for e in report.errors), report.errors
+
+
+def test_a_file_name_of_bytes_that_are_not_utf8_fails_the_checks_by_name(wf: WorkflowDir) -> None:
+    """Finding (issue 22 tester): ``examples/<0xff>.txt`` (a name Linux allows, of bytes that are not
+    UTF-8) made the snapshot's listing raise ``UnicodeEncodeError``: ``qsolve test`` ended in a
+    traceback. The name is refused as a file that cannot be published, its bytes shown escaped."""
+    from qsolve.checks import check_submission
+
+    os.close(os.open(os.fsencode(wf.root / "examples") + b"/\xff\n.txt", os.O_CREAT | os.O_WRONLY, 0o644))
+    report = check_submission(wf.root)
+    assert report.errors == ["examples/\\xff\\n.txt: its name is not UTF-8; it cannot be published"]

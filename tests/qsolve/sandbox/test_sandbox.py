@@ -323,3 +323,16 @@ def test_a_process_started_ahead_is_taken_once_and_its_limit_counts_from_then() 
     closed = start_ahead()
     closed.close()
     assert take_ahead() is None  # one closed before the gates began is not taken
+
+
+def test_a_process_killed_by_a_signal_with_no_name_is_said_to_be_by_its_number() -> None:
+    """Finding (issue 22 tester), fixed: a workflow process that ended by a realtime signal
+    (``os.kill(os.getpid(), 40)``, which kills it where it has no PID namespace of its own; confined,
+    as pid 1 of its namespace it ignores the signal) made ``why_it_died`` raise ``ValueError: 40 is not
+    a valid Signals`` in the platform, in place of the case's failure."""
+    import signal
+
+    from qsolve.sandbox.process import why_it_died
+
+    assert why_it_died(-40, 2048) == "the workflow process was killed by signal 40"
+    assert why_it_died(-signal.SIGSEGV, 2048).endswith("killed by SIGSEGV (a crash in native code)")
