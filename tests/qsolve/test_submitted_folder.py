@@ -336,3 +336,18 @@ def test_a_file_name_of_bytes_that_are_not_utf8_fails_the_checks_by_name(wf: Wor
     os.close(os.open(os.fsencode(wf.root / "examples") + b"/\xff\n.txt", os.O_CREAT | os.O_WRONLY, 0o644))
     report = check_submission(wf.root)
     assert report.errors == ["examples/\\xff\\n.txt: its name is not UTF-8; it cannot be published"]
+
+
+def test_a_folder_of_too_many_files_is_refused_before_any_is_read(
+    wf: WorkflowDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding (issue 22 tester), fixed: only bytes were bounded, so 50,000 empty files (0 bytes) took
+    the snapshot 12 s with no deadline, and each workflow process's copy as many inodes; a million,
+    minutes. The walk counts what it visits and stops past ``MAX_ENTRIES`` (made small here)."""
+    from qsolve.checks import check_submission
+
+    monkeypatch.setattr(reading, "MAX_ENTRIES", 30)
+    for i in range(40):
+        wf.write(f"junk/{i}.txt", "")
+    report = check_submission(wf.root)
+    assert report.errors == ["the folder has more than 30 files and folders; it cannot be published"]
