@@ -148,3 +148,26 @@ def test_estimate_honest_passes_with_a_note_when_nothing_was_sent_even_if_estima
     assert gate.passed
     assert gate.message.startswith("note: one sent no circuits, nothing to compare (")
     assert "cannot say" in gate.message
+
+
+def test_the_examples_validations_together_are_bounded(wf: WorkflowDir, monkeypatch) -> None:
+    """Finding (issue 22 tester), fixed: ``example_inputs`` bounded each example's validation at
+    ``SCHEMA_S`` (10 s) and nothing more, outside the checks' one bound: a schema that takes just under
+    10 s to pass each example, and a thousand examples, held the platform's job for hours. The examples'
+    validations together now stop at ``CHECKS_S`` (made small here), named."""
+    from qsolve import checks
+    from qsolve.gates import GateInputs, example_inputs
+    from qsolve.workflow import load_workflow
+    from tests.qsolve.sandbox.test_worker import costly_schema
+
+    monkeypatch.setattr(checks, "CHECKS_S", 0.5)
+    costly = costly_schema(11)  # 2^11 failing branches before the one that passes: tenths of a second
+    wf.write("schemas/input.json", {"$defs": costly["$defs"], "anyOf": [costly, {"type": "object"}]})
+    for i in range(8):
+        wf.write(f"examples/e{i}.json", {"x": i})
+    gate = example_inputs(GateInputs(root=wf.root, run_target="sim-cpu", workflow=load_workflow(wf.root)))
+    assert not gate.passed
+    assert gate.message.startswith("the platform stopped validating examples/") and gate.message.endswith(
+        "the validations of all the examples reached their bound of 0.5 s "
+        "(schemas this costly to check need simplifying)"
+    ), gate.message
