@@ -58,3 +58,30 @@ def test_a_short_pattern_that_costs_re2_seconds_and_100_mb_is_refused() -> None:
     assert "pattern too large" in (patterns.problem(r"^\pL{1000}$") or "")
     assert "pattern too large" in (patterns.problem(r"^\p{L}{1,1000}$") or "")
     assert patterns.problem(r"^\pL{200}$") is None and valid(r"^\pL{1,200}$", "é" * 200)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding (issue 22 tester): E061 checks the patterns the metaschema walks (format: regex) "
+    "only: a lookahead reached by a $ref into a keyword no metaschema knows ('hidden'), or a draft-04 "
+    "patternProperties key (its metaschema has no propertyNames), passes lint and the schema check, and "
+    "every case then fails at validation ('the platform could not validate ...: PatternRefused') in place "
+    "of one E061 naming the pattern; the attacker gets no match, only the later failure",
+)
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "#/hidden/p", "hidden": {"p": {"type": "string", "pattern": "(?=a)"}}},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "patternProperties": {"(?=a)": {}}},
+    ],
+    ids=["ref-into-unknown-keyword", "draft-04-pattern-properties"],
+)
+def test_every_pattern_re2_cannot_run_is_e061(schema: dict) -> None:
+    from qsolve.errors import WorkflowInvalid
+    from qsolve.sandbox import worker
+    from qsolve.workflow import check_schema
+
+    with pytest.raises(worker.SchemaStopped, match="PatternRefused"):  # what validation does with it
+        worker.schema_error(schema, "ab" if "$ref" in schema else {"ab": 1}, "the value")
+    with pytest.raises(WorkflowInvalid, match="RE2"):
+        check_schema(schema, "schemas/input.json")
