@@ -24,7 +24,8 @@ _OPTIONS.log_errors = False  # RE2 prints every refused pattern to stderr otherw
 #: what RE2 may take to compile one pattern, its own default; a larger one is refused (lint's E061). It
 #: bounds RE2's program, not the compiling: at 32 MiB, the nine characters ``\pL{1000}`` compiled in
 #: 1.2 s and held 100 MB (60 such patterns 54 s and 830 MB, in one worker); at 8 MiB they are refused in
-#: 0.06 s, and ``\pL{200}`` still compiles (0.2 s)
+#: 0.06 s, and ``\pL{200}`` still compiles (0.2 s). Lint's metaschema check (Python's ``re``, which has no
+#: ``\p``) refuses these too, but not a pattern it never sees (a ``$ref`` into a keyword no metaschema knows)
 _OPTIONS.max_mem = 8 * 2**20
 #: where jsonschema matches a pattern (``re.search``, in each of these modules)
 _MATCHERS = ("jsonschema._keywords", "jsonschema._utils", "jsonschema._legacy_keywords")
