@@ -115,3 +115,25 @@ def test_the_same_bucket_name_on_another_s3_server_refuses_to_start(
             connect(home=tmp_path / "b")
     finally:
         stop(other.process)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding (issue 26 tester): a claim's expiry is written and judged by each machine's own clock "
+    "(storage.state._rows.now in _binding.claim), not the database's, so a host whose clock runs 10 minutes "
+    "ahead finds another's 5-minute compaction claim lapsed and takes it: two machines compact at once, the "
+    "one-compaction guarantee rests on NTP, not on the database (the run leases in _leases.py judge alike)",
+)
+def test_a_host_whose_clock_runs_ahead_does_not_take_a_claim_that_has_not_lapsed(
+    database_url, tmp_path, monkeypatch
+):
+    from datetime import timedelta
+
+    import storage.state._binding as binding
+
+    monkeypatch.delenv("QSOLVE_STORAGE_URL", raising=False)
+    with connect(database_url, home=tmp_path / "a") as a, connect(database_url, home=tmp_path / "b") as b:
+        assert a.claim("trackrecord-compaction", "host-a:1:x", 300)
+        ahead = binding.now() + timedelta(minutes=10)
+        monkeypatch.setattr(binding, "now", lambda: ahead)  # host B's clock, ten minutes fast
+        assert not b.claim("trackrecord-compaction", "host-b:1:y", 300)
