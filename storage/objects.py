@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -326,7 +327,13 @@ def _translated(address: str, passing: tuple[type[BaseException], ...] = ()):
         status = (
             said.split("Server returned non-2xx status code: ")[-1][:120] if "status code" in said else said
         )
-        raise StorageError(f"{address}: {type(e).__name__}: {status[:300]}") from None
+        raise StorageError(f"{address}: {type(e).__name__}: {without_user(status)[:300]}") from None
+
+
+def without_user(text: str) -> str:
+    """``text`` with the user part of every URL in it left out (an endpoint given as
+    ``http://KEY:SECRET@host`` is echoed in the client's own errors)."""
+    return re.sub(r"//[^/@\s]*@", "//", text)
 
 
 def storage_url() -> str | None:

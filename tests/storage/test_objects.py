@@ -126,3 +126,27 @@ def test_duckdb_reads_a_large_object_whole_through_the_client(bucket, tmp_path):
     got = con.sql(f"SELECT count(*), sum(a), max(s) FROM '{store.address('trackrecord/large.parquet')}'")
     assert got.fetchall() == [(n, n * (n - 1) // 2, f"row-{n - 1:08d}" * 3)]
     con.close()
+
+
+def test_an_endpoint_with_a_user_part_never_shows_it_in_an_error(tmp_path, monkeypatch):
+    """Finding (issue 26 tester), fixed: with ``AWS_ENDPOINT_URL=http://KEY:SECRET@host:port`` (how some
+    MinIO guides write it) an unreachable store's error, passed on in the StorageError, read "Error
+    performing GET http://KEY:SECRET@127.0.0.1:.../...": the secret on the operator's terminal and in every
+    log."""
+    import socket
+
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for variable, value in {
+        "AWS_ENDPOINT_URL": f"http://{KEY_ID}:{SECRET}@127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": KEY_ID,
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(variable, value)
+    with pytest.raises(OSError) as caught:
+        S3Objects("s3://qsolve-unreachable/p").get("blobs/x")
+    said = str(caught.value)
+    assert "s3://qsolve-unreachable/p/blobs/x" in said and "\n" not in said
+    assert KEY_ID not in said and SECRET not in said, said
