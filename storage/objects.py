@@ -301,7 +301,14 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     parts = urlsplit(url.strip())
     if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment or "@" in parts.netloc:
         raise StorageError(f"{STORAGE_URL_VARIABLE}={_shown(url)}: not s3://BUCKET/PREFIX")
-    return parts.netloc, parts.path.strip("/")
+    prefix = parts.path.strip("/")
+    if prefix and any(segment in ("", ".", "..") for segment in prefix.split("/")):
+        # the client refuses such a prefix at its first request; refused here, before the state database
+        # is bound to it (a binding that every corrected URL would then disagree with)
+        raise StorageError(
+            f"{STORAGE_URL_VARIABLE}={_shown(url)}: the prefix has an empty, '.' or '..' segment"
+        )
+    return parts.netloc, prefix
 
 
 def _shown(url: str) -> str:

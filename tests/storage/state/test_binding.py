@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from storage.objects import StorageError
 from storage.state import StorageMismatch, connect
 from tests.s3server import KEY_ID, SECRET
 
@@ -137,3 +138,19 @@ def test_a_host_whose_clock_runs_ahead_does_not_take_a_claim_that_has_not_lapsed
         ahead = binding.now() + timedelta(minutes=10)
         monkeypatch.setattr(binding, "now", lambda: ahead)  # host B's clock, ten minutes fast
         assert not b.claim("trackrecord-compaction", "host-b:1:y", 300)
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/a/../qsolve", "s3://bucket/./qsolve", "s3://bucket/a//qsolve"])
+def test_a_prefix_the_client_cannot_use_is_refused_before_the_database_is_bound_to_it(
+    home_database, tmp_path, monkeypatch, url
+):
+    """Finding (issue 26 tester), fixed: ``QSOLVE_STORAGE_URL=s3://bucket/a/../qsolve`` was bound into the
+    state database at the first start (the client refuses the prefix only at its first request), so the
+    operator who then corrected the URL to ``s3://bucket/qsolve`` found every home refused for good, "first
+    used with s3://bucket/a/../qsolve"."""
+    monkeypatch.setenv("QSOLVE_STORAGE_URL", url)
+    with pytest.raises(StorageError, match="segment") as caught:
+        connect(home=tmp_path / "a")
+    assert "\n" not in str(caught.value)
+    monkeypatch.setenv("QSOLVE_STORAGE_URL", "s3://bucket/qsolve")
+    connect(home=tmp_path / "a").close()  # the corrected URL starts (and binds)
