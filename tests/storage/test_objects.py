@@ -150,3 +150,18 @@ def test_an_endpoint_with_a_user_part_never_shows_it_in_an_error(tmp_path, monke
     said = str(caught.value)
     assert "s3://qsolve-unreachable/p/blobs/x" in said and "\n" not in said
     assert KEY_ID not in said and SECRET not in said, said
+
+
+def test_a_foreign_object_squatting_a_blobs_name_is_replaced_when_the_blob_is_put(store, tmp_path):
+    """Finding (issue 26 tester), fixed: anyone who could write the bucket (or a damaged copy) could put
+    other bytes under a blob's name first; ``put`` then saw the name taken, returned the digest as stored,
+    and every later read of that receipt or archive failed "does not match its name": the run's receipt was
+    lost for good, since no later put could write it."""
+    from blake3 import blake3
+
+    blobs = BlobStore(tmp_path / "home", store=store)
+    data = b'{"a receipt": "sealed on host A"}'
+    digest = blake3(data).hexdigest()
+    assert store.create(blobs.key(digest), b'{"a receipt": "forged"}')  # the squatter comes first
+    assert blobs.put(data) == digest
+    assert blobs.get(digest) == data
