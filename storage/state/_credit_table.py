@@ -31,8 +31,8 @@ def kept(value: Any, name: str) -> str:
 def _price_row(target: str, price: Price) -> dict[str, Any]:
     return {
         "target": target,
-        "per_circuit": kept(price.per_circuit, "per_circuit"),
-        "per_shot": kept(price.per_shot, "per_shot"),
+        "per_circuit": kept(price.per_circuit, f"{target} per_circuit"),
+        "per_shot": kept(price.per_shot, f"{target} per_shot"),
         "set_at": now(),
     }
 
