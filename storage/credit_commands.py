@@ -152,7 +152,11 @@ def cmd_limit(args: argparse.Namespace) -> int:
         print("qsolve credits limit: give CREDITS, --history or --history-seconds", file=sys.stderr)
         return 2
     with connect() as db:
-        now = db.set_limits(**given)
+        try:
+            now = db.set_limits(**given)
+        except ValueError as e:
+            print(f"qsolve credits limit: {e}", file=sys.stderr)
+            return 2
     print(
         f"the per-run limit is {now.per_run_limit} credits; a history case's {now.history_run_limit} credits "
         f"and {now.history_run_seconds} s (the state database: every machine)"
@@ -191,7 +195,7 @@ def cmd_price(args: argparse.Namespace) -> int:
         except UnpricedTarget:
             now = Price()
         try:
-            price = db.set_price(args.target, now.model_copy(update=values))
+            price = db.set_price(args.target, now.model_copy(update=values), only=tuple(values))
         except ValueError as e:
             print(f"qsolve credits price: {e}", file=sys.stderr)
             return 2
@@ -254,7 +258,11 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"qsolve credits import: {path}: {where}: {first['msg']}: nothing imported", file=sys.stderr)
         return 2
     with connect(refuse_credits_file=False) as db:
-        now = db.import_credits(given)
+        try:
+            now = db.import_credits(given)
+        except ValueError as e:
+            print(f"qsolve credits import: {path}: {e}: nothing imported", file=sys.stderr)
+            return 2
     aside = path.with_name(path.name + ".imported")
     path.replace(aside)
     n = len(given.prices)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -300,7 +301,14 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     parts = urlsplit(url.strip())
     if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment or "@" in parts.netloc:
         raise StorageError(f"{STORAGE_URL_VARIABLE}={_shown(url)}: not s3://BUCKET/PREFIX")
-    return parts.netloc, parts.path.strip("/")
+    prefix = parts.path.strip("/")
+    if prefix and any(segment in ("", ".", "..") for segment in prefix.split("/")):
+        # the client refuses such a prefix at its first request; refused here, before the state database
+        # is bound to it (a binding that every corrected URL would then disagree with)
+        raise StorageError(
+            f"{STORAGE_URL_VARIABLE}={_shown(url)}: the prefix has an empty, '.' or '..' segment"
+        )
+    return parts.netloc, prefix
 
 
 def _shown(url: str) -> str:
@@ -326,7 +334,13 @@ def _translated(address: str, passing: tuple[type[BaseException], ...] = ()):
         status = (
             said.split("Server returned non-2xx status code: ")[-1][:120] if "status code" in said else said
         )
-        raise StorageError(f"{address}: {type(e).__name__}: {status[:300]}") from None
+        raise StorageError(f"{address}: {type(e).__name__}: {without_user(status)[:300]}") from None
+
+
+def without_user(text: str) -> str:
+    """``text`` with the user part of every URL in it left out (an endpoint given as
+    ``http://KEY:SECRET@host`` is echoed in the client's own errors)."""
+    return re.sub(r"//[^/@\s]*@", "//", text)
 
 
 def storage_url() -> str | None:

@@ -15,13 +15,24 @@ from storage.state._store import Store
 from storage.state._tables import credit_limits, credit_prices
 
 LIMITS = ("per_run_limit", "history_run_limit", "history_run_seconds")
+KEPT_CHARACTERS = 64  # the width of the value columns (credit_limits.value, credit_prices.per_*)
+
+
+def kept(value: Any, name: str) -> str:
+    """``value`` as the decimal text the database keeps; a ValueError naming ``name`` where it has more
+    digits than the column holds (1e-70, 1e70: PostgreSQL refuses them, and a price that large overflows a
+    quote)."""
+    text = f"{value:f}" if isinstance(value, Decimal) else str(value)
+    if len(text) > KEPT_CHARACTERS:
+        raise ValueError(f"{name} {value} has more digits than the state database keeps ({KEPT_CHARACTERS})")
+    return text
 
 
 def _price_row(target: str, price: Price) -> dict[str, Any]:
     return {
         "target": target,
-        "per_circuit": f"{price.per_circuit:f}",
-        "per_shot": f"{price.per_shot:f}",
+        "per_circuit": kept(price.per_circuit, f"{target} per_circuit"),
+        "per_shot": kept(price.per_shot, f"{target} per_shot"),
         "set_at": now(),
     }
 
@@ -42,13 +53,16 @@ class CreditTable(Store):
             }
         return CreditSettings(**{k: v for k, v in limits.items() if k in LIMITS}, prices=prices)
 
-    def set_price(self, target: str, price: Price) -> Price:
-        """Set ``target``'s price (a target, or a family such as ``ibm:``) for every machine."""
+    def set_price(self, target: str, price: Price, only: tuple[str, ...] | None = None) -> Price:
+        """Set ``target``'s price (a target, or a family such as ``ibm:``) for every machine. ``only`` names
+        the parts set where the target has a price of its own already (``per_circuit``, ``per_shot``): an
+        operator setting one part never undoes another's setting of the other at the same moment."""
         target = target.strip()
         if not target or len(target) > 200:
             raise ValueError(f"{target!r} is not a target or a family of targets (ibm:, provider:, sim-cpu)")
+        row = _price_row(target, price)
         with self._write() as connection:
-            upsert(connection, credit_prices, "target", _price_row(target, price))
+            upsert(connection, credit_prices, "target", row, None if only is None else (*only, "set_at"))
         return self.credit_settings().price(target)
 
     def remove_price(self, target: str) -> bool:
@@ -69,7 +83,7 @@ class CreditTable(Store):
         checked = CreditSettings(**values)
         with self._write() as connection:
             for name in values:
-                text = str(getattr(checked, name))
+                text = kept(getattr(checked, name), name)
                 upsert(connection, credit_limits, "name", {"name": name, "value": text, "set_at": now()})
         return self.credit_settings()
 
@@ -79,7 +93,10 @@ class CreditTable(Store):
         with self._write() as connection:
             for name, value in limits.items():
                 upsert(
-                    connection, credit_limits, "name", {"name": name, "value": str(value), "set_at": now()}
+                    connection,
+                    credit_limits,
+                    "name",
+                    {"name": name, "value": kept(value, name), "set_at": now()},
                 )
             for target, price in given.prices.items():
                 upsert(connection, credit_prices, "target", _price_row(target, price))

@@ -27,16 +27,25 @@ RECORDABLE = sa.or_(
 
 
 def upsert(
-    connection: sa.Connection, table: sa.Table, key: str | tuple[str, ...], values: dict[str, Any]
+    connection: sa.Connection,
+    table: sa.Table,
+    key: str | tuple[str, ...],
+    values: dict[str, Any],
+    update: tuple[str, ...] | None = None,
 ) -> None:
     """Set one row's values, inserting it where its key is missing, in one statement (``INSERT ... ON
-    CONFLICT DO UPDATE``, on SQLite and PostgreSQL alike): two writers at once leave one row, the later's."""
+    CONFLICT DO UPDATE``, on SQLite and PostgreSQL alike): two writers at once leave one row, the later's.
+    ``update`` names the columns an existing row takes (default: all of ``values``), so that two writers of
+    different columns both keep theirs."""
     if connection.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
         from sqlalchemy.dialects.sqlite import insert
     keys = [key] if isinstance(key, str) else list(key)
-    connection.execute(insert(table).values(**values).on_conflict_do_update(index_elements=keys, set_=values))
+    changed = values if update is None else {k: values[k] for k in update}
+    connection.execute(
+        insert(table).values(**values).on_conflict_do_update(index_elements=keys, set_=changed)
+    )
 
 
 def row_of(cls: type, row: sa.Row, **converted: Any) -> Any:

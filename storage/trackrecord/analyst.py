@@ -40,7 +40,7 @@ def create_secret(store: ObjectStore, *, credentials: bool = False) -> str:
     if endpoint:
         parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
         options += [
-            ("ENDPOINT", sql_text(parts.netloc)),
+            ("ENDPOINT", sql_text(parts.netloc.rsplit("@", 1)[-1])),  # never a user:password in it
             ("URL_STYLE", "'path'"),
             ("USE_SSL", "false" if parts.scheme == "http" else "true"),
         ]

@@ -126,3 +126,42 @@ def test_duckdb_reads_a_large_object_whole_through_the_client(bucket, tmp_path):
     got = con.sql(f"SELECT count(*), sum(a), max(s) FROM '{store.address('trackrecord/large.parquet')}'")
     assert got.fetchall() == [(n, n * (n - 1) // 2, f"row-{n - 1:08d}" * 3)]
     con.close()
+
+
+def test_an_endpoint_with_a_user_part_never_shows_it_in_an_error(tmp_path, monkeypatch):
+    """Finding (issue 26 tester), fixed: with ``AWS_ENDPOINT_URL=http://KEY:SECRET@host:port`` (how some
+    MinIO guides write it) an unreachable store's error, passed on in the StorageError, read "Error
+    performing GET http://KEY:SECRET@127.0.0.1:.../...": the secret on the operator's terminal and in every
+    log."""
+    import socket
+
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for variable, value in {
+        "AWS_ENDPOINT_URL": f"http://{KEY_ID}:{SECRET}@127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": KEY_ID,
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(variable, value)
+    with pytest.raises(OSError) as caught:
+        S3Objects("s3://qsolve-unreachable/p").get("blobs/x")
+    said = str(caught.value)
+    assert "s3://qsolve-unreachable/p/blobs/x" in said and "\n" not in said
+    assert KEY_ID not in said and SECRET not in said, said
+
+
+def test_a_foreign_object_squatting_a_blobs_name_is_replaced_when_the_blob_is_put(store, tmp_path):
+    """Finding (issue 26 tester), fixed: anyone who could write the bucket (or a damaged copy) could put
+    other bytes under a blob's name first; ``put`` then saw the name taken, returned the digest as stored,
+    and every later read of that receipt or archive failed "does not match its name": the run's receipt was
+    lost for good, since no later put could write it."""
+    from blake3 import blake3
+
+    blobs = BlobStore(tmp_path / "home", store=store)
+    data = b'{"a receipt": "sealed on host A"}'
+    digest = blake3(data).hexdigest()
+    assert store.create(blobs.key(digest), b'{"a receipt": "forged"}')  # the squatter comes first
+    assert blobs.put(data) == digest
+    assert blobs.get(digest) == data

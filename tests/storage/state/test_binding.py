@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from storage.objects import StorageError
 from storage.state import StorageMismatch, connect
 from tests.s3server import KEY_ID, SECRET
 
@@ -89,3 +90,67 @@ def s3_env(server, url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "QSOLVE_"))}
     bucket, prefix = url.removeprefix("s3://").split("/", 1)
     return {**env, **server.environment(bucket, prefix), "PYTHONPATH": str(Path(__file__).parents[3])}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding (issue 26 tester): the binding records s3://BUCKET/PREFIX without the store behind it "
+    "(the endpoint is left out on purpose), so a home whose AWS_ENDPOINT_URL names another S3 server with a "
+    "bucket of the same name (a second MinIO, a typo'd host) starts on the same database: its blobs and "
+    "track "
+    "record land in another store, the silent split item 4 makes an error. A marker object written at the "
+    "first binding (its token kept in the database) and checked at each start would catch it.",
+)
+def test_the_same_bucket_name_on_another_s3_server_refuses_to_start(
+    home_database, bucket, s3_server, tmp_path, monkeypatch
+):
+    from tests.s3server import start, stop
+
+    connect(home=tmp_path / "a").close()  # bound to the bucket on the first server
+    other = start(tmp_path / "other-moto.log")
+    try:
+        name = bucket.removeprefix("s3://").split("/", 1)[0]
+        other.client().create_bucket(Bucket=name)  # the same name, another store
+        monkeypatch.setenv("AWS_ENDPOINT_URL", other.endpoint)
+        with pytest.raises(StorageMismatch):
+            connect(home=tmp_path / "b")
+    finally:
+        stop(other.process)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding (issue 26 tester): a claim's expiry is written and judged by each machine's own clock "
+    "(storage.state._rows.now in _binding.claim), not the database's, so a host whose clock runs 10 minutes "
+    "ahead finds another's 5-minute compaction claim lapsed and takes it: two machines compact at once, the "
+    "one-compaction guarantee rests on NTP, not on the database (the run leases in _leases.py judge alike)",
+)
+def test_a_host_whose_clock_runs_ahead_does_not_take_a_claim_that_has_not_lapsed(
+    database_url, tmp_path, monkeypatch
+):
+    from datetime import timedelta
+
+    import storage.state._binding as binding
+
+    monkeypatch.delenv("QSOLVE_STORAGE_URL", raising=False)
+    with connect(database_url, home=tmp_path / "a") as a, connect(database_url, home=tmp_path / "b") as b:
+        assert a.claim("trackrecord-compaction", "host-a:1:x", 300)
+        ahead = binding.now() + timedelta(minutes=10)
+        monkeypatch.setattr(binding, "now", lambda: ahead)  # host B's clock, ten minutes fast
+        assert not b.claim("trackrecord-compaction", "host-b:1:y", 300)
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/a/../qsolve", "s3://bucket/./qsolve", "s3://bucket/a//qsolve"])
+def test_a_prefix_the_client_cannot_use_is_refused_before_the_database_is_bound_to_it(
+    home_database, tmp_path, monkeypatch, url
+):
+    """Finding (issue 26 tester), fixed: ``QSOLVE_STORAGE_URL=s3://bucket/a/../qsolve`` was bound into the
+    state database at the first start (the client refuses the prefix only at its first request), so the
+    operator who then corrected the URL to ``s3://bucket/qsolve`` found every home refused for good, "first
+    used with s3://bucket/a/../qsolve"."""
+    monkeypatch.setenv("QSOLVE_STORAGE_URL", url)
+    with pytest.raises(StorageError, match="segment") as caught:
+        connect(home=tmp_path / "a")
+    assert "\n" not in str(caught.value)
+    monkeypatch.setenv("QSOLVE_STORAGE_URL", "s3://bucket/qsolve")
+    connect(home=tmp_path / "a").close()  # the corrected URL starts (and binds)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import warnings
 from pathlib import Path
@@ -151,3 +152,15 @@ def test_a_batch_object_under_its_name_holding_other_runs_is_set_aside_and_filed
     assert again.new
     got = pq.read_table(io.BytesIO(store.get(f"trackrecord/{name}"))).column("run_id").to_pylist()
     assert sorted(got) == sorted(r.run_id for r in rows[:3])
+
+
+def test_views_sql_never_prints_a_password_given_in_the_endpoint(bucket, home, capsys, monkeypatch):
+    """Finding (issue 26 tester), fixed: ``AWS_ENDPOINT_URL=http://KEY:SECRET@host:port`` went into the
+    ``CREATE SECRET``'s ENDPOINT as ``KEY:SECRET@host:port``: ``qsolve views-sql`` without ``--credentials``
+    printed the secret it promises to leave out."""
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint.replace("//", f"//{KEY_ID}:{SECRET}@"))
+    assert run("views-sql") == 0
+    text = capsys.readouterr().out
+    assert KEY_ID not in text and SECRET not in text
+    assert f"ENDPOINT '{endpoint.split('//', 1)[1]}'" in text
