@@ -60,7 +60,7 @@ def test_history_again_on_a_second_home_runs_from_the_bucket(
     a, b = tmp_path / "a", tmp_path / "b"
     for name, value in {**shared, "QSOLVE_HOME": str(a)}.items():
         monkeypatch.setenv(name, value)
-    assert publish(folder, check_submission(folder)).published.created  # A: the archive into the bucket
+    assert publish(check_submission(folder)).published.created  # A: the archive into the bucket
 
     env = {**os.environ, **shared, "QSOLVE_HOME": str(b), "PREFECT_API_URL": PREFECT_API_URL.value()}
     b.mkdir()
