@@ -78,21 +78,12 @@ def compact(
     con = session(duckdb.connect())
     try:
         if len(inputs) > 1 or inventory.readable(BATCH):
-            try:
-                heads, older = _merge_heads(con, layout, inputs)
-                merged = len(inputs)
-            except duckdb.Error as e:
-                # a file damaged past its footer, which the checks read alone (DuckDB may say so as an
-                # IO error: "could not read enough bytes"), or an input another compaction removed first
-                bad = _unreadable(inputs)
-                if bad:
-                    for p in bad:
-                        set_aside_one(p, f"its data does not read ({e})")
-                    skipped = f"set aside {len(bad)} damaged file(s); the next pass files their runs again"
-                elif isinstance(e, duckdb.IOException):
-                    skipped = f"inputs changed during compaction: {e}"
-                else:
-                    raise
+            merged, heads, older, skipped = _merge_or_set_aside(
+                lambda: _merge_heads(con, layout, inputs),
+                inputs,
+                lambda: _unreadable(inputs),
+                lambda p, e: set_aside_one(p, f"its data does not read ({e})"),
+            )
         else:
             skipped = "no batch files"
         small = [p for p in inventory.readable(OLDER) if inventory.entry(p).size < OLDER_FILE_BYTES]
@@ -140,6 +131,25 @@ def _merge_heads(
         con.execute(f"DROP TABLE {table}")
     return outputs[0][1], outputs[1][1]
 
+
+
+def _merge_or_set_aside(merge, inputs, unreadable, set_aside) -> tuple[int, int, int, str | None]:
+    """``merge()`` the inputs: (inputs merged, heads, older, why skipped). Where DuckDB fails, the inputs
+    whose data does not read (damaged past the footer, which the checks read alone; DuckDB may name that
+    an IO error, "could not read enough bytes") are set aside for the next pass to file their runs again;
+    with none damaged, an IO error is an input another compaction removed first."""
+    try:
+        heads, older = merge()
+    except duckdb.Error as e:
+        bad = unreadable()
+        for p in bad:
+            set_aside(p, e)
+        if bad:
+            return 0, 0, 0, f"set aside {len(bad)} damaged file(s); the next pass files their runs again"
+        if isinstance(e, duckdb.IOException):
+            return 0, 0, 0, f"inputs changed during compaction: {e}"
+        raise
+    return len(inputs), heads, older, None
 
 def _unreadable(files: list[Path]) -> list[Path]:
     """The files whose rows do not read whole (each read through, every column)."""
@@ -263,19 +273,12 @@ def _compact_claimed(store, older_files_limit: int, renew: Callable[[], bool]) -
     store.attach(con)
     try:
         if len(inputs) > 1 or inventory.readable(BATCH):
-            try:
-                heads, older = _merge_heads(con, None, inputs, writing)
-                merged = len(inputs)
-            except duckdb.Error as e:  # as in a folder: a file damaged past its footer is set aside
-                bad = shared.unreadable(store, inputs)
-                for a in bad:
-                    shared.set_aside_one(store, a.rsplit("/", 1)[-1])
-                if bad:
-                    skipped = f"set aside {len(bad)} damaged file(s); the next pass files their runs again"
-                elif isinstance(e, duckdb.IOException):
-                    skipped = f"inputs changed during compaction: {e}"
-                else:
-                    raise
+            merged, heads, older, skipped = _merge_or_set_aside(
+                lambda: _merge_heads(con, None, inputs, writing),
+                inputs,
+                lambda: shared.unreadable(store, inputs),
+                lambda a, _: shared.set_aside_one(store, a.rsplit("/", 1)[-1]),
+            )
         else:
             skipped = "no batch files"
         small = [a for a in inventory.readable(OLDER) if inventory.size(a) < OLDER_FILE_BYTES]

@@ -9,18 +9,16 @@ import os
 import shutil
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from storage.state import connect
 from storage.trackrecord.sql import run_sql
 from tests.conftest import REPO
 from tests.s3server import KEY_ID, SECRET, S3Server, serving
-from tests.storage.state.conftest import POSTGRES_URL, _admin, postgres_problem
+from tests.storage.state.conftest import postgres_schema
 
 CASES = 6  # max-cut's cases
 
@@ -32,17 +30,8 @@ def s3_server(tmp_path: Path) -> Iterator[S3Server]:
 
 @pytest.fixture
 def database() -> Iterator[str]:
-    if problem := postgres_problem():
-        pytest.skip(f"no PostgreSQL server: {problem}")
-    schema = f"qsolve_shared_{uuid.uuid4().hex[:12]}"
-    with _admin().connect() as connection:
-        connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    url = sa.make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with _admin().connect() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+    with postgres_schema("qsolve_shared") as url:
+        yield url
 
 
 def test_history_again_on_a_second_home_runs_from_the_bucket(
