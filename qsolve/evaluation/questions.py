@@ -27,7 +27,7 @@ calibration_diagnosis       background; the criteria as the       ``Status:`` (a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -39,14 +39,7 @@ QuestionKey = Literal[
     "parameter_extraction",
     "calibration_diagnosis",
 ]
-QUESTION_KEYS: tuple[QuestionKey, ...] = (
-    "technical_description",
-    "experimental_conclusion",
-    "experimental_significance",
-    "fit_reliability",
-    "parameter_extraction",
-    "calibration_diagnosis",
-)
+QUESTION_KEYS: tuple[QuestionKey, ...] = get_args(QuestionKey)  # in the seed's order
 #: the three questions an in-context evaluation shows examples for
 EXAMPLE_QUESTIONS: tuple[QuestionKey, ...] = (
     "experimental_significance",
