@@ -22,8 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from qsolve.calibration.store import open_store  # noqa: E402
 from qsolve.evaluation.runs import RunRequest, execute_run, request_run  # noqa: E402
+from storage.calibration import open_store  # noqa: E402
 from tests.qsolve.calibration.calibration_runs import made  # noqa: E402
 from tests.qsolve.evaluation.model_server import ModelServer, answer  # noqa: E402
 

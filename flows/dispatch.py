@@ -11,11 +11,11 @@ from typing import Any
 
 
 def use_server() -> None:
-    """Prefect for a command that runs a flow (qsolve/prefect_server.py): telemetry off (an offline
+    """Prefect for a command that runs a flow (flows/server.py): telemetry off (an offline
     machine), and the server of ``PREFECT_API_URL`` if it answers, else the one ``qsolve server start``
     keeps, else a temporary one started now with a time-out a busy machine meets (one progress line).
-    A server that does not answer is a :class:`~qsolve.prefect_server.ServerError`: one line, exit 2."""
-    from qsolve.prefect_server import use_prefect
+    A server that does not answer is a :class:`~flows.server.ServerError`: one line, exit 2."""
+    from flows.server import use_prefect
 
     use_prefect()
 

@@ -13,8 +13,8 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.states import Cancelled, State
 
-from qsolve.calibration.store import open_store
 from qsolve.evaluation.runs import RunRequest, execute_run, request_run, summary
+from storage.calibration import open_store
 from storage.state import qsolve_home
 
 

@@ -4,6 +4,8 @@
     ├── WorkflowInvalid      a workflow folder that does not read: carries its issues
     ├── MethodUnavailable    a method that cannot serve an input (raised by workflow code)
     ├── CircuitsRefused      a classical method's context was asked to run circuits
+    ├── RecordNotFound       a book (the state database) holds no record of that id
+    ├── RecordStateError     a record asked to move in a way its status forbids (another process ended it)
     └── WorkflowProcessFailed   the workflow process ended its use (qsolve.sandbox)
         ├── ProcessDied         it died: a signal, or an exit in the middle of a call
         ├── ProtocolBroken      it sent what the protocol does not allow: it is not used again
@@ -79,6 +81,18 @@ class QsolveError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+@dataclass
+class RecordNotFound(QsolveError):
+    """A book the core is given (the state database) holds no record of that id: the core catches this,
+    storage raises its own ``storage.state.NotFound``, a kind of it."""
+
+
+@dataclass
+class RecordStateError(QsolveError):
+    """A record asked to move in a way its status forbids, as when another process ended it meanwhile:
+    storage raises ``storage.state.RunStateError``, a kind of it."""
 
 
 @dataclass

@@ -25,3 +25,12 @@ def host_name() -> str:
     import socket
 
     return (os.environ.get(HOST_VARIABLE) or socket.gethostname() or "localhost")[:200]
+
+
+def owner_token() -> str:
+    """A token naming this process as the holder of a lease or a run: its host, its pid and a random
+    part (unique even where a pid is reused)."""
+    import secrets
+    import socket
+
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{secrets.token_hex(6)}"

@@ -329,17 +329,17 @@ def open_device(target: str, run_id: str, home: Path, quote: Quote | None = None
     from qsolve.providers.jobs import Confirmation
 
     if target.startswith("provider:"):
-        from qsolve.providers.commands import session
         from qsolve.providers.cost import Authority
         from qsolve.targets.provider import ProviderBackend
+        from storage.sessions import provider_session
 
-        s = session(target.split(":", 1)[1], yes=False, run_id=run_id, home=home)
+        s = provider_session(target.split(":", 1)[1], yes=False, run_id=run_id, home=home)
         shown = (quote.estimate if quote is not None else {}).get("provider") or {}
         s.authority = Authority(quote.id if quote is not None else run_id, shown)
         return ProviderBackend(s)
-    from qsolve.targets.ibm import open_ibm
+    from storage.sessions import ibm_backend
 
-    return open_ibm(target, home=home, confirmation=Confirmation(yes=True), run_id=run_id, tell=_log)
+    return ibm_backend(target, home=home, confirmation=Confirmation(yes=True), run_id=run_id, tell=_log)
 
 
 def _log(line: str) -> None:

@@ -6,15 +6,15 @@ fitting       curve_fit models with standard errors, R² and reduced χ²
 figures       reproducible PNG figures (matplotlib, Agg)
 faults        known faults, each with the true status (a failure code of the task's knowledge)
 calibrate     runs: one task on one qubit, a whole calibration, the knowledge examples' figures
-store         results in the state database, figures as blobs
 importing     results from a folder of figures and JSON
 held_apart    a held-apart known-answer set: faults drawn from wide ranges, with a fixed seed
-commands      ``qsolve calibrate``
 
 Evaluating these results (knowledge, questions, models, records, compare) is :mod:`qsolve.evaluation`,
 which reads calibration's task results; nothing here imports it.
 
-Nothing here imports Prefect; ``flows/calibration.py`` is the flow over :mod:`.calibrate`.
+Results are kept by :mod:`storage.calibration` (rows in the state database, figures as blobs); the
+command ``qsolve calibrate`` is :mod:`qsolve.cli.calibration`. Nothing here imports Prefect or storage;
+``flows/calibration.py`` is the flow over :mod:`.calibrate`.
 """
 
 from __future__ import annotations
@@ -27,14 +27,12 @@ __getattr__, __dir__ = lazy_names(
         "FAULTS": "faults",
         "TASKS": "experiments",
         "Calibrated": "calibrate",
-        "CalibrationStore": "store",
         "Fault": "faults",
         "ImportInvalid": "importing",
         "TaskResult": "task_result",
         "calibrate": "calibrate",
         "import_folder": "importing",
         "known_answer": "faults",
-        "open_store": "store",
         "run_task": "calibrate",
     },
 )
@@ -43,13 +41,11 @@ __all__ = [
     "FAULTS",
     "TASKS",
     "Calibrated",
-    "CalibrationStore",
     "Fault",
     "ImportInvalid",
     "TaskResult",
     "calibrate",
     "import_folder",
     "known_answer",
-    "open_store",
     "run_task",
 ]

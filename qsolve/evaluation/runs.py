@@ -101,7 +101,7 @@ class RunRequest(BaseModel):
 
 def select(store, request: RunRequest) -> tuple[list, list[dict[str, Any]]]:
     """The task results a run judges, and the entities it skips with why."""
-    from storage.state import NotFound
+    from qsolve.errors import RecordNotFound
 
     skipped: list[dict[str, Any]] = []
     if request.task_ids:
@@ -109,7 +109,7 @@ def select(store, request: RunRequest) -> tuple[list, list[dict[str, Any]]]:
         for result_id in dict.fromkeys(request.task_ids):
             try:
                 result = store.get(result_id)
-            except NotFound:
+            except RecordNotFound:
                 skipped.append({"task_result_id": result_id, "why": "no such task result"})
                 continue
             if result.evaluable:
@@ -182,7 +182,7 @@ def execute_run(
     on_record: Callable[[Any], None] = lambda record: None,
 ):
     """Judge the run's pending records, a few at a time, under a heartbeat; the run as it ended."""
-    from storage.state._leases import owner_token
+    from qsolve.home import owner_token
 
     owner = owner or owner_token()
     run = db.get_evaluation_run(run_id, stale_after=stale_after())

@@ -38,7 +38,7 @@ class Cancel:
 
 def cancel_job(book: Any, record: str, *, home: Path | None = None) -> Cancel:
     """Pass a cancel on for the recorded job ``record`` (a ``ProviderJobs`` book: the state database)."""
-    from storage.state import RunStateError
+    from qsolve.errors import RecordStateError
 
     job = book.get_provider_job(record)
     who = f"provider job {record} ({job.provider}, its id {job.job or 'never given'})"
@@ -56,9 +56,9 @@ def cancel_job(book: Any, record: str, *, home: Path | None = None) -> Cancel:
                 "it, it runs on there and may be billed: cancel it at the provider",
             )
         if _is_ibm(job):
-            return _cancel_ibm(job, who, home)
+            return _cancel_ibm(book, job, who, home)
         return _cancel_provider(book, job, who, home)
-    except RunStateError:  # another process ended it meanwhile
+    except RecordStateError:  # another process ended it meanwhile
         return Cancel(record, True, f"{who}: now {book.get_provider_job(record).status}: nothing to cancel")
 
 
@@ -113,12 +113,12 @@ def _is_ibm(job: Any) -> bool:
     return job.provider == PROVIDER and job.context.get("kind") == KIND
 
 
-def _cancel_ibm(job: Any, who: str, home: Path | None) -> Cancel:
+def _cancel_ibm(book: Any, job: Any, who: str, home: Path | None) -> Cancel:
     from qsolve.errors import QsolveError
     from qsolve.targets.ibm import cancel
 
     try:
-        done = cancel(job.id, home=home)
+        done = cancel(job.id, book=book, home=home)
     except QsolveError as e:
         return Cancel(job.id, False, f"{who}: not cancelled: {e}")
     return Cancel(job.id, True, f"{who}: " + ("cancelled at IBM Quantum" if done else "it had already ended"))

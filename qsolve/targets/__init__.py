@@ -134,11 +134,12 @@ def _open(spec: str, device_access: bool) -> Backend:
             "hardware_cases"
         )
     if _IBM.fullmatch(spec):
-        from qsolve.targets.ibm import open_ibm
-
-        # no confirmation here: IBM states no price, so each job waits for the person's (qsolve run
-        # opens the target itself with --yes, and ``use``s it)
-        return open_ibm(spec)
+        # a device of IBM's keeps its jobs in the state database: the command that runs it opens it with
+        # that book (storage.sessions.ibm_backend: qsolve run, a hardware run) and ``use``s it
+        raise TargetUnavailable(
+            f"{spec}: opened by the command that runs it, with the state database as its book (qsolve run, "
+            "a confirmed quote's hardware run)"
+        )
     raise TargetUnavailable(f"{spec}: running on this target is not available yet")
 
 

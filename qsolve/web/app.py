@@ -1,5 +1,5 @@
 """The web application (issue 16): ``create_app(home)``, one FastAPI app over the same core functions the
-command line uses. ``qsolve serve`` runs it on loopback (``qsolve.web.commands``).
+command line uses. ``qsolve serve`` runs it on loopback (``qsolve.cli.web``).
 
 Every error renders through the error page with its status code: a wrong id is a 404 naming it, a form
 or a file that does not read a 400 or 422 saying why, a missing login a 401 linking to the login, a

@@ -42,8 +42,8 @@ MAX_COMMENT = 4000
 def _calibration_store(request: Request):
     """The calibration store over the app's own state database and blobs (never closed here: the
     database is the app's)."""
-    from qsolve.calibration.store import CalibrationStore
     from storage.blobs import BlobStore
+    from storage.calibration import CalibrationStore
 
     return CalibrationStore(state_db(request.app), BlobStore(home(request)))
 
@@ -129,7 +129,7 @@ def score_page(request: Request, run_id: str) -> Response:
 def _figure_data(state, store, record, sha256: str) -> tuple[bytes, str] | str:
     """(bytes, media type) of a figure the record shows: the asset kept when it was judged, else the
     task result's own figure; or why it cannot be read (its path stays out of it)."""
-    from qsolve.calibration.store import FigureMissing
+    from storage.calibration import FigureMissing
 
     record_id = record.id
     kept = state.asset_for(record_id, sha256)

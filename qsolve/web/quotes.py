@@ -180,7 +180,7 @@ def confirm(
             return _page(request, quote.workflow, status_code=409, refusal=refusal)
     import logging
 
-    from qsolve.hardware.commands import started
+    from qsolve.cli.hardware import started
 
     logging.getLogger("qsolve.web").info(started(quote.id))  # on the Prefect server, if there is one
     return RedirectResponse(f"/workflows/{quote.workflow}/quotes?confirmed={quote.id}#quote-{quote.id}", 303)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from decimal import Decimal
 
-from qsolve.errors import QsolveError
+from qsolve.errors import QsolveError, RecordNotFound, RecordStateError
 from storage.state._models import FailureReason
 
 
@@ -38,7 +38,7 @@ class StateError(QsolveError):
 
 
 @dataclass
-class NotFound(StateError):
+class NotFound(StateError, RecordNotFound):
     kind: str = ""
     key: str = ""
 
@@ -52,7 +52,7 @@ class VersionConflict(StateError):
 
 
 @dataclass
-class RunStateError(StateError):
+class RunStateError(StateError, RecordStateError):
     run_id: str = ""
     status: str = ""
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import secrets
-import socket
 import threading
 import time
 from datetime import datetime, timedelta
@@ -27,6 +25,7 @@ from typing import Self
 import sqlalchemy as sa
 
 from qsolve.heartbeat import beating
+from qsolve.home import owner_token
 from storage.state._ledger import release_hold
 from storage.state._models import FailureReason, RunStatus
 from storage.state._rows import RUNS, now, run_of
@@ -58,8 +57,6 @@ def lease_seconds() -> float:
     return value
 
 
-def owner_token() -> str:
-    return f"{socket.gethostname()[:60]}:{os.getpid()}:{secrets.token_hex(6)}"
 
 
 class Leases(Store):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qsolve.calibration.store import open_store
+from storage.calibration import open_store
 
 
 def test_the_flow_records_every_result_with_its_known_answer(prefect, tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qsolve.calibration.store import open_store
 from qsolve.evaluation.runs import RunRequest, request_run
+from storage.calibration import open_store
 from tests.qsolve.calibration.calibration_runs import made
 
 

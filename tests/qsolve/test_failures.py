@@ -174,7 +174,7 @@ def test_the_progress_line_says_where_the_time_limit_stopped_the_job() -> None:
 
     from rich.console import Console
 
-    from qsolve.report_view import Progress
+    from qsolve.cli.report_view import Progress
 
     out = io.StringIO()
     why = "the sandbox job was stopped at its time limit of 300 s in case slow, in method qaoa; 1 of 3 " \

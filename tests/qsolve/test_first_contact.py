@@ -117,7 +117,7 @@ def test_the_progress_line_escapes_markup() -> None:
 
     from rich.console import Console
 
-    from qsolve.report_view import Progress
+    from qsolve.cli.report_view import Progress
 
     out = io.StringIO()
     Progress(Console(file=out, width=80))(

@@ -13,8 +13,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from flows.server import RECORD, Recorded, read_record
 from qsolve.janitor import _start_time
-from qsolve.prefect_server import RECORD, Recorded, read_record
 
 QSOLVE = [sys.executable, "-c", "from qsolve.cli import run; run()"]
 

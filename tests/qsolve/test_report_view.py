@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from qsolve.report_view import Progress
+from qsolve.cli.report_view import Progress
 
 
 def printed(events: list[dict]) -> str:
@@ -56,7 +56,7 @@ def test_a_failed_check_is_shown_with_its_message() -> None:
 
 
 def test_the_heading_names_the_folder_when_the_workflow_does_not_load(wf) -> None:
-    from qsolve.report_view import show
+    from qsolve.cli.report_view import show
     from qsolve.validation import validate
 
     wf.write("manifest.yaml", "name: [\n")
@@ -66,7 +66,7 @@ def test_the_heading_names_the_folder_when_the_workflow_does_not_load(wf) -> Non
 
 
 def test_the_metric_note_is_shown_beside_the_accuracy(wf) -> None:
-    from qsolve.report_view import show
+    from qsolve.cli.report_view import show
     from qsolve.validation import ValidationReport
 
     report = ValidationReport.model_validate(

@@ -19,9 +19,9 @@ import pytest
 import yaml
 from markupsafe import escape
 
-from qsolve.calibration.store import open_store
 from qsolve.evaluation.drafts import DraftStore, task_archive
 from qsolve.evaluation.runs import RunRequest, execute_run, request_run
+from storage.calibration import open_store
 from storage.state import connect
 from tests.qsolve.calibration.calibration_runs import calibrated, made
 from tests.qsolve.evaluation.model_server import HEALTHY, ModelServer, answer

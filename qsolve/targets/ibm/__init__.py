@@ -51,7 +51,8 @@ One module per concept (every name below is importable from ``qsolve.targets.ibm
 - ``sealing``: ``execution_of`` and ``is_the_row``, the ``sampler-v2`` receipt's execution from the body;
 - ``target``: ``IbmBackend``, the target, and ``open_ibm``;
 - ``later``: ``collect`` and ``cancel``, a recorded job from any process;
-- ``cli`` (run by ``__main__``): ``python -m qsolve.targets.ibm save-key | collect RECORD | cancel RECORD``.
+- ``__main__``: ``python -m qsolve.targets.ibm save-key | collect RECORD | cancel RECORD``, the command
+  :mod:`qsolve.cli.ibm`.
 
 qiskit-ibm-runtime is imported only where the client is used (opening a device, sending, following), never
 by importing this package.
@@ -59,7 +60,6 @@ by importing this package.
 
 from __future__ import annotations
 
-from qsolve.targets.ibm.cli import main
 from qsolve.targets.ibm.credentials import ibm_key
 from qsolve.targets.ibm.device import describe
 from qsolve.targets.ibm.errors import IbmJobStopped, IbmUnavailable
@@ -102,6 +102,5 @@ __all__ = [
     "execution_of",
     "ibm_key",
     "is_the_row",
-    "main",
     "open_ibm",
 ]

@@ -1,6 +1,6 @@
-"""``python -m qsolve.targets.ibm save-key | collect RECORD | cancel RECORD``: the entry point (``cli.main``,
-kept apart so that importing the package never loads this module under a second name)."""
+"""``python -m qsolve.targets.ibm save-key | collect RECORD | cancel RECORD``: the entry point of the
+command :mod:`qsolve.cli.ibm` (a front door: it opens the state database; the target itself does not)."""
 
-from qsolve.targets.ibm.cli import main
+from qsolve.cli.ibm import main
 
 raise SystemExit(main())

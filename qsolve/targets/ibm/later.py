@@ -1,6 +1,7 @@
 """A recorded IBM job, from any process (the one that sent it may have ended): ``collect`` follows it and
 seals it, ``cancel`` passes a cancellation on to IBM. The device and the client's settings are the
-record's (settings in the environment win)."""
+record's (settings in the environment win). The caller gives the book holding the record (the state
+database) and keeps it: it is not closed here."""
 
 from __future__ import annotations
 
@@ -14,11 +15,8 @@ from qsolve.targets.ibm.names import KIND, PROVIDER
 from qsolve.targets.ibm.target import IbmBackend, open_ibm
 
 
-def _backend_of(record: str, home: Path | None, **kwargs: Any) -> IbmBackend:
-    from storage.state import connect as connect_state
-
-    with connect_state(home=home) as db:
-        row = db.get_provider_job(record)
+def _backend_of(record: str, book: Any, keep: Any, home: Path | None, **kwargs: Any) -> IbmBackend:
+    row = book.get_provider_job(record)
     if row.provider != PROVIDER or row.context.get("kind") != KIND:
         raise IbmUnavailable(f"provider job {record} is {row.provider}'s, not an IBM Quantum job")
     given = kwargs.pop("env", None)
@@ -31,22 +29,20 @@ def _backend_of(record: str, home: Path | None, **kwargs: Any) -> IbmBackend:
     ):
         if not env.get(name) and recorded.get(key):
             env[name] = recorded[key]
-    return open_ibm(f"ibm:{row.context['device']}", home=home, env=env, **kwargs)
+    return open_ibm(f"ibm:{row.context['device']}", book=book, keep=keep, home=home, env=env, **kwargs)
 
 
-def collect(record: str, *, home: Path | None = None, **kwargs: Any) -> Sealed:
-    """Collect a recorded IBM job from any process (its first client may have ended): follow it, seal it."""
-    backend = _backend_of(record, home, **kwargs)
-    try:
-        return backend.follow(record)
-    finally:
-        backend.close()
+def collect(record: str, *, book: Any, keep: Any, home: Path | None = None, **kwargs: Any) -> Sealed:
+    """Collect a recorded IBM job from any process (its first client may have ended): follow it, seal it
+    (``book``: the state database holding the record; ``keep``: the keeper of sealed jobs, blobs)."""
+    return _backend_of(record, book, keep, home, **kwargs).follow(record)  # the book stays the caller's
 
 
-def cancel(record: str, *, home: Path | None = None, **kwargs: Any) -> bool:
-    """Pass a cancellation on to IBM for a recorded job, from any process."""
-    backend = _backend_of(record, home, **kwargs)
-    try:
-        return bool(backend.cancel(record))
-    finally:
-        backend.close()
+def cancel(record: str, *, book: Any, home: Path | None = None, **kwargs: Any) -> bool:
+    """Pass a cancellation on to IBM for a recorded job, from any process (``book``: the state database
+    holding the record)."""
+    return bool(_backend_of(record, book, _seals_nothing, home, **kwargs).cancel(record))
+
+
+def _seals_nothing(text: str) -> tuple[str, str]:
+    raise AssertionError("a cancellation seals no job")  # pragma: no cover - cancel never seals

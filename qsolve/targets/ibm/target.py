@@ -20,6 +20,7 @@ from blake3 import blake3
 from qiskit import QuantumCircuit
 from qiskit.transpiler import PassManager, generate_preset_pass_manager
 
+from qsolve.errors import RecordStateError
 from qsolve.heartbeat import beat
 from qsolve.providers.credentials import Secret
 from qsolve.providers.jobs import Confirmation, JobStopped, NotConfirmed, Sealed, StillRunning, job_text
@@ -387,9 +388,7 @@ class IbmBackend(Backend):
     def _end(self, record: str, status: str, why: str) -> None:
         """End the record, unless it has ended already (a cancellation passed on from another thread or
         process ends it first)."""
-        from storage.state import RunStateError
-
-        with contextlib.suppress(RunStateError):
+        with contextlib.suppress(RecordStateError):
             self.book.provider_job_ended(record, status, why)
 
     def _cancel_job(self, record: str, job: Any, why: str) -> bool:
@@ -405,6 +404,8 @@ class IbmBackend(Backend):
 def open_ibm(
     spec: str,
     *,
+    book: Any,
+    keep: Callable[[str], tuple[str, str]],
     home: Path | None = None,
     confirmation: Confirmation | None = None,
     tell: Callable[[str], None] | None = None,
@@ -413,12 +414,11 @@ def open_ibm(
     poll_s: float = POLL_S,
     env: Mapping[str, str] | None = None,
 ) -> IbmBackend:
-    """``ibm:<device>`` opened: the key, the client, the device, the state database as the book of its jobs,
-    the host's key, blobs as the keeper of sealed jobs, and this run's confirmation (none by default: every
-    job's cost is unknown, so nothing is sent without one)."""
+    """``ibm:<device>`` opened: the key, the client, the device, ``book`` (the state database) as the book of
+    its jobs and the keeper of the host's key, ``keep`` as the keeper of sealed jobs (blobs), and this run's
+    confirmation (none by default: every job's cost is unknown, so nothing is sent without one).
+    ``storage.sessions.ibm_backend`` opens it over a home's state database and blobs."""
     from qsolve.home import qsolve_home
-    from storage.blobs import BlobStore
-    from storage.state import connect as connect_state
 
     device = spec.removeprefix("ibm:")
     home = qsolve_home(home)
@@ -428,13 +428,6 @@ def open_ibm(
     if settings.instance is None:
         with contextlib.suppress(Exception):
             settings = IbmSettings(settings.channel, service.active_instance(), settings.url)
-    blobs = BlobStore(home)
-
-    def keep(text: str) -> tuple[str, str]:
-        digest = blobs.put(text.encode("utf-8"))
-        return digest, blobs.where(digest)
-
-    book = connect_state(home=home)
     return IbmBackend(
         device,
         service=service,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from qsolve.calibration.commands import add_commands
-from qsolve.calibration.store import open_store
+from qsolve.cli.calibration import add_commands
+from storage.calibration import open_store
 from tests.qsolve.calibration.test_importing import folder, good
 
 

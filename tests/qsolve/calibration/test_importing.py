@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from qsolve.calibration.importing import ImportInvalid, import_folder, read_folder
-from qsolve.calibration.store import CalibrationStore
 from storage.blobs import BlobStore
+from storage.calibration import CalibrationStore
 from storage.state import connect
 from tests.storage.state.conftest import default_settings
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from qsolve.cli.knowledge import add_commands
 from qsolve.evaluation import drafts
 from qsolve.evaluation.drafts import (
     ARCHIVE_DATE_TIME,
@@ -26,7 +27,6 @@ from qsolve.evaluation.drafts import (
 )
 from qsolve.evaluation.examples import examples_of
 from qsolve.evaluation.knowledge import derive_reference
-from qsolve.evaluation.knowledge_commands import add_commands
 
 KNOWLEDGE = Path(__file__).resolve().parents[3] / "task-knowledge"
 TASKS = sorted(p.name for p in KNOWLEDGE.iterdir() if p.is_dir())

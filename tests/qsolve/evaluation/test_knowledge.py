@@ -328,7 +328,7 @@ def test_a_folder_without_task_md_is_refused(tmp_path: Path):
 def run_cli(*argv: str) -> int:
     import argparse
 
-    from qsolve.evaluation.knowledge_commands import add_commands
+    from qsolve.cli.knowledge import add_commands
 
     parser = argparse.ArgumentParser()
     add_commands(parser.add_subparsers(dest="command"))

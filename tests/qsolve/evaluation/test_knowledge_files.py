@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from qsolve.calibration.calibrate import read_frontmatter, write_examples
-from qsolve.calibration.commands import TASK_NAMES
 from qsolve.calibration.experiments import EXPERIMENTS, INTEGER_OUTPUTS, TASKS
 from qsolve.calibration.faults import failure_codes
+from qsolve.cli.calibration import TASK_NAMES
 from qsolve.evaluation.knowledge import derive_reference
 
 KNOWLEDGE = Path(__file__).resolve().parents[3] / "task-knowledge"

@@ -302,7 +302,7 @@ def test_the_preview_is_the_evaluations_prompts(reference):
 def test_knowledge_preview_command(tmp_path: Path, capsys):
     import argparse
 
-    from qsolve.evaluation.knowledge_commands import add_commands
+    from qsolve.cli.knowledge import add_commands
 
     task = tmp_path / "CheckT1"
     (task / "examples").mkdir(parents=True)

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from qsolve.calibration.store import open_store
 from qsolve.evaluation.compare import compare, score
 from qsolve.evaluation.models import UnknownModel
 from qsolve.evaluation.runs import RunRequest, execute_run, request_run, summary
+from storage.calibration import open_store
 from tests.qsolve.calibration.calibration_runs import made
 from tests.qsolve.evaluation.model_server import ModelServer, answer, fail, slow
 
@@ -194,7 +194,7 @@ def test_cancel_stops_the_run_between_records(home: Path) -> None:
 RUNNER = """
 import sys
 from qsolve.evaluation.runs import execute_run
-from qsolve.calibration.store import open_store
+from storage.calibration import open_store
 with open_store() as store:
     execute_run(store.db, store, sys.argv[1], workers=1, beat_s=0.2)
 """

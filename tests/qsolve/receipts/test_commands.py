@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from qsolve.receipts.commands import add_commands
+from qsolve.cli.receipts import add_commands
 from qsolve.receipts.keys import key_path, load_host_key
 from qsolve.receipts.seal import seal
 from tests.qsolve.receipts.builders import KEY, request, result, sealed

@@ -15,6 +15,6 @@ def test_the_domain_core_imports_no_prefect() -> None:
     import subprocess
     import sys
 
-    code = "import sys, qsolve.receipts.commands, qsolve.receipts.verifier; print('prefect' in sys.modules)"
+    code = "import sys, qsolve.cli.receipts, qsolve.receipts.verifier; print('prefect' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -19,6 +19,7 @@ import pytest
 from qiskit import QuantumCircuit
 
 from qsolve.cli import main
+from qsolve.cli.ibm import main as ibm_main
 from qsolve.providers.credentials import CredentialStore, Secret
 from qsolve.providers.jobs import Confirmation, NotConfirmed
 from qsolve.receipts import verify
@@ -31,9 +32,8 @@ from qsolve.targets.ibm import (
     describe,
     execution_of,
     is_the_row,
-    open_ibm,
 )
-from qsolve.targets.ibm import main as ibm_main
+from storage.sessions import ibm_backend
 from storage.state import connect
 from tests.qsolve.providers.test_credential_nowhere import found_in
 from tests.qsolve.targets.ibm_standin import CRN, IbmStandIn, read_pubs
@@ -98,7 +98,7 @@ def bell() -> QuantumCircuit:
 
 
 def opened(**kwargs):
-    return open_ibm(TARGET, confirmation=Confirmation(yes=True), poll_s=0.05, **kwargs)
+    return ibm_backend(TARGET, confirmation=Confirmation(yes=True), poll_s=0.05, **kwargs)
 
 
 def jobs_of(home: Path) -> list:
@@ -250,7 +250,9 @@ def test_without_a_confirmation_nothing_is_sent(home, standin):
 
     with pytest.raises(TargetUnavailable, match="validation has no network"):
         _open(TARGET, False)
-    backend = _open(TARGET, True)  # the opener: no confirmation, so a job of unknown cost waits for one
+    with pytest.raises(TargetUnavailable, match="opened by the command that runs it"):
+        _open(TARGET, True)  # the core has no book to keep the jobs in: qsolve run opens it
+    backend = ibm_backend(TARGET)  # no confirmation, so a job of unknown cost waits for one
     try:
         with pytest.raises(NotConfirmed, match="the cost is unknown .* nothing was submitted"):
             backend.execute(backend.transpile([bell()], seed=7), 500, seed=1)
@@ -263,9 +265,9 @@ SUBMITTER = """
 import sys
 from qiskit import QuantumCircuit
 from qsolve.providers.jobs import Confirmation
-from qsolve.targets.ibm import open_ibm
+from storage.sessions import ibm_backend
 
-backend = open_ibm(sys.argv[1], confirmation=Confirmation(yes=True), poll_s=0.05)
+backend = ibm_backend(sys.argv[1], confirmation=Confirmation(yes=True), poll_s=0.05)
 circuit = QuantumCircuit(2, 2)
 circuit.h(0)
 circuit.cx(0, 1)

@@ -11,8 +11,8 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
+from qsolve.cli.trackrecord import add_commands
 from storage.trackrecord import file_rows
-from storage.trackrecord.commands import add_commands
 
 from .builders import scenario
 
@@ -121,7 +121,7 @@ def test_no_prefect_is_imported():
     from pathlib import Path
 
     code = (
-        "import sys, storage.trackrecord, storage.trackrecord.commands;"
+        "import sys, storage.trackrecord, qsolve.cli.trackrecord;"
         "print(any(m.split('.')[0] in ('prefect', 'qiskit') for m in sys.modules))"
     )
     repo = Path(__file__).resolve().parents[3]

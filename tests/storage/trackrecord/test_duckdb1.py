@@ -17,8 +17,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from qsolve.cli.trackrecord import add_commands
 from storage.trackrecord import TrackRecordWarning, compact, ensure_views, file_rows
-from storage.trackrecord.commands import add_commands
 from storage.trackrecord.layout import Layout
 from tests.duckdb15 import cli1, python1
 

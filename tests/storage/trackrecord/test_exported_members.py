@@ -27,7 +27,7 @@ def test_page_and_query_are_the_functions_whatever_was_imported_first():
 
 PARSER_ONLY = """
 import argparse, sys
-from storage.trackrecord.commands import FORMATS, add_commands
+from qsolve.cli.trackrecord import FORMATS, add_commands
 add_commands(argparse.ArgumentParser().add_subparsers())
 heavy = [m for m in ("duckdb", "pyarrow", "prefect") if m in sys.modules]
 from storage.trackrecord.sql import FORMATS as SQL_FORMATS

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from qsolve.cli.trackrecord import add_commands
 from storage.trackrecord import (
     Layout,
     TrackRecordWarning,
@@ -25,7 +26,6 @@ from storage.trackrecord import (
     page,
     views,
 )
-from storage.trackrecord.commands import add_commands
 
 from .builders import row
 from .test_analyst import analyst, as_a_new_process

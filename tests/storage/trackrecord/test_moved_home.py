@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from qsolve.cli.trackrecord import add_commands
 from storage.trackrecord import compact, ensure_views, file_rows, page
-from storage.trackrecord.commands import add_commands
 
 from .builders import row
 from .test_analyst import analyst, as_a_new_process

@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -218,49 +217,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def session(name: str, *, yes: bool, run_id: str | None = None, home: Path | None = None):
-    """A provider session for platform code: its client, the state database as its book, the host's
-    key (registered there, a new one made where it was retired), blobs as the keeper of sealed jobs,
-    and this run's confirmation (``--yes``, or a question
-    when standard input is a terminal)."""
-    from qsolve.home import qsolve_home
-    from qsolve.providers.connect import open_client
-    from qsolve.providers.jobs import Confirmation, ProviderSession
-    from storage.blobs import BlobStore
-    from storage.state import connect
-
-    home = home or qsolve_home()
-    client, entry = open_client(name, home)
-    blobs = BlobStore(home)
-
-    def keep(text: str) -> tuple[str, str]:
-        digest = blobs.put(text.encode("utf-8"))
-        return digest, blobs.where(digest)
-
-    ask = _ask if sys.stdin.isatty() and not yes else None
-    book = connect(home=home)
-    return ProviderSession(
-        name=name,
-        kind=entry.transport,
-        client=client,
-        book=book,
-        signer=book.signing_key(home, tell=lambda line: print(line, file=sys.stderr)),
-        keep=keep,
-        confirmation=Confirmation(yes=yes, ask=ask),
-        tell=lambda line: print(line, file=sys.stderr),
-        run_id=run_id,
-    )
-
-
-def _ask(question: str) -> bool:
-    print(question + " [y/N] ", end="", file=sys.stderr, flush=True)
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
-
-
 def cmd_follow(args: argparse.Namespace) -> int:
     from qsolve.providers.errors import ProviderError
     from qsolve.providers.jobs import JobStopped
     from qsolve.providers.registry import RegistryError
+    from storage.sessions import provider_session
     from storage.state import NotFound, connect
 
     with connect() as db:
@@ -281,7 +242,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
     if _is_ibm(job):
         return _follow_ibm(job)
     try:
-        s = session(job.provider, yes=args.yes, run_id=job.run_id)
+        s = provider_session(job.provider, yes=args.yes, run_id=job.run_id)
     except RegistryError as e:
         return _fail(str(e))
     try:
@@ -338,7 +299,10 @@ def _follow_ibm(job: Any) -> int:
     """An IBM Quantum job followed and sealed as ``python -m qsolve.targets.ibm collect`` does it: the
     record's device and settings, the person's key; nothing is ever sent again from here."""
     from qsolve.errors import QsolveError
+    from qsolve.home import qsolve_home
     from qsolve.targets.ibm import collect
+    from storage.sessions import keeper
+    from storage.state import connect
 
     if job.status == "recorded":
         return _fail(f"provider job {job.id} was recorded and never sent: nothing to follow", EXIT_FAILED)
@@ -350,7 +314,8 @@ def _follow_ibm(job: Any) -> int:
             EXIT_FAILED,
         )
     try:
-        sealed = collect(job.id)
+        with connect() as db:
+            sealed = collect(job.id, book=db, keep=keeper(qsolve_home()))
     except QsolveError as e:
         return _fail(str(e), EXIT_FAILED)
     print(f"provider job {job.id}: done; receipt {sealed.path}")

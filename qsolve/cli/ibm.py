@@ -1,4 +1,6 @@
-"""``python -m qsolve.targets.ibm save-key | collect RECORD | cancel RECORD`` (``__main__.py`` runs it)."""
+"""``python -m qsolve.targets.ibm save-key | collect RECORD | cancel RECORD`` (run by
+``qsolve/targets/ibm/__main__.py``): the IBM target's own command, over the state database and blobs of
+``QSOLVE_HOME``."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from qsolve.providers.credentials import CredentialStore, Secret
 from qsolve.targets.ibm.later import cancel, collect
 from qsolve.targets.ibm.names import PROVIDER
 
-#: the help's first line (said here: ``qsolve.targets.ibm`` imports this module, never the reverse)
+#: the help's first line
 DESCRIPTION = "ibm:<device>: an IBM Quantum device through qiskit-ibm-runtime (docs/ibm.md)"
 
 
@@ -42,13 +44,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             stored = CredentialStore().put(PROVIDER, Secret(value))
             print(f"the IBM Quantum API key is kept in {stored.label}")
             return 0
-        if args.command == "collect":
-            from storage.blobs import BlobStore
-            from storage.state import connect as connect_state
-            from storage.state import qsolve_home
+        from storage.blobs import BlobStore
+        from storage.sessions import keeper
+        from storage.state import connect as connect_state
+        from storage.state import qsolve_home
 
-            with connect_state() as db:
-                row = db.get_provider_job(args.record)
+        with connect_state() as db:
+            if args.command == "cancel":
+                done = cancel(args.record, book=db)
+                print(f"IBM job {args.record}: " + ("cancelled" if done else "had already ended"))
+                return 0
+            row = db.get_provider_job(args.record)
             if row.status in ("done", "failed", "cancelled"):  # ended: sealed once, never again
                 print(f"IBM job {args.record} (IBM's id {row.job or 'never given'}): {row.status}")
                 if row.receipt:
@@ -58,10 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 elif row.error:
                     print(f"  {row.error}")
                 return 0 if row.status == "done" else 1
-            sealed = collect(args.record)
-            print(f"IBM job {args.record}: done; receipt {sealed.path}")
-            return 0
-        print(f"IBM job {args.record}: " + ("cancelled" if cancel(args.record) else "had already ended"))
+            sealed = collect(args.record, book=db, keep=keeper(qsolve_home()))
+        print(f"IBM job {args.record}: done; receipt {sealed.path}")
         return 0
     except QsolveError as e:
         print(f"python -m qsolve.targets.ibm: {e}", file=sys.stderr)

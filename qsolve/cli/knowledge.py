@@ -25,7 +25,7 @@ import json
 import sys
 from typing import Any
 
-from qsolve.evaluation.evaluation_commands import _quiet_pipe
+from qsolve.cli.evaluation import _quiet_pipe
 
 
 def add_commands(subparsers: Any) -> Any:

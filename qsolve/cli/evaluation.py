@@ -120,7 +120,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def _store():
-    from qsolve.calibration.store import open_store
+    from storage.calibration import open_store
 
     return open_store()
 

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import QueryFailed, QueryLimit, TrackRecordWarning, UnknownWorkflow
+from storage.trackrecord.errors import QueryFailed, QueryLimit, TrackRecordWarning, UnknownWorkflow
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 FORMATS = ("table", "csv", "json", "parquet")  # sql.FORMATS, here so the parser loads no DuckDB
@@ -131,7 +131,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from .sql import query
+    from storage.trackrecord.sql import query
 
     if args.format == "parquet" and args.output is None and sys.stdout.isatty():
         return _fail("query", "--format parquet writes binary: give --output PATH or pipe it")
@@ -150,12 +150,12 @@ def _query(args: argparse.Namespace) -> int:
 def cmd_views_sql(args: argparse.Namespace) -> int:
     import os
 
-    from .layout import Layout
-    from .views import Sources, definitions
+    from storage.trackrecord.layout import Layout
+    from storage.trackrecord.views import Sources, definitions
 
     layout = Layout()
     if layout.store is not None:
-        from .analyst import analyst_sql
+        from storage.trackrecord.analyst import analyst_sql
 
         text = analyst_sql(layout.store, credentials=args.credentials)
     else:
@@ -178,8 +178,7 @@ def cmd_receipts(args: argparse.Namespace) -> int:
 
     from qsolve.home import qsolve_home
     from storage.state import NotFound, connect
-
-    from .receipts_check import write_receipts
+    from storage.trackrecord.receipts_check import write_receipts
 
     with connect() as db:
         try:
@@ -203,8 +202,8 @@ def cmd_page(args: argparse.Namespace) -> int:
 def _page(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from .published import published_page
-    from .workflow_page import render_page
+    from storage.trackrecord.published import published_page
+    from storage.trackrecord.workflow_page import render_page
 
     try:
         p, _checked = published_page(args.name, args.version)

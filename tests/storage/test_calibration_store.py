@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from qsolve.calibration.store import CalibrationStore, FigureMissing
 from storage.blobs import BlobStore
+from storage.calibration import CalibrationStore, FigureMissing
 from storage.state import NotFound, StateError, connect
 from tests.qsolve.calibration.calibration_runs import calibrated, made
 from tests.storage.state.conftest import database_url, default_settings  # noqa: F401 - the fixture

@@ -132,14 +132,14 @@ def _test(args: argparse.Namespace, root: Path, process: JobProcess) -> int:
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
-        from qsolve.report_view import show
+        from qsolve.cli.report_view import show
 
         show(report, Console(width=None if sys.stdout.isatty() else 140))
     return EXIT_OK if report.passed else EXIT_FAILED
 
 
 def _progress(console):
-    from qsolve.report_view import Progress  # rich's tables: only for a report that shows them
+    from qsolve.cli.report_view import Progress  # rich's tables: only for a report that shows them
 
     return Progress(console)
 
@@ -197,15 +197,15 @@ def _submitted(args: argparse.Namespace, report) -> int:
         )
         if store is None:
             sql = f"select * from track_record where workflow = '{name}'"
-            print(f"  duckdb {home / 'trackrecord.duckdb'} \"{sql}\"")
+            print(f'  duckdb {home / "trackrecord.duckdb"} "{sql}"')
         else:
             print("  qsolve views-sql > views.sql   (the views for your own DuckDB, with httpfs)")
     return EXIT_OK if report.accepted else EXIT_FAILED
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from qsolve.cli.run_case import run_case_here
     from qsolve.providers.registry import RegistryError
-    from qsolve.run import run_case_here
     from qsolve.targets import UnknownTarget, check_device
 
     root = _folder(args.dir)
@@ -370,17 +370,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_maintenance)
 
-    from qsolve.calibration.commands import add_commands as add_calibration_commands
-    from qsolve.evaluation.evaluation_commands import add_commands as add_evaluation_commands
-    from qsolve.evaluation.knowledge_commands import add_commands as add_knowledge_commands
-    from qsolve.hardware.commands import add_commands as add_hardware_commands
-    from qsolve.prefect_server import add_commands as add_server_commands
-    from qsolve.providers.commands import add_commands as add_provider_commands
-    from qsolve.providers.worker import add_commands as add_worker_commands
-    from qsolve.receipts.commands import add_commands as add_receipt_commands
-    from qsolve.web.commands import add_commands as add_web_commands
-    from storage.credit_commands import add_commands as add_credit_commands
-    from storage.trackrecord.commands import add_commands as add_trackrecord_commands
+    from qsolve.cli.calibration import add_commands as add_calibration_commands
+    from qsolve.cli.credits import add_commands as add_credit_commands
+    from qsolve.cli.evaluation import add_commands as add_evaluation_commands
+    from qsolve.cli.hardware import add_commands as add_hardware_commands
+    from qsolve.cli.knowledge import add_commands as add_knowledge_commands
+    from qsolve.cli.providers import add_commands as add_provider_commands
+    from qsolve.cli.receipts import add_commands as add_receipt_commands
+    from qsolve.cli.server import add_commands as add_server_commands
+    from qsolve.cli.trackrecord import add_commands as add_trackrecord_commands
+    from qsolve.cli.web import add_commands as add_web_commands
+    from qsolve.cli.worker import add_commands as add_worker_commands
 
     add_trackrecord_commands(sub)
     add_receipt_commands(sub)

@@ -39,21 +39,20 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
         err.print(f"[yellow]{len(matches)} cases are named {case_name}: running cases[{index}][/yellow]")
     backend = None
     if target.startswith("provider:"):
-        from qsolve.providers.commands import session
         from qsolve.targets import use
         from qsolve.targets.provider import ProviderBackend
+        from storage.sessions import provider_session
 
-        backend = ProviderBackend(session(target.split(":", 1)[1], yes=yes))
+        backend = ProviderBackend(provider_session(target.split(":", 1)[1], yes=yes))
         use(backend)
     elif target.startswith("ibm:"):
         from qsolve.providers.jobs import Confirmation
         from qsolve.targets import use
-        from qsolve.targets.ibm import IbmUnavailable, open_ibm
+        from qsolve.targets.ibm import IbmUnavailable
+        from storage.sessions import ask_on_terminal, ibm_backend
 
         try:
-            backend = open_ibm(
-                target, confirmation=Confirmation(yes=yes, ask=_ask if sys.stdin.isatty() else None)
-            )
+            backend = ibm_backend(target, confirmation=Confirmation(yes=yes, ask=ask_on_terminal()))
         except IbmUnavailable as e:
             print(f"qsolve run: {e}", file=sys.stderr)
             return 1
@@ -95,7 +94,7 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
     if as_json:
         print(json.dumps({"case": result.summary(), "receipts": receipts, "jobs": jobs}, indent=2))
     else:
-        from qsolve.report_view import case_table
+        from qsolve.cli.report_view import case_table
 
         console = Console(width=None if sys.stdout.isatty() else 140)
         console.print(case_table([result]))
@@ -155,8 +154,3 @@ def _label(described: dict[str, Any]) -> str:
     if described.get("provenance") == "silicon":
         return "measured by the provider's processor (its word, sealed)"
     return f"simulated (the provider's device is a {described.get('provenance')}), not measured"
-
-
-def _ask(question: str) -> bool:
-    print(question + " [y/N] ", end="", file=sys.stderr, flush=True)
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
