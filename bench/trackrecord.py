@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from qsolve.results import CaseResult, MethodOutcome  # noqa: E402
+from qsolve.judging.results import CaseResult, MethodOutcome  # noqa: E402
 from storage.trackrecord import (  # noqa: E402
     SCHEMA,
     Layout,

@@ -38,3 +38,21 @@ def run_hardware(quote_id: str) -> Any:
 
     state = hardware_flow(quote=quote_id, return_state=True)
     return state.result(raise_on_failure=False, _sync=True)
+
+
+def start_confirmed(quote_id: str) -> str:
+    """How a confirmed quote's run starts: on the Prefect server of ``PREFECT_API_URL``, at once (the
+    quote flow run waiting for it resumed, or the hardware deployment run); else what to run."""
+    import os
+
+    if os.environ.get("PREFECT_API_URL"):
+        from flows.hardware import start_confirmed
+
+        try:
+            return start_confirmed(quote_id)
+        except Exception as e:  # noqa: BLE001 - the quote stays confirmed: it can be run later
+            return f"confirmed, but not started on the Prefect server ({type(e).__name__}: {e})"
+    return (
+        f"run it: qsolve confirm {quote_id} --yes (with a Prefect server in PREFECT_API_URL, the quote flow "
+        "run waiting for it is resumed, or the hardware/hardware deployment run)"
+    )

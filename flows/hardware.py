@@ -10,7 +10,7 @@ run again (the database gives each quote's run to one process).
 
 ``hardware``: run the confirmed quotes of a batch (or one quote), as ``qsolve confirm`` leaves them.
 
-A quote's run goes where its provider is (issue 26, item 3; ``qsolve.providers.routing``): a flow run on
+A quote's run goes where its provider is (issue 26, item 3; ``qsolve.targets.routing``): a flow run on
 a machine that does not hold the provider (``provider:NAME``'s entry and credential, an IBM Quantum key)
 does not run it there, but creates a ``hardware`` flow run for it in the provider's work queue
 (``provider-NAME``, ``ibm``) of the deployment's work pool, Scheduled with a message naming the provider
@@ -321,11 +321,11 @@ def _answered(quote: Quote, said: QuoteConfirmation | None, logger) -> Quote:
 
 def _cancelled(flow, flow_run, state) -> list[str]:
     """Prefect's cancellation of a hardware flow run, passed on to the provider jobs its quotes' runs
-    may still have at their devices (qsolve.providers.cancel; a device that cannot cancel is said so).
+    may still have at their devices (qsolve.targets.cancel; a device that cannot cancel is said so).
     The lines logged."""
     import logging
 
-    from qsolve.providers.cancel import cancel_run
+    from qsolve.targets.cancel import cancel_run
 
     log = logging.getLogger("qsolve.hardware")
     named, said = flow_run.parameters or {}, []
@@ -384,7 +384,7 @@ def send_away(quote_id: str, target: str) -> str | None:
     flow run is on that queue already, or there is no work pool to send it through)."""
     from prefect.context import FlowRunContext
 
-    from qsolve.providers.routing import holds, queue_for
+    from qsolve.targets.routing import holds, queue_for
 
     queue = queue_for(target)
     if queue is None or holds(target):
@@ -403,7 +403,7 @@ def send(quote_id: str, target: str) -> str | None:
     from prefect.exceptions import ObjectNotFound
     from prefect.states import Scheduled
 
-    from qsolve.providers.routing import provider_of, queue_for
+    from qsolve.targets.routing import provider_of, queue_for
 
     queue = queue_for(target)
     with get_client(sync_client=True) as client:

@@ -19,12 +19,12 @@ import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md: a l
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from qsolve.checks import DEFAULT_TARGET
-from qsolve.failpoint import failpoint
-from qsolve.publication import unpack
-from qsolve.stopping import Stop, stopping, why_of
-from qsolve.submission import HistoryOutcome, NotRun
-from qsolve.workflow import load_workflow
+from qsolve.runtime.failpoint import failpoint
+from qsolve.runtime.stopping import Stop, stopping, why_of
+from qsolve.validation.checks import DEFAULT_TARGET
+from qsolve.validation.submission import HistoryOutcome, NotRun
+from qsolve.workflow.folder import load_workflow
+from qsolve.workflow.publication import unpack
 from storage.blobs import BlobStore
 from storage.maintenance import file_runs
 from storage.state import Claim, ClaimStatus, Lease, StageLost, StateDB, Version, connect, qsolve_home

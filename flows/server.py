@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from qsolve.home import qsolve_home
-from qsolve.janitor import _start_time
+from qsolve.runtime.janitor import _start_time
 
 RECORD = "prefect-server.json"
 FOLDER = "prefect"

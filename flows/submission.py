@@ -14,7 +14,7 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Completed, Failed, State
 
-from qsolve.submission import HistoryOutcome, SubmissionRejected, SubmissionReport
+from qsolve.validation.submission import HistoryOutcome, SubmissionRejected, SubmissionReport
 from tasks.checks import checks_stage
 from tasks.gates import gates_stage
 from tasks.gates import report_of as gates_report

@@ -14,9 +14,9 @@ from qsolve.lazy import lazy_names
 
 _HOMES = {
     "CircuitsRefused": "errors",
-    "ClassicalContext": "context",
-    "Context": "context",
-    "MethodResult": "method",
+    "ClassicalContext": "workflow.context",
+    "Context": "workflow.context",
+    "MethodResult": "workflow.method",
     "MethodUnavailable": "errors",
     "QsolveError": "errors",
     "WorkflowInvalid": "errors",

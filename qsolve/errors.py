@@ -10,7 +10,7 @@
         ├── ProcessDied         it died: a signal, or an exit in the middle of a call
         ├── ProtocolBroken      it sent what the protocol does not allow: it is not used again
         ├── OutOfTime           the job's time limit passed: the whole job ends
-        ├── PlatformStopped     the platform stopped the flow the job ran for (qsolve.stopping)
+        ├── PlatformStopped     the platform stopped the flow the job ran for (qsolve.runtime.stopping)
         └── Unconfined          the platform needs the full boundary and the kernel did not give it
 
 An issue's location is a tuple built from the inside out, as pydantic builds `loc`, and is

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from qsolve.failpoint import failpoint
-from qsolve.sandbox import TIMEOUT_RANGE
+from qsolve.runtime.failpoint import failpoint
+from qsolve.validation.jobs import TIMEOUT_RANGE
 from storage.state import StateDB
 from storage.trackrecord.compaction import compact
 from storage.trackrecord.filing import file_rows

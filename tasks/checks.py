@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prefect import task
 
-from qsolve.checks import SubmissionChecks, check_submission
+from qsolve.validation.checks import SubmissionChecks, check_submission
 
 
 @task(name="submission checks")

@@ -8,10 +8,10 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed, State
 
-from qsolve.checks import SubmissionChecks
-from qsolve.sandbox import confinement_required
 from qsolve.sandbox.process import take_ahead
-from qsolve.validation import ValidationReport, run_gates
+from qsolve.validation.checks import SubmissionChecks
+from qsolve.validation.jobs import confinement_required
+from qsolve.validation.pipeline import ValidationReport, run_gates
 
 
 class GatesFailed(Exception):

@@ -61,7 +61,7 @@ class HardwareRefused(QsolveError):
 def run_folder(version: Version, target: str | None = None, home: Path | None = None) -> Iterator[Path]:
     """The version's published folder, its ``cases`` the version's hardware cases (inputs inline, each
     on ``target`` when given): so the sandbox runs ``hardware_cases[i]`` as ``cases[i]``."""
-    from qsolve.publication import unpack
+    from qsolve.workflow.publication import unpack
     from storage.blobs import BlobStore
 
     home = home or qsolve_home()
@@ -166,8 +166,8 @@ def request_quotes(
     db: StateDB, workflow: str, account: str, *, target: str | None = None, home: Path | None = None
 ) -> tuple[QuoteBatch, list[Quote]]:
     """Price every hardware case of ``workflow``'s latest published version: a batch of quotes."""
-    from qsolve.sandbox import Limits, run_case_job
-    from qsolve.workflow import load_workflow
+    from qsolve.validation.jobs import Limits, run_case_job
+    from qsolve.workflow.folder import load_workflow
 
     version = db.get_version(workflow)
     if not version.hardware_cases:
@@ -376,10 +376,10 @@ def run_quote(
     """Run one confirmed quote as its run; an unconfirmed, lapsed or already taken one never runs. The
     run is taken in the database for this process's lease: of two processes asked to run it, one does.
     ``progress`` is told how many device jobs have run, after each."""
-    from qsolve.cases import Case
-    from qsolve.stopping import why_of
+    from qsolve.runtime.stopping import why_of
     from qsolve.targets import use
-    from qsolve.workflow import load_workflow
+    from qsolve.workflow.cases import Case
+    from qsolve.workflow.folder import load_workflow
     from storage.state import Lease
     from tasks.runs import run_case
 

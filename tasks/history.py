@@ -7,8 +7,8 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from qsolve.cases import Case
-from qsolve.manifest import Resources
+from qsolve.workflow.cases import Case
+from qsolve.workflow.manifest import Resources
 from storage.state import SYSTEM_ACCOUNT, Source, Stage, Version, connect
 from tasks.runs import RunOutcome, run_case
 

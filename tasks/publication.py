@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from qsolve.checks import SubmissionChecks
-from qsolve.submission import Published
+from qsolve.validation.checks import SubmissionChecks
+from qsolve.validation.submission import Published
 from storage.blobs import BlobStore
 from storage.state import VersionConflict, connect, qsolve_home
 

@@ -17,17 +17,16 @@ from typing import Any
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md): the cases are simulated here
 from sqlalchemy.exc import OperationalError
 
-from qsolve.cases import Case
-from qsolve.checks import DEFAULT_TARGET
 from qsolve.errors import Unconfined
-from qsolve.failpoint import failpoint
-from qsolve.heartbeat import beat
-from qsolve.manifest import Resources
-from qsolve.results import CaseResult
-from qsolve.sandbox import Limits, run_case_job
-from qsolve.sandbox.jobs import Outcome
-from qsolve.stopping import stopped
+from qsolve.judging.results import CaseResult
+from qsolve.runtime.failpoint import failpoint
+from qsolve.runtime.heartbeat import beat
+from qsolve.runtime.stopping import stopped
 from qsolve.targets import TargetUnavailable, UnknownTarget, check_target, open_target
+from qsolve.validation.checks import DEFAULT_TARGET
+from qsolve.validation.jobs import Limits, Outcome, run_case_job
+from qsolve.workflow.cases import Case
+from qsolve.workflow.manifest import Resources
 from storage.state import (
     CaseTaken,
     CreditError,

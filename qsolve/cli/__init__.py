@@ -63,7 +63,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from qsolve.checks import check_submission
+    from qsolve.validation.checks import check_submission
 
     root = _folder(args.dir)
     report = check_submission(root)
@@ -107,8 +107,8 @@ def _test(args: argparse.Namespace, root: Path, process: JobProcess) -> int:
     from rich.console import Console
 
     from qsolve.targets import UnknownTarget, check_device
-    from qsolve.validation import validate
-    from qsolve.workflow import load_cases
+    from qsolve.validation.pipeline import validate
+    from qsolve.workflow.folder import load_cases
 
     try:
         check_device(args.target)
@@ -452,7 +452,7 @@ def run() -> None:
     """The console script: :func:`main`, then the end of the process."""
     argv = sys.argv[1:]
     if argv[:1] and argv[0] in GUARDED:
-        from qsolve.janitor import guard
+        from qsolve.runtime.janitor import guard
 
         guard()
     code = main(argv)

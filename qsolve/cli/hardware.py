@@ -88,6 +88,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     ``qsolve submit`` runs its flow (the ``qsolve server`` when it runs, else a temporary server), showing
     its progress and ending with its result. ``--no-run``: confirm only. A quote confirmed already whose
     run has not started is run (``qsolve confirm ID --yes`` after ``--no-run``)."""
+    from flows.dispatch import start_confirmed
     from storage.state import NotFound, QuoteRefused, QuoteStatus, RunStatus, connect
 
     account = _account(args.account)
@@ -138,7 +139,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     as_json = getattr(args, "json", False)
     runs_here = not args.no_run and not os.environ.get("PREFECT_API_URL")
     if as_json and not runs_here:
-        run_said = "confirmed only (--no-run)" if args.no_run else started(confirmed.id)
+        run_said = "confirmed only (--no-run)" if args.no_run else start_confirmed(confirmed.id)
         print(json.dumps({**confirmed.summary(), "provider_cost": cost, "started": run_said}, indent=2))
         return 0
     if as_json:  # run here: its lines to standard error, the JSON object last
@@ -156,7 +157,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         )
         return 0
     if not runs_here:
-        print(started(confirmed.id), file=sys.stderr)
+        print(start_confirmed(confirmed.id), file=sys.stderr)
         return 0
     return _run(confirmed.id)[0]
 
@@ -186,22 +187,6 @@ def _run(quote_id: str, out=None) -> tuple[int, list[str]]:
             lines.append(f"  qsolve receipts {outcome.run_id} --out DIR   {verify}")
     print("\n".join(lines), file=out)
     return (0 if all(o.status == "finished" for o in outcomes) else 1), lines
-
-
-def started(quote_id: str) -> str:
-    """How a confirmed quote's run starts: on the Prefect server of ``PREFECT_API_URL``, at once (the
-    quote flow run waiting for it resumed, or the hardware deployment run); else what to run."""
-    if os.environ.get("PREFECT_API_URL"):
-        from flows.hardware import start_confirmed
-
-        try:
-            return start_confirmed(quote_id)
-        except Exception as e:  # noqa: BLE001 - the quote stays confirmed: it can be run later
-            return f"confirmed, but not started on the Prefect server ({type(e).__name__}: {e})"
-    return (
-        f"run it: qsolve confirm {quote_id} --yes (with a Prefect server in PREFECT_API_URL, the quote flow "
-        "run waiting for it is resumed, or the hardware/hardware deployment run)"
-    )
 
 
 def cmd_refuse(args: argparse.Namespace) -> int:

@@ -271,9 +271,9 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    """Pass a cancel on to the job's provider (qsolve.providers.cancel): 0 when its device no longer runs
+    """Pass a cancel on to the job's provider (qsolve.targets.cancel): 0 when its device no longer runs
     it (cancelled, or it had ended), 1 when it may still (it cannot be cancelled, or the cancel failed)."""
-    from qsolve.providers.cancel import cancel_job
+    from qsolve.targets.cancel import cancel_job
     from storage.state import NotFound, connect
 
     with connect() as db:

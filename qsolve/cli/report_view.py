@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from qsolve.judging import BELOW, MATCHES
+from qsolve.judging.deciding import BELOW, MATCHES
 from qsolve.sandbox.calls import one_line
-from qsolve.validation import ValidationReport
+from qsolve.validation.pipeline import ValidationReport
 
 
 def _n(x: float | None, fmt: str = ".4g") -> str:

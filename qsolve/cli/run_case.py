@@ -24,9 +24,9 @@ SPENDS = "on a provider:<name> or ibm:<device> target this can spend money on th
 def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json: bool) -> int:
     from rich.console import Console
 
-    from qsolve.results import CaseResult
-    from qsolve.sandbox import Limits, run_case_job
-    from qsolve.workflow import load_workflow
+    from qsolve.judging.results import CaseResult
+    from qsolve.validation.jobs import Limits, run_case_job
+    from qsolve.workflow.folder import load_workflow
 
     err = Console(stderr=True, highlight=False)
     workflow = load_workflow(root)

@@ -2,7 +2,7 @@
 providers this machine holds (issue 26, item 3; docs/deploy.md).
 
 It works out the queues (``default``, and ``provider-NAME`` / ``ibm`` for each provider whose credential
-is here: :func:`qsolve.providers.routing.held_queues`), registers them in the state database under this
+is here: :func:`qsolve.targets.routing.held_queues`), registers them in the state database under this
 host's name (so that a run waiting for a provider can say whether any host holds it), and becomes
 ``prefect worker start --pool P --work-queue default --work-queue provider-NAME ...``. ``--print`` prints
 that command instead of running it. Exit codes: 0 done, 2 misuse (a providers.yaml that does not read).
@@ -52,7 +52,7 @@ def worker_command(pool: str, queues: list[str], args: argparse.Namespace) -> li
 def cmd_worker(args: argparse.Namespace) -> int:
     from qsolve.home import host_name
     from qsolve.providers.registry import RegistryError
-    from qsolve.providers.routing import held_queues, provider_of
+    from qsolve.targets.routing import held_queues, provider_of
     from storage.state import connect
 
     try:

@@ -2,5 +2,7 @@
 docs/hardware.md.
 
 shown      what a person is shown of a quote: its line, the device's cost, what confirming authorises
-commands   ``qsolve quote``, ``qsolve confirm``, ``qsolve refuse`` (run through ``flows.dispatch``)
+
+The commands (``qsolve quote``, ``confirm``, ``refuse``) are :mod:`qsolve.cli.hardware`; a confirmed
+quote's run is started through ``flows.dispatch``.
 """

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from qsolve.cases import HARDWARE_CASES, MAX_HARDWARE_CASES, HardwareCase
 from qsolve.errors import Issue, WorkflowInvalid, issues_from_validation
-from qsolve.manifest import Manifest
-from qsolve.reading import kind, read_yaml
-from qsolve.workflow import CASES
+from qsolve.workflow.cases import HARDWARE_CASES, MAX_HARDWARE_CASES, HardwareCase
+from qsolve.workflow.folder import CASES
+from qsolve.workflow.manifest import Manifest
+from qsolve.workflow.reading import kind, read_yaml
 
 
 def benchmarks(root: Path, manifest: Manifest | None) -> Iterator[Issue]:

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from qsolve.errors import Issue, WorkflowInvalid
-from qsolve.manifest import Manifest
-from qsolve.reading import read_json_object
-from qsolve.workflow import example_paths
+from qsolve.workflow.folder import example_paths
+from qsolve.workflow.manifest import Manifest
+from qsolve.workflow.reading import read_json_object
 
 
 def examples(root: Path, manifest: Manifest | None) -> Iterator[Issue]:

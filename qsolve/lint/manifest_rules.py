@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from qsolve.errors import Issue, WorkflowInvalid
-from qsolve.manifest import Manifest
-from qsolve.workflow import MANIFEST, check_schema, load_manifest, load_schema
+from qsolve.workflow.folder import MANIFEST, check_schema, load_manifest, load_schema
+from qsolve.workflow.manifest import Manifest
 
 
 def read_manifest(root: Path) -> tuple[Manifest | None, list[Issue]]:

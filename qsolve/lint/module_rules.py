@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from qsolve.errors import Issue, WorkflowInvalid, did_you_mean
-from qsolve.manifest import Manifest
-from qsolve.reading import read_text
-from qsolve.workflow import module_path
+from qsolve.workflow.folder import module_path
+from qsolve.workflow.manifest import Manifest
+from qsolve.workflow.reading import read_text
 
 
 def top_level_names(tree: ast.Module) -> set[str]:

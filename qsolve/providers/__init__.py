@@ -10,10 +10,11 @@ client             ProviderClient: the six operations over a transport
 reference          the reference provider around qiskit-aer's exact simulator (reference_options: its flags)
 credentials        the keychain where one answers, else an owner-only file
 registry           QSOLVE_HOME/providers.yaml;  connect: a client opened from it
-routing            which Prefect work queue a hardware run goes to: its provider's, on a machine holding it
 jobs               one circuit as a provider job: compile, estimate, confirm, record, submit, follow, seal
 sealing            the request and result a host seals for a provider's job (§8.1)
 conformance        the conformance checker and its vectors (qsolve providers test)
-commands           qsolve providers ...
-worker             qsolve worker: a Prefect worker on the queues of the providers this machine holds
+
+The commands (``qsolve providers ...``, ``qsolve worker``) are :mod:`qsolve.cli.providers` and
+:mod:`qsolve.cli.worker`; which work queue a hardware run goes to, and cancelling a recorded job on any
+device, are :mod:`qsolve.targets.routing` and :mod:`qsolve.targets.cancel`.
 """

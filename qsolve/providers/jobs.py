@@ -35,7 +35,6 @@ from typing import Any, Protocol
 from qiskit import QuantumCircuit
 
 from qsolve.errors import QsolveError
-from qsolve.heartbeat import beat
 from qsolve.providers.errors import ProviderError
 from qsolve.providers.sealing import (
     compiled_member,
@@ -43,6 +42,7 @@ from qsolve.providers.sealing import (
     provider_request,
     provider_result,
 )
+from qsolve.runtime.heartbeat import beat
 
 WAIT_S = 600.0  # how long one command follows a job before it says how to follow it later
 POLL_S = 0.2

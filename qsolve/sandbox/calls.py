@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from qsolve.errors import MethodUnavailable
-from qsolve.method import MethodResult
-from qsolve.results import to_json_value
+from qsolve.judging.results import to_json_value
+from qsolve.workflow.method import MethodResult
 
 if TYPE_CHECKING:
-    from qsolve.context import Context
+    from qsolve.workflow.context import Context
 
 MAX_TEXT = 4000  # characters of a reason or an error message kept
 
@@ -171,7 +171,7 @@ class ModuleCode:
     @classmethod
     def load(cls, path: Path) -> ModuleCode:
         """Import ``path`` afresh (trusted code only: this runs it in this process)."""
-        from qsolve.module_loader import load_module
+        from qsolve.workflow.module_loader import load_module
 
         start = time.perf_counter()
         try:

@@ -86,8 +86,8 @@ class SampleRefused(ValueError):
 
 
 def _context_classes(channel: Channel):
-    from qsolve.context import Context
     from qsolve.sandbox import circuits
+    from qsolve.workflow.context import Context
 
     class SamplingContext(Context):
         """A quantum method's context in the workflow process: circuits go out, counts come back."""
@@ -114,11 +114,11 @@ def main() -> None:
     import numpy  # noqa: F401 - what workflow code imports, loaded before the job is known
     from qiskit import QuantumCircuit, qpy  # noqa: F401
 
-    from qsolve.context import ClassicalContext
-    from qsolve.method import MethodResult  # noqa: F401
-    from qsolve.module_loader import load_module
     from qsolve.sandbox import confine, guard
     from qsolve.sandbox.calls import ModuleCode, raised
+    from qsolve.workflow.context import ClassicalContext
+    from qsolve.workflow.method import MethodResult  # noqa: F401
+    from qsolve.workflow.module_loader import load_module
 
     channel = Channel()
     first = channel.request()

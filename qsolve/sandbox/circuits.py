@@ -6,7 +6,7 @@ version this Qiskit writes (parameter expressions are QPY's replay of operations
 code) and that no circuit in it, and no custom-gate definition nested in one at any depth, declares
 more qubits, bits, registers or instructions than the limits below allow: a header of a few bytes
 cannot make the platform build a billion qubits. The decoding itself then runs in a platform worker
-(:mod:`qsolve.sandbox.worker`), within a memory bound and by the job's deadline.
+(:mod:`qsolve.runtime.worker`), within a memory bound and by the job's deadline.
 """
 
 from __future__ import annotations

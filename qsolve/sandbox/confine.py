@@ -16,7 +16,7 @@ In this order, each step the kernel's own (docs/validation.md, "The sandbox"):
    open files, file size, no core dumps (last:
    loading the seccomp library needs address space the cap may not leave). What it holds and how many
    threads it runs are its cgroups' to bound, made by the platform before it started
-   (:mod:`qsolve.sandbox.cgroups`); ``RLIMIT_NPROC`` only where no cgroup counts its threads.
+   (:mod:`qsolve.runtime.cgroups`); ``RLIMIT_NPROC`` only where no cgroup counts its threads.
 
 What could not be had is listed in :attr:`Protections.missing`; the platform decides whether it may
 still run the job (:func:`qsolve.sandbox.require_confinement`).
@@ -29,7 +29,7 @@ import resource
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qsolve.sandbox.cgroups import THREADS
+from qsolve.runtime.cgroups import THREADS
 
 SCRATCH_MB = 256
 OPEN_FILES = 256

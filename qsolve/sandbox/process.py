@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from qsolve.errors import OutOfTime, PlatformStopped, ProcessDied, ProtocolBroken
-from qsolve.heartbeat import beat
+from qsolve.runtime.heartbeat import beat
+from qsolve.runtime.stopping import stopped
 from qsolve.sandbox import cgroups
-from qsolve.stopping import stopped
 
 LOG_MAX_BYTES = 64 * 2**20
 MAX_LINE = 24 * 2**20  # a batch of circuits of 16 MiB, in base64, and room
@@ -373,7 +373,7 @@ class JobProcess:
 
     def end(self, wait_s: float = 10.0) -> None:
         """End the process and wait, up to ``wait_s``, until the one that ran its job has exited too;
-        then drop the page cache it filled (:meth:`~qsolve.sandbox.cgroups.Cgroup.drop_cache`)."""
+        then drop the page cache it filled (:meth:`~qsolve.runtime.cgroups.Cgroup.drop_cache`)."""
         self.kill()
         if self._inner_fd is not None:
             with contextlib.suppress(OSError):

@@ -19,13 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from qsolve.errors import Unconfined, WorkflowProcessFailed
 from qsolve.home import qsolve_home
-from qsolve.sandbox import circuits, worker
+from qsolve.runtime import worker
+from qsolve.sandbox import circuits
 from qsolve.sandbox.calls import Answer, MethodReturn, one_line
 from qsolve.sandbox.confine import Job, Protections
 from qsolve.sandbox.process import PACKAGE, JobProcess
+from qsolve.workflow.params import bounded_schema_error
 
 if TYPE_CHECKING:
-    from qsolve.context import Context
+    from qsolve.workflow.context import Context
 
 #: the operator's setting that lets the platform's flows run workflow code without the full boundary
 ACCEPT_UNCONFINED = "QSOLVE_ACCEPT_UNCONFINED_CODE"
@@ -196,7 +198,7 @@ class RemoteCode:
         deadline (:class:`~qsolve.errors.OutOfTime` then) and within its memory."""
         p = self.process
         try:
-            return worker.schema_error(schema, value, what, deadline=p.deadline, on=self._worker())
+            return bounded_schema_error(schema, value, what, deadline=p.deadline, on=self._worker())
         except worker.WorkOutOfTime:
             p.kill()
             raise worker.out_of_time(p.timeout_s) from None
@@ -235,7 +237,7 @@ def _decode_and_run(target: str, seed: int, dispatches: int, text: str, shots: A
     and scored at once; the records and the count of dispatches go back with the counts, and the
     seconds the batch itself took to read and run (the method's, as a batch run in the platform's
     process always was: scoring and the worker's own cost are the platform's)."""
-    from qsolve.quantum_context import QuantumContext
+    from qsolve.judging.quantum_context import QuantumContext
     from qsolve.targets import open_target
 
     ctx = QuantumContext(seed, open_target(target))

@@ -4,6 +4,9 @@ sim-cpu                      qiskit-aer, ideal, seeded                 (sim_cpu.
 fake:<device>[@<scale>]      a fake IBM device, noise scaled 1 to 10   (fake.FakeDevice)
 ibm:<device>                 IBM Quantum, qiskit-ibm-runtime           (ibm.IbmBackend; never in validation)
 provider:<name>              a device brought over wai.quantum.provider/1
+
+routing    which Prefect work queue a hardware run goes to: its device's, on a machine holding it
+cancel     a recorded device job cancelled from any process, on a provider or at IBM Quantum
 """
 
 from __future__ import annotations

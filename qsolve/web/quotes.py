@@ -180,9 +180,9 @@ def confirm(
             return _page(request, quote.workflow, status_code=409, refusal=refusal)
     import logging
 
-    from qsolve.cli.hardware import started
+    from flows.dispatch import start_confirmed
 
-    logging.getLogger("qsolve.web").info(started(quote.id))  # on the Prefect server, if there is one
+    logging.getLogger("qsolve.web").info(start_confirmed(quote.id))  # on the Prefect server, if there is one
     return RedirectResponse(f"/workflows/{quote.workflow}/quotes?confirmed={quote.id}#quote-{quote.id}", 303)
 
 

@@ -1,7 +1,7 @@
 """Which host's workers hold which provider (issue 26, item 3; docs/deploy.md "Hardware runs go where
 the provider is"). A provider's credential never leaves the machine that holds it: a worker started with
 ``qsolve worker`` registers here the work queues of the providers its machine holds (``provider-NAME``,
-``ibm``; :mod:`qsolve.providers.routing`), and serves them. The routing itself is Prefect's (a flow run
+``ibm``; :mod:`qsolve.targets.routing`), and serves them. The routing itself is Prefect's (a flow run
 sent to a work queue); this table lets a run that waits say whether any host holds its provider."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A :class:`Lease` is one process's token (host, pid, a random part). Everything created under it (its
 runs, the history stage it claimed) carries the token and an expiry; a daemon thread renews them all,
 in one transaction, every third of the lease's time (``QSOLVE_LEASE_SECONDS``, 30 s by default), but
-only while the holder's work makes progress (:mod:`qsolve.heartbeat`). When the process dies, freezes
+only while the holder's work makes progress (:mod:`qsolve.runtime.heartbeat`). When the process dies, freezes
 or is stuck, nothing renews them, and they lapse within that time.
 
 A run whose lease lapsed, or that is past its own deadline whatever its lease says, is ended
@@ -24,8 +24,8 @@ from typing import Self
 
 import sqlalchemy as sa
 
-from qsolve.heartbeat import beating
 from qsolve.home import owner_token
+from qsolve.runtime.heartbeat import beating
 from storage.state._ledger import release_hold
 from storage.state._models import FailureReason, RunStatus
 from storage.state._rows import RUNS, now, run_of
@@ -185,7 +185,7 @@ def _why(run, unleased_after: timedelta) -> str:
 class Lease:
     """This process's token, renewed in the state database while its holder makes progress.
 
-    The holder's work calls :func:`qsolve.heartbeat.beat` as it goes (entering the lease sends its
+    The holder's work calls :func:`qsolve.runtime.heartbeat.beat` as it goes (entering the lease sends its
     beats here, to the tasks it submits too); a daemon thread renews the token's runs and stages every
     third of the lease's time, but only if a beat came in the last two thirds of it. A holder frozen
     (SIGSTOP) or stuck (waiting on a lock) beats no more: its lease lapses within 5/3 of the lease's

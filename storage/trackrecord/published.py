@@ -66,8 +66,8 @@ def published_workflow(digest: str, home: Path | str | None = None) -> Any:
     """The workflow published as blob ``digest`` of ``home``, loaded; None when it does not load (the
     page shows without it rather than not at all)."""
     from qsolve.home import qsolve_home
-    from qsolve.publication import unpack
-    from qsolve.workflow import load_workflow
+    from qsolve.workflow.folder import load_workflow
+    from qsolve.workflow.publication import unpack
     from storage.blobs import BlobStore
 
     try:
@@ -80,8 +80,8 @@ def published_workflow(digest: str, home: Path | str | None = None) -> Any:
 def broken_bounds(p: WorkflowPage, workflow: Any) -> dict[str, str]:
     """Run id -> the bound each failing row of the published version broke, from its case's expect
     (none without the published ``workflow``; none for a row whose message says why it failed)."""
-    from qsolve.checks import DEFAULT_TARGET
-    from qsolve.judging import broken_bound
+    from qsolve.judging.deciding import broken_bound
+    from qsolve.validation.checks import DEFAULT_TARGET
 
     if workflow is None:
         return {}

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from qsolve.results import CaseResult, MethodOutcome, canonical_json, to_json_value
+from qsolve.judging.results import CaseResult, MethodOutcome, canonical_json, to_json_value
 
 from .errors import NotRecorded
 

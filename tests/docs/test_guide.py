@@ -51,7 +51,7 @@ def test_the_guides_example_lints_clean_and_passes_all_eight_gates(tmp_path: Pat
 DOCS = sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
 TOP = {p.name for p in REPO.iterdir() if p.is_dir() and not p.name.startswith(".")}
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-#: `qsolve/gates.py`, `tests/web/`: a path in backticks that starts at a folder of the repository
+#: `qsolve/validation/gates.py`, `tests/web/`: a path in backticks that starts at a folder of the repository
 REPO_PATH = re.compile(r"`([\w.-]+(?:/[\w.*-]+)+/?)`")
 #: DESIGN.md, CONTRIBUTING.md: a document named in capitals
 CAPITAL_DOC = re.compile(r"\b([A-Z][A-Z_-]+\.md)\b")

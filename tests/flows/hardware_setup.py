@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from qsolve.cli import main
-from qsolve.publication import digest_of, pack
+from qsolve.workflow.publication import digest_of, pack
 from storage.blobs import BlobStore
 from storage.state import connect
 

@@ -309,9 +309,9 @@ def test_the_example_workflows_hardware_case_fits_the_default_per_run_limit(monk
     default per-run limit: confirmed as it is, its run is not stopped run_too_large."""
     import importlib.util
 
-    from qsolve.case_runner import case_params
-    from qsolve.checks import case_input
-    from qsolve.workflow import load_workflow
+    from qsolve.validation.case_runner import case_params
+    from qsolve.validation.checks import case_input
+    from qsolve.workflow.folder import load_workflow
     from storage.state import CreditSettings
 
     root = REPO / "workflows" / "max-cut"

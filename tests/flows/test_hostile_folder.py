@@ -38,8 +38,8 @@ def test_the_published_archive_is_the_folder_the_checks_read(qsolve_home: Path, 
     publication packed it once more. A submitter who changed workflow.py between the gates and
     publication published code no gate ran. The checks read it once now (a snapshot), and the gates
     and publication use that snapshot."""
-    from qsolve.checks import check_submission
-    from qsolve.publication import digest_of, pack
+    from qsolve.validation.checks import check_submission
+    from qsolve.workflow.publication import digest_of, pack
     from tasks.publication import publish
 
     checks = check_submission(wf.root)

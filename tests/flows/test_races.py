@@ -105,7 +105,7 @@ def qsolve(home: Home, *args: str, failpoint: str | None = None) -> subprocess.P
 
 def publish(home: Home, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Publish ``folder`` in ``home`` as the publication stage does (the gates are another test's)."""
-    from qsolve.checks import check_submission
+    from qsolve.validation.checks import check_submission
     from tasks.publication import publish
 
     for name in ("QSOLVE_HOME", "QSOLVE_DATABASE_URL"):

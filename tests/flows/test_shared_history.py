@@ -39,7 +39,7 @@ def test_history_again_on_a_second_home_runs_from_the_bucket(
 ):
     from prefect.settings import PREFECT_API_URL
 
-    from qsolve.checks import check_submission
+    from qsolve.validation.checks import check_submission
     from tasks.publication import publish
 
     bucket = s3_server.new_bucket()

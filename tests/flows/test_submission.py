@@ -95,7 +95,7 @@ def test_a_workflow_failing_a_gate_is_not_published(prefect, qsolve_home: Path, 
     # a clean Failed run: Prefect resolves its data into an exception (no TypeError in the engine)
     from prefect.states import get_state_exception
 
-    from qsolve.submission import SubmissionRejected
+    from qsolve.validation.submission import SubmissionRejected
 
     rejected = get_state_exception(state)
     assert isinstance(rejected, SubmissionRejected) and rejected.report == report

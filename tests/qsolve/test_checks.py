@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from qsolve.checks import HARDWARE_BYTES_MAX, TOO_LARGE, check_submission
+from qsolve.validation.checks import HARDWARE_BYTES_MAX, TOO_LARGE, check_submission
 from tests.conftest import REPO, WorkflowDir
 
 

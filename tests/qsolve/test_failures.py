@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 import re
 
-from qsolve.case_runner import run_case
 from qsolve.cli import main
-from qsolve.manifest import Resources
-from qsolve.module_loader import load_module
-from qsolve.results import CaseResult
-from qsolve.sandbox import Limits, run_job
+from qsolve.judging.results import CaseResult
 from qsolve.sandbox.calls import ModuleCode
-from qsolve.workflow import load_workflow
+from qsolve.validation.case_runner import run_case
+from qsolve.validation.jobs import Limits, run_job
+from qsolve.workflow.folder import load_workflow
+from qsolve.workflow.manifest import Resources
+from qsolve.workflow.module_loader import load_module
 from tests.conftest import WorkflowDir
 
 NO_METRIC = "no headline metric: quantum and reference could not be compared"

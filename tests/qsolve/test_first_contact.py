@@ -7,10 +7,10 @@ import json
 import re
 
 from qsolve.cli import main
-from qsolve.manifest import Resources
-from qsolve.sandbox import Limits, run_job
 from qsolve.sandbox.calls import Answer, MethodReturn, one_line
 from qsolve.sandbox.remote import Loaded
+from qsolve.validation.jobs import Limits, run_job
+from qsolve.workflow.manifest import Resources
 from tests.conftest import WorkflowDir
 from tests.qsolve.test_failures import MODULE
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from qsolve.gate_run import run_gates
-from qsolve.gates import judge
 from qsolve.sandbox.calls import ModuleCode
+from qsolve.validation.gate_run import run_gates
+from qsolve.validation.gates import judge
 from tests.conftest import SAMPLING_MODULE, WorkflowDir
 
 MODULE = SAMPLING_MODULE
@@ -155,9 +155,9 @@ def test_the_examples_validations_together_are_bounded(wf: WorkflowDir, monkeypa
     ``SCHEMA_S`` (10 s) and nothing more, outside the checks' one bound: a schema that takes just under
     10 s to pass each example, and a thousand examples, held the platform's job for hours. The examples'
     validations together now stop at ``CHECKS_S`` (made small here), named."""
-    from qsolve import checks
-    from qsolve.gates import GateInputs, example_inputs
-    from qsolve.workflow import load_workflow
+    from qsolve.validation import checks
+    from qsolve.validation.gates import GateInputs, example_inputs
+    from qsolve.workflow.folder import load_workflow
     from tests.qsolve.sandbox.test_worker import costly_schema
 
     monkeypatch.setattr(checks, "CHECKS_S", 0.5)

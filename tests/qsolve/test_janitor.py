@@ -9,12 +9,12 @@ import sys
 import time
 from pathlib import Path
 
-from qsolve.janitor import PREFIX, _descendants
+from qsolve.runtime.janitor import PREFIX, _descendants
 from tests.conftest import REPO
 
 SCRIPT = """
 import subprocess, sys, tempfile, time
-from qsolve.janitor import guard
+from qsolve.runtime.janitor import guard
 folder = guard()
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 scratch = tempfile.mkdtemp(prefix="qsolve-history-")
@@ -68,8 +68,8 @@ def test_a_killed_submit_leaves_no_temporary_prefect_server(tmp_path: Path) -> N
                 argv = f.read().split(b"\0")
             if any(b"uvicorn" in a for a in argv):
                 server = pid
-            if b"qsolve.janitor" in argv:
-                folder = Path(argv[argv.index(b"qsolve.janitor") + 2].decode())
+            if b"qsolve.runtime.janitor" in argv:
+                folder = Path(argv[argv.index(b"qsolve.runtime.janitor") + 2].decode())
         time.sleep(0.2)
     assert server is not None, "Prefect's temporary server never started"
     assert folder is not None and folder.is_dir()

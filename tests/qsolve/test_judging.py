@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from qsolve.case_runner import run_case
-from qsolve.cases import Expect
-from qsolve.judging import (
+from qsolve.judging.deciding import (
     BELOW,
     MATCHES,
     Evidence,
@@ -19,11 +17,13 @@ from qsolve.judging import (
     no_circuit_size,
     wilson_interval,
 )
-from qsolve.manifest import Metric
-from qsolve.module_loader import load_module
-from qsolve.results import MethodOutcome, Quality
+from qsolve.judging.results import MethodOutcome, Quality
 from qsolve.sandbox.calls import ModuleCode
-from qsolve.workflow import load_workflow
+from qsolve.validation.case_runner import run_case
+from qsolve.workflow.cases import Expect
+from qsolve.workflow.folder import load_workflow
+from qsolve.workflow.manifest import Metric
+from qsolve.workflow.module_loader import load_module
 from tests.conftest import WorkflowDir
 
 HEADER = """\
@@ -317,7 +317,7 @@ def test_a_solution_not_matching_the_output_schema_fails_the_method(wf: Workflow
 )
 def test_a_number_below_its_bound_never_reads_as_the_bound(check, expect, quality, message) -> None:
     """issue 15: 0.96999 must not read "fidelity 0.97 < 0.97", nor a coverage of 0.8995 "only 90%"."""
-    import qsolve.judging as judging
+    import qsolve.judging.deciding as judging
 
     quantum = MethodOutcome(name="q", kind="quantum", objective=-1.0, dispatches=1)
     baseline = MethodOutcome(name="reference", kind="classical", objective=-1.0)
@@ -327,8 +327,8 @@ def test_a_number_below_its_bound_never_reads_as_the_bound(check, expect, qualit
 
 
 def test_a_broken_bound_is_shown_beside_the_value_and_never_reads_as_met() -> None:
-    from qsolve.cases import Expect
-    from qsolve.judging import broken_bound
+    from qsolve.judging.deciding import broken_bound
+    from qsolve.workflow.cases import Expect
 
     assert broken_bound(Expect(), -26.0, -26.5) == "gap 0.0189 > max_gap 0"
     assert broken_bound(Expect(max_abs_error=0.1), 1.5, 1.0) == "abs error 0.5 > max_abs_error 0.1"

@@ -1,4 +1,4 @@
-"""What RE2 (:mod:`qsolve.patterns`) matches where Python's ``re`` would match otherwise, and what it
+"""What RE2 (:mod:`qsolve.workflow.patterns`) matches where Python's ``re`` would match otherwise, and what it
 refuses to compile (issue 22 tester)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 import pytest
 from jsonschema import Draft202012Validator
 
-from qsolve import params, patterns  # noqa: F401 - params installs RE2 for jsonschema
+from qsolve.workflow import params, patterns  # noqa: F401 - params installs RE2 for jsonschema
 
 
 def valid(pattern: str, text: str) -> bool:
@@ -80,8 +80,8 @@ def test_a_short_pattern_that_costs_re2_seconds_and_100_mb_is_refused() -> None:
 )
 def test_every_pattern_re2_cannot_run_is_e061(schema: dict) -> None:
     from qsolve.errors import WorkflowInvalid
-    from qsolve.sandbox import worker
-    from qsolve.workflow import check_schema
+    from qsolve.runtime import worker
+    from qsolve.workflow.folder import check_schema
 
     with pytest.raises(worker.SchemaStopped, match="PatternRefused"):  # what validation does with it
         worker.schema_error(schema, "ab" if "$ref" in schema else {"ab": 1}, "the value")

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 from flows.server import RECORD, Recorded, read_record
-from qsolve.janitor import _start_time
+from qsolve.runtime.janitor import _start_time
 
 QSOLVE = [sys.executable, "-c", "from qsolve.cli import run; run()"]
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from qsolve.publication import PublicationError, content_digest, digest_of, pack, unpack
+from qsolve.workflow.publication import PublicationError, content_digest, digest_of, pack, unpack
 from tests.conftest import WorkflowDir
 
 

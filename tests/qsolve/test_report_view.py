@@ -57,7 +57,7 @@ def test_a_failed_check_is_shown_with_its_message() -> None:
 
 def test_the_heading_names_the_folder_when_the_workflow_does_not_load(wf) -> None:
     from qsolve.cli.report_view import show
-    from qsolve.validation import validate
+    from qsolve.validation.pipeline import validate
 
     wf.write("manifest.yaml", "name: [\n")
     out = io.StringIO()
@@ -67,12 +67,12 @@ def test_the_heading_names_the_folder_when_the_workflow_does_not_load(wf) -> Non
 
 def test_the_metric_note_is_shown_beside_the_accuracy(wf) -> None:
     from qsolve.cli.report_view import show
-    from qsolve.validation import ValidationReport
+    from qsolve.validation.pipeline import ValidationReport
 
     report = ValidationReport.model_validate(
         {"workflow": "w", "version": "1", "target": "sim-cpu", "checks": {"ok": True}, "metric_note": "Q"}
     )
-    from qsolve.results import CaseResult
+    from qsolve.judging.results import CaseResult
 
     one = CaseResult(name="one", target="sim-cpu", seed=1, params={}, passed=True, message=None)
     report.cases.append(one)

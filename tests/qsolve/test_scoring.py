@@ -7,8 +7,8 @@ import pytest
 from qiskit import QuantumCircuit
 from qiskit.quantum_info import hellinger_fidelity as qiskit_hellinger
 
-from qsolve.results import CircuitRecord, quality
-from qsolve.scoring import (
+from qsolve.judging.results import CircuitRecord, quality
+from qsolve.judging.scoring import (
     counts_fidelity,
     counts_vector,
     final_measurements,
@@ -105,7 +105,7 @@ def test_the_clbits_are_read_whatever_follows_their_measurement() -> None:
 
 
 def test_a_circuit_measured_early_is_scored_on_a_fake_device() -> None:
-    from qsolve.quantum_context import QuantumContext
+    from qsolve.judging.quantum_context import QuantumContext
     from qsolve.targets import open_target
 
     qc = QuantumCircuit(4, 4)

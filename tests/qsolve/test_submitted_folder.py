@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from qsolve import reading
 from qsolve.errors import WorkflowInvalid
-from qsolve.reading import NO_LINK, Refused, kind, open_beneath, read_bytes
+from qsolve.workflow import reading
+from qsolve.workflow.reading import NO_LINK, Refused, kind, open_beneath, read_bytes
 from tests.conftest import REPO, WorkflowDir
 
 SECRET = "ibm-token-" + uuid.uuid4().hex
@@ -207,8 +207,8 @@ def test_forty_cases_whose_pattern_backtracks_are_checked_at_once_each_named_wit
     RE2 now: each case fails at once, named, with the key whose value the pattern refused."""
     import time
 
-    from qsolve.checks import check_submission
-    from qsolve.sandbox import worker
+    from qsolve.runtime import worker
+    from qsolve.validation.checks import check_submission
 
     backtracking = {"type": "string", "pattern": "^(a|a)+$"}
     wf.write("schemas/input.json", {"type": "object", "properties": {"x": backtracking}})
@@ -231,8 +231,8 @@ def test_the_checks_of_many_costly_cases_share_one_bound(wf: WorkflowDir, monkey
     checks of all the cases share one bound too (CHECKS_S), and every case past it is named."""
     import time
 
-    from qsolve import checks
-    from qsolve.sandbox import worker
+    from qsolve.runtime import worker
+    from qsolve.validation import checks
 
     monkeypatch.setattr(worker, "SCHEMA_S", 1.0)  # the bound of one validation, shortened
     monkeypatch.setattr(checks, "CHECKS_S", 2.0)  # the bound of them all, shortened
@@ -265,7 +265,7 @@ def test_a_pattern_re2_cannot_run_is_refused_by_name_when_the_schema_is_checked(
 def test_a_file_nested_past_path_max_is_refused_by_name_not_left_out_of_the_listing(wf: WorkflowDir) -> None:
     """3,000 nested folders: the deep file's folder did not open, listed as empty, and the published
     archive and the sandbox's copy silently left the file out."""
-    from qsolve.publication import PublicationError, listing
+    from qsolve.workflow.publication import PublicationError, listing
 
     fd = os.open(wf.root, os.O_RDONLY)
     for _ in range(500):
@@ -299,7 +299,7 @@ def test_a_remote_ref_in_a_schema_is_never_fetched(wf: WorkflowDir) -> None:
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from qsolve.checks import check_submission
+    from qsolve.validation.checks import check_submission
 
     asked: list[str] = []
 
@@ -331,7 +331,7 @@ def test_a_file_name_of_bytes_that_are_not_utf8_fails_the_checks_by_name(wf: Wor
     """Finding (issue 22 tester): ``examples/<0xff>.txt`` (a name Linux allows, of bytes that are not
     UTF-8) made the snapshot's listing raise ``UnicodeEncodeError``: ``qsolve test`` ended in a
     traceback. The name is refused as a file that cannot be published, its bytes shown escaped."""
-    from qsolve.checks import check_submission
+    from qsolve.validation.checks import check_submission
 
     os.close(os.open(os.fsencode(wf.root / "examples") + b"/\xff\n.txt", os.O_CREAT | os.O_WRONLY, 0o644))
     report = check_submission(wf.root)
@@ -344,7 +344,7 @@ def test_a_folder_of_too_many_files_is_refused_before_any_is_read(
     """Finding (issue 22 tester), fixed: only bytes were bounded, so 50,000 empty files (0 bytes) took
     the snapshot 12 s with no deadline, and each workflow process's copy as many inodes; a million,
     minutes. The walk counts what it visits and stops past ``MAX_ENTRIES`` (made small here)."""
-    from qsolve.checks import check_submission
+    from qsolve.validation.checks import check_submission
 
     monkeypatch.setattr(reading, "MAX_ENTRIES", 30)
     for i in range(40):

@@ -21,10 +21,10 @@ from qiskit import QuantumCircuit
 from qiskit.transpiler import PassManager, generate_preset_pass_manager
 
 from qsolve.errors import RecordStateError
-from qsolve.heartbeat import beat
 from qsolve.providers.credentials import Secret
 from qsolve.providers.jobs import Confirmation, JobStopped, NotConfirmed, Sealed, StillRunning, job_text
 from qsolve.providers.sealing import provider_request, provider_result
+from qsolve.runtime.heartbeat import beat
 from qsolve.targets.base import Backend
 from qsolve.targets.ibm.credentials import ibm_key
 from qsolve.targets.ibm.device import _provenance_text, _readout_errors, describe

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from qsolve.checks import check_submission
 from qsolve.lint import lint
+from qsolve.validation.checks import check_submission
 from tests.conftest import WorkflowDir
 
 

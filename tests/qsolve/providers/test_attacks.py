@@ -336,7 +336,7 @@ def test_an_estimate_free_beside_an_amount_is_no_free_job(sly):
 def test_a_cancel_goes_to_no_other_provider_than_the_jobs(home, tmp_path):
     """It went to whatever providers.yaml names now: after the entry was replaced by another provider, that
     one's job of the same id was cancelled (and follow would have sealed its counts as this job's)."""
-    from qsolve.providers.cancel import cancel_job
+    from qsolve.targets.cancel import cancel_job
 
     first, second = tmp_path / "first", tmp_path / "second"
     for folder in (first, second):

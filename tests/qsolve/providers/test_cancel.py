@@ -15,10 +15,10 @@ import pytest
 from qiskit import QuantumCircuit
 
 from qsolve.cli import main
-from qsolve.providers.cancel import cancel_run
 from qsolve.providers.connect import open_client
 from qsolve.providers.jobs import Confirmation, ProviderSession, StillRunning
 from qsolve.receipts.keys import load_host_key
+from qsolve.targets.cancel import cancel_run
 from storage.blobs import BlobStore
 from storage.state import connect
 

@@ -37,9 +37,11 @@ from typing import Any
 
 import pytest
 
-from qsolve.manifest import Resources
-from qsolve.sandbox import Limits, Outcome, jobs, landlock, run_job, seccomp
+from qsolve.sandbox import landlock, seccomp
 from qsolve.sandbox.process import MAX_VALUES
+from qsolve.validation import jobs
+from qsolve.validation.jobs import Limits, Outcome, run_job
+from qsolve.workflow.manifest import Resources
 from tests.conftest import REPO, WorkflowDir
 
 FAST = Limits(timeout_s=60, memory_mb=2048)
@@ -297,20 +299,20 @@ def started() -> Iterator[type[Recorded]]:
 # 1. Forged results -----------------------------------------------------------------------------------
 
 FORGED = """\
-import qsolve.gates, qsolve.judging
+import qsolve.validation.gates, qsolve.judging.deciding
 from qiskit import QuantumCircuit
 from qiskit.providers.basic_provider import BasicSimulator
 
 # at import: this process's copy of the platform's judging says every case and every gate passes
 PASSED = [{"name": n, "passed": True, "message": "forged"} for n in GATES]
-qsolve.judging.first_failure = lambda evidence: None
-qsolve.judging.meets_expect = lambda *a, **k: True
-qsolve.gates.judge = lambda inputs: [qsolve.gates.GateResult(**g) for g in PASSED]
+qsolve.judging.deciding.first_failure = lambda evidence: None
+qsolve.judging.deciding.meets_expect = lambda *a, **k: True
+qsolve.validation.gates.judge = lambda inputs: [qsolve.validation.gates.GateResult(**g) for g in PASSED]
 try:  # the platform's own modules, as far as this process can import them
-    import qsolve.case_runner, qsolve.gate_run
-    qsolve.case_runner.first_failure = qsolve.judging.first_failure
-    qsolve.case_runner.meets_expect = qsolve.judging.meets_expect
-    qsolve.gate_run.judge = qsolve.gates.judge
+    import qsolve.validation.case_runner, qsolve.validation.gate_run
+    qsolve.validation.case_runner.first_failure = qsolve.judging.deciding.first_failure
+    qsolve.validation.case_runner.meets_expect = qsolve.judging.deciding.meets_expect
+    qsolve.validation.gate_run.judge = qsolve.validation.gates.judge
 except Exception:
     pass
 RIGHT = {"objective": -1.0, "solution": {"x": 1}, "details": {}}
@@ -327,7 +329,7 @@ def ghz(n):
 
 
 def quantum(input, params, ctx):
-    patched = {"patched": qsolve.judging.meets_expect(None, 0.0, 1.0)}
+    patched = {"patched": qsolve.judging.deciding.meets_expect(None, 0.0, 1.0)}
     attack = input["x"]
     if attack == 4:  # the circuits of a noisy device, and then the numbers rewritten
         ctx.backend = BasicSimulator()
@@ -1159,8 +1161,8 @@ def test_a_costly_output_schema_fails_the_case_by_the_deadline(wf: WorkflowDir) 
 PLATFORM = """\
 import sys, threading, time
 from pathlib import Path
-from qsolve.manifest import Resources
-from qsolve.sandbox import run_job
+from qsolve.workflow.manifest import Resources
+from qsolve.validation.jobs import run_job
 from tests.qsolve.sandbox.test_hostile import FAST, recording
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from qsolve.manifest import Resources
-from qsolve.sandbox import JobProcess, Limits, run_job
+from qsolve.sandbox import JobProcess
+from qsolve.validation.jobs import Limits, run_job
+from qsolve.workflow.manifest import Resources
 from tests.conftest import WorkflowDir
 
 MODULE = """\
@@ -155,7 +156,7 @@ def test_the_child_has_namespaces_of_its_own_when_it_says_so() -> None:
 
 
 def test_a_case_job_waits_for_approval_of_its_estimate(wf: WorkflowDir) -> None:
-    from qsolve.sandbox import run_case_job
+    from qsolve.validation.jobs import run_case_job
 
     wf.write(
         "workflow.py",
@@ -202,8 +203,8 @@ for name in ("landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_
     assert lib.seccomp_rule_add_array(ctx, seccomp._fail_with(errno.ENOSYS), number, 0, None) == 0
 assert lib.seccomp_load(ctx) == 0
 
-from qsolve.checks import check_submission
-from qsolve.validation import run_gates
+from qsolve.validation.checks import check_submission
+from qsolve.validation.pipeline import run_gates
 
 root = Path(sys.argv[1])
 out = {}
@@ -248,8 +249,8 @@ def test_the_jobs_process_dies_with_the_process_the_platform_started(wf: Workflo
     import signal
     import time
 
-    from qsolve.sandbox.jobs import copy_workflow
     from qsolve.sandbox.remote import RemoteCode
+    from qsolve.validation.jobs import copy_workflow
 
     process = JobProcess()
     try:

@@ -9,15 +9,15 @@ import sys
 import pytest
 from qiskit import QuantumCircuit
 
-from qsolve.quantum_context import QuantumContext
-from qsolve.results import quality
+from qsolve.judging.quantum_context import QuantumContext
+from qsolve.judging.results import quality
 from qsolve.targets import TargetUnavailable, UnknownTarget, check_target, open_target
 from tests.conftest import ghz
 
 RUN = """
 import json, sys
 from qiskit import QuantumCircuit
-from qsolve.quantum_context import QuantumContext
+from qsolve.judging.quantum_context import QuantumContext
 from qsolve.targets import open_target
 qc = QuantumCircuit(4); qc.h(0); [qc.cx(i, i + 1) for i in range(3)]; qc.measure_all()
 ctx = QuantumContext(7, open_target(sys.argv[1]))

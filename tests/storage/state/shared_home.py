@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from qsolve.home import qsolve_home
-from qsolve.publication import pack
-from qsolve.workflow import load_workflow
+from qsolve.workflow.folder import load_workflow
+from qsolve.workflow.publication import pack
 from storage import maintenance
 from storage.blobs import BlobStore
 from storage.state import connect

@@ -32,7 +32,7 @@ TAKEOVER_S = 60.0  # the issue's bound: another process takes over within a minu
 
 HOLDER = """
 import sys, time
-from qsolve.heartbeat import beat
+from qsolve.runtime.heartbeat import beat
 from storage.state import Lease, connect
 from tests.storage.state.conftest import default_settings
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from qsolve.heartbeat import beat
+from qsolve.runtime.heartbeat import beat
 from storage.state import (
     CaseTaken,
     ClaimStatus,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from qsolve.results import CaseResult, MethodOutcome
+from qsolve.judging.results import CaseResult, MethodOutcome
 from storage.trackrecord import TrackRecordRow
 from storage.trackrecord.row import MethodObjective
 

@@ -182,7 +182,7 @@ def test_the_page_shows_the_latest_published_version_even_before_it_has_results(
 
 
 def test_the_page_shows_the_metric_note_beside_the_accuracy(filed, capsys, monkeypatch):
-    from qsolve.publication import digest_of, pack
+    from qsolve.workflow.publication import digest_of, pack
     from storage.blobs import BlobStore
     from storage.state import connect
     from tests.conftest import REPO
@@ -199,7 +199,7 @@ def test_the_page_shows_the_metric_note_beside_the_accuracy(filed, capsys, monke
 
 
 def test_a_failing_row_with_no_message_shows_the_bound_it_broke(home, capsys, monkeypatch):
-    from qsolve.publication import digest_of, pack
+    from qsolve.workflow.publication import digest_of, pack
     from storage.blobs import BlobStore
     from storage.state import connect
     from tests.conftest import REPO

@@ -109,7 +109,7 @@ def test_status_may_be_the_state_databases_enum():
 
 
 def test_every_methods_objective_is_in_the_row():
-    from qsolve.results import MethodOutcome
+    from qsolve.judging.results import MethodOutcome
 
     res = result(
         methods=[

@@ -6,16 +6,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from qsolve import sandbox
-from qsolve.checks import SubmissionChecks, check_submission
 from qsolve.errors import Unconfined
-from qsolve.gates import GateInputs, GateResult, judge
-from qsolve.results import CaseResult
+from qsolve.judging.results import CaseResult
 from qsolve.sandbox.confine import Protections
+from qsolve.validation.checks import SubmissionChecks, check_submission
+from qsolve.validation.gates import GateInputs, GateResult, judge
+
+if TYPE_CHECKING:
+    from qsolve.sandbox.process import JobProcess
+    from qsolve.validation import jobs
 
 
 class ChecksSummary(BaseModel):
@@ -70,8 +73,8 @@ def validate(
     root: Path,
     target: str = "sim-cpu",
     case: str | None = None,
-    on_event: sandbox.Event = lambda e: None,
-    process: sandbox.JobProcess | None = None,
+    on_event: jobs.Event = lambda e: None,
+    process: JobProcess | None = None,
 ) -> ValidationReport:
     """The submission checks, then (when they pass) the gates in the sandbox (in ``process`` when one
     was started ahead)."""
@@ -83,8 +86,8 @@ def run_gates(
     checks: SubmissionChecks,
     target: str = "sim-cpu",
     case: str | None = None,
-    on_event: sandbox.Event = lambda e: None,
-    process: sandbox.JobProcess | None = None,
+    on_event: jobs.Event = lambda e: None,
+    process: JobProcess | None = None,
     require_confinement: bool = False,
 ) -> ValidationReport:
     """The gates stage, given the checks' outcome: one sandbox job, or nothing when the checks failed.
@@ -104,7 +107,9 @@ def run_gates(
     root = checks.snapshot.folder  # what the checks read, never the submitted folder again
     targets = {c.target or target for c in wf.cases.cases if case is None or c.name == case}
     try:
-        outcome = sandbox.run_job(
+        from qsolve.validation.jobs import run_job  # the sandbox's job: loaded when the gates run
+
+        outcome = run_job(
             root, target, case, wf.manifest.resources, on_event, targets=targets, process=process,
             require_confinement=require_confinement,
         )

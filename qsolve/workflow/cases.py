@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 from pydantic_core import PydanticCustomError
 
 from qsolve.errors import shown
-from qsolve.reading import excerpt
+from qsolve.workflow.reading import excerpt
 
 IBM_TARGET_RE = re.compile(r"ibm:[A-Za-z0-9_.-]{1,60}")
 MAX_HARDWARE_CASES = 3

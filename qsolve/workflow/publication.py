@@ -1,8 +1,8 @@
 """A version is its content: the canonical listing of a workflow folder, and its digest (issue 5).
 
 The listing is every regular file under the folder, by relative POSIX path in byte order, less caches
-(``__pycache__``, ``*.pyc``, ``.git``), read through :mod:`qsolve.reading`: no link is followed, and a
-link or a special file (a device, a FIFO, a socket) is refused. Its
+(``__pycache__``, ``*.pyc``, ``.git``), read through :mod:`qsolve.workflow.reading`: no link is followed,
+and a link or a special file (a device, a FIFO, a socket) is refused. Its
 bytes are, for each file in that order: the path in UTF-8, a NUL, the size in decimal, a NUL, the
 file's bytes. The version's digest is BLAKE3 of those bytes, and the same bytes are the published
 archive (kept in the blob store under that digest): the same content always gives the same digest,
@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from blake3 import blake3
 
 from qsolve.errors import QsolveError, WorkflowInvalid, shown
-from qsolve.reading import Refused, read_bytes, walk
+from qsolve.workflow.reading import Refused, read_bytes, walk
 
 SKIPPED_DIRS = {"__pycache__", ".git", ".qsolve"}
 SKIPPED_SUFFIXES = {".pyc"}
@@ -29,7 +29,7 @@ class PublicationError(QsolveError):
 
 def listing(root: Path) -> list[str]:
     """Every regular file of the folder by relative POSIX path, in byte order, read beneath it
-    (:mod:`qsolve.reading`): a link or a special file is refused by name."""
+    (:mod:`qsolve.workflow.reading`): a link or a special file is refused by name."""
     try:
         files = walk(root, SKIPPED_DIRS, SKIPPED_SUFFIXES)
     except Refused as e:

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 from qiskit import QuantumCircuit
 
-from qsolve.context import Context
-from qsolve.results import CircuitRecord
-from qsolve.scoring import Readout, readout, record, with_exact_distribution
+from qsolve.judging.results import CircuitRecord
+from qsolve.judging.scoring import Readout, readout, record, with_exact_distribution
 from qsolve.targets.base import Backend
+from qsolve.workflow.context import Context
 
 
 class QuantumContext(Context):

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from qsolve.gates import GateResult
+from qsolve.validation.gates import GateResult
 
 Stage = Literal["lint", "checks", "gates", "publication", "history"]
 

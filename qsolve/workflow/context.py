@@ -1,6 +1,6 @@
 """The run context a method is given: a seed, a generator, and (for quantum methods) a backend.
 
-Quantum methods get a :class:`qsolve.quantum_context.QuantumContext` over the run's target; classical
+Quantum methods get a :class:`qsolve.judging.quantum_context.QuantumContext` over the run's target; classical
 methods get a :class:`ClassicalContext`, whose ``sample`` refuses circuits.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from qsolve.errors import CircuitsRefused
-from qsolve.params import MAX_SHOTS
+from qsolve.workflow.params import MAX_SHOTS
 
 
 class Context(ABC):

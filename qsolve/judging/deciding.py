@@ -11,9 +11,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from qsolve.cases import Expect
-from qsolve.manifest import Metric
-from qsolve.results import MethodOutcome, Quality
+from qsolve.judging.results import MethodOutcome, Quality
+from qsolve.workflow.cases import Expect
+from qsolve.workflow.manifest import Metric
 
 MATCHES = "Matches the best classical answer"
 BELOW = "Below the best classical answer"

@@ -12,14 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from qsolve.case_runner import case_params, run_case
-from qsolve.cases import Case
-from qsolve.checks import case_input
 from qsolve.errors import OutOfTime, Unconfined, WorkflowInvalid, WorkflowProcessFailed
-from qsolve.gates import GateInputs, judge
-from qsolve.results import CaseResult
+from qsolve.judging.results import CaseResult
 from qsolve.sandbox.calls import WorkflowCode
-from qsolve.workflow import Workflow, load_workflow
+from qsolve.validation.case_runner import case_params, run_case
+from qsolve.validation.checks import case_input
+from qsolve.validation.gates import GateInputs, judge
+from qsolve.workflow.cases import Case
+from qsolve.workflow.folder import Workflow, load_workflow
 
 Emit = Callable[[dict[str, Any]], None]
 #: a started workflow process's code (its module imported, or why it did not import)
@@ -89,7 +89,7 @@ class Runner:
 def run_gates(
     root: Path, target: str, only_case: str | None, emit: Emit, start: Start, start_fresh: Start
 ) -> GateInputs:
-    """Everything the gates judge, gathered; :func:`qsolve.gates.judge` then gives the verdicts.
+    """Everything the gates judge, gathered; :func:`qsolve.validation.gates.judge` then gives the verdicts.
     ``start()`` gives the code of the process the cases run in, ``start_fresh()`` that of the fresh
     process the first case runs in again (and its estimate is asked of)."""
     inputs = GateInputs(root=root, run_target=target)

@@ -15,12 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from qsolve.cases import Case
 from qsolve.errors import Issue, WorkflowInvalid
-from qsolve.reading import read_json_object
-from qsolve.results import CaseResult, numbers_close, without_wall_clock
-from qsolve.sandbox import worker
-from qsolve.workflow import CASES, Workflow, example_paths
+from qsolve.judging.results import CaseResult, numbers_close, without_wall_clock
+from qsolve.runtime import worker
+from qsolve.workflow.cases import Case
+from qsolve.workflow.folder import CASES, Workflow, example_paths
+from qsolve.workflow.params import bounded_schema_error
+from qsolve.workflow.reading import read_json_object
 
 ESTIMATE_RATIO = (0.5, 2.0)
 NOISY_PREFIXES = ("fake:", "ibm:")
@@ -69,7 +70,7 @@ def example_inputs(g: GateInputs) -> GateResult:
         return GateResult(name="example_inputs", passed=False, message="no example in examples/ (*.json)")
     if g.workflow is None:
         return GateResult(name="example_inputs", passed=False, message="the input schema did not load")
-    from qsolve.checks import CHECKS_S
+    from qsolve.validation.checks import CHECKS_S
 
     # the examples' validations together bounded as the cases' are: each alone just under SCHEMA_S, a
     # thousand examples took the platform's job hours
@@ -83,7 +84,7 @@ def example_inputs(g: GateInputs) -> GateResult:
             what = f"{label} against the input schema"
             try:
                 schema = g.workflow.input_schema
-                err = worker.schema_error(schema, value, what, deadline=deadline, on=validating)
+                err = bounded_schema_error(schema, value, what, deadline=deadline, on=validating)
             except worker.WorkOutOfTime:
                 message = (
                     f"the platform stopped validating {what}: the validations of all the examples reached "

@@ -17,7 +17,7 @@ from qiskit.circuit import CircuitInstruction, ControlFlowOp
 from qiskit_aer import AerSimulator
 from qiskit_aer.library import SaveProbabilities
 
-from qsolve.results import CircuitRecord
+from qsolve.judging.results import CircuitRecord
 from qsolve.targets.base import SIMULATION_MB
 from qsolve.targets.sim_cpu import NATIVE, native_gates
 

@@ -25,7 +25,7 @@ unified one of v2 (``memory.max``, ``memory.swap.max``) are used, whichever hold
 cgroup is named by the platform process's pid and a random part; ``mkdir`` of a cgroup that exists
 fails, so no two processes, of one platform process or of two, ever share one: the kernel keeps that
 claim. A platform process killed before it removed its cgroups leaves them to its janitor
-(:mod:`qsolve.janitor`, :func:`remove_all_of`), or, with none, to the next platform process to make
+(:mod:`qsolve.runtime.janitor`, :func:`remove_all_of`), or, with none, to the next platform process to make
 one (:func:`remove_left`).
 """
 

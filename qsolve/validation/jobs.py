@@ -1,7 +1,7 @@
 """Sandbox jobs: the gates run (seed: "Writing good cases"), and one case as a platform run.
 
 The workflow folder is copied into the job's workflow process's own folder (regular files only, read
-beneath the folder through :mod:`qsolve.reading`, no link, at most :data:`COPY_MAX_BYTES`); the cases
+beneath the folder through :mod:`qsolve.workflow.reading`, no link, at most :data:`COPY_MAX_BYTES`); the cases
 run with the workflow's code in that process and everything else here. The time limit is
 ``resources.timeout_s`` raised to at least 300 and capped at 7200, over the whole job; memory is
 ``resources.memory_mb`` (at most 8192) for each workflow process. The first case runs again in a
@@ -23,15 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 from qsolve.errors import OutOfTime, Unconfined, WorkflowInvalid, WorkflowProcessFailed
 from qsolve.home import qsolve_home
-from qsolve.publication import PublicationError, listing
-from qsolve.reading import read_bytes
+from qsolve.runtime.worker import Worker
 from qsolve.sandbox.confine import Protections
 from qsolve.sandbox.process import JobProcess
 from qsolve.sandbox.remote import ACCEPT_UNCONFINED, RemoteCode
-from qsolve.sandbox.worker import Worker
+from qsolve.workflow.publication import PublicationError, listing
+from qsolve.workflow.reading import read_bytes
 
 if TYPE_CHECKING:
-    from qsolve.manifest import Resources
+    from qsolve.workflow.manifest import Resources
 
 TIMEOUT_RANGE = (300, 7200)
 MEMORY_MAX_MB = 8192
@@ -82,7 +82,7 @@ class Outcome:
 
 def copy_workflow(root: Path, dest: Path, limit: int = COPY_MAX_BYTES) -> None:
     """The folder's regular files into ``dest``, as publication lists them and read beneath it
-    (:mod:`qsolve.reading`): a link or a special file is refused, and so is a folder of more than
+    (:mod:`qsolve.workflow.reading`): a link or a special file is refused, and so is a folder of more than
     ``limit`` bytes."""
     try:
         files = listing(root)
@@ -105,7 +105,7 @@ def copy_workflow(root: Path, dest: Path, limit: int = COPY_MAX_BYTES) -> None:
 def _module_of(root: Path) -> str:
     """The manifest's ``module`` (the gates report a manifest that does not read; the job then runs
     no case)."""
-    from qsolve.workflow import load_manifest
+    from qsolve.workflow.folder import load_manifest
 
     try:
         return load_manifest(root).module
@@ -231,7 +231,7 @@ def run_job(
 
     def body(processes: _Processes) -> dict[str, Any]:
         processes.begin()  # first: the process confines itself and imports the workflow's module
-        from qsolve.gate_run import gate_report, run_gates  # while Qiskit and Aer load here
+        from qsolve.validation.gate_run import gate_report, run_gates  # while Qiskit and Aer load here
 
         _open(targets)
         if not gc.get_freeze_count():  # once a process: what the platform loaded stays, and the
@@ -266,7 +266,7 @@ def run_case_job(
     (:func:`confinement_required`)."""
     def body(processes: _Processes) -> dict[str, Any] | None:
         processes.begin()
-        from qsolve.gate_run import run_one
+        from qsolve.validation.gate_run import run_one
 
         _open(())
         result = run_one(root, case, target, on_event, approve, processes.start, on_target=on_target)

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from qsolve.sandbox import worker
+from qsolve.runtime import worker
+from qsolve.workflow.params import bounded_schema_error
 
 
 def _allocate(mb: int) -> int:
@@ -61,31 +62,31 @@ def test_a_backtracking_pattern_is_matched_at_once_by_re2() -> None:
     """``^(a|a)+$`` against 34 ``a``'s and a ``!``: hours in Python's ``re``; RE2 never backtracks."""
     schema = {"type": "string", "pattern": "^(a|a)+$"}
     start = time.monotonic()
-    said = worker.schema_error(schema, "a" * 34 + "!", "the value")
+    said = bounded_schema_error(schema, "a" * 34 + "!", "the value")
     assert said is not None and "does not match '^(a|a)+$'" in said, said
     assert time.monotonic() - start < worker.SCHEMA_S
-    assert worker.schema_error(schema, "aaaa", "the value") is None
+    assert bounded_schema_error(schema, "aaaa", "the value") is None
     keys = {"patternProperties": {"^(a|a)+$": {}}, "additionalProperties": False}  # a key, matched so
-    said = worker.schema_error(keys, {"a" * 34 + "!": 1}, "the value")
+    said = bounded_schema_error(keys, {"a" * 34 + "!": 1}, "the value")
     assert said is not None and "does not match any of the regexes" in said, said
     assert time.monotonic() - start < worker.SCHEMA_S
 
 
 def test_a_pattern_re2_cannot_run_stops_the_validation_by_name() -> None:
     with pytest.raises(worker.SchemaStopped, match=r"could not validate the value: PatternRefused: "):
-        worker.schema_error({"pattern": "^(a+)\\1$"}, "aa", "the value")
+        bounded_schema_error({"pattern": "^(a+)\\1$"}, "aa", "the value")
 
 
 def test_a_costly_schema_is_stopped_and_an_honest_one_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker, "SCHEMA_S", 1.0)
     start = time.monotonic()
     with pytest.raises(worker.SchemaStopped, match=r"stopped validating the value after 1 s"):
-        worker.schema_error(costly_schema(), "s", "the value")
+        bounded_schema_error(costly_schema(), "s", "the value")
     assert time.monotonic() - start < worker.SCHEMA_S + 5
-    assert worker.schema_error(costly_schema(3), 1, "the value") is None
-    assert "is not valid under any" in worker.schema_error(costly_schema(3), "s", "the value")
+    assert bounded_schema_error(costly_schema(3), 1, "the value") is None
+    assert "is not valid under any" in bounded_schema_error(costly_schema(3), "s", "the value")
 
 
 def test_the_job_deadline_comes_first_when_it_is_nearer() -> None:
     with pytest.raises(worker.WorkOutOfTime):
-        worker.schema_error(costly_schema(), "s", "the value", deadline=time.monotonic() + 1)
+        bounded_schema_error(costly_schema(), "s", "the value", deadline=time.monotonic() + 1)

@@ -15,11 +15,11 @@ from jsonschema import Draft202012Validator, FormatChecker, SchemaError
 from jsonschema.validators import validator_for
 from pydantic import ValidationError
 
-from qsolve import patterns
-from qsolve.cases import CasesFile, case_label
 from qsolve.errors import Issue, WorkflowInvalid, format_loc, issues_from_validation
-from qsolve.manifest import Manifest
-from qsolve.reading import Refused, files_in, inside, kind, read_json, read_yaml
+from qsolve.workflow import patterns
+from qsolve.workflow.cases import CasesFile, case_label
+from qsolve.workflow.manifest import Manifest
+from qsolve.workflow.reading import Refused, files_in, inside, kind, read_json, read_yaml
 
 MANIFEST = "manifest.yaml"
 CASES = "benchmarks/cases.yaml"
@@ -70,8 +70,8 @@ def check_schema(schema: Any, label: str, loc: tuple = ()) -> None:
         raise WorkflowInvalid(
             "not a schema", [Issue(label, "a JSON Schema must be an object", loc=loc, code="E061")]
         )
-    from qsolve.reading import excerpt
-    from qsolve.sandbox import worker
+    from qsolve.runtime import worker
+    from qsolve.workflow.reading import excerpt
 
     try:
         found = worker.run(
@@ -97,14 +97,14 @@ def _schema_problem(schema: dict[str, Any] | bool) -> tuple[str, tuple] | None:
         if isinstance(schema, dict)
         else Draft202012Validator
     )
-    from qsolve.reading import excerpt
+    from qsolve.workflow.reading import excerpt
 
     try:
         cls.check_schema(schema)
     except SchemaError as e:
         return excerpt(e.message), tuple(e.absolute_path)
-    # the platform matches every pattern with RE2 (qsolve.patterns): one it cannot run is refused here,
-    # by name, rather than when a case's value reaches it
+    # the platform matches every pattern with RE2 (qsolve.workflow.patterns): one it cannot run is refused
+    # here, by name, rather than when a case's value reaches it
     for err in cls(cls.META_SCHEMA, format_checker=_RE2_FORMATS).iter_errors(schema):
         if err.validator == "format" and isinstance(err.instance, str):
             why = patterns.problem(err.instance)

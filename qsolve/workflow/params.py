@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from referencing import Registry
 
-from qsolve import patterns
-from qsolve.reading import excerpt
+from qsolve.workflow import patterns
+from qsolve.workflow.reading import excerpt
+
+if TYPE_CHECKING:
+    from qsolve.runtime import worker
 
 patterns.install()  # a workflow schema's patterns, matched by RE2: none backtracks (issue 22)
 
@@ -55,3 +59,43 @@ def problems(
     if err:
         out.append(f"params do not match the manifest's params schema {err}")
     return out
+
+
+def bounded_schema_error(
+    schema: dict[str, Any],
+    value: Any,
+    what: str,
+    *,
+    deadline: float | None = None,
+    on: worker.Worker | None = None,
+) -> str | None:
+    """:func:`schema_error` of a workflow's schema, in a platform worker (``on``, else one of its own,
+    :mod:`qsolve.runtime.worker`): at most ``SCHEMA_S`` seconds and never past ``deadline`` (the job's).
+    :class:`SchemaStopped` when the platform stopped it (a pattern that backtracks, say),
+    :class:`WorkOutOfTime` at ``deadline``."""
+    from qsolve.runtime import worker
+    from qsolve.runtime.worker import Raised, SchemaStopped, WorkOutOfTime, WorkStopped
+
+    check, SCHEMA_S = schema_error, worker.SCHEMA_S  # noqa: N806 - the worker's bound
+    now = time.monotonic()
+    own = now + SCHEMA_S
+    end = min(own, deadline or own)
+    if end <= now:  # the deadline passed: no worker is started (or killed) for work that cannot run
+        raise WorkOutOfTime(f"the platform stopped validating {what} at its deadline")
+    try:
+        if on is not None:
+            return on.call(check, schema, value, what=f"validating {what}", deadline=end)
+        return worker.run(check, schema, value, what=f"validating {what}", deadline=end)
+    except WorkOutOfTime:
+        if deadline is not None and deadline <= own:
+            raise
+        raise SchemaStopped(
+            f"the platform stopped validating {what} after {SCHEMA_S:g} s (a regular expression that "
+            "backtracks, or a schema as costly)"
+        ) from None
+    except Raised as e:
+        raise SchemaStopped(f"the platform could not validate {what}: {e}") from None
+    except SchemaStopped:
+        raise
+    except WorkStopped as e:
+        raise SchemaStopped(str(e)) from None

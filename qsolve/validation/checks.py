@@ -13,14 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from qsolve import params as run_params
-from qsolve.cases import Case, case_label
 from qsolve.errors import WorkflowInvalid, did_you_mean
-from qsolve.publication import PublicationError
-from qsolve.reading import Refused, inside, read_json_object, read_yaml
-from qsolve.sandbox import worker
-from qsolve.snapshot import Snapshot
-from qsolve.workflow import CASES, Workflow, load_workflow
+from qsolve.runtime import worker
+from qsolve.workflow import params as run_params
+from qsolve.workflow.cases import Case, case_label
+from qsolve.workflow.folder import CASES, Workflow, load_workflow
+from qsolve.workflow.params import bounded_schema_error
+from qsolve.workflow.publication import PublicationError
+from qsolve.workflow.reading import Refused, inside, read_json_object, read_yaml
+from qsolve.workflow.snapshot import Snapshot
 
 HARDWARE_BYTES_MAX = 600_000
 TOO_LARGE = "The hardware cases are too large"
@@ -156,7 +157,7 @@ def _check_cases(
 def _check_case(workflow: Workflow, case: Case, validating: worker.Worker, deadline: float) -> list[str]:
     def check(schema: dict[str, Any], value: Any, what: str) -> str | None:
         try:
-            return worker.schema_error(schema, value, what, deadline=deadline, on=validating)
+            return bounded_schema_error(schema, value, what, deadline=deadline, on=validating)
         except worker.WorkOutOfTime:
             raise worker.SchemaStopped(
                 f"the platform stopped validating {what}: the checks of all the cases reached their "

@@ -32,7 +32,7 @@ def guard() -> Path:
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = None  # tempfile reads TMPDIR again: every later temporary file goes there
     subprocess.Popen(
-        [sys.executable, "-m", "qsolve.janitor", str(os.getpid()), str(folder)],
+        [sys.executable, "-m", "qsolve.runtime.janitor", str(os.getpid()), str(folder)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -96,7 +96,7 @@ def watch(pid: int, folder: Path) -> None:
                 os.kill(child, signal.SIGKILL)
     time.sleep(0.1)
     shutil.rmtree(folder, ignore_errors=True)
-    from qsolve.sandbox.cgroups import remove_all_of  # the workflow processes' cgroups it made
+    from qsolve.runtime.cgroups import remove_all_of  # the workflow processes' cgroups it made
 
     remove_all_of(pid)
 

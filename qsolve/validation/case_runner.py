@@ -10,19 +10,19 @@ import math
 import time
 from typing import Any
 
-from qsolve import params as run_params
-from qsolve.cases import Case
-from qsolve.context import ClassicalContext
 from qsolve.errors import WorkflowProcessFailed
-from qsolve.judging import Evidence, broken_bound, compare, first_failure, gap, meets_expect
-from qsolve.manifest import Manifest, Method
-from qsolve.quantum_context import QuantumContext
-from qsolve.results import CaseResult, MethodOutcome, quality
-from qsolve.sandbox import worker
+from qsolve.judging.deciding import Evidence, broken_bound, compare, first_failure, gap, meets_expect
+from qsolve.judging.quantum_context import QuantumContext
+from qsolve.judging.results import CaseResult, MethodOutcome, quality
+from qsolve.runtime.worker import SchemaStopped
 from qsolve.sandbox.calls import MethodReturn, WorkflowCode
-from qsolve.sandbox.worker import SchemaStopped
 from qsolve.targets import open_target
 from qsolve.targets.base import Backend
+from qsolve.workflow import params as run_params
+from qsolve.workflow.cases import Case
+from qsolve.workflow.context import ClassicalContext
+from qsolve.workflow.manifest import Manifest, Method
+from qsolve.workflow.params import bounded_schema_error
 
 
 class ParamsInvalid(ValueError):
@@ -131,7 +131,7 @@ def _solution_error(code: WorkflowCode, schema: dict[str, Any], solution: Any) -
     worker, by the job's deadline where the code runs in a sandbox job)."""
     what = "the solution against the output schema"
     bounded = getattr(code, "schema_error", None)
-    return bounded(schema, solution, what) if bounded else worker.schema_error(schema, solution, what)
+    return bounded(schema, solution, what) if bounded else bounded_schema_error(schema, solution, what)
 
 
 def _n_test(details: dict[str, Any]) -> tuple[int | None, str | None]:
