@@ -16,6 +16,8 @@ evaluate      one evaluation and its record (input, output, evaluator: the hash 
 runs          evaluation runs: selection, heartbeat, cancel, retry
 compare       two runs, and the scores against the known answers
 verdicts      a reviewer's verdict choices and areas
+
 The commands (``qsolve knowledge ...``, ``qsolve evaluate``, ``qsolve evaluations ...``) are
-:mod:`qsolve.cli.knowledge` and :mod:`qsolve.cli.evaluation`. Nothing here imports Prefect or storage; ``flows/evaluation.py`` is the flow over :mod:`.runs`.
+:mod:`qsolve.cli.knowledge` and :mod:`qsolve.cli.evaluation`. Nothing here imports Prefect or storage;
+``flows/evaluation.py`` is the flow over :mod:`.runs`.
 """

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from qsolve.errors import OutOfTime, PlatformStopped, ProcessDied, ProtocolBroken
+from qsolve.runtime import cgroups
 from qsolve.runtime.heartbeat import beat
 from qsolve.runtime.stopping import stopped
-from qsolve.sandbox import cgroups
 
 LOG_MAX_BYTES = 64 * 2**20
 MAX_LINE = 24 * 2**20  # a batch of circuits of 16 MiB, in base64, and room

@@ -69,7 +69,7 @@ def test_test_json_on_max_cut(capsys, monkeypatch) -> None:
             started.append(self)
             super().__init__()
 
-    from qsolve.sandbox import jobs
+    from qsolve.validation import jobs
 
     monkeypatch.setattr(process, "JobProcess", Counted)
     monkeypatch.setattr("qsolve.sandbox.JobProcess", Counted)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from qsolve.sandbox import cgroups
+from qsolve.runtime import cgroups
 
 writable = pytest.mark.skipif(
     os.geteuid() != 0 or any(cgroups._own(c) is None for c in cgroups.CONTROLLERS),
@@ -57,7 +57,7 @@ def test_a_process_over_its_limit_is_killed_and_said_to_be() -> None:
 @writable
 def test_the_cgroups_of_a_killed_platform_process_are_removed_by_its_janitor() -> None:
     left = subprocess.run(
-        [sys.executable, "-c", "from qsolve.sandbox import cgroups; print(cgroups.Cgroup.make().name)"],
+        [sys.executable, "-c", "from qsolve.runtime import cgroups; print(cgroups.Cgroup.make().name)"],
         capture_output=True, text=True, check=True,
     ).stdout.strip()
     pid = int(left.removeprefix(cgroups.PREFIX).split("-")[0])
