@@ -158,7 +158,7 @@ def test_the_examples_validations_together_are_bounded(wf: WorkflowDir, monkeypa
     from qsolve.validation import checks
     from qsolve.validation.gates import GateInputs, example_inputs
     from qsolve.workflow.folder import load_workflow
-    from tests.qsolve.sandbox.test_worker import costly_schema
+    from tests.qsolve.runtime.test_worker import costly_schema
 
     monkeypatch.setattr(checks, "CHECKS_S", 0.5)
     costly = costly_schema(11)  # 2^11 failing branches before the one that passes: tenths of a second

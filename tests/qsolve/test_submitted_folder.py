@@ -236,7 +236,7 @@ def test_the_checks_of_many_costly_cases_share_one_bound(wf: WorkflowDir, monkey
 
     monkeypatch.setattr(worker, "SCHEMA_S", 1.0)  # the bound of one validation, shortened
     monkeypatch.setattr(checks, "CHECKS_S", 2.0)  # the bound of them all, shortened
-    from tests.qsolve.sandbox.test_worker import costly_schema
+    from tests.qsolve.runtime.test_worker import costly_schema
 
     wf.write("schemas/input.json", costly_schema(key="x"))
     wf.cases["cases"] = [{"name": f"c{i}", "input": {"x": "s"}} for i in range(12)]

@@ -1145,7 +1145,7 @@ def quantum(input, params, ctx):
 def test_a_costly_output_schema_fails_the_case_by_the_deadline(wf: WorkflowDir) -> None:
     """A backtracking pattern took Python's re hours; patterns are RE2's now, but a schema can cost
     2^30 validations without one: the platform validates in a worker it stops (issue 22)."""
-    from tests.qsolve.sandbox.test_worker import costly_schema
+    from tests.qsolve.runtime.test_worker import costly_schema
 
     wf.write("schemas/output.json", costly_schema(key="s"))
     limits = Limits(timeout_s=60, memory_mb=2048)

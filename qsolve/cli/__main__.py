@@ -1,0 +1,5 @@
+"""``python -m qsolve.cli``: the console script ``qsolve``."""
+
+from qsolve.cli import run
+
+run()
