@@ -153,10 +153,19 @@ class S3Objects(ObjectStore):
         self.bucket, self.prefix = bucket, prefix
         self.url = f"s3://{bucket}/{prefix}".rstrip("/")
         self._store = None
+        self._endpoint = ""
         self._fs = None
+
+    @property
+    def endpoint(self) -> str:
+        """The S3 server this client reaches, as a message shows it (no user part): ``AWS_ENDPOINT_URL``
+        when the client was made (or now, before it is), else AWS's own."""
+        endpoint = self._endpoint if self._store is not None else os.environ.get(ENDPOINT_VARIABLE, "")
+        return without_user(endpoint.strip()) or "AWS S3 (no AWS_ENDPOINT_URL)"
 
     def _options(self) -> dict[str, Any]:
         endpoint = os.environ.get(ENDPOINT_VARIABLE, "")
+        self._endpoint = endpoint
         options: dict[str, Any] = {}
         if endpoint.startswith("http://"):
             options["client_options"] = {"allow_http": True}
@@ -348,17 +357,19 @@ def storage_url() -> str | None:
     return os.environ.get(STORAGE_URL_VARIABLE, "").strip() or None
 
 
-_opened: dict[str, S3Objects] = {}
+_opened: dict[tuple[str, str], S3Objects] = {}
 
 
 def shared_store() -> S3Objects | None:
-    """The object store named by ``QSOLVE_STORAGE_URL`` (one client per URL and process), or None."""
+    """The object store named by ``QSOLVE_STORAGE_URL`` (one client per URL, endpoint and process), or
+    None."""
     url = storage_url()
     if url is None:
         return None
-    if url not in _opened:
-        _opened[url] = S3Objects(url)
-    return _opened[url]
+    key = (url, os.environ.get(ENDPOINT_VARIABLE, ""))
+    if key not in _opened:
+        _opened[key] = S3Objects(url)
+    return _opened[key]
 
 
 def storage_of(home: Path | str) -> ObjectStore:

@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.objects import storage_url
+from storage.objects import shared_store, storage_url
 from storage.state._accounts import Accounts
 from storage.state._binding import Binding, storage_identity
 from storage.state._calibration import CalibrationResults
@@ -83,7 +83,7 @@ def connect(
         db = StateDB(engine, settings)
         # a home's database (QSOLVE_DATABASE_URL, or its own file, which moves with its folder)
         if not named and (url != own or storage_url() is not None):
-            db.bind_storage(storage_identity(home))
+            db.bind_storage(storage_identity(home), shared_store())
     except BaseException:
         engine.dispose()
         raise
