@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from storage.state._errors import StorageMismatch
-from storage.state._rows import now
+from storage.state._rows import clock, now
 from storage.state._store import Store
 from storage.state._tables import claims, storage_binding
 
@@ -153,19 +153,20 @@ class Binding(Store):
 
     def claim(self, name: str, owner: str, seconds: float) -> bool:
         """Take or renew the claim ``name`` for ``owner`` until ``seconds`` from now: whether ``owner``
-        holds it (another's claim that has not lapsed is kept). The database decides."""
-        at = now()
-        until = at + timedelta(seconds=seconds)
+        holds it (another's claim that has not lapsed is kept). The database decides, by its own clock
+        (written and judged alike, whatever this host's clock says)."""
         with self._write() as connection:
+            at = clock(connection)
             taken = connection.execute(
                 claims.update()
                 .where(claims.c.name == name, sa.or_(claims.c.owner == owner, claims.c.expires_at < at))
-                .values(owner=owner, expires_at=until)
+                .values(owner=owner, expires_at=at + timedelta(seconds=seconds))
             ).rowcount
             if taken:
                 return True
         try:
             with self._write() as connection:
+                until = clock(connection) + timedelta(seconds=seconds)
                 connection.execute(claims.insert().values(name=name, owner=owner, expires_at=until))
             return True
         except IntegrityError:

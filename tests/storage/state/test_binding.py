@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -221,26 +222,24 @@ def _unmarked(database_url: str, server, name: str, prefix: str) -> None:
     server.client().delete_object(Bucket=name, Key=f"{prefix}/qsolve-binding")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding (issue 26 tester): a claim's expiry is written and judged by each machine's own clock "
-    "(storage.state._rows.now in _binding.claim), not the database's, so a host whose clock runs 10 minutes "
-    "ahead finds another's 5-minute compaction claim lapsed and takes it: two machines compact at once, the "
-    "one-compaction guarantee rests on NTP, not on the database (the run leases in _leases.py judge alike)",
-)
-def test_a_host_whose_clock_runs_ahead_does_not_take_a_claim_that_has_not_lapsed(
-    database_url, tmp_path, monkeypatch
+@pytest.mark.parametrize("drift", [timedelta(minutes=10), timedelta(minutes=-10)])
+def test_a_host_whose_clock_is_off_neither_takes_a_live_claim_nor_loses_its_own(
+    database_url, tmp_path, monkeypatch, host_clock, drift
 ):
-    from datetime import timedelta
-
-    import storage.state._binding as binding
-
+    """Finding (issue 26 tester), fixed: a claim's expiry was written and judged by each machine's own
+    clock, so a host whose clock ran ten minutes ahead found another's 5-minute compaction claim lapsed and
+    took it (two machines compacting at once), and one running behind wrote a claim that had lapsed already.
+    The database's clock writes and judges it (``_rows.clock``)."""
     monkeypatch.delenv("QSOLVE_STORAGE_URL", raising=False)
     with connect(database_url, home=tmp_path / "a") as a, connect(database_url, home=tmp_path / "b") as b:
         assert a.claim("trackrecord-compaction", "host-a:1:x", 300)
-        ahead = binding.now() + timedelta(minutes=10)
-        monkeypatch.setattr(binding, "now", lambda: ahead)  # host B's clock, ten minutes fast
+        host_clock(drift)  # host B's clock, ten minutes off (this process plays both)
         assert not b.claim("trackrecord-compaction", "host-b:1:y", 300)
+        assert b.claim("trackrecord-compaction", "host-a:1:x", 300)  # renewed by its holder, wherever
+        a.release_claim("trackrecord-compaction", "host-a:1:x")
+        assert b.claim("trackrecord-compaction", "host-b:1:y", 60)
+        host_clock(timedelta(0))
+        assert not a.claim("trackrecord-compaction", "host-a:1:x", 300)  # B's second has not lapsed
 
 
 @pytest.mark.parametrize("url", ["{bucket}/a/../qsolve", "{bucket}/./qsolve", "{bucket}/a//qsolve"])
