@@ -42,6 +42,7 @@ from storage.state._errors import (
     UnpricedTarget,
     VersionConflict,
 )
+from storage.state._holders import STALE_AFTER as HOLDER_STALE_AFTER
 from storage.state._host_keys import HostKeyRecord
 from storage.state._leases import Lease, lease_seconds
 from storage.state._ledger import SYSTEM_ACCOUNT
@@ -69,6 +70,7 @@ from storage.state._quotes import BatchInProgress, Quote, QuoteBatch, QuoteRefus
 
 __all__ = [
     "DEFAULT_PRICES",
+    "HOLDER_STALE_AFTER",
     "PLATFORM_REASONS",
     "SYSTEM_ACCOUNT",
     "WORKFLOW_REASONS",
