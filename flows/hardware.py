@@ -41,7 +41,7 @@ from prefect.concurrency.sync import concurrency
 from prefect.input import RunInput
 from pydantic import ConfigDict
 
-from storage.state import Quote, QuoteRefused, QuoteStatus, connect
+from storage.state import HOLDER_STALE_AFTER, Quote, QuoteRefused, QuoteStatus, connect
 from tasks.hardware import HardwareOutcome, HardwareRefused, request_quotes, run_quote
 
 #: each device family's Prefect concurrency limit, and the size it is created with
@@ -430,13 +430,22 @@ def send(quote_id: str, target: str) -> str | None:
     if not needs:
         return said
     with connect() as db:
-        hosts = [host for host, _ in db.holders(queue)]
-    where = (
-        f"registered by {', '.join(hosts)}"
-        if hosts
-        else f"no host has registered {needs} yet: it waits until `qsolve worker --pool "
-        f"{deployment.work_pool_name}` starts on a machine that holds it"
-    )
+        live, stale = db.live_holders(queue)
+    minutes = f"{HOLDER_STALE_AFTER.total_seconds() / 60:g} minutes"
+    gone = ", ".join(f"{host} last seen {seen:%Y-%m-%d %H:%M} UTC" for host, seen in stale)
+    start = f"`qsolve worker --pool {deployment.work_pool_name}`"
+    if live:
+        where = f"registered by {', '.join(host for host, _ in live)}"
+        where += f"; not counted, not seen for {minutes}: {gone}" if stale else ""
+    elif stale:
+        where = (
+            f"no host holding {needs} has been seen for {minutes} ({gone}: its worker stopped?): "
+            f"it waits until {start} runs on a machine that holds it"
+        )
+    else:
+        where = (
+            f"no host has registered {needs} yet: it waits until {start} starts on a machine that holds it"
+        )
     return f"{said} in work queue {queue} of pool {deployment.work_pool_name}: it {waits}; {where}"
 
 

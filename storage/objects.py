@@ -13,7 +13,9 @@ The S3 client is obstore (object_store's Rust client): it sends ``If-None-Match:
 ``AWS_DEFAULT_REGION``, ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, web
 identity, instance metadata), and its fsspec adapter lets DuckDB read ``s3://`` paths through the same
 client (``attach``). No credential is ever read into this module, so none reaches a log or an error: a
-failure is :class:`StorageError`, one line naming the object's ``s3://`` address and the status.
+failure is :class:`StorageError`, one line naming the object's ``s3://`` address and the status. Every
+request has ``QSOLVE_STORAGE_TIMEOUT_S`` (30 s), its retries within it: a store that never answers is
+one line naming the object, the server and what did not answer, never a three-minute wait.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 STORAGE_URL_VARIABLE = "QSOLVE_STORAGE_URL"
+TIMEOUT_VARIABLE = "QSOLVE_STORAGE_TIMEOUT_S"
+DEFAULT_TIMEOUT_S = 30.0
 ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL"
 REGION_VARIABLE = "AWS_DEFAULT_REGION"
 TEMPORARY_PREFIX = ".tmp-"
@@ -153,21 +157,40 @@ class S3Objects(ObjectStore):
         self.bucket, self.prefix = bucket, prefix
         self.url = f"s3://{bucket}/{prefix}".rstrip("/")
         self._store = None
+        self._endpoint = ""
+        self.timeout = DEFAULT_TIMEOUT_S
         self._fs = None
 
+    @property
+    def endpoint(self) -> str:
+        """The S3 server this client reaches, as a message shows it (no user part): ``AWS_ENDPOINT_URL``
+        when the client was made (or now, before it is), else AWS's own."""
+        endpoint = self._endpoint if self._store is not None else os.environ.get(ENDPOINT_VARIABLE, "")
+        return without_user(endpoint.strip()) or "AWS S3 (no AWS_ENDPOINT_URL)"
+
     def _options(self) -> dict[str, Any]:
+        """The client's settings beyond what it reads itself: plain HTTP where the endpoint is, and bounded
+        waits. A request (connecting, sending, the whole answer) takes at most ``QSOLVE_STORAGE_TIMEOUT_S``
+        (30 s), connecting at most a third of it; a failed request is retried (with backoff) only while
+        that much has not passed since the first, so a store that never answers is given up on within
+        about twice the time, not the client's own three minutes."""
+        from datetime import timedelta
+
         endpoint = os.environ.get(ENDPOINT_VARIABLE, "")
-        options: dict[str, Any] = {}
+        self._endpoint = endpoint
+        self.timeout = storage_timeout()
+        bound = timedelta(seconds=self.timeout)
+        client: dict[str, Any] = {"timeout": bound, "connect_timeout": bound / 3}
         if endpoint.startswith("http://"):
-            options["client_options"] = {"allow_http": True}
-        return options
+            client["allow_http"] = True
+        return {"client_options": client, "retry_config": {"max_retries": 10, "retry_timeout": bound}}
 
     @property
     def store(self):
         if self._store is None:
             from obstore.store import S3Store
 
-            with _translated(self.url):
+            with _translated(self.url, where=self):
                 self._store = S3Store(self.bucket, prefix=self.prefix or None, **self._options())
         return self._store
 
@@ -179,7 +202,7 @@ class S3Objects(ObjectStore):
         from obstore.exceptions import AlreadyExistsError, PreconditionError
 
         try:
-            with _translated(self.address(key), (AlreadyExistsError, PreconditionError)):
+            with _translated(self.address(key), (AlreadyExistsError, PreconditionError), where=self):
                 obstore.put(self.store, key, data, mode="create")
         except (AlreadyExistsError, PreconditionError):
             return False
@@ -188,26 +211,26 @@ class S3Objects(ObjectStore):
     def get(self, key: str) -> bytes:
         import obstore
 
-        with _translated(self.address(key)):
+        with _translated(self.address(key), where=self):
             return bytes(obstore.get(self.store, key).bytes())
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         import obstore
 
-        with _translated(self.address(key)):
+        with _translated(self.address(key), where=self):
             return bytes(obstore.get_range(self.store, key, start=start, end=end))
 
     def head(self, key: str) -> Listed:
         import obstore
 
-        with _translated(self.address(key)):
+        with _translated(self.address(key), where=self):
             meta = obstore.head(self.store, key)
         return Listed(key, meta["size"], str(meta.get("e_tag") or meta["last_modified"]))
 
     def children(self, folder: str) -> list[Listed]:
         import obstore
 
-        with _translated(self.address(folder + "/")):
+        with _translated(self.address(folder + "/"), where=self):
             found = obstore.list_with_delimiter(self.store, folder + "/")
         out = [
             Listed(o["path"], o["size"], str(o.get("e_tag") or o["last_modified"])) for o in found["objects"]
@@ -217,7 +240,10 @@ class S3Objects(ObjectStore):
     def delete(self, key: str) -> None:
         import obstore
 
-        with _translated(self.address(key), (FileNotFoundError,)), contextlib.suppress(FileNotFoundError):
+        with (
+            _translated(self.address(key), (FileNotFoundError,), where=self),
+            contextlib.suppress(FileNotFoundError),
+        ):
             obstore.delete(self.store, key)
 
     def address(self, key: str) -> str:
@@ -319,22 +345,57 @@ def _shown(url: str) -> str:
 
 
 @contextlib.contextmanager
-def _translated(address: str, passing: tuple[type[BaseException], ...] = ()):
-    """obstore's errors (several lines, a debug dump) as one line: the address, and what was said."""
+def _translated(
+    address: str, passing: tuple[type[BaseException], ...] = (), *, where: S3Objects | None = None
+):
+    """obstore's errors (several lines, a debug dump) as one line: the address, and what was said; a store
+    that did not answer in time (or could not be reached), the server and the bound too."""
     try:
         yield
-    except passing:
+    except (StorageError, *passing):
         raise
     except FileNotFoundError:
         raise FileNotFoundError(f"{address}: no such object") from None
     except Exception as e:
         if type(e).__module__.split(".")[0] != "obstore" and not isinstance(e, OSError | ValueError):
             raise
-        said = " ".join(str(e).split("Debug source:")[0].split())
+        whole = str(e)
+        said = " ".join(whole.split("Debug source:")[0].split())
+        if where is not None and (unanswered := _unanswered(whole, said, where.timeout)):
+            raise StorageError(f"{address} at {where.endpoint}: {unanswered}") from None
         status = (
             said.split("Server returned non-2xx status code: ")[-1][:120] if "status code" in said else said
         )
         raise StorageError(f"{address}: {type(e).__name__}: {without_user(status)[:300]}") from None
+
+
+def _unanswered(whole: str, said: str, bound: float) -> str | None:
+    """What a failure to hear from the store was (its request timed out, or no connection was made), from
+    the client's error; None for any other failure (a status the server answered with, say)."""
+    method = re.search(r"Error performing (\w+) ", said)
+    request = f"the {method.group(1)} request" if method else "a request"
+    retried = re.search(r"retries: (\d+)", whole)
+    tries = int(retried.group(1)) + 1 if retried else 1
+    within = f"within {bound:g} s ({TIMEOUT_VARIABLE})"
+    if "kind: Timeout" in whole or "TimedOut" in whole or "operation timed out" in said:
+        return f"no answer to {request} {within}" + (f", {tries} tries" if tries > 1 else "")
+    if "kind: Connect" in whole or "error trying to connect" in whole or "Connection refused" in whole:
+        return f"could not connect: no server took {request} {within}, {tries} tries"
+    return None
+
+
+def storage_timeout() -> float:
+    """How long one request to the object store may take: ``QSOLVE_STORAGE_TIMEOUT_S``, else 30 s."""
+    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.1 <= value <= 3600:  # NaN too
+        raise StorageError(f"{TIMEOUT_VARIABLE}={text!r}: a number of seconds from 0.1 to 3600")
+    return value
 
 
 def without_user(text: str) -> str:
@@ -348,17 +409,19 @@ def storage_url() -> str | None:
     return os.environ.get(STORAGE_URL_VARIABLE, "").strip() or None
 
 
-_opened: dict[str, S3Objects] = {}
+_opened: dict[tuple[str, str], S3Objects] = {}
 
 
 def shared_store() -> S3Objects | None:
-    """The object store named by ``QSOLVE_STORAGE_URL`` (one client per URL and process), or None."""
+    """The object store named by ``QSOLVE_STORAGE_URL`` (one client per URL, endpoint and process), or
+    None."""
     url = storage_url()
     if url is None:
         return None
-    if url not in _opened:
-        _opened[url] = S3Objects(url)
-    return _opened[url]
+    key = (url, os.environ.get(ENDPOINT_VARIABLE, ""))
+    if key not in _opened:
+        _opened[key] = S3Objects(url)
+    return _opened[key]
 
 
 def storage_of(home: Path | str) -> ObjectStore:

@@ -63,11 +63,19 @@ def add_commands(subparsers: Any) -> None:
         "import",
         help="take a credits.toml into the state database, once (then it is set aside)",
         description="Read a credits.toml (per_run_limit, history_run_limit, history_run_seconds, "
-        "[prices.TARGET] per_circuit, per_shot), set what it sets in the state database, and rename the "
-        "file FILE.imported: credit settings are kept in the database, alike for every machine.",
+        "[prices.TARGET] per_circuit, per_shot), set what it sets in the state database where the database "
+        "holds no value of its own, and rename the file FILE.imported: credit settings are kept in the "
+        "database, alike for every machine. A file that would change a value the database holds (set since "
+        "with `credits limit`/`price`, or by another machine's import) imports nothing and names each, "
+        "unless --replace is given; a file whose values the database holds already is only set aside.",
     )
     im.add_argument(
         "file", metavar="FILE", nargs="?", help="default: QSOLVE_CREDITS_FILE, else QSOLVE_HOME/credits.toml"
+    )
+    im.add_argument(
+        "--replace",
+        action="store_true",
+        help="set the file's values over those the database holds (for every machine)",
     )
     im.set_defaults(func=cmd_import)
 
@@ -235,12 +243,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Take a credits.toml into the database once; the file is renamed ``.imported`` so that nothing reads
-    it again (and every command stops refusing to start)."""
+    it again (and every command stops refusing to start). Where the database holds other values than the
+    file (a second machine's stale file), nothing is imported and the file stays (exit 1), unless
+    ``--replace``."""
     import tomllib
 
     from pydantic import ValidationError
 
-    from storage.state import CreditSettings, connect
+    from storage.state import CreditSettings, SettingsDiffer, connect
     from storage.state._config import credits_file
 
     path = Path(args.file) if args.file else credits_file()
@@ -259,16 +269,39 @@ def cmd_import(args: argparse.Namespace) -> int:
         return 2
     with connect(refuse_credits_file=False) as db:
         try:
-            now = db.import_credits(given)
+            done = db.import_credits(given, replace=args.replace)
+        except SettingsDiffer as e:
+            print(
+                f"qsolve credits import: {path}: {e}: nothing imported; to keep the database's values remove "
+                f"the file (or rename it {path.name}.imported), to set the file's on every machine run "
+                "again with --replace",
+                file=sys.stderr,
+            )
+            return 1
         except ValueError as e:
             print(f"qsolve credits import: {path}: {e}: nothing imported", file=sys.stderr)
             return 2
     aside = path.with_name(path.name + ".imported")
     path.replace(aside)
-    n = len(given.prices)
+    if not done.set and not done.differ:
+        print(
+            f"{path}: the state database holds every value it sets already ({_counted(done.held)}): nothing "
+            f"to import; the file is now {aside}"
+        )
+        return 0
+    held = f", {len(done.held)} held already" if done.held else ""
+    replaced = ""
+    if done.differ:
+        replaced = "; replaced: " + "; ".join(f"{name} {was} by {new}" for name, was, new in done.differ)
     print(
-        f"imported {path} into the state database ({len(given.model_fields_set - {'prices'})} limits, {n} "
-        f"price{'' if n == 1 else 's'}; the per-run limit is {now.per_run_limit} credits); the file is now "
-        f"{aside}"
+        f"imported {path} into the state database ({_counted(done.set + [d[0] for d in done.differ])}{held}; "
+        f"the per-run limit is {done.settings.per_run_limit} credits{replaced}); the file is now {aside}"
     )
     return 0
+
+
+def _counted(names: list[str]) -> str:
+    """``2 limits, 1 price`` of setting names (a price's ends in `` price``)."""
+    prices = sum(1 for n in names if n.endswith(" price"))
+    limits = len(names) - prices
+    return f"{limits} limit{'' if limits == 1 else 's'}, {prices} price{'' if prices == 1 else 's'}"

@@ -3,21 +3,33 @@ providers this machine holds (issue 26, item 3; docs/deploy.md).
 
 It works out the queues (``default``, and ``provider-NAME`` / ``ibm`` for each provider whose credential
 is here: :func:`qsolve.targets.routing.held_queues`), registers them in the state database under this
-host's name (so that a run waiting for a provider can say whether any host holds it), and becomes
-``prefect worker start --pool P --work-queue default --work-queue provider-NAME ...``. ``--print`` prints
-that command instead of running it. Exit codes: 0 done, 2 misuse (a providers.yaml that does not read).
+host's name (so that a run waiting for a provider can say whether any host holds it), and runs
+``prefect worker start --pool P --work-queue default --work-queue provider-NAME ...`` as its child,
+registering again every ``QSOLVE_WORKER_RENEW_S`` (60 s) while it lives: a host whose worker stopped is
+not seen any more, and after ``storage.state._holders.STALE_AFTER`` (10 minutes) is not counted as
+holding its providers. SIGTERM and SIGINT are passed on to the worker; its exit code is this command's.
+``--print`` prints that command instead of running it. Exit codes: 0 done, 2 misuse (a providers.yaml
+that does not read), else the worker's.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
+import signal
+import subprocess
 import sys
+import threading
 from typing import Any
 
 DEFAULT_POOL = "qsolve"
 DEFAULT_QUEUE = "default"
+RENEW_VARIABLE = "QSOLVE_WORKER_RENEW_S"
+RENEW_S = 60.0
+
+log = logging.getLogger(__name__)
 
 
 def add_commands(subparsers: Any) -> None:
@@ -60,6 +72,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
     except RegistryError as e:
         print(f"qsolve worker: {e}", file=sys.stderr)
         return 2
+    try:
+        every = renew_seconds()
+    except ValueError as e:
+        print(f"qsolve worker: {e}", file=sys.stderr)
+        return 2
     host = host_name()
     with connect() as db:
         db.register_holder(host, queues)
@@ -71,5 +88,57 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(command[0], command)  # the worker is this process from here on
-    return 0  # pragma: no cover - execv does not return
+    return run_registered(command, host, queues, every)
+
+
+def renew_seconds() -> float:
+    """How often a running worker registers again: ``QSOLVE_WORKER_RENEW_S``, else 60 s."""
+    text = os.environ.get(RENEW_VARIABLE, "").strip()
+    if not text:
+        return RENEW_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.5 <= value <= 300:  # well inside the 10 minutes after which a holder is not counted
+        raise ValueError(f"{RENEW_VARIABLE}={text!r}: a number of seconds from 0.5 to 300")
+    return value
+
+
+def run_registered(command: list[str], host: str, queues: list[str], every: float) -> int:
+    """Run the worker ``command`` as a child, registering ``host``'s ``queues`` every ``every`` seconds
+    while it lives; its exit code. A database that does not answer a renewal is tried again next time."""
+    from storage.state import connect
+
+    stop = threading.Event()
+    child: subprocess.Popen | None = None
+    caught: list[int] = []
+
+    def pass_on(signum: int, _frame: object) -> None:
+        caught.append(signum)
+        if child is not None and child.poll() is None:
+            child.send_signal(signum)
+
+    def renew() -> None:
+        while not stop.wait(every):
+            try:
+                with connect() as db:
+                    db.register_holder(host, queues)
+            except Exception as e:  # noqa: BLE001 - a busy or lost database: next time
+                log.warning("qsolve worker: could not renew %s's registration: %s", host, e)
+
+    before = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGTERM, signal.SIGINT)}
+    renewing = threading.Thread(target=renew, name="qsolve-worker-renew", daemon=True)
+    try:
+        child = subprocess.Popen(command, process_group=0)  # a signal reaches it once: passed on from here
+        if caught:  # a stop that came while it started
+            child.send_signal(caught[0])
+        renewing.start()
+        code = child.wait()
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        stop.set()
+        if renewing.is_alive():
+            renewing.join(timeout=5)
+    return code if code >= 0 else 128 - code

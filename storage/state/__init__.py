@@ -35,12 +35,14 @@ from storage.state._errors import (
     NoHold,
     NotFound,
     RunStateError,
+    SettingsDiffer,
     StageLost,
     StateError,
     StorageMismatch,
     UnpricedTarget,
     VersionConflict,
 )
+from storage.state._holders import STALE_AFTER as HOLDER_STALE_AFTER
 from storage.state._host_keys import HostKeyRecord
 from storage.state._leases import Lease, lease_seconds
 from storage.state._ledger import SYSTEM_ACCOUNT
@@ -68,6 +70,7 @@ from storage.state._quotes import BatchInProgress, Quote, QuoteBatch, QuoteRefus
 
 __all__ = [
     "DEFAULT_PRICES",
+    "HOLDER_STALE_AFTER",
     "PLATFORM_REASONS",
     "SYSTEM_ACCOUNT",
     "WORKFLOW_REASONS",
@@ -100,6 +103,7 @@ __all__ = [
     "RunLimits",
     "RunStateError",
     "RunStatus",
+    "SettingsDiffer",
     "Settlement",
     "Source",
     "Stage",

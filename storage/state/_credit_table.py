@@ -4,12 +4,14 @@ read by every quote, run, web page and command on every machine. A value not set
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
 
 from storage.state._config import CreditSettings, Price
+from storage.state._errors import SettingsDiffer
 from storage.state._rows import now, upsert
 from storage.state._store import Store
 from storage.state._tables import credit_limits, credit_prices
@@ -87,17 +89,88 @@ class CreditTable(Store):
                 upsert(connection, credit_limits, "name", {"name": name, "value": text, "set_at": now()})
         return self.credit_settings()
 
-    def import_credits(self, given: CreditSettings) -> CreditSettings:
-        """Set what ``given`` sets (its fields set, its prices) in one transaction."""
-        limits = {name: getattr(given, name) for name in LIMITS if name in given.model_fields_set}
+    def import_credits(self, given: CreditSettings, *, replace: bool = False) -> Imported:
+        """Set what ``given`` sets (its fields set, its prices, each price whole) in one transaction, where
+        the database holds no value of its own for it; one it holds alike is left. One it holds otherwise
+        (set since, by ``credits limit``/``price`` or another machine's import) is a :class:`SettingsDiffer`
+        naming each, and nothing is set, unless ``replace``: then the file's value is set over it.
+
+        Each value is inserted only where none is (``ON CONFLICT DO NOTHING``) and read back in the same
+        transaction, so of two imports at once the database decides which value is there to compare."""
+        settings = [
+            (
+                name,
+                credit_limits,
+                "name",
+                {"name": name, "value": kept(getattr(given, name), name)},
+                ("value",),
+            )
+            for name in LIMITS
+            if name in given.model_fields_set
+        ]
+        settings += [
+            (
+                f"{target} price",
+                credit_prices,
+                "target",
+                _price_row(target, price),
+                ("per_circuit", "per_shot"),
+            )
+            for target, price in given.prices.items()
+        ]
+        done = Imported()
         with self._write() as connection:
-            for name, value in limits.items():
-                upsert(
-                    connection,
-                    credit_limits,
-                    "name",
-                    {"name": name, "value": kept(value, name), "set_at": now()},
+            for name, table, key, row, parts in settings:
+                row = {**row, "set_at": now()}
+                held = _insert_or_held(connection, table, key, row, parts)
+                mine = tuple(row[p] for p in parts)
+                if held is None:
+                    done.set.append(name)
+                elif all(Decimal(h) == Decimal(m) for h, m in zip(held, mine, strict=True)):
+                    done.held.append(name)
+                else:
+                    done.differ.append((name, _shown(held), _shown(mine)))
+                    if replace:
+                        upsert(connection, table, key, row)
+            if done.differ and not replace:
+                said = "; ".join(
+                    f"{name} is {held} there, {given} in the file" for name, held, given in done.differ
                 )
-            for target, price in given.prices.items():
-                upsert(connection, credit_prices, "target", _price_row(target, price))
-        return self.credit_settings()
+                raise SettingsDiffer(
+                    f"the state database holds other values than the file: {said}", differ=done.differ
+                )
+        done.settings = self.credit_settings()
+        return done
+
+
+@dataclass
+class Imported:
+    """What an import did: the settings it set (``set``), those the database held alike (``held``), those
+    it held otherwise (``differ``: the name, the database's value, the file's; replaced where asked)."""
+
+    set: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)
+    differ: list[tuple[str, str, str]] = field(default_factory=list)
+    settings: CreditSettings | None = None
+
+
+def _insert_or_held(
+    connection: sa.Connection, table: sa.Table, key: str, row: dict[str, Any], parts: tuple[str, ...]
+) -> tuple[str, ...] | None:
+    """Insert ``row`` where its key has no row; None if it did, else the values of ``parts`` held there."""
+    if connection.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    statement = insert(table).values(**row).on_conflict_do_nothing(index_elements=[key])
+    if connection.execute(statement.returning(table.c[key])).first() is not None:
+        return None  # inserted (rowcount is no witness here: psycopg gives -1)
+    held = connection.execute(sa.select(*(table.c[p] for p in parts)).where(table.c[key] == row[key])).one()
+    return tuple(held)
+
+
+def _shown(values: tuple[str, ...]) -> str:
+    if len(values) == 1:
+        return values[0]
+    per_circuit, per_shot = values
+    return f"{per_circuit} a circuit, {per_shot} a shot"

@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.objects import storage_url
+from storage.objects import shared_store, storage_url
 from storage.state._accounts import Accounts
 from storage.state._binding import Binding, storage_identity
 from storage.state._calibration import CalibrationResults
@@ -38,6 +38,7 @@ from storage.state._quotes import Quotes
 from storage.state._rows import (
     RECORDABLE,
     RUNS,
+    clock,
     move_run,
     now,
     reason_of,
@@ -83,7 +84,7 @@ def connect(
         db = StateDB(engine, settings)
         # a home's database (QSOLVE_DATABASE_URL, or its own file, which moves with its folder)
         if not named and (url != own or storage_url() is not None):
-            db.bind_storage(storage_identity(home))
+            db.bind_storage(storage_identity(home), shared_store())
     except BaseException:
         engine.dispose()
         raise
@@ -207,7 +208,6 @@ class StateDB(
         recordable run in the round is refused (CaseTaken).
         """
         run_id = uuid.uuid4().hex
-        created = now()
         values = {
             "id": run_id,
             "version_id": version.id,
@@ -215,16 +215,18 @@ class StateDB(
             "target": target,
             "source": Source(source).value,
             "status": RunStatus.CREATED.value,
-            "created_at": created,
             "case_index": case_index,
             "owner": owner,
         }
-        if owner is not None:
-            values["lease_expires_at"] = created + timedelta(seconds=lease_seconds())
-        if seconds is not None:
-            values["deadline_at"] = created + timedelta(seconds=seconds) + DEADLINE_MARGIN
+        lease = timedelta(seconds=lease_seconds()) if owner is not None else None
         try:
             with self._write() as connection:
+                # its lease, deadline and age are judged by the database's clock: written by it too
+                values["created_at"] = created = clock(connection)
+                if lease is not None:
+                    values["lease_expires_at"] = created + lease
+                if seconds is not None:
+                    values["deadline_at"] = created + timedelta(seconds=seconds) + DEADLINE_MARGIN
                 if stage is not None:
                     values["stage_id"] = stage.id
                     _hold_stage(connection, stage, owner)

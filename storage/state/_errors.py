@@ -11,14 +11,15 @@
         ├── InsufficientCredits the account cannot cover the hold; the run failed `insufficient_credits`
         ├── NoHold              settlement of a run that holds nothing
         ├── UnpricedTarget      no price for the target in the price table
-        └── CreditsMoved        a credits.toml or QSOLVE_CREDITS_* variable: the settings are in the database
+        ├── CreditsMoved        a credits.toml or QSOLVE_CREDITS_* variable: the settings are in the database
+        └── SettingsDiffer      an import that would undo settings the database holds (each named)
 
 Each error carries its subject, and survives pickling (Prefect moves errors between processes).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 
 from qsolve.errors import QsolveError, RecordNotFound, RecordStateError
@@ -106,3 +107,11 @@ class CreditsMoved(CreditError):
 
     source: str = ""
     usage = True  # qsolve.cli prints such an error as one line, exit 2
+
+
+@dataclass
+class SettingsDiffer(CreditError):
+    """An import whose file sets values other than those the state database holds (set since, on some
+    machine): ``differ`` names each, with the database's value and the file's."""
+
+    differ: list[tuple[str, str, str]] = field(default_factory=list)

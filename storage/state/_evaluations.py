@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from storage.state._errors import NotFound
 from storage.state._models import EvaluationStatus
-from storage.state._rows import now, row_of
+from storage.state._rows import clock, now, row_of
 from storage.state._store import Store
 from storage.state._tables import evaluation_assets, evaluation_records, evaluation_runs, evaluation_verdicts
 
@@ -124,8 +124,8 @@ class Evaluations(Store):
     ) -> EvaluationRun:
         """A run with one pending record per ``(task_result_id, task, chip, qid)``, in one transaction."""
         run_id = uuid.uuid4().hex
-        created = now()
         with self._write() as connection:
+            created = clock(connection)  # its start's grace is judged by the database's clock
             connection.execute(
                 evaluation_runs.insert().values(
                     id=run_id,
@@ -205,8 +205,8 @@ class Evaluations(Store):
                 .values(
                     status=E.RUNNING.value,
                     owner=owner,
-                    heartbeat_at=now(),
-                    started_at=now(),
+                    heartbeat_at=clock(connection),
+                    started_at=clock(connection),
                     finished_at=None,
                 )
             )
@@ -233,7 +233,7 @@ class Evaluations(Store):
                     evaluation_runs.c.owner == owner,
                     evaluation_runs.c.status == E.RUNNING.value,
                 )
-                .values(heartbeat_at=now())
+                .values(heartbeat_at=clock(connection))
             )
             return moved.rowcount == 1
 
@@ -371,40 +371,42 @@ class Evaluations(Store):
         """Runs running whose heartbeat is older than ``stale_after``, and runs pending whose flow never
         started within ``start_grace`` of their creation (issue 24): their unfinished records and
         themselves marked interrupted, so a retry runs them. The ids of the runs so marked."""
-        at = now()
-        never_started = sa.and_(
-            evaluation_runs.c.status == E.PENDING.value,
-            evaluation_runs.c.started_at.is_(None),
-            evaluation_runs.c.created_at < at - start_grace,
-        )
-        stale = never_started
-        if stale_after is not None:
-            stale = sa.or_(
+        def stale(at: datetime) -> sa.ColumnElement[bool]:  # the database's time: one clock judges
+            never_started = sa.and_(
+                evaluation_runs.c.status == E.PENDING.value,
+                evaluation_runs.c.started_at.is_(None),
+                evaluation_runs.c.created_at < at - start_grace,
+            )
+            if stale_after is None:
+                return never_started
+            return sa.or_(
                 never_started,
                 sa.and_(
                     evaluation_runs.c.status == E.RUNNING.value,
                     evaluation_runs.c.heartbeat_at < at - stale_after,
                 ),
             )
-        query = sa.select(evaluation_runs.c.id).where(stale)
+
+        query = sa.select(evaluation_runs.c.id)
         if run_id is not None:
             query = query.where(evaluation_runs.c.id == run_id)
         with self._read() as connection:
-            candidates = list(connection.execute(query).scalars())
+            candidates = list(connection.execute(query.where(stale(clock(connection)))).scalars())
         marked = []
         for rid in candidates:
             with self._write() as connection:
+                at = clock(connection)
                 moved = connection.execute(
                     evaluation_runs.update()
-                    .where(evaluation_runs.c.id == rid, stale)  # the database decides, not this read
-                    .values(status=E.INTERRUPTED.value, finished_at=now())
+                    .where(evaluation_runs.c.id == rid, stale(at))  # the database decides, not this read
+                    .values(status=E.INTERRUPTED.value, finished_at=at)
                 )
                 if moved.rowcount != 1:
                     continue
                 connection.execute(
                     evaluation_records.update()
                     .where(evaluation_records.c.run_id == rid, evaluation_records.c.status.in_(UNFINISHED))
-                    .values(status=E.INTERRUPTED.value, finished_at=now())
+                    .values(status=E.INTERRUPTED.value, finished_at=at)
                 )
                 marked.append(rid)
         return marked

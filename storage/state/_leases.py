@@ -6,6 +6,9 @@ in one transaction, every third of the lease's time (``QSOLVE_LEASE_SECONDS``, 3
 only while the holder's work makes progress (:mod:`qsolve.runtime.heartbeat`). When the process dies, freezes
 or is stuck, nothing renews them, and they lapse within that time.
 
+Every expiry is written and judged by the state database's clock (``_rows.clock``), never a host's: a
+host whose clock runs ahead does not end another's live run, nor one behind lose its own.
+
 A run whose lease lapsed, or that is past its own deadline whatever its lease says, is ended
 ``platform_error`` by :meth:`Leases.end_lapsed_runs` (the maintenance pass, and the next history stage
 of its version) and its credit hold is released in the same transaction. The UPDATE that ends it
@@ -19,7 +22,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Self
 
 import sqlalchemy as sa
@@ -28,7 +33,7 @@ from qsolve.home import owner_token
 from qsolve.runtime.heartbeat import beating
 from storage.state._ledger import release_hold
 from storage.state._models import FailureReason, RunStatus
-from storage.state._rows import RUNS, now, run_of
+from storage.state._rows import RUNS, clock, run_of
 from storage.state._store import Store
 from storage.state._tables import history_stages, runs
 
@@ -65,8 +70,8 @@ class Leases(Store):
     def renew_leases(self, owner: str, seconds: float) -> set[int]:
         """Renew every unended run and unfinished history stage of ``owner``; the ids of the stages it
         still holds (one that another owner took after its lease lapsed is not among them)."""
-        until = now() + timedelta(seconds=seconds)
         with self._write() as connection:
+            until = clock(connection) + timedelta(seconds=seconds)
             connection.execute(
                 runs.update()
                 .where(runs.c.owner == owner, runs.c.status.in_(UNENDED))
@@ -88,17 +93,20 @@ class Leases(Store):
         """End ``platform_error`` every unended run whose lease lapsed, that is past its deadline, or
         that has no lease and was created more than ``unleased_after`` ago; release their holds.
         ``version_id`` or ``stage_id`` narrows it to one version's runs, or one stage's. The ids ended."""
-        lapsed = _lapsed(now(), unleased_after)
-        query = RUNS.where(runs.c.status.in_(UNENDED), lapsed)
+        query = RUNS.where(runs.c.status.in_(UNENDED))
         if version_id is not None:
             query = query.where(runs.c.version_id == version_id)
         if stage_id is not None:
             query = query.where(runs.c.stage_id == stage_id)
         with self._read() as connection:
-            candidates = [run_of(row) for row in connection.execute(query.order_by(runs.c.created_at))]
+            at = clock(connection)
+            lapsed = query.where(_lapsed(at, unleased_after)).order_by(runs.c.created_at)
+            candidates = [run_of(row) for row in connection.execute(lapsed)]
         ended = []
         for run in candidates:
-            if self._end(run.id, _lapsed(now(), unleased_after), _why(run, unleased_after)):
+            if self._end(
+                run.id, partial(_lapsed, unleased_after=unleased_after), _why(run, unleased_after, at)
+            ):
                 ended.append(run.id)
         return ended
 
@@ -112,7 +120,7 @@ class Leases(Store):
             "its history stage's owner stopped (the stage's lease lapsed and another process took it "
             "over); the case runs again there"
         )
-        return [r.id for r in candidates if self._end(r.id, runs.c.owner != owner, detail)]
+        return [r.id for r in candidates if self._end(r.id, lambda _: runs.c.owner != owner, detail)]
 
     def end_stopped_runs(self, owner: str | None, detail: str, *, run_id: str | None = None) -> list[str]:
         """A platform stop: end ``platform_error`` (never recorded) every unended run of ``owner``, or
@@ -124,7 +132,7 @@ class Leases(Store):
             query = query.where(runs.c.id == run_id)
         with self._read() as connection:
             candidates = list(connection.execute(query).scalars())
-        return [r for r in candidates if self._end(r, sa.true(), detail)]
+        return [r for r in candidates if self._end(r, lambda _: sa.true(), detail)]
 
     def let_go(self, owner: str) -> None:
         """A stopped holder gives up its history stages at once (their lease ends now), so the next
@@ -133,21 +141,22 @@ class Leases(Store):
             connection.execute(
                 history_stages.update()
                 .where(history_stages.c.owner == owner, history_stages.c.finished_at.is_(None))
-                .values(lease_expires_at=now() - timedelta(seconds=1))
+                .values(lease_expires_at=clock(connection) - timedelta(seconds=1))
             )
 
-    def _end(self, run_id: str, condition: sa.ColumnElement[bool], detail: str) -> bool:
-        """In one transaction: the run ended ``platform_error`` if still unended and ``condition``
-        holds, and its open hold released."""
+    def _end(self, run_id: str, condition: Callable[[datetime], sa.ColumnElement[bool]], detail: str) -> bool:
+        """In one transaction: the run ended ``platform_error`` if still unended and ``condition`` (of
+        the database's time now) holds, and its open hold released."""
         with self._write() as connection:
+            at = clock(connection)
             moved = connection.execute(
                 runs.update()
-                .where(runs.c.id == run_id, runs.c.status.in_(UNENDED), condition)
+                .where(runs.c.id == run_id, runs.c.status.in_(UNENDED), condition(at))
                 .values(
                     status=RunStatus.FAILED.value,
                     reason=FailureReason.PLATFORM_ERROR.value,
                     detail=detail,
-                    finished_at=now(),
+                    finished_at=at,
                 )
             )
             if moved.rowcount != 1:
@@ -164,8 +173,7 @@ def _lapsed(at: datetime, unleased_after: timedelta) -> sa.ColumnElement[bool]:
     )
 
 
-def _why(run, unleased_after: timedelta) -> str:
-    at = now()
+def _why(run, unleased_after: timedelta, at: datetime) -> str:
     if run.deadline_at is not None and run.deadline_at < at:
         return (
             f"past its time limit: still {run.status.value} at its deadline "

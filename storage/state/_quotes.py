@@ -33,7 +33,7 @@ from storage.state._models import (
     from_micro,
     to_micro,
 )
-from storage.state._rows import move_run, now
+from storage.state._rows import clock, move_run, now
 from storage.state._store import Store
 from storage.state._tables import quote_batches, quotes, runs, versions
 
@@ -377,7 +377,7 @@ class Quotes(Store):
                 .where(
                     runs.c.id == row.run_id, runs.c.status == RunStatus.CREATED.value, runs.c.owner.is_(None)
                 )
-                .values(owner=owner, lease_expires_at=now() + timedelta(seconds=seconds))
+                .values(owner=owner, lease_expires_at=clock(connection) + timedelta(seconds=seconds))
             )
             return moved.rowcount == 1
 

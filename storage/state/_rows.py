@@ -57,7 +57,20 @@ def row_of(cls: type, row: sa.Row, **converted: Any) -> Any:
 
 
 def now() -> datetime:
+    """This host's clock: for times that are only shown and ordered. A time another machine judges (a
+    lease, a claim, a heartbeat: has it lapsed?) is the database's, :func:`clock`."""
     return datetime.now(UTC)
+
+
+def clock(connection: sa.Connection) -> datetime:
+    """The database's time now, UTC: what every lease, claim and heartbeat is written and judged by, so
+    that a host whose clock runs ahead (or behind) neither takes another's live claim nor loses its own.
+    PostgreSQL's ``clock_timestamp()`` (the server's clock at this statement, not the transaction's
+    start); SQLite's ``'now'``, the clock of the machine its file is on (every process on the file)."""
+    if connection.dialect.name == "postgresql":
+        return connection.execute(sa.select(sa.func.clock_timestamp())).scalar_one().astimezone(UTC)
+    text = connection.execute(sa.text("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')")).scalar_one()
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 def reason_of(reason: FailureReason | str | None) -> FailureReason:

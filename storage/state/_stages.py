@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from storage.state._errors import StageLost
 from storage.state._leases import Leases
 from storage.state._models import Claim, ClaimStatus, Run, Stage, Version
-from storage.state._rows import RUNS, now, row_of, run_of
+from storage.state._rows import RUNS, clock, row_of, run_of
 from storage.state._tables import SLOT_TAKEN, history_stages, runs
 
 
@@ -46,23 +46,24 @@ class HistoryStages(Leases):
         runs are ended) or when, finished, some case has no recordable run: only those cases run. A
         round held by a live owner is in progress; a finished one with every case recorded, recorded.
         """
-        until = now() + timedelta(seconds=seconds)
         try:
             with self._write() as connection:
                 latest = _latest(connection, version.id, lock=True)
-                busy = latest is not None and latest.finished_at is None and latest.lease_expires_at > now()
+                at = clock(connection)  # the database's: a lease is written and judged by one clock
+                until = at + timedelta(seconds=seconds)
+                busy = latest is not None and latest.finished_at is None and latest.lease_expires_at > at
                 if busy and latest.owner != owner:
                     return Claim(ClaimStatus.IN_PROGRESS, _stage(latest))
                 if latest is None or again:
                     if latest is not None and latest.finished_at is None:  # lapsed: closed for good
-                        _update(connection, latest.id, finished_at=now())
+                        _update(connection, latest.id, finished_at=at)
                     stage_id = connection.execute(
                         history_stages.insert().values(
                             version_id=version.id,
                             round=1 if latest is None else latest.round + 1,
                             owner=owner,
                             lease_expires_at=until,
-                            started_at=now(),
+                            started_at=at,
                         )
                     ).inserted_primary_key[0]
                     stage = _stage(_by_id(connection, stage_id))
@@ -107,7 +108,7 @@ class HistoryStages(Leases):
                 stage_id,
                 history_stages.c.owner == owner,
                 history_stages.c.finished_at.is_(None),
-                finished_at=now(),
+                finished_at=clock(connection),
             ):
                 raise StageLost(
                     f"history stage {stage_id} is no longer held by {owner}: its lease lapsed and "

@@ -474,6 +474,7 @@ storage_binding = sa.Table(
     sa.Column("name", sa.String(32), primary_key=True),  # 'storage'
     sa.Column("url", sa.String(2000), nullable=False),  # file:///real/path or s3://bucket/prefix
     sa.Column("bound_at", UTCDateTime, nullable=False),
+    sa.Column("token", sa.String(64), nullable=True),  # the store's marker object holds it (migration 0010)
 )
 
 claims = sa.Table(

@@ -160,3 +160,71 @@ def _flow_run_of(client, quote_id: str):
         flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[f"quote-{quote_id[:12]}-provider-ref"]))
     )
     return run
+
+
+def test_a_worker_renews_its_registration_while_it_runs_and_passes_a_stop_on(
+    database, pool, tmp_path, monkeypatch
+):
+    """A holder is counted while its worker lives (docs/deploy.md): ``qsolve worker`` runs Prefect's worker
+    as its child and registers again every ``QSOLVE_WORKER_RENEW_S``; a SIGTERM is passed on, the worker
+    stops, and the registration ages from then on (after 10 minutes the host is not counted)."""
+    import signal
+    import time
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _run(
+        [sys.executable, "-m", "deployments.pool", "--pool", pool],
+        _env(None, "operator", database),
+        elsewhere,
+    )
+    monkeypatch.setenv("QSOLVE_HOME", str(tmp_path / "home-c"))
+    assert main(["providers", "add", "ref", "--process", "--", *REFERENCE]) == 0  # host-c holds ref
+    env = _env(tmp_path / "home-c", "host-c", database) | {"QSOLVE_WORKER_RENEW_S": "0.5"}
+    command = [sys.executable, "-m", "qsolve.cli", "worker", "--pool", pool]
+    worker = subprocess.Popen(command, env=env, cwd=elsewhere, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def seen() -> list:
+        with connect(database) as db:
+            return [when for host, when in db.holders("provider-ref") if host == "host-c"]
+
+    try:
+        seen_at = []
+        deadline = time.monotonic() + 120
+        while len(set(seen_at)) < 3 and time.monotonic() < deadline and worker.poll() is None:
+            seen_at += seen()[:1]
+            time.sleep(0.3)
+        assert len(set(seen_at)) >= 3, (seen_at, worker.poll())  # registered, then renewed, and again
+        with connect(database) as db:
+            assert [host for host, _ in db.live_holders("provider-ref")[0]] == ["host-c"]
+        children = _children(worker.pid)
+        assert any("prefect" in " ".join(c) and pool in c for c in children.values()), children
+        worker.send_signal(signal.SIGTERM)
+        code = worker.wait(timeout=120)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    assert code == 128 + signal.SIGTERM, (code, worker.stderr.read()[-1500:])  # as a shell says it
+    for pid in children:  # the Prefect worker stopped with it: nothing left serving its queues
+        assert not Path(f"/proc/{pid}").exists() or _state(pid) == "Z", pid
+    last = seen()[0]
+    time.sleep(1.5)
+    assert seen()[0] == last  # no one renews it now
+
+
+def _children(pid: int) -> dict[int, list[str]]:
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                    out[int(entry.name)] = (entry / "cmdline").read_bytes().decode().split("\0")
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

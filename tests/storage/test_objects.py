@@ -165,3 +165,93 @@ def test_a_foreign_object_squatting_a_blobs_name_is_replaced_when_the_blob_is_pu
     assert store.create(blobs.key(digest), b'{"a receipt": "forged"}')  # the squatter comes first
     assert blobs.put(data) == digest
     assert blobs.get(digest) == data
+
+
+@pytest.fixture
+def silent_store(monkeypatch):
+    """A loopback server that takes every connection and never answers (a store behind a stuck proxy, a
+    half-dead MinIO), and this process's S3 settings pointed at it, the endpoint with a user part."""
+    import socket
+
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen(64)
+    taken: list[socket.socket] = []
+
+    def take() -> None:
+        while True:
+            try:
+                connection, _ = listening.accept()
+            except OSError:
+                return
+            taken.append(connection)
+
+    threading.Thread(target=take, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{listening.getsockname()[1]}"
+    for variable, value in {
+        "AWS_ENDPOINT_URL": endpoint.replace("//", f"//{KEY_ID}:{SECRET}@"),
+        "AWS_ACCESS_KEY_ID": KEY_ID,
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "QSOLVE_STORAGE_URL": "s3://qsolve-silent/p",
+        "QSOLVE_STORAGE_TIMEOUT_S": "1",
+    }.items():
+        monkeypatch.setenv(variable, value)
+    yield endpoint
+    listening.close()
+    for connection in taken:
+        connection.close()
+
+
+def test_a_store_that_never_answers_is_given_up_on_in_its_time_in_one_line(silent_store):
+    """Finding (issue 26 tester), fixed: a store that takes the connection and never answers held every
+    request for the client's own bounds (30 s a try, retried for three minutes: a `qsolve page` blocked
+    ~180 s). Each request now has ``QSOLVE_STORAGE_TIMEOUT_S`` (30 s) and retries end when that much has
+    passed; the error names the object, the server (no user part) and what did not answer."""
+    import time
+
+    store = S3Objects("s3://qsolve-silent/p")
+    for call, address, request in (
+        (lambda: store.get("blobs/x"), "s3://qsolve-silent/p/blobs/x", "GET"),
+        (lambda: store.create("blobs/y", b"1"), "s3://qsolve-silent/p/blobs/y", "PUT"),
+        (lambda: store.children("trackrecord"), "s3://qsolve-silent/p/trackrecord/", "list"),
+    ):
+        began = time.monotonic()
+        with pytest.raises(StorageError) as caught:
+            call()
+        took = time.monotonic() - began
+        said = str(caught.value)
+        assert 0.9 < took < 5, (request, took)  # a second's bound, and its retries within it
+        assert said == (
+            f"{address} at {silent_store}: no answer to the {request} request within 1 s "
+            "(QSOLVE_STORAGE_TIMEOUT_S)"
+        ), said
+
+
+def test_a_command_on_a_store_that_never_answers_ends_in_its_time(silent_store, tmp_path):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "QSOLVE_HOME": str(tmp_path / "home"), "PYTHONPATH": str(Path(__file__).parents[2])}
+    env.pop("QSOLVE_DATABASE_URL", None)
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "qsolve.cli", "page", "max-cut"], capture_output=True, text=True, env=env
+    )
+    took = time.monotonic() - began
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no answer to the" in lines[0] and silent_store in lines[0], done.stderr
+    assert KEY_ID not in done.stderr and SECRET not in done.stderr
+    assert took < 30, took  # the process's own start, and a second (or two) for the store
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan", "1e9"])
+def test_a_timeout_that_does_not_read_is_one_line_naming_the_variable(silent_store, monkeypatch, value):
+    monkeypatch.setenv("QSOLVE_STORAGE_TIMEOUT_S", value)
+    with pytest.raises(StorageError) as caught:
+        S3Objects("s3://qsolve-silent/p").get("blobs/x")
+    said = str(caught.value)
+    assert said == f"QSOLVE_STORAGE_TIMEOUT_S={value!r}: a number of seconds from 0.1 to 3600", said

@@ -112,3 +112,28 @@ def assert_ledger_balanced(db: StateDB) -> None:
     assert total == 0
     assert odd == []
     assert negative == []
+
+
+@pytest.fixture
+def host_clock(monkeypatch: pytest.MonkeyPatch):
+    """Set this host's clock off the database's: ``host_clock(timedelta(minutes=10))`` makes every
+    ``now()`` of the state database's code (``storage.state._rows.now``, wherever it is imported) run that
+    far ahead (negative: behind), as on a machine whose clock has drifted."""
+    import sys
+    from datetime import UTC, datetime
+
+    import storage.state._rows as rows
+
+    true_now = rows.now
+    shifted: list = []
+
+    def shift(by) -> None:
+        def drifted() -> datetime:
+            return datetime.now(UTC) + by
+
+        for name, module in list(sys.modules.items()):
+            if name.startswith("storage.state") and getattr(module, "now", None) in (true_now, *shifted):
+                monkeypatch.setattr(module, "now", drifted)
+        shifted.append(drifted)
+
+    return shift

@@ -88,6 +88,53 @@ def test_the_database_holds_them_for_every_connection(database_url: str, tmp_pat
         assert b.settings.per_run_limit == 40
 
 
+def test_two_machines_importing_different_files_at_once_one_is_taken_whole(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Two machines' credits.toml imported at the same moment, each setting values the database holds none
+    of: one import sets its whole file, the other finds those values held otherwise and sets nothing (the
+    database's insert decides, not the reads), never a mix of the two files."""
+    import threading
+
+    from storage.state import SettingsDiffer
+
+    files = [
+        CreditSettings(per_run_limit=Decimal(40), prices={"ibm:": Price(per_shot=Decimal("0.001"))}),
+        CreditSettings(per_run_limit=Decimal(70), prices={"ibm:": Price(per_shot=Decimal("0.009"))}),
+    ]
+    homes = [connect(database_url, home=tmp_path / name) for name in "ab"]
+    ready = threading.Barrier(2)
+    outcome: list[object] = [None, None]
+
+    def import_(i: int) -> None:
+        ready.wait()
+        try:
+            outcome[i] = homes[i].import_credits(files[i]).set
+        except SettingsDiffer as e:
+            outcome[i] = e
+
+    threads = [threading.Thread(target=import_, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    taken = [i for i in range(2) if isinstance(outcome[i], list)]
+    assert len(taken) == 1, outcome
+    (winner,) = taken
+    assert outcome[winner] == ["per_run_limit", "ibm: price"]
+    refused = outcome[1 - winner]
+    assert isinstance(refused, SettingsDiffer) and [d[0] for d in refused.differ] == [
+        "per_run_limit",
+        "ibm: price",
+    ]
+    settings = homes[0].credit_settings()
+    assert settings.per_run_limit == files[winner].per_run_limit
+    assert settings.price("ibm:") == files[winner].prices["ibm:"]
+    assert homes[1 - winner].import_credits(files[winner]).held == ["per_run_limit", "ibm: price"]
+    for db in homes:
+        db.close()
+
+
 def test_a_credits_file_or_variable_is_refused_saying_what_to_run(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

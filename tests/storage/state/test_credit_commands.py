@@ -167,24 +167,76 @@ def test_two_operators_setting_two_parts_of_one_price_at_once_both_keep_theirs(
     assert (price.per_circuit, price.per_shot) == (Decimal(5), Decimal("0.01"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding (issue 26 tester): a second machine's credits.toml left behind from before the move "
-    "refuses that machine's commands with 'run qsolve credits import FILE once'; the operator who does so "
-    "there overwrites, on every machine, the prices and limits set in the database since (by credits "
-    "price/limit or the first machine's import) with that machine's stale file, and is told 'imported': "
-    "import sets what the file sets over whatever the database holds, with no look at what it undoes",
-)
 def test_a_second_machines_stale_credits_file_does_not_undo_what_the_database_holds(
     home, capsys, clean, tmp_path
 ):
+    """Finding (issue 26 tester), fixed: the operator who imported a second machine's credits.toml left from
+    before the move (as its refusal told them to) overwrote, on every machine, the prices and limits set in
+    the database since, and was told "imported". An import now sets only what the database holds no value
+    of its own for; one that would change a held value imports nothing and names each (exit 1), the file
+    left in place, unless ``--replace``."""
     assert main(["credits", "price", "ibm:", "--per-shot", "0.004"]) == 0  # set since, for every machine
     assert main(["credits", "limit", "120"]) == 0
     stale = tmp_path / "machine-b" / "credits.toml"  # machine B's file, from before
     stale.parent.mkdir()
-    stale.write_text("per_run_limit = 40\n\n[prices.'ibm:']\nper_shot = 0.001\n")
-    main(["credits", "import", str(stale)])  # as B's refusal told its operator to
+    stale.write_text("per_run_limit = 40\nhistory_run_limit = 7\n\n[prices.'ibm:']\nper_shot = 0.001\n")
     capsys.readouterr()
+    assert main(["credits", "import", str(stale)]) == 1  # as B's refusal told its operator to
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith(f"qsolve credits import: {stale}: "), err
+    assert "per_run_limit is 120 there, 40 in the file" in err, err
+    assert "ibm: price is 0.5 a circuit, 0.004 a shot there, 0 a circuit, 0.001 a shot in the file" in err, (
+        err
+    )
+    assert "history_run_limit" not in err and "nothing imported" in err and "--replace" in err
+    assert stale.is_file()  # left for the operator to decide
     with connect(home=home) as db:
         settings = db.credit_settings()
     assert settings.per_run_limit == 120 and settings.price("ibm:").per_shot == Decimal("0.004")
+    assert settings.history_run_limit == 20  # nothing of the file, not even what the database did not hold
+    assert main(["credits", "import", str(stale), "--replace"]) == 0  # the operator means it
+    out = capsys.readouterr().out.strip()
+    assert out.startswith(f"imported {stale} into the state database (2 limits, 1 price;"), out
+    assert "replaced: per_run_limit 120 by 40; ibm: price 0.5 a circuit, 0.004 a shot by 0 a circuit" in out
+    assert not stale.is_file() and stale.with_name("credits.toml.imported").is_file()
+    with connect(home=home) as db:
+        settings = db.credit_settings()
+    assert (settings.per_run_limit, settings.history_run_limit) == (40, 7)
+    assert settings.price("ibm:").per_shot == Decimal("0.001")
+
+
+def test_a_file_whose_values_the_database_holds_is_only_set_aside(home, capsys, clean, tmp_path):
+    """Machine B's copy of the file machine A imported: nothing to import, said so, and set aside so that B
+    starts; a file that adds only what the database holds no value for imports that, counting the rest."""
+    first = tmp_path / "a.toml"
+    first.write_text("per_run_limit = 88\n\n[prices.'ibm:']\nper_circuit = 0.5\nper_shot = 0.001\n")
+    assert main(["credits", "import", str(first)]) == 0
+    capsys.readouterr()
+    copy = tmp_path / "b" / "credits.toml"
+    copy.parent.mkdir()
+    copy.write_text("per_run_limit = 88.0\n\n[prices.'ibm:']\nper_circuit = 0.50\nper_shot = 0.0010\n")
+    before = _settings_rows(home)
+    assert main(["credits", "import", str(copy)]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out == (
+        f"{copy}: the state database holds every value it sets already (1 limit, 1 price): nothing to "
+        f"import; the file is now {copy}.imported"
+    )
+    assert not copy.exists() and _settings_rows(home) == before  # not even the times they were set
+    more = tmp_path / "c.toml"
+    more.write_text("per_run_limit = 88\nhistory_run_seconds = 300\n")
+    assert main(["credits", "import", str(more)]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith(f"imported {more} into the state database (1 limit, 0 prices, 1 held already;"), out
+    with connect(home=home) as db:
+        assert db.credit_settings().history_run_seconds == 300
+
+
+def _settings_rows(home):
+    import sqlalchemy as sa
+
+    with connect(home=home) as db, db.engine.connect() as connection:
+        return (
+            connection.execute(sa.text("SELECT * FROM credit_limits ORDER BY name")).all(),
+            connection.execute(sa.text("SELECT * FROM credit_prices ORDER BY target")).all(),
+        )

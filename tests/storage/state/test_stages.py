@@ -219,6 +219,30 @@ def test_a_lease_knows_when_its_stage_was_taken(db: StateDB, version: Version, s
         assert lease.lost.wait(timeout=3 * short_leases)
 
 
+@pytest.mark.parametrize("drift", [timedelta(minutes=10), timedelta(minutes=-10)])
+def test_a_host_whose_clock_is_off_neither_ends_live_runs_nor_takes_a_live_round(
+    db: StateDB, version: Version, host_clock, drift: timedelta
+) -> None:
+    """Finding (issue 26 tester), fixed: the run leases and the stage's were written and judged by each
+    machine's clock, so a host ten minutes ahead ended another's live runs and took its round, and one ten
+    minutes behind wrote leases (and created times) that others found lapsed at once. The database's clock
+    writes and judges them; this process plays both hosts."""
+    stage = db.claim_history_stage(version, "a", CASES, seconds=LONG).stage  # host A, on time
+    live = db.create_run(version, "a", "sim-cpu", "history", owner="a", stage=stage, case_index=0)
+    host_clock(drift)  # host B
+    assert db.end_lapsed_runs(HOUR) == []
+    assert db.claim_history_stage(version, "b", CASES, seconds=LONG).status is ClaimStatus.IN_PROGRESS
+    leased = db.create_run(version, "b", "sim-cpu", "hardware", owner="b", seconds=60)  # B's own runs
+    unleased = db.create_run(version, "c", "sim-cpu", "hardware")
+    db.renew_leases("b", LONG)
+    host_clock(timedelta(0))  # host A judges
+    assert db.end_lapsed_runs(timedelta(minutes=1)) == []
+    assert {db.get_run(r.id).status for r in (live, leased, unleased)} == {RunStatus.CREATED}
+    db.let_go("a")  # a stopped holder gives its round up at once, by the database's clock too
+    host_clock(-drift)
+    assert db.claim_history_stage(version, "b", CASES, seconds=LONG).status is ClaimStatus.RESUMED
+
+
 def claim_at_once(barrier, url: str, version: Version, again: bool) -> str:
     from storage.state import connect
     from tests.storage.state.conftest import default_settings
