@@ -5,6 +5,10 @@ track record" and "What the workflow page shows").
     row            TrackRecordRow, the fixed Arrow schema
     layout         where the files live and how they are named
     inventory      which of the folder's files the views read: each checked from its footer
+    writing        whole files: a temporary file, fsynced, linked into place; Parquet as the track
+                   record writes it
+    schema_file    the empty file every view reads first (made where absent, or in a temporary folder
+                   for a reading command)
     filing         file_rows / file_table: whole files, never rewritten, the same runs never twice
     compaction     compact: merge batch files, keep the latest rows apart (what makes ``current`` quick)
     views          the views, in trackrecord.duckdb for analysts and in memory for the commands
