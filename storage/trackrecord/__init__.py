@@ -17,6 +17,7 @@ track record" and "What the workflow page shows").
                    version current, failing rows' bounds, hardware rows' receipts checked)
     receipts_check the receipts behind hardware rows, read and verified
     sql            query: SQL over the views, as a table, CSV, JSON or Parquet
+    damaged        files damaged past their footer: found when a read fails, read around
     shared         the same files in object storage (QSOLVE_STORAGE_URL): filing, checks, reading
     analyst        the views as SQL over s3:// with the CREATE SECRET an endpoint needs (qsolve views-sql)
     commands       ``qsolve query``, ``qsolve page``, ``qsolve views-sql`` (add_commands)

@@ -112,6 +112,11 @@ class _Ranged(io.RawIOBase):
         return len(data)
 
 
+def opened(store: ObjectStore, key: str, size: int) -> pa.PythonFile:
+    """The object ``key`` (of ``size`` bytes) as a file pyarrow reads by ranged GETs."""
+    return pa.PythonFile(_Ranged(store, key, size), mode="r")
+
+
 #: per store and object: the check done, by ETag (an object qsolve wrote never changes)
 _checked: dict[tuple[str, str], Entry] = {}
 
@@ -123,7 +128,7 @@ def _check(store: ObjectStore, listed) -> Entry:
         return cached
     schema, rows = None, 0
     try:
-        footer = pq.read_metadata(pa.PythonFile(_Ranged(store, listed.key, listed.size), mode="r"))
+        footer = pq.read_metadata(opened(store, listed.key, listed.size))
         schema, rows = footer.schema.to_arrow_schema(), footer.num_rows
     except FileNotFoundError:
         raise

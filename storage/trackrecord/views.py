@@ -49,11 +49,14 @@ from pathlib import Path
 
 import duckdb
 
+from .damaged import leave_out_damaged
 from .errors import TrackRecordWarning
 from .inventory import Inventory, set_aside, take_inventory, warn_left_out
 from .layout import BATCH, HEAD, OLDER, SCHEMA_FILE, TEMPORARY_PREFIX, Layout
 from .row import SCHEMA_VERSION
 from .schema_file import ensure_schema_file, for_reading
+from .shared import SharedInventory
+from .shared import reading as shared_reading
 from .writing import fsync_folder, write_replacing
 
 #: the storage version of ``trackrecord.duckdb``: DuckDB 2.x writes files that 1.x cannot open (version 69
@@ -227,7 +230,19 @@ def connect(
     no other file, no ``ATTACH``, no extension), and its configuration is locked. ``settings``, DuckDB
     settings as ``(name, value)``, are set first (``qsolve query``'s memory limit and temporary folder,
     which a locked configuration would refuse). Brings ``trackrecord.duckdb`` up to date on the way, and
-    warns of the files left out (:func:`reading`)."""
+    warns of the files left out (:func:`reading`), those this process found damaged past their footer
+    included (``damaged``)."""
+    return open_views(home, read_only=read_only, settings=settings)[0]
+
+
+def open_views(
+    home: Path | str | Layout | None = None,
+    *,
+    read_only: bool = False,
+    settings: Sequence[tuple[str, str]] = (),
+) -> tuple[duckdb.DuckDBPyConnection, Inventory | SharedInventory]:
+    """:func:`connect`, and the files its views read (what a reader looks through for a file damaged
+    past its footer when a query fails: ``damaged.found_damaged``)."""
     layout = home if isinstance(home, Layout) else Layout(home)
     con = session(duckdb.connect())
     try:
@@ -235,7 +250,7 @@ def connect(
             con.execute(f"SET {name} = {sql_text(value)}")
         attach(con, layout)
         for attempt in range(TRIES):
-            inventory = reading(layout)
+            inventory = leave_out_damaged(reading(layout), stacklevel=4)
             try:
                 create_views(con, Sources.of(inventory), temp=True)
                 break
@@ -257,7 +272,7 @@ def connect(
     except BaseException:
         con.close()
         raise
-    return con
+    return con, inventory
 
 
 def attach(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
@@ -273,8 +288,6 @@ def reading(home: Path | str | Layout | None = None) -> Inventory:
     as it is. Each file left out is named in a :class:`TrackRecordWarning`."""
     layout = home if isinstance(home, Layout) else Layout(home)
     if layout.store is not None:
-        from .shared import reading as shared_reading
-
         return shared_reading(layout.store)
     inventory = None
     if layout.schema_file == layout.folder / SCHEMA_FILE and layout.folder.is_dir():
