@@ -5,6 +5,10 @@ track record" and "What the workflow page shows").
     row            TrackRecordRow, the fixed Arrow schema
     layout         where the files live and how they are named
     inventory      which of the folder's files the views read: each checked from its footer
+    writing        whole files: a temporary file, fsynced, linked into place; Parquet as the track
+                   record writes it
+    schema_file    the empty file every view reads first (made where absent, or in a temporary folder
+                   for a reading command)
     filing         file_rows / file_table: whole files, never rewritten, the same runs never twice
     compaction     compact: merge batch files, keep the latest rows apart (what makes ``current`` quick)
     views          the views, in trackrecord.duckdb for analysts and in memory for the commands
@@ -13,6 +17,7 @@ track record" and "What the workflow page shows").
                    version current, failing rows' bounds, hardware rows' receipts checked)
     receipts_check the receipts behind hardware rows, read and verified
     sql            query: SQL over the views, as a table, CSV, JSON or Parquet
+    damaged        files damaged past their footer: found when a read fails, read around
     shared         the same files in object storage (QSOLVE_STORAGE_URL): filing, checks, reading
     analyst        the views as SQL over s3:// with the CREATE SECRET an endpoint needs (qsolve views-sql)
     commands       ``qsolve query``, ``qsolve page``, ``qsolve views-sql`` (add_commands)

@@ -33,11 +33,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .filing import COMPRESSION, ROW_GROUP_ROWS, ensure_schema_file, fsync_folder, set_aside_one, write_named
+from .filing import set_aside_one
 from .inventory import take_inventory
 from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, Layout, run_ids_digest
 from .row import COLUMNS, SCHEMA
+from .schema_file import ensure_schema_file
 from .views import COPY_ORDER, GROUP, LATEST_ORDER, ensure_views, parquet_source, session
+from .writing import COMPRESSION, ROW_GROUP_ROWS, fsync_folder, write_named
 
 ORDER = f"{GROUP}, recorded_at, run_id"
 BATCH_ROWS = 1 << 17

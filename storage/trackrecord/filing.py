@@ -10,38 +10,20 @@ track record": the track record is never duplicated).
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import io
 import os
-import secrets
-import shutil
-import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from storage.objects import link_no_clobber
-
-from .inventory import FileEntry, Inventory, checked, remember, set_aside
-from .layout import BATCH, LEFT_OUT, SCHEMA_FILE, TEMPORARY_PREFIX, Layout
-from .row import SCHEMA, TrackRecordRow, conform, to_table
-
-COMPRESSION = "zstd"
-BATCH_COMPRESSION = "snappy"  # a batch is small and short-lived: zstd's set-up per column costs 3x more
-ROW_GROUP_ROWS = 122_880
-SORT_KEYS = [
-    ("workflow", "ascending"),
-    ("version", "ascending"),
-    ("case_name", "ascending"),
-    ("target", "ascending"),
-    ("recorded_at", "ascending"),
-]
+from .inventory import FileEntry, Inventory, remember, set_aside
+from .layout import BATCH, LEFT_OUT, Layout
+from .row import TrackRecordRow, conform, to_table
+from .schema_file import ensure_schema_file
+from .writing import BATCH_COMPRESSION, SORT_KEYS, write_parquet, write_whole
 
 
 @dataclass(frozen=True)
@@ -69,7 +51,8 @@ def file_table(table: pa.Table, home: Path | str | None = None) -> Filed:
     if layout.store is not None:
         from .shared import file_table as file_shared
 
-        return file_shared(layout.store, table)
+        address, new = file_shared(layout.store, table)
+        return Filed(address, table.num_rows, new)
     layout.folder.mkdir(parents=True, exist_ok=True)
     ensure_schema_file(layout)
     run_ids = table.column("run_id").to_pylist()
@@ -127,107 +110,3 @@ def one_copy_per_run(table: pa.Table) -> pa.Table:
     run = ordered.column("run_id").to_pylist()
     keep = [i for i in range(len(run)) if i == 0 or run[i] != run[i - 1]]
     return ordered.take(pa.array(keep, pa.int64()))
-
-
-def write_parquet(table: pa.Table, f: BinaryIO, compression: str = COMPRESSION) -> None:
-    pq.write_table(table, f, compression=compression, row_group_size=ROW_GROUP_ROWS)
-
-
-def ensure_schema_file(layout: Layout, known: Mapping[str, FileEntry] | None = None) -> None:
-    """The empty file the views read first, so they bind to the fixed schema with no runs filed. A
-    damaged one (it holds no rows) is replaced whole. ``known``: checks already done (``inventory``)."""
-    path = layout.schema_file
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_whole(path, lambda f: write_parquet(SCHEMA.empty_table(), f))
-    elif not schema_file_reads(path, known):
-        out = io.BytesIO()
-        write_parquet(SCHEMA.empty_table(), out)
-        write_replacing(path, out.getvalue())
-
-
-def schema_file_reads(path: Path, known: Mapping[str, FileEntry] | None = None) -> bool:
-    """Whether the schema file is there and passes the checks every file of the folder must pass."""
-    try:
-        return checked(path, path.stat(), known).problem is None
-    except FileNotFoundError:
-        return False
-
-
-_reading_schema: list[Path] = []
-
-
-def for_reading(layout: Layout) -> Layout:
-    """``layout``, or, where nothing was ever filed (or its schema file is damaged), the same layout with
-    its schema file in a temporary folder of this process: reading (``qsolve query``, ``qsolve page``)
-    creates nothing in the home."""
-    if schema_file_reads(layout.schema_file):
-        return layout
-    return Layout(layout.home, schema_file=reading_schema_file())
-
-
-def reading_schema_file() -> Path:
-    """A schema file in a temporary folder of this process (removed at its exit), for reading a track
-    record whose own one is missing, damaged or cannot be made."""
-    if not _reading_schema:
-        folder = Path(tempfile.mkdtemp(prefix="qsolve-trackrecord-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        _reading_schema.append(folder / SCHEMA_FILE)
-    reading = Layout(".", schema_file=_reading_schema[0])
-    ensure_schema_file(reading)
-    return _reading_schema[0]
-
-
-def write_whole(path: Path, write: Callable[[BinaryIO], None], *, durable: bool = True) -> bool:
-    """Write ``path`` whole: a temporary file in its folder, fsync, link into place, fsync the folder.
-    Never replaces a file already there; returns whether this call made it. ``durable=False`` leaves
-    out the two fsyncs, for a batch: a machine losing power may then leave it empty or cut short under
-    its name, which the inventory's checks set aside and the maintenance pass files again from the state
-    database (``storage.maintenance.refile_lost_runs``)."""
-    return write_named(path.parent, lambda: path, write, durable=durable)[1]
-
-
-def write_named(
-    folder: Path, name: Callable[[], Path | None], write: Callable[[BinaryIO], None], *, durable: bool = True
-) -> tuple[Path | None, bool]:
-    """:func:`write_whole`, the file's name known only once it is written (``name()``, called after
-    ``write``; None: nothing to keep). Returns the path and whether this call made it."""
-    tmp = folder / f"{TEMPORARY_PREFIX}{secrets.token_hex(8)}.{os.getpid()}"
-    try:
-        with open(tmp, "xb") as f:
-            write(f)
-            f.flush()
-            if durable:
-                os.fsync(f.fileno())
-        path = name()
-        made = path is not None and link_no_clobber(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    if durable and made:
-        fsync_folder(folder)
-    return path, made
-
-
-def write_replacing(path: Path, data: bytes) -> None:
-    """Write ``path`` whole, replacing what is there (only for files qsolve derives again at will: the
-    schema file, ``trackrecord.sql``): a temporary file in its folder, fsync, rename, fsync the folder."""
-    tmp = path.parent / f"{TEMPORARY_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    fsync_folder(path.parent)
-
-
-def fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -21,6 +21,7 @@ import contextlib
 import os
 import re
 import stat
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -29,6 +30,7 @@ from pathlib import Path
 import pyarrow as pa
 from blake3 import blake3
 
+from .errors import TrackRecordWarning
 from .layout import BATCH, HEAD, LEFT_OUT, OLDER, SCHEMA_FILE, TEMPORARY_PREFIX, Layout
 from .row import COLUMNS, SCHEMA_VERSION
 
@@ -253,3 +255,12 @@ def set_aside(inventory: Inventory) -> Inventory:
         moved = f"{e.problem}; moved to {target.relative_to(inventory.folder.parent)}"
         entries.append(FileEntry(e.name, e.size, e.mtime_ns, moved))
     return Inventory(inventory.folder, inventory.schema_file, tuple(entries))
+
+
+def warn_left_out(left_out: list[tuple[Path | str, str]], stacklevel: int) -> None:
+    """Each file left out, with why, in a :class:`TrackRecordWarning` of one line; ``stacklevel`` as
+    ``warnings.warn`` takes it, from here (2: the caller of this function)."""
+    for path, problem in left_out:
+        shown = str(path).replace("\n", "\\n")
+        said = f"{shown}: {problem}; left out of the track record"
+        warnings.warn(said, TrackRecordWarning, stacklevel=stacklevel)

@@ -27,8 +27,9 @@ import pyarrow.parquet as pq
 
 from storage.objects import ObjectStore
 
-from .inventory import CHECKS
+from .inventory import CHECKS, warn_left_out
 from .layout import BATCH, FOLDER, HEAD, LEFT_OUT, OLDER, SCHEMA_FILE, run_ids_digest
+from .writing import BATCH_COMPRESSION, SORT_KEYS, write_parquet
 
 COMPACTION_CLAIM = "trackrecord-compaction"
 
@@ -111,6 +112,11 @@ class _Ranged(io.RawIOBase):
         return len(data)
 
 
+def opened(store: ObjectStore, key: str, size: int) -> pa.PythonFile:
+    """The object ``key`` (of ``size`` bytes) as a file pyarrow reads by ranged GETs."""
+    return pa.PythonFile(_Ranged(store, key, size), mode="r")
+
+
 #: per store and object: the check done, by ETag (an object qsolve wrote never changes)
 _checked: dict[tuple[str, str], Entry] = {}
 
@@ -122,7 +128,7 @@ def _check(store: ObjectStore, listed) -> Entry:
         return cached
     schema, rows = None, 0
     try:
-        footer = pq.read_metadata(pa.PythonFile(_Ranged(store, listed.key, listed.size), mode="r"))
+        footer = pq.read_metadata(opened(store, listed.key, listed.size))
         schema, rows = footer.schema.to_arrow_schema(), footer.num_rows
     except FileNotFoundError:
         raise
@@ -167,8 +173,6 @@ def take_inventory(store: ObjectStore, schema_file: str | None = None) -> Shared
 
 
 def parquet_bytes(table: pa.Table, compression: str) -> bytes:
-    from .filing import write_parquet
-
     out = io.BytesIO()
     write_parquet(table, out, compression)
     return out.getvalue()
@@ -213,17 +217,15 @@ def set_aside_one(store: ObjectStore, name: str) -> None:
 def reading(store: ObjectStore) -> SharedInventory:
     """What ``qsolve query``, ``qsolve page`` and the web pages read; each file left out is named in a
     warning (and set aside where the store can be written)."""
-    from .views import _warn
-
     try:
         ensure_schema(store)
         schema = None
     except OSError:  # a store this machine may only read: the schema file from a temporary folder
-        from .filing import reading_schema_file
+        from .schema_file import reading_schema_file
 
         schema = str(reading_schema_file())
     inventory = take_inventory(store, schema)
-    _warn(inventory.left_out, stacklevel=4)
+    warn_left_out(inventory.left_out, stacklevel=4)
     if inventory.left_out:
         try:
             inventory = set_aside(store, inventory)
@@ -234,12 +236,10 @@ def reading(store: ObjectStore) -> SharedInventory:
     return inventory
 
 
-def file_table(store: ObjectStore, table: pa.Table):
+def file_table(store: ObjectStore, table: pa.Table) -> tuple[str, bool]:
     """``filing.file_table`` into the store: one ``b-`` object named for its runs, created only where
-    absent. One already there that does not hold these runs (by its footer's count and checks) is set
-    aside and the batch created again."""
-    from .filing import BATCH_COMPRESSION, SORT_KEYS, Filed
-
+    absent; returns its address and whether this call created it. One already there that does not hold
+    these runs (read whole: a small file) is set aside and the batch created again."""
     ensure_schema(store)
     run_ids = table.column("run_id").to_pylist()
     name = f"{BATCH}-{run_ids_digest(run_ids)}.parquet"
@@ -250,7 +250,7 @@ def file_table(store: ObjectStore, table: pa.Table):
         new = store.create(key(name), data, durable=False)
     if new:
         remember(store, name, table.num_rows)
-    return Filed(store.address(key(name)), table.num_rows, new)
+    return store.address(key(name)), new
 
 
 def _holds(store: ObjectStore, name: str, run_ids: list[str]) -> bool:

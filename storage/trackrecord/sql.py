@@ -25,9 +25,10 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
+from .damaged import found_damaged, read_failure
 from .errors import QueryFailed, QueryLimit
 from .layout import Layout
-from .views import connect, sql_text
+from .views import open_views, sql_text
 
 FORMATS = ("table", "csv", "json", "parquet")
 TABLE_ROWS = 1000  # rows a terminal table shows; the other formats give every row
@@ -89,17 +90,20 @@ def run_sql(sql: str, home: Path | str | None = None, *, timeout: float | None =
     file, no ``ATTACH``, no extension), with the configuration locked against ``SET``. And it is
     bounded: interrupted after ``timeout`` seconds (None or 0: no time-out; DuckDB has none of its own,
     so a timer interrupts the connection), within :func:`memory_limit`, spilling only to a temporary
-    folder under ``QSOLVE_HOME/cache``. A limit met raises :class:`QueryLimit` naming it."""
+    folder under ``QSOLVE_HOME/cache``. A limit met raises :class:`QueryLimit` naming it. A file damaged
+    past its footer is left out and named in a warning, the query run again over the rest (``damaged``)."""
     memory = memory_limit()
     _checked_memory(sql, memory)
     with _temporary_folder(home) as spill:
         settings = [("memory_limit", memory), ("temp_directory", spill)]
-        con = connect(home, read_only=True, settings=settings)
+        con, inventory = open_views(home, read_only=True, settings=settings)
         stopped = threading.Event()
+        lock = threading.Lock()  # the timer never interrupts a connection being closed
 
         def stop() -> None:
-            stopped.set()
-            con.interrupt()
+            with lock:
+                stopped.set()
+                con.interrupt()
 
         timer = threading.Timer(timeout, stop) if timeout else None
         try:
@@ -109,8 +113,20 @@ def run_sql(sql: str, home: Path | str | None = None, *, timeout: float | None =
                     raise QueryFailed(sql, f"qsolve query only reads: statement {i} is {kind}, not a SELECT")
             if timer is not None:
                 timer.start()
-            result = con.sql(sql)
-            return result.to_arrow_table() if result is not None else pa.table({})
+            for attempt in range(2):
+                try:
+                    result = con.sql(sql)
+                    return result.to_arrow_table() if result is not None else pa.table({})
+                except duckdb.Error as e:
+                    # a file damaged past its footer (module ``damaged``): read again without it, once
+                    if attempt or stopped.is_set() or not read_failure(e) or not found_damaged(inventory):
+                        raise
+                if stopped.is_set():
+                    raise duckdb.InterruptException("stopped while looking for a damaged file")
+                with lock:
+                    con.close()
+                    con, inventory = open_views(home, read_only=True, settings=settings)
+            raise AssertionError("unreachable")  # the second attempt returns or raises
         except duckdb.InterruptException:
             if not stopped.is_set():
                 raise

@@ -49,10 +49,15 @@ from pathlib import Path
 
 import duckdb
 
+from .damaged import leave_out_damaged
 from .errors import TrackRecordWarning
-from .inventory import Inventory, set_aside, take_inventory
+from .inventory import Inventory, set_aside, take_inventory, warn_left_out
 from .layout import BATCH, HEAD, OLDER, SCHEMA_FILE, TEMPORARY_PREFIX, Layout
 from .row import SCHEMA_VERSION
+from .schema_file import ensure_schema_file, for_reading
+from .shared import SharedInventory
+from .shared import reading as shared_reading
+from .writing import fsync_folder, write_replacing
 
 #: the storage version of ``trackrecord.duckdb``: DuckDB 2.x writes files that 1.x cannot open (version 69
 #: against 64 to 68); written as v1.2.0, the 1.5 command line on the package index opens it, views and all
@@ -225,7 +230,19 @@ def connect(
     no other file, no ``ATTACH``, no extension), and its configuration is locked. ``settings``, DuckDB
     settings as ``(name, value)``, are set first (``qsolve query``'s memory limit and temporary folder,
     which a locked configuration would refuse). Brings ``trackrecord.duckdb`` up to date on the way, and
-    warns of the files left out (:func:`reading`)."""
+    warns of the files left out (:func:`reading`), those this process found damaged past their footer
+    included (``damaged``)."""
+    return open_views(home, read_only=read_only, settings=settings)[0]
+
+
+def open_views(
+    home: Path | str | Layout | None = None,
+    *,
+    read_only: bool = False,
+    settings: Sequence[tuple[str, str]] = (),
+) -> tuple[duckdb.DuckDBPyConnection, Inventory | SharedInventory]:
+    """:func:`connect`, and the files its views read (what a reader looks through for a file damaged
+    past its footer when a query fails: ``damaged.found_damaged``)."""
     layout = home if isinstance(home, Layout) else Layout(home)
     con = session(duckdb.connect())
     try:
@@ -233,7 +250,7 @@ def connect(
             con.execute(f"SET {name} = {sql_text(value)}")
         attach(con, layout)
         for attempt in range(TRIES):
-            inventory = reading(layout)
+            inventory = leave_out_damaged(reading(layout), stacklevel=4)
             try:
                 create_views(con, Sources.of(inventory), temp=True)
                 break
@@ -255,7 +272,7 @@ def connect(
     except BaseException:
         con.close()
         raise
-    return con
+    return con, inventory
 
 
 def attach(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
@@ -269,12 +286,8 @@ def reading(home: Path | str | Layout | None = None) -> Inventory:
     gets its ``trackrecord.duckdb`` brought up to date on the way, so any command re-binds a copied or
     moved home (a home it cannot write to is read all the same, with a warning); an empty home is left
     as it is. Each file left out is named in a :class:`TrackRecordWarning`."""
-    from .filing import for_reading
-
     layout = home if isinstance(home, Layout) else Layout(home)
     if layout.store is not None:
-        from .shared import reading as shared_reading
-
         return shared_reading(layout.store)
     inventory = None
     if layout.schema_file == layout.folder / SCHEMA_FILE and layout.folder.is_dir():
@@ -285,19 +298,8 @@ def reading(home: Path | str | Layout | None = None) -> Inventory:
             warnings.warn(said, TrackRecordWarning, stacklevel=2)
     if inventory is None:
         inventory = take_inventory(for_reading(layout))
-        warn_left_out(inventory)
+        warn_left_out(inventory.left_out, stacklevel=3)
     return inventory
-
-
-def warn_left_out(inventory: Inventory, stacklevel: int = 3) -> None:
-    _warn(inventory.left_out, stacklevel + 1)
-
-
-def _warn(left_out: list[tuple[Path, str]], stacklevel: int) -> None:
-    for path, problem in left_out:
-        shown = str(path).replace("\n", "\\n")
-        said = f"{shown}: {problem}; left out of the track record"
-        warnings.warn(said, TrackRecordWarning, stacklevel=stacklevel)
 
 
 def ensure_views(
@@ -417,8 +419,6 @@ def _ensure(layout: Layout, *, force: bool = False) -> tuple[bool, Inventory]:
     folder's files. After a build the folder is listed again, and the database built again if it no
     longer serves (a database naming its files, which changed meanwhile): of two processes racing, the
     one that renames last checks last."""
-    from .filing import ensure_schema_file
-
     ensure_schema_file(layout)
     built = False
     inventory = None
@@ -438,13 +438,11 @@ def _ensure(layout: Layout, *, force: bool = False) -> tuple[bool, Inventory]:
                 continue
             built, force = True, False
     finally:
-        _warn(list(said.items()), stacklevel=4)
+        warn_left_out(list(said.items()), stacklevel=4)
     return built, inventory
 
 
 def _build(layout: Layout, inventory: Inventory) -> None:
-    from .filing import fsync_folder, write_replacing
-
     tmp = layout.home / f"{TEMPORARY_PREFIX}{layout.database.name}.{os.getpid()}.{secrets.token_hex(4)}"
     digest = _files_digest(layout, inventory)
     meta = [("views_version", VIEWS_VERSION), ("folder", str(layout.folder)), ("files_digest", digest)]

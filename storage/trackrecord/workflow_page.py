@@ -4,7 +4,8 @@ accuracy (the median over the track-record rows) and each row's verdict.
 
 The page reads one workflow's rows into memory and builds the same views as ``trackrecord.duckdb`` over
 them (views.py), so the page and an analyst's query agree; like ``qsolve query``, it brings
-``trackrecord.duckdb`` up to date on the way and warns of files left out (``views.reading``).
+``trackrecord.duckdb`` up to date on the way and warns of files left out (``views.reading``), and reads
+around a file damaged past its footer (``damaged``).
 ``version`` shows that version's ``sim-`` and ``fake:`` results as if it were current; the hardware
 sections are the workflow's, whatever the version (every version's hardware results stay on the page
 until replaced).
@@ -20,6 +21,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from .damaged import found_damaged, leave_out_damaged, read_failure
 from .errors import UnknownWorkflow
 from .layout import Layout
 from .row import COLUMNS, TrackRecordRow
@@ -71,12 +73,16 @@ def page(
     recorded nor ``published``. ``published``: the latest published version, as the state database
     says (issue 11): it is the current one, shown with its own track record even while that is empty."""
     layout = Layout(home)
-    inventory = reading(layout)
+    inventory = leave_out_damaged(reading(layout))
     con = session(duckdb.connect())
     try:
         attach(con, layout)
-        source = parquet_source(inventory.files())
-        con.execute(f"CREATE TEMP TABLE page_filed AS SELECT * FROM {source} WHERE workflow = ?", [name])
+        try:
+            _read_filed(con, inventory, name)
+        except duckdb.Error as e:  # a file damaged past its footer (``damaged``): read without it, once
+            if not (read_failure(e) and found_damaged(inventory)):
+                raise
+            _read_filed(con, leave_out_damaged(inventory), name)
         scoped = Sources(filed="page_filed", candidates="page_filed")
         create_views(con, scoped, temp=True)
         versions = con.sql("SELECT version, is_current FROM versions ORDER BY first_recorded_at, version")
@@ -120,6 +126,13 @@ def page(
         )
     finally:
         con.close()
+
+
+def _read_filed(con: duckdb.DuckDBPyConnection, inventory, name: str) -> None:
+    """The workflow's rows as filed, from the inventory's files, into ``page_filed``."""
+    source = parquet_source(inventory.files())
+    sql = f"CREATE OR REPLACE TEMP TABLE page_filed AS SELECT * FROM {source} WHERE workflow = ?"
+    con.execute(sql, [name])
 
 
 def _rows(con: duckdb.DuckDBPyConnection, view: str, order: str) -> list[TrackRecordRow]:

@@ -139,3 +139,23 @@ def test_a_damaged_track_record_file_is_named_and_the_page_goes_on(seeded, clien
     (seeded.home / "trackrecord" / "batch-broken.parquet").write_bytes(b"not parquet")
     page = client.get("/workflows/max-cut")
     assert page.status_code == 200 and "warning:" in page.text and "left out of the track record" in page.text
+
+
+def test_a_file_damaged_past_its_footer_is_named_and_the_pages_go_on(seeded, client):
+    """Its footer reads, its pages do not (issue 24): the pages read the other files and name it."""
+    import pyarrow.parquet as pq
+
+    from tests.storage.state.test_rebuild_attacks import damage_a_column_chunk
+
+    files = sorted((seeded.home / "trackrecord").glob("[bho]-*.parquet"), key=lambda p: p.stat().st_size)
+    assert len(files) > 1
+    damaged = files[-1]
+    damage_a_column_chunk(damaged)
+    kept = set()
+    for p in files[:-1]:
+        kept |= set(pq.read_table(p, columns=["run_id"]).column("run_id").to_pylist())
+    page = client.get("/workflows/max-cut")
+    assert page.status_code == 200 and escape(damaged.name) in page.text
+    assert "its data does not read" in page.text and "qsolve maintenance" in page.text
+    assert any(run_id in page.text for run_id in kept)
+    assert client.get("/workflows").status_code == 200
