@@ -1,9 +1,9 @@
 """The provider's own price, shown, confirmed and held to (issue 21, items 1-2; quantum-provider-protocol
 §1.2, §7): a provider whose ``describe`` says its device is free while every ``estimate`` says 99.00 EUR a
-job, over a process and over HTTP. The quote shows 99.00 EUR a job and the total, ``qsolve quote --json``
-gives it as ``provider_cost``, confirming authorises that, and the run sends every job within it; a job
-whose estimate rose between the quote and the run is not sent, and the run stops naming the job, the
-amount and what was authorised.
+job, billed by the shot, over a process and over HTTP. The quote shows 99.00 EUR a job and the total in
+that currency and unit, ``qsolve quote --json`` gives them as ``provider_cost``, confirming authorises
+that, and the run sends every job within it; a job whose estimate rose between the quote and the run is
+not sent, and the run stops naming the job, the amount and what was authorised.
 
 Prefect is imported here, when the tests are collected, not inside a test that captures its output: its
 console logger keeps the stream it was set up with, and a test's own capture is closed when it ends."""
@@ -62,19 +62,23 @@ def test_the_quote_shows_the_providers_price_and_confirming_authorises_it(home, 
     capsys.readouterr()
     assert main(["quote", "hw-max-cut", "--target", "provider:trap", "--account", "dev", "--json"]) == 0
     (listed,) = json.loads(capsys.readouterr().out)["quotes"]
-    assert listed["provider_cost"] == {"amount": "990.00", "currency": "EUR", "jobs": JOBS, "each": "99.00"}
+    cost = {"amount": "990.00", "currency": "EUR", "jobs": JOBS, "each": "99.00", "unit": "shot"}
+    assert listed["provider_cost"] == cost  # in its own currency and billing unit
     assert "submit" not in ops(record)  # a quote sends nothing
     with connect(home=home) as db:
         quote = db.get_quote(listed["id"])
     assert not quote.unknown_cost and quote.estimate["device"]["cost"] == "priced"
     form = _shown(quote, Decimal(50))  # the quote flow's confirmation form
-    assert "990.00 EUR for 10 jobs" in form and "at most 990.00 EUR of the provider's money" in form
+    assert "99.00 EUR a job, 990.00 EUR for 10 jobs, billed by the shot" in form
+    authorised = "at most 990.00 EUR of the provider's money (99.00 EUR a job, 10 jobs, billed by the shot)"
+    assert authorised in form
     assert "It assumes 10 jobs" in form
 
     assert main(["confirm", quote.id, "--yes", "--no-run", "--account", "dev"]) == 0
     said = capsys.readouterr()
-    assert "99.00 EUR a job, 990.00 EUR for 10 jobs" in said.err  # shown before it is confirmed
-    assert "at most 990.00 EUR of the provider's money" in said.err and "it can spend your money" in said.err
+    assert "99.00 EUR a job, 990.00 EUR for 10 jobs, billed by the shot" in said.err  # before confirming
+    assert authorised in said.err
+    assert "it can spend your money" in said.err
     assert "990.00 EUR of the provider's money authorised" in said.out
 
     with connect(home=home) as db:
@@ -89,6 +93,7 @@ def test_the_quote_shows_the_providers_price_and_confirming_authorises_it(home, 
         cost = job["result"]["cost"]
         assert cost["free"] is False and cost["confirmed"] is True
         assert cost["estimate"]["amount"] == "99.00" and cost["estimate"]["currency"] == "EUR"
+        assert cost["estimate"]["unit"] == "shot"
         assert verify(blobs.get(digest)).valid
 
 
@@ -120,7 +125,7 @@ def test_a_free_billing_with_no_estimate_asked_is_no_longer_free(home, tmp_path,
     assert main(["quote", "hw-max-cut", "--target", "provider:trap", "--account", "dev"]) == 0
     out = capsys.readouterr().out
     assert "the device is free" not in out
-    assert "the provider's price: 99.00 EUR a job, 990.00 EUR for 10 jobs" in out
+    assert "the provider's price: 99.00 EUR a job, 990.00 EUR for 10 jobs, billed by the shot" in out
     assert "it assumes 10 jobs" in out and "a cap" in out
 
 
