@@ -11,6 +11,7 @@ console logger keeps the stream it was set up with, and a test's own capture is 
 from __future__ import annotations
 
 import json
+import sys
 from decimal import Decimal
 
 import pytest
@@ -178,6 +179,51 @@ def test_a_hardware_run_its_provider_stopped_ends_failed_in_one_line(home, tmp_p
     assert str(home / "providers" / "logs" / "trap.log") in message
     assert not [r for r in kept.records if r.exc_info], [r.getMessage() for r in kept.records if r.exc_info]
     assert any(r.getMessage() == f"flow run ended Failed: {message}" for r in kept.records)
+
+
+def test_a_provider_a_hardware_run_starts_gets_the_allowlist_and_never_the_ibm_key(
+    home, tmp_path, prefect, monkeypatch
+):
+    """docs/hardware.md, the operator's path: the serve process or a worker holds QISKIT_IBM_TOKEN and the
+    rest of its environment; a process provider its hardware run starts (through Prefect's own engine
+    entry, as a served or worker run is) gets only the allowlist, its entry's env: names and its own
+    credential as WAI_PROVIDER_CREDENTIAL (docs/providers.md, "What a provider process receives")."""
+    from prefect.flow_engine import run_flow
+
+    secrets = {  # what the serve process or worker holds, that no provider may see
+        "QISKIT_IBM_TOKEN": "ibm-key-9a8b7c",
+        "QISKIT_IBM_INSTANCE": "crn:ibm-instance-2f3e",
+        "AWS_SECRET_ACCESS_KEY": "aws-secret-5f6e7d",
+        "OTHER_LAB_KEY": "other-providers-key-1a2b",
+        "WAI_PROVIDER_CREDENTIAL": "stale-provider-credential-3c4d",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("OWN_KEY", "own-credential-4d1e")
+    monkeypatch.setenv("LAB_REGION", "eu-1")
+    report = tmp_path / "env.json"
+    bent = [sys.executable, str(REPO / "tests" / "qsolve" / "providers" / "bent.py")]
+    assert main(["providers", "add", "other", "--process", "--credential-env", "OTHER_LAB_KEY", "--",
+                 *bent, "--stdio", "record", str(tmp_path / "other.json")]) == 0  # fmt: skip
+    assert main(["providers", "add", "rec", "--process", "--credential-env", "OWN_KEY", "--env",
+                 "LAB_REGION", "--", *bent, "--stdio", "record", str(report)]) == 0  # fmt: skip
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:rec", home=home)
+        db.confirm_quote(quote.id, "dev")
+    report.unlink()  # written again by the process the run starts
+
+    run_flow(hardware_flow, parameters={"quote": quote.id})
+    with connect(home=home) as db:
+        assert db.get_quote(quote.id).run_id and len(db.list_provider_jobs("rec")) == JOBS
+    env = json.loads(report.read_text())["environment"]
+    allowed = {"PATH", "LANG", "TZ", "HOME", "TMPDIR", "WAI_PROVIDER_CREDENTIAL", "LAB_REGION"}
+    assert {k for k in env if not k.startswith("LC_")} <= allowed, sorted(env)
+    assert env["WAI_PROVIDER_CREDENTIAL"] == "own-credential-4d1e" and env["LAB_REGION"] == "eu-1"
+    assert not [name for name, value in secrets.items() if value in json.dumps(env)]
+    assert env["HOME"] == env["TMPDIR"] and not env["HOME"].startswith(str(home))
+    assert not any(k.startswith(("PREFECT_", "QSOLVE_")) for k in env), sorted(env)
 
 
 def test_the_commands_and_deployments_that_can_spend_say_so():
