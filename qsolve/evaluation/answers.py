@@ -339,11 +339,38 @@ UNCERTAINTY = frozenset(
         "tentatively",
         "refuse",
         "sorry",
+        # doubts found by the audit of issue 25 ("Status: SUCCESS cannot be ruled out", "SUCCESS, I
+        # think", "SUCCESS seems plausible", "SUCCESS (can't be sure)"): a "cannot" beside a code, after
+        # it as much as before, and the words that offer a verdict without giving it
+        "cannot",
+        "can't",
+        "cant",
+        "couldn't",
+        "think",
+        "seem",
+        "seems",
+        "seemingly",
+        "plausible",
+        "plausibly",
+        "believe",
+        "suppose",
+        "supposedly",
+        "presumably",
+        "apparently",
+        "suspect",
+        "assume",
+        "assuming",
+        "arguably",
+        "conceivably",
+        "reckon",
+        "borderline",
     ]
 )
 #: "not sure", "not entirely certain", "not confident": a doubt wherever it stands in the text
 _NOT_SURE = re.compile(r"\bnot\s+(?:\w+\s+)?(?:sure|certain|confident|clear)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
+_CAN_NOT = re.compile(r"\bcan\s+not\b", re.IGNORECASE)
+_THINK_TAG = re.compile(r"</?\s*think\s*>", re.IGNORECASE)
 
 
 def hedged(text: str, *, codes: Iterable[str] = (), negation: bool = True) -> bool:
@@ -351,6 +378,7 @@ def hedged(text: str, *, codes: Iterable[str] = (), negation: bool = True) -> bo
     :data:`UNCERTAINTY`, or a question mark); the ``codes`` themselves are not read as words."""
     if "?" in text or _NOT_SURE.search(text):
         return True
+    text = _THINK_TAG.sub(" ", _CAN_NOT.sub("cannot", text))  # a reasoning model's <think> is no doubt
     for code in codes:
         text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(code)}(?![A-Za-z0-9_])", " ", text, flags=re.I)
     cues = UNCERTAINTY | NEGATION if negation else UNCERTAINTY

@@ -375,6 +375,47 @@ def test_a_doubt_anywhere_two_codes_or_a_refusal_read_as_no_status(text: str) ->
     assert d.qcaleval_status is not None  # the benchmark's way still reads a code: kept beside ours
 
 
+# --- found by the audit of issue 25: a doubt after the code in words the first lists missed -------------
+
+#: answers read as SUCCESS that offer it without stating it
+UNSTATED_AUDIT = [
+    "Status: SUCCESS cannot be ruled out",
+    "Status: SUCCESS cannot be excluded",
+    "Status: SUCCESS can not be excluded",
+    "Status: SUCCESS, I think",
+    "Status: SUCCESS seems plausible",
+    "Status: SUCCESS (can't be sure)",
+    "Status: SUCCESS (can’t be sure)",
+    "Status: SUCCESS, I believe",
+    "Status: presumably SUCCESS",
+    "I think this is SUCCESS.",
+    '{"status": "SUCCESS, I suppose"}',
+]
+
+
+@pytest.mark.parametrize("text", UNSTATED_AUDIT)
+def test_a_status_offered_in_doubt_after_the_code_reads_as_no_status(text: str) -> None:
+    criteria = CRITERIA | {"SWEEP_TOO_SHORT": "e"}
+    assert status_of(text, criteria) is None
+    d = read_answers({"calibration_diagnosis": text}, criteria=criteria).diagnosis
+    assert d.status is None and d.success is None
+    assert d.qcaleval_status == "SUCCESS"  # the benchmark's way reads it: kept beside ours
+
+
+def test_a_doubt_on_the_status_line_unreads_it_and_one_in_the_notes_does_not() -> None:
+    """The rule the doubt words keep: a word of doubt anywhere in the ``Status:`` value unreads it,
+    whatever it is about ("The fit may be good" did before this audit, so "The fit seems good" does
+    too); on a line of its own (``Notes:``) it is about something else, and the status stands. A
+    reasoning model's ``<think>`` tags are not the word "think"."""
+    assert status_of("Status: SUCCESS. The fit may be good", CRITERIA) is None
+    assert status_of("Status: SUCCESS. The fit seems good", CRITERIA) is None
+    assert status_of("Status: SUCCESS\nNotes: the fit seems good, I think", CRITERIA) == "SUCCESS"
+    assert status_of("Status: SUCCESS\nSuggested range: none\nNotes: plausible T1", CRITERIA) == "SUCCESS"
+    assert status_of("<think>The decay is complete.</think>\nSUCCESS", CRITERIA) == "SUCCESS"
+    assert status_of("<think>I think it is complete.</think>\nSUCCESS", CRITERIA) is None
+    assert status_of("Status: SHORT_T1\nNotes: cannot be longer than 20 us", CRITERIA) == "SHORT_T1"
+
+
 def test_a_plain_status_still_reads_beside_notes_that_name_other_codes() -> None:
     criteria = CRITERIA | {"SWEEP_TOO_SHORT": "e"}
     text = "Status: SWEEP_TOO_SHORT\nSuggested range: (0, 300) [us]\nNotes: not a SUCCESS; maybe more points"
