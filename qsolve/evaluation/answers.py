@@ -184,9 +184,26 @@ def classification(text: str | None) -> Outcome | None:
     return outcome_of(_short_first_line(text))
 
 
+_FIT_WORDS: tuple[tuple[FitAssessment, re.Pattern[str]], ...] = (
+    ("unreliable", re.compile(r"unreliable|\bnot\s+reliable\b", re.IGNORECASE)),
+    ("no_fit", re.compile(r"\bno[ _-]?fit\b", re.IGNORECASE)),
+    ("reliable", re.compile(r"reliable", re.IGNORECASE)),
+)
+#: the verdict named and then denied: "Unreliable is too strong", "Reliable is not right", "Unreliable
+#: isn't fair"; only right after the word, so "Unreliable, not enough points" keeps its verdict
+_FIT_DENIED_AFTER = re.compile(
+    r"^[ \t]*(?:(?:is|was|would\s+be|seems|it'?s|'s|’s)\s+(?:not|never|too|wrong|incorrect|unfair|"
+    r"an?\s+overstatement|overstated|an?\s+exaggeration|exaggerated|excessive|ruled\s+out|excluded)\b"
+    r"|(?:isn'?t|wasn'?t|overstates|exaggerates|not|never|ruled\s+out|excluded)\b)",
+    re.IGNORECASE,
+)
+
+
 def fit_assessment_of(value: str | None) -> FitAssessment | None:
     """ "unreliable" (or "not reliable") tested first, then "no fit" / "no_fit" / "no-fit", then
-    "reliable", so that neither reads as reliable."""
+    "reliable", so that neither reads as reliable. The verdict found is None when a denial stands before
+    it ("Not unreliable", "not a no fit", "isn't reliable"; "not reliable" is itself unreliable) or right
+    after it ("Unreliable is too strong")."""
     if not value or hedged(value, negation=False):  # "I cannot tell whether it is reliable"
         return None
     if _alternatives(value):  # "<Reliable | Unreliable | No fit>": an echoed prompt picks nothing
@@ -194,12 +211,14 @@ def fit_assessment_of(value: str | None) -> FitAssessment | None:
     low = value.lower()
     if re.search(r"\b(?:cannot|can't|can not|unable to)\b", low):
         return None
-    if "unreliable" in low or re.search(r"\bnot\s+reliable\b", low):
-        return "unreliable"
-    if re.search(r"\bno[ _-]?fit\b", low):
-        return "no_fit"
-    if "reliable" in low:
-        return "reliable"
+    for name, pattern in _FIT_WORDS:
+        m = pattern.search(value)
+        if m is None:
+            continue
+        before = value[: m.start()]  # "No fit, so not reliable either": a verdict named is no denial
+        if hedged(before, codes=("no fit", "no_fit", "no-fit"), negation=True):
+            return None
+        return None if _FIT_DENIED_AFTER.search(value[m.end() :]) else name
     return None
 
 

@@ -416,6 +416,38 @@ def test_a_doubt_on_the_status_line_unreads_it_and_one_in_the_notes_does_not() -
     assert status_of("Status: SHORT_T1\nNotes: cannot be longer than 20 us", CRITERIA) == "SHORT_T1"
 
 
+#: fit assessments that name a verdict only to deny it (issue 25's audit: the first three read as the
+#: verdict they negate)
+FIT_UNSTATED = [
+    "Assessment: Not unreliable",
+    "Assessment: Unreliable is too strong",
+    "Assessment: not a no fit",
+    "Assessment: Unreliable isn't fair",
+    "Assessment: Reliable is not right",
+    "Assessment: The fit isn't reliable",  # read as reliable before
+    "Assessment: No reliable fit",  # read as reliable before
+    "Not unreliable\nThe curve follows the points.",  # a bare first line, alike
+]
+
+
+@pytest.mark.parametrize("text", FIT_UNSTATED)
+def test_a_fit_verdict_negated_before_or_denied_after_reads_as_no_assessment(text: str) -> None:
+    assert fit_assessment(text) is None
+    reading = read_answers({"fit_reliability": text})
+    assert reading.diagnosis.fit_assessment is None and reading.missing_keys == ["fit_reliability"]
+
+
+def test_a_plain_fit_verdict_beside_a_negation_about_something_else_still_reads() -> None:
+    assert fit_assessment("Assessment: not reliable") == "unreliable"  # the benchmark's own form
+    assert fit_assessment("Assessment: The fit is not reliable") == "unreliable"
+    assert fit_assessment("Assessment: No fit, so not reliable either") == "unreliable"
+    assert fit_assessment("Assessment: Unreliable, not enough points") == "unreliable"
+    assert fit_assessment("Assessment: Unreliable: the residuals are not flat") == "unreliable"
+    assert fit_assessment("Assessment: Reliable, no outliers") == "reliable"
+    assert fit_assessment("Assessment: There is no fit") == "no_fit"
+    assert fit_assessment("Assessment: No fit (nothing reliable drawn)") == "no_fit"
+
+
 def test_a_plain_status_still_reads_beside_notes_that_name_other_codes() -> None:
     criteria = CRITERIA | {"SWEEP_TOO_SHORT": "e"}
     text = "Status: SWEEP_TOO_SHORT\nSuggested range: (0, 300) [us]\nNotes: not a SUCCESS; maybe more points"
