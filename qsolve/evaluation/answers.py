@@ -184,9 +184,26 @@ def classification(text: str | None) -> Outcome | None:
     return outcome_of(_short_first_line(text))
 
 
+_FIT_WORDS: tuple[tuple[FitAssessment, re.Pattern[str]], ...] = (
+    ("unreliable", re.compile(r"unreliable|\bnot\s+reliable\b", re.IGNORECASE)),
+    ("no_fit", re.compile(r"\bno[ _-]?fit\b", re.IGNORECASE)),
+    ("reliable", re.compile(r"reliable", re.IGNORECASE)),
+)
+#: the verdict named and then denied: "Unreliable is too strong", "Reliable is not right", "Unreliable
+#: isn't fair"; only right after the word, so "Unreliable, not enough points" keeps its verdict
+_FIT_DENIED_AFTER = re.compile(
+    r"^[ \t]*(?:(?:is|was|would\s+be|seems|it'?s|'s|’s)\s+(?:not|never|too|wrong|incorrect|unfair|"
+    r"an?\s+overstatement|overstated|an?\s+exaggeration|exaggerated|excessive|ruled\s+out|excluded)\b"
+    r"|(?:isn'?t|wasn'?t|overstates|exaggerates|not|never|ruled\s+out|excluded)\b)",
+    re.IGNORECASE,
+)
+
+
 def fit_assessment_of(value: str | None) -> FitAssessment | None:
     """ "unreliable" (or "not reliable") tested first, then "no fit" / "no_fit" / "no-fit", then
-    "reliable", so that neither reads as reliable."""
+    "reliable", so that neither reads as reliable. The verdict found is None when a denial stands before
+    it ("Not unreliable", "not a no fit", "isn't reliable"; "not reliable" is itself unreliable) or right
+    after it ("Unreliable is too strong")."""
     if not value or hedged(value, negation=False):  # "I cannot tell whether it is reliable"
         return None
     if _alternatives(value):  # "<Reliable | Unreliable | No fit>": an echoed prompt picks nothing
@@ -194,12 +211,14 @@ def fit_assessment_of(value: str | None) -> FitAssessment | None:
     low = value.lower()
     if re.search(r"\b(?:cannot|can't|can not|unable to)\b", low):
         return None
-    if "unreliable" in low or re.search(r"\bnot\s+reliable\b", low):
-        return "unreliable"
-    if re.search(r"\bno[ _-]?fit\b", low):
-        return "no_fit"
-    if "reliable" in low:
-        return "reliable"
+    for name, pattern in _FIT_WORDS:
+        m = pattern.search(value)
+        if m is None:
+            continue
+        before = value[: m.start()]  # "No fit, so not reliable either": a verdict named is no denial
+        if hedged(before, codes=("no fit", "no_fit", "no-fit"), negation=True):
+            return None
+        return None if _FIT_DENIED_AFTER.search(value[m.end() :]) else name
     return None
 
 
@@ -339,11 +358,38 @@ UNCERTAINTY = frozenset(
         "tentatively",
         "refuse",
         "sorry",
+        # doubts found by the audit of issue 25 ("Status: SUCCESS cannot be ruled out", "SUCCESS, I
+        # think", "SUCCESS seems plausible", "SUCCESS (can't be sure)"): a "cannot" beside a code, after
+        # it as much as before, and the words that offer a verdict without giving it
+        "cannot",
+        "can't",
+        "cant",
+        "couldn't",
+        "think",
+        "seem",
+        "seems",
+        "seemingly",
+        "plausible",
+        "plausibly",
+        "believe",
+        "suppose",
+        "supposedly",
+        "presumably",
+        "apparently",
+        "suspect",
+        "assume",
+        "assuming",
+        "arguably",
+        "conceivably",
+        "reckon",
+        "borderline",
     ]
 )
 #: "not sure", "not entirely certain", "not confident": a doubt wherever it stands in the text
 _NOT_SURE = re.compile(r"\bnot\s+(?:\w+\s+)?(?:sure|certain|confident|clear)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
+_CAN_NOT = re.compile(r"\bcan\s+not\b", re.IGNORECASE)
+_THINK_TAG = re.compile(r"</?\s*think\s*>", re.IGNORECASE)
 
 
 def hedged(text: str, *, codes: Iterable[str] = (), negation: bool = True) -> bool:
@@ -351,6 +397,7 @@ def hedged(text: str, *, codes: Iterable[str] = (), negation: bool = True) -> bo
     :data:`UNCERTAINTY`, or a question mark); the ``codes`` themselves are not read as words."""
     if "?" in text or _NOT_SURE.search(text):
         return True
+    text = _THINK_TAG.sub(" ", _CAN_NOT.sub("cannot", text))  # a reasoning model's <think> is no doubt
     for code in codes:
         text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(code)}(?![A-Za-z0-9_])", " ", text, flags=re.I)
     cues = UNCERTAINTY | NEGATION if negation else UNCERTAINTY

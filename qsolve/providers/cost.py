@@ -111,15 +111,22 @@ def quote_cost(client, description: Mapping[str, Any], *, circuits: int | None, 
     return out
 
 
+def _billed(each: Mapping[str, Any]) -> str:
+    """The billing unit the provider's estimate says its cost counts (§5.2 ``unit``), as said after it."""
+    return f", billed by the {each['unit']}" if each.get("unit") else ""
+
+
 def provider_cost(provider: Mapping[str, Any] | None) -> Any:
     """``qsolve quote --json``'s ``provider_cost``: ``None`` when free, ``"unknown"``, or
-    ``{"amount", "currency", "jobs", "each"}`` for the total."""
+    ``{"amount", "currency", "jobs", "each"}`` for the total, with ``unit``, the billing unit the
+    provider's estimate counts, when it states one."""
     if not provider or provider.get("cost") == "free":
         return None
     total = provider.get("total")
     if provider.get("cost") != "priced" or not total:
         return "unknown"
-    return dict(total) | {"each": provider["each"]["amount"]}
+    each = provider["each"]
+    return dict(total) | {"each": each["amount"]} | ({"unit": each["unit"]} if each.get("unit") else {})
 
 
 def cost_text(provider: Mapping[str, Any]) -> str:
@@ -132,7 +139,7 @@ def cost_text(provider: Mapping[str, Any]) -> str:
         least = "at least " if each.get("at_least") else ""
         shown = (
             f"the provider's price: {least}{each['amount']} {each['currency']} a job, "
-            f"{least}{total['amount']} {total['currency']} for {total['jobs']} jobs"
+            f"{least}{total['amount']} {total['currency']} for {total['jobs']} jobs{_billed(each)}"
         )
         return shown + (" (so the cost is unknown)" if cost == "unknown" else "")
     return "the provider's cost is unknown" + (f" ({provider['note']})" if provider.get("note") else "")
@@ -147,7 +154,7 @@ def authorised_text(provider: Mapping[str, Any] | None) -> str:
         each = provider["each"]
         return (
             f"at most {total['amount']} {total['currency']} of the provider's money ({each['amount']} "
-            f"{each['currency']} a job, {total['jobs']} jobs)"
+            f"{each['currency']} a job, {total['jobs']} jobs{_billed(each)})"
         )
     return "a cost that is unknown: the provider may bill the person's account any amount"
 

@@ -1,9 +1,9 @@
 """A provider written for the cost tests (issue 21): its ``describe`` says ``billing: {"free": true}``
-while every ``estimate`` prices the job (both valid forms; §7: the estimate decides, so the jobs are not
-free). It is the reference provider with its estimate replaced: the price is read from a file at each
-``estimate``, so a test can raise it between the quote and the run. Every message it receives is
-recorded (one JSON line each, with ``taken``: whether it answered ok), so a test counts the submits it was
-sent and reads which was taken first.
+while every ``estimate`` prices the job, billed by the shot (both valid forms; §7: the estimate decides,
+so the jobs are not free). It is the reference provider with its estimate replaced: the price is read
+from a file at each ``estimate``, so a test can raise it between the quote and the run. Every message it
+receives is recorded (one JSON line each, with ``taken``: whether it answered ok), so a test counts the
+submits it was sent and reads which was taken first.
 
 Over a process (:data:`SCRIPT`, written to a file and run with this Python) and over HTTP
 (:class:`PricedServer`, on 127.0.0.1, port 0).
@@ -43,7 +43,7 @@ SCRIPT = textwrap.dedent(
             answer = {"ok": False, "error": {"code": "internal", "message": "the device lost the counts"}}
         if message.get("op") == "estimate" and answer.get("ok") and price.read_text().strip() != "free":
             answer = {"ok": True, "free": False, "amount": price.read_text().strip(), "currency": "EUR",
-                      "unit": "job"}
+                      "unit": "shot"}
         with record.open("a") as f:  # each message, and whether it was taken
             f.write(json.dumps(dict(message, taken=answer.get("ok") is True)) + "\\n")
         out.write(json.dumps(answer).encode() + b"\\n")
@@ -66,7 +66,7 @@ class PricedProvider(ReferenceProvider):
             answer = {"ok": False, "error": {"code": "internal", "message": "the device lost the counts"}}
         amount = self.price.read_text().strip()
         if op == "estimate" and answer.get("ok") and amount != "free":
-            answer = {"ok": True, "free": False, "amount": amount, "currency": "EUR", "unit": "job"}
+            answer = {"ok": True, "free": False, "amount": amount, "currency": "EUR", "unit": "shot"}
         with self.lock, self.record.open("a") as f:
             f.write(json.dumps(dict(message, taken=answer.get("ok") is True)) + "\n")
         return answer

@@ -1,9 +1,9 @@
 """The provider's own price, shown, confirmed and held to (issue 21, items 1-2; quantum-provider-protocol
 §1.2, §7): a provider whose ``describe`` says its device is free while every ``estimate`` says 99.00 EUR a
-job, over a process and over HTTP. The quote shows 99.00 EUR a job and the total, ``qsolve quote --json``
-gives it as ``provider_cost``, confirming authorises that, and the run sends every job within it; a job
-whose estimate rose between the quote and the run is not sent, and the run stops naming the job, the
-amount and what was authorised.
+job, billed by the shot, over a process and over HTTP. The quote shows 99.00 EUR a job and the total in
+that currency and unit, ``qsolve quote --json`` gives them as ``provider_cost``, confirming authorises
+that, and the run sends every job within it; a job whose estimate rose between the quote and the run is
+not sent, and the run stops naming the job, the amount and what was authorised.
 
 Prefect is imported here, when the tests are collected, not inside a test that captures its output: its
 console logger keeps the stream it was set up with, and a test's own capture is closed when it ends."""
@@ -11,6 +11,7 @@ console logger keeps the stream it was set up with, and a test's own capture is 
 from __future__ import annotations
 
 import json
+import sys
 from decimal import Decimal
 
 import pytest
@@ -62,19 +63,23 @@ def test_the_quote_shows_the_providers_price_and_confirming_authorises_it(home, 
     capsys.readouterr()
     assert main(["quote", "hw-max-cut", "--target", "provider:trap", "--account", "dev", "--json"]) == 0
     (listed,) = json.loads(capsys.readouterr().out)["quotes"]
-    assert listed["provider_cost"] == {"amount": "990.00", "currency": "EUR", "jobs": JOBS, "each": "99.00"}
+    cost = {"amount": "990.00", "currency": "EUR", "jobs": JOBS, "each": "99.00", "unit": "shot"}
+    assert listed["provider_cost"] == cost  # in its own currency and billing unit
     assert "submit" not in ops(record)  # a quote sends nothing
     with connect(home=home) as db:
         quote = db.get_quote(listed["id"])
     assert not quote.unknown_cost and quote.estimate["device"]["cost"] == "priced"
     form = _shown(quote, Decimal(50))  # the quote flow's confirmation form
-    assert "990.00 EUR for 10 jobs" in form and "at most 990.00 EUR of the provider's money" in form
+    assert "99.00 EUR a job, 990.00 EUR for 10 jobs, billed by the shot" in form
+    authorised = "at most 990.00 EUR of the provider's money (99.00 EUR a job, 10 jobs, billed by the shot)"
+    assert authorised in form
     assert "It assumes 10 jobs" in form
 
     assert main(["confirm", quote.id, "--yes", "--no-run", "--account", "dev"]) == 0
     said = capsys.readouterr()
-    assert "99.00 EUR a job, 990.00 EUR for 10 jobs" in said.err  # shown before it is confirmed
-    assert "at most 990.00 EUR of the provider's money" in said.err and "it can spend your money" in said.err
+    assert "99.00 EUR a job, 990.00 EUR for 10 jobs, billed by the shot" in said.err  # before confirming
+    assert authorised in said.err
+    assert "it can spend your money" in said.err
     assert "990.00 EUR of the provider's money authorised" in said.out
 
     with connect(home=home) as db:
@@ -89,6 +94,7 @@ def test_the_quote_shows_the_providers_price_and_confirming_authorises_it(home, 
         cost = job["result"]["cost"]
         assert cost["free"] is False and cost["confirmed"] is True
         assert cost["estimate"]["amount"] == "99.00" and cost["estimate"]["currency"] == "EUR"
+        assert cost["estimate"]["unit"] == "shot"
         assert verify(blobs.get(digest)).valid
 
 
@@ -120,7 +126,7 @@ def test_a_free_billing_with_no_estimate_asked_is_no_longer_free(home, tmp_path,
     assert main(["quote", "hw-max-cut", "--target", "provider:trap", "--account", "dev"]) == 0
     out = capsys.readouterr().out
     assert "the device is free" not in out
-    assert "the provider's price: 99.00 EUR a job, 990.00 EUR for 10 jobs" in out
+    assert "the provider's price: 99.00 EUR a job, 990.00 EUR for 10 jobs, billed by the shot" in out
     assert "it assumes 10 jobs" in out and "a cap" in out
 
 
@@ -173,6 +179,51 @@ def test_a_hardware_run_its_provider_stopped_ends_failed_in_one_line(home, tmp_p
     assert str(home / "providers" / "logs" / "trap.log") in message
     assert not [r for r in kept.records if r.exc_info], [r.getMessage() for r in kept.records if r.exc_info]
     assert any(r.getMessage() == f"flow run ended Failed: {message}" for r in kept.records)
+
+
+def test_a_provider_a_hardware_run_starts_gets_the_allowlist_and_never_the_ibm_key(
+    home, tmp_path, prefect, monkeypatch
+):
+    """docs/hardware.md, the operator's path: the serve process or a worker holds QISKIT_IBM_TOKEN and the
+    rest of its environment; a process provider its hardware run starts (through Prefect's own engine
+    entry, as a served or worker run is) gets only the allowlist, its entry's env: names and its own
+    credential as WAI_PROVIDER_CREDENTIAL (docs/providers.md, "What a provider process receives")."""
+    from prefect.flow_engine import run_flow
+
+    secrets = {  # what the serve process or worker holds, that no provider may see
+        "QISKIT_IBM_TOKEN": "ibm-key-9a8b7c",
+        "QISKIT_IBM_INSTANCE": "crn:ibm-instance-2f3e",
+        "AWS_SECRET_ACCESS_KEY": "aws-secret-5f6e7d",
+        "OTHER_LAB_KEY": "other-providers-key-1a2b",
+        "WAI_PROVIDER_CREDENTIAL": "stale-provider-credential-3c4d",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("OWN_KEY", "own-credential-4d1e")
+    monkeypatch.setenv("LAB_REGION", "eu-1")
+    report = tmp_path / "env.json"
+    bent = [sys.executable, str(REPO / "tests" / "qsolve" / "providers" / "bent.py")]
+    assert main(["providers", "add", "other", "--process", "--credential-env", "OTHER_LAB_KEY", "--",
+                 *bent, "--stdio", "record", str(tmp_path / "other.json")]) == 0  # fmt: skip
+    assert main(["providers", "add", "rec", "--process", "--credential-env", "OWN_KEY", "--env",
+                 "LAB_REGION", "--", *bent, "--stdio", "record", str(report)]) == 0  # fmt: skip
+    publish(home, tmp_path)
+    with connect(home=home) as db:
+        db.grant("dev", 100)
+        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:rec", home=home)
+        db.confirm_quote(quote.id, "dev")
+    report.unlink()  # written again by the process the run starts
+
+    run_flow(hardware_flow, parameters={"quote": quote.id})
+    with connect(home=home) as db:
+        assert db.get_quote(quote.id).run_id and len(db.list_provider_jobs("rec")) == JOBS
+    env = json.loads(report.read_text())["environment"]
+    allowed = {"PATH", "LANG", "TZ", "HOME", "TMPDIR", "WAI_PROVIDER_CREDENTIAL", "LAB_REGION"}
+    assert {k for k in env if not k.startswith("LC_")} <= allowed, sorted(env)
+    assert env["WAI_PROVIDER_CREDENTIAL"] == "own-credential-4d1e" and env["LAB_REGION"] == "eu-1"
+    assert not [name for name, value in secrets.items() if value in json.dumps(env)]
+    assert env["HOME"] == env["TMPDIR"] and not env["HOME"].startswith(str(home))
+    assert not any(k.startswith(("PREFECT_", "QSOLVE_")) for k in env), sorted(env)
 
 
 def test_the_commands_and_deployments_that_can_spend_say_so():

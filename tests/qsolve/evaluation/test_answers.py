@@ -375,6 +375,79 @@ def test_a_doubt_anywhere_two_codes_or_a_refusal_read_as_no_status(text: str) ->
     assert d.qcaleval_status is not None  # the benchmark's way still reads a code: kept beside ours
 
 
+# --- found by the audit of issue 25: a doubt after the code in words the first lists missed -------------
+
+#: answers read as SUCCESS that offer it without stating it
+UNSTATED_AUDIT = [
+    "Status: SUCCESS cannot be ruled out",
+    "Status: SUCCESS cannot be excluded",
+    "Status: SUCCESS can not be excluded",
+    "Status: SUCCESS, I think",
+    "Status: SUCCESS seems plausible",
+    "Status: SUCCESS (can't be sure)",
+    "Status: SUCCESS (can’t be sure)",
+    "Status: SUCCESS, I believe",
+    "Status: presumably SUCCESS",
+    "I think this is SUCCESS.",
+    '{"status": "SUCCESS, I suppose"}',
+]
+
+
+@pytest.mark.parametrize("text", UNSTATED_AUDIT)
+def test_a_status_offered_in_doubt_after_the_code_reads_as_no_status(text: str) -> None:
+    criteria = CRITERIA | {"SWEEP_TOO_SHORT": "e"}
+    assert status_of(text, criteria) is None
+    d = read_answers({"calibration_diagnosis": text}, criteria=criteria).diagnosis
+    assert d.status is None and d.success is None
+    assert d.qcaleval_status == "SUCCESS"  # the benchmark's way reads it: kept beside ours
+
+
+def test_a_doubt_on_the_status_line_unreads_it_and_one_in_the_notes_does_not() -> None:
+    """The rule the doubt words keep: a word of doubt anywhere in the ``Status:`` value unreads it,
+    whatever it is about ("The fit may be good" did before this audit, so "The fit seems good" does
+    too); on a line of its own (``Notes:``) it is about something else, and the status stands. A
+    reasoning model's ``<think>`` tags are not the word "think"."""
+    assert status_of("Status: SUCCESS. The fit may be good", CRITERIA) is None
+    assert status_of("Status: SUCCESS. The fit seems good", CRITERIA) is None
+    assert status_of("Status: SUCCESS\nNotes: the fit seems good, I think", CRITERIA) == "SUCCESS"
+    assert status_of("Status: SUCCESS\nSuggested range: none\nNotes: plausible T1", CRITERIA) == "SUCCESS"
+    assert status_of("<think>The decay is complete.</think>\nSUCCESS", CRITERIA) == "SUCCESS"
+    assert status_of("<think>I think it is complete.</think>\nSUCCESS", CRITERIA) is None
+    assert status_of("Status: SHORT_T1\nNotes: cannot be longer than 20 us", CRITERIA) == "SHORT_T1"
+
+
+#: fit assessments that name a verdict only to deny it (issue 25's audit: the first three read as the
+#: verdict they negate)
+FIT_UNSTATED = [
+    "Assessment: Not unreliable",
+    "Assessment: Unreliable is too strong",
+    "Assessment: not a no fit",
+    "Assessment: Unreliable isn't fair",
+    "Assessment: Reliable is not right",
+    "Assessment: The fit isn't reliable",  # read as reliable before
+    "Assessment: No reliable fit",  # read as reliable before
+    "Not unreliable\nThe curve follows the points.",  # a bare first line, alike
+]
+
+
+@pytest.mark.parametrize("text", FIT_UNSTATED)
+def test_a_fit_verdict_negated_before_or_denied_after_reads_as_no_assessment(text: str) -> None:
+    assert fit_assessment(text) is None
+    reading = read_answers({"fit_reliability": text})
+    assert reading.diagnosis.fit_assessment is None and reading.missing_keys == ["fit_reliability"]
+
+
+def test_a_plain_fit_verdict_beside_a_negation_about_something_else_still_reads() -> None:
+    assert fit_assessment("Assessment: not reliable") == "unreliable"  # the benchmark's own form
+    assert fit_assessment("Assessment: The fit is not reliable") == "unreliable"
+    assert fit_assessment("Assessment: No fit, so not reliable either") == "unreliable"
+    assert fit_assessment("Assessment: Unreliable, not enough points") == "unreliable"
+    assert fit_assessment("Assessment: Unreliable: the residuals are not flat") == "unreliable"
+    assert fit_assessment("Assessment: Reliable, no outliers") == "reliable"
+    assert fit_assessment("Assessment: There is no fit") == "no_fit"
+    assert fit_assessment("Assessment: No fit (nothing reliable drawn)") == "no_fit"
+
+
 def test_a_plain_status_still_reads_beside_notes_that_name_other_codes() -> None:
     criteria = CRITERIA | {"SWEEP_TOO_SHORT": "e"}
     text = "Status: SWEEP_TOO_SHORT\nSuggested range: (0, 300) [us]\nNotes: not a SUCCESS; maybe more points"

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from qsolve.providers.cost import Authority, CostRefused, provider_cost
+from qsolve.providers.cost import Authority, CostRefused, authorised_text, cost_text, provider_cost
 
 PRICED = {
     "cost": "priced",
     "jobs": 3,
-    "each": {"free": False, "amount": "2.50", "currency": "EUR", "unit": "job"},
+    "each": {"free": False, "amount": "2.50", "currency": "EUR", "unit": "second"},
     "total": {"amount": "7.50", "currency": "EUR", "jobs": 3},
 }
 UNKNOWN = {"cost": "unknown", "jobs": 3, "note": "the provider sets no price"}
@@ -59,6 +59,27 @@ def test_free_jobs_need_no_confirmation_and_a_free_quote_authorises_no_money():
 
 
 def test_provider_cost_as_qsolve_quote_json_gives_it():
-    assert provider_cost(PRICED) == {"amount": "7.50", "currency": "EUR", "jobs": 3, "each": "2.50"}
+    assert provider_cost(PRICED) == {
+        "amount": "7.50",
+        "currency": "EUR",
+        "jobs": 3,
+        "each": "2.50",
+        "unit": "second",
+    }
     assert provider_cost(UNKNOWN) == "unknown"
     assert provider_cost({"cost": "free"}) is None
+    unstated = PRICED | {"each": {"free": False, "amount": "2.50", "currency": "EUR"}}
+    assert provider_cost(unstated) == {"amount": "7.50", "currency": "EUR", "jobs": 3, "each": "2.50"}
+
+
+def test_the_price_is_shown_in_the_providers_own_currency_and_unit_per_job_and_in_total():
+    """Issue 21: the amount in its own currency and unit, per job and in total; a unit the estimate does
+    not state is not made up."""
+    said = "the provider's price: 2.50 EUR a job, 7.50 EUR for 3 jobs, billed by the second"
+    assert cost_text(PRICED) == said
+    assert authorised_text(PRICED) == (
+        "at most 7.50 EUR of the provider's money (2.50 EUR a job, 3 jobs, billed by the second)"
+    )
+    unstated = PRICED | {"each": {"free": False, "amount": "2.50", "currency": "EUR"}}
+    assert cost_text(unstated) == "the provider's price: 2.50 EUR a job, 7.50 EUR for 3 jobs"
+    assert "billed" not in authorised_text(unstated)
