@@ -341,7 +341,9 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(s, indent=2))
         return EXIT_OK
-    for name, t in [*sorted(s["per_task"].items()), ("total", s["total"])]:
+    per_set = s["per_set"]  # the known-answer sets apart (docs/calibration.md, "Two sets")
+    sets = [("standard set", per_set["standard"]), ("held-apart set", per_set["held_apart"])]
+    for name, t in [*sorted(s["per_task"].items()), *sets, ("total", s["total"])]:
         fit = (
             f", fit {t['fit_assessment']}/{t['fit_known']} ({t.get('fit_unread', 0)} unread)"
             if t["fit_known"]

@@ -123,7 +123,16 @@ def score_page(request: Request, run_id: str) -> Response:
         s = summary(state, run_id)  # an unknown run: a 404 naming it
         scored = score(state, _calibration_store(request), run_id)
     rows = [(name, scored["per_task"][name]) for name in sorted(scored["per_task"])]
-    return render(request, "evaluation/score.html", run=s, rows=rows, total=scored["total"], views=views)
+    return render(
+        request,
+        "evaluation/score.html",
+        run=s,
+        rows=rows,
+        total=scored["total"],
+        per_set=scored["per_set"],
+        sets=[("standard", "standard"), ("held_apart", "held apart")],
+        views=views,
+    )
 
 
 def _figure_data(state, store, record, sha256: str) -> tuple[bytes, str] | str:

@@ -456,15 +456,41 @@ def test_compare_needs_two_known_runs(client, runs) -> None:
 # --- scores ------------------------------------------------------------------------------------------
 
 
-def test_the_scores_hold_each_run_to_the_known_answers(client, runs, home, capsys) -> None:
-    for run, status_right in ((runs.model, 1), (runs.other, 2)):
+def cell(row: str, name: str) -> str:
+    """The text of a score row's ``<td data-cell="name">``."""
+    return re.sub(r"<[^>]+>", "", part(row, "data-cell", name, "td")).strip()
+
+
+def test_the_scores_hold_each_run_to_the_known_answers(client, runs, home, capsys, monkeypatch) -> None:
+    """Each run's tallies as ``qsolve evaluations score --json`` gives them, per task, in total and per
+    set: the status right, the answers that state none (unread) and QCalEval's own reading of them; a
+    run whose answers offer each status in doubt has every status unread and QCalEval's reading right."""
+    monkeypatch.setenv("QSOLVE_EVALUATION_CONFIG", str(home / "seed-models.yaml"))
+    script = {k: answer(v) for k, v in HEALTHY.items()}
+    script["calibration_diagnosis"] = [
+        answer("Status: SUCCESS, I think\nSuggested range: none"),
+        answer("Status: SWEEP_TOO_SHORT cannot be ruled out\nSuggested range: none"),
+    ]
+    doubting = _model_run(home, script, with_examples=False)
+    for run, status_right, unread in ((runs.model, 1, 0), (runs.other, 2, 0), (doubting, 0, 2)):
         page = client.get(f"/evaluations/{run}/score")
         assert page.status_code == 200
         s = cli_json(capsys, "evaluations", "score", run)
         total = part(page.text, "data-task", "total")
         assert s["total"]["known"] == 2 and s["total"]["status"] == status_right
+        assert s["total"]["status_unread"] == unread
         assert f"{status_right}/2" in total and f"{s['total']['outcome']}/2" in total
         assert f"{s['total']['fit_assessment']}/{s['total']['fit_known']}" in total
+        rows = [("data-task", "total", s["total"]), ("data-task", "CheckT1", s["per_task"]["CheckT1"])]
+        rows += [("data-set", key, s["per_set"][key]) for key in ("standard", "held_apart")]
+        for attribute, value, t in rows:
+            row = part(page.text, attribute, value)
+            assert cell(row, "status").startswith(f"{t['status']}/{t['known']}"), (value, row)
+            assert cell(row, "status_unread") == f"{t['status_unread']}/{t['known']}", (value, row)
+            assert cell(row, "qcaleval_status").startswith(f"{t['qcaleval_status']}/{t['known']}"), row
+            assert f"{t['outcome_unread']} unread" in cell(row, "outcome")
+        assert s["per_set"]["standard"]["judged"] == 2 and s["per_set"]["held_apart"]["judged"] == 0
+    assert s["total"]["qcaleval_status"] == 2  # the doubting run: QCalEval's scripts read both right
 
 
 def test_the_scores_count_the_reviewers_current_verdicts(client, runs, home) -> None:

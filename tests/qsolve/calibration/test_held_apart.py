@@ -56,9 +56,12 @@ def test_a_cases_true_status_is_its_criterion_applied_to_what_was_taken(case: Ca
 
 
 def test_score_reports_the_classical_judge_on_both_sets_whatever_it_gets(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from qsolve.cli import main
+
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
     monkeypatch.setenv("QSOLVE_EVALUATION_CONFIG", str(tmp_path / "evaluation.yaml"))
     monkeypatch.delenv("QCALEVAL_MODEL", raising=False)
     (tmp_path / "evaluation.yaml").write_text("version: 1\nmodels: []\n")
@@ -87,6 +90,17 @@ def test_score_reports_the_classical_judge_on_both_sets_whatever_it_gets(
         if r.task_result_id == d.result.id and d.result.true_status is not None
     )
     assert s["per_set"]["held_apart"]["status"] == right  # what it got, counted as it is
+
+    capsys.readouterr()  # the text output names both sets, each with its own tallies (docs/calibration.md)
+    assert main(["evaluations", "score", run.id]) == 0
+    lines = {line.split(" judged ")[0].strip(): line for line in capsys.readouterr().out.splitlines()}
+    for name, key in (("standard set", "standard"), ("held-apart set", "held_apart")):
+        t, line = s["per_set"][key], lines[name]
+        assert f"judged {t['judged']}: status {t['status']}/{t['known']} " in line
+        assert f"({t['status_unread']} unread; QCalEval's" in line
+        assert f"QCalEval's reading {t['qcaleval_status']}/{t['known']})" in line
+    assert lines["held-apart set"] != lines["standard set"]
+    assert {"CheckT1", "ReadoutClassification", "total"} <= set(lines)
 
 
 def test_another_draw_can_be_recorded_from_the_command_line(
