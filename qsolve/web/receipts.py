@@ -37,12 +37,15 @@ def page_limits():
     return ReadAtMost(bytes=min(PAGE_READS_BYTES, VERIFY_LIMITS.bytes), values=VERIFY_LIMITS.values)
 
 
-def _checked(data: bytes) -> dict[str, Any]:
+def _checked(data: bytes, trust: dict[str, Any]) -> dict[str, Any]:
+    """The receipt verified, held to ``trust``: the hosts' keys registered in the state database (as
+    ``qsolve verify --registered``), so that a key no host registered, or one revoked, does not pass."""
     import json
 
     from qsolve.receipts import verify
+    from qsolve.receipts.trust import HeldTo, TrustList
 
-    verdict = verify(data)
+    verdict = verify(data, held=HeldTo(trust=TrustList.from_value(trust)))
     try:
         accuracy = json.loads(data).get("result", {}).get("accuracy", {})
     except (ValueError, AttributeError):
@@ -57,6 +60,7 @@ def run_receipts(request: Request, run_id: str) -> HTMLResponse:
     with db(request) as state:
         run = state.get_run(run_id)  # NotFound: 404 naming it
         digests = state.run_receipts(run_id)
+        trust = state.trust_list()
     blobs = BlobStore(home(request))
     listed = []
     for digest in digests:
@@ -65,7 +69,7 @@ def run_receipts(request: Request, run_id: str) -> HTMLResponse:
         except (OSError, ValueError, KeyError):
             listed.append({"digest": digest, "missing": True})
             continue
-        listed.append({"digest": digest, "missing": False, "bytes": len(data)} | _checked(data))
+        listed.append({"digest": digest, "missing": False, "bytes": len(data)} | _checked(data, trust))
     return render(request, "receipts.html", run=run, receipts=listed)
 
 

@@ -5,7 +5,8 @@
                      workflow as published (its manifest and cases: what qualifies the page's numbers)
     broken_bounds    run id -> the bound each failing row of the published version broke, from its
                      case's ``expect``
-    checked_receipts run id -> what each hardware row's receipts say, read and verified now
+    checked_receipts run id -> what each hardware row's receipts say, read and verified now (held to the
+                     hosts' keys registered in the state database, as ``qsolve verify --registered``)
     published_page   the page of a workflow with all of these filled in, as both surfaces show it
 
 Each takes the home it reads (default ``QSOLVE_HOME``, else ``./.qsolve``); ``published`` also takes a
@@ -29,11 +30,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Published:
-    """A workflow's latest published version, as the state database says (None: none published), and
-    that version's workflow as published (None when there is none or it does not load)."""
+    """A workflow's latest published version, as the state database says (None: none published), that
+    version's workflow as published (None when there is none or it does not load), and the hosts' keys
+    registered in the database as a trust list (None without a database), to hold receipts to."""
 
     version: str | None
     workflow: Any
+    trust: dict[str, Any] | None = None
 
     @property
     def metric_note(self) -> str | None:
@@ -55,11 +58,12 @@ def published(name: str, home: Path | str | None = None, *, state: StateDB | Non
             return Published(None, None)
         with connect(home=where) as opened:
             return published(name, where, state=opened)
+    trust = state.trust_list()
     try:
         version = state.get_version(name)
     except NotFound:
-        return Published(None, None)
-    return Published(version.version, published_workflow(version.digest, where))
+        return Published(None, None, trust)
+    return Published(version.version, published_workflow(version.digest, where), trust)
 
 
 def published_workflow(digest: str, home: Path | str | None = None) -> Any:
@@ -96,9 +100,11 @@ def broken_bounds(p: WorkflowPage, workflow: Any) -> dict[str, str]:
     return out
 
 
-def checked_receipts(p: WorkflowPage, home: Path | str | None = None) -> dict[str, RowReceipts]:
+def checked_receipts(
+    p: WorkflowPage, home: Path | str | None = None, trust: dict[str, Any] | None = None
+) -> dict[str, RowReceipts]:
     """Run id -> what each hardware row's receipts say (the page's and its earlier results'), read
-    from ``home``'s blobs and verified now."""
+    from ``home``'s blobs and verified now, held to ``trust`` (the registered keys) where given."""
     from qsolve.home import qsolve_home
 
     from .receipts_check import check_row
@@ -106,7 +112,7 @@ def checked_receipts(p: WorkflowPage, home: Path | str | None = None) -> dict[st
     where = qsolve_home(home)
     devices = ("on_hardware", "on_simulators")
     rows = [*p.on_hardware, *p.on_simulators, *(r for r in p.earlier_results if r.section in devices)]
-    return {r.run_id: check_row(r.receipt_digest, where) for r in rows}
+    return {r.run_id: check_row(r.receipt_digest, where, trust) for r in rows}
 
 
 def published_page(
@@ -125,6 +131,6 @@ def published_page(
 
     found = published(name, home, state=state)
     p = page(name, version, home, published=found.version, metric_note=found.metric_note)
-    checked = checked_receipts(p, home)
+    checked = checked_receipts(p, home, found.trust)
     labels = {run: c.label for run, c in checked.items()}
     return p.model_copy(update={"bounds": broken_bounds(p, found.workflow), "receipts": labels}), checked

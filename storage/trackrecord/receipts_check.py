@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -26,11 +27,15 @@ class RowReceipts(BaseModel):
         return f"{self.named} receipts {verdict}; {kind}"
 
 
-def check_row(receipt_digest: str, home: Path) -> RowReceipts:
-    """Read and verify every receipt a row names (a missing blob counts as not verified)."""
+def check_row(receipt_digest: str, home: Path, trust: dict[str, Any] | None = None) -> RowReceipts:
+    """Read and verify every receipt a row names (a missing blob counts as not verified), held to
+    ``trust`` where given: the hosts' keys registered in the state database (``StateDB.trust_list``), as
+    ``qsolve verify --registered`` holds them, so that a receipt sealed by a key no host registered, or
+    one retired or revoked, does not count as verified."""
     from qsolve.receipts import verify
     from storage.blobs import BlobStore
 
+    held = held_to(trust)
     digests = [d for d in receipt_digest.split(",") if d]
     blobs = BlobStore(home)
     verified = measured = 0
@@ -39,11 +44,19 @@ def check_row(receipt_digest: str, home: Path) -> RowReceipts:
             text = blobs.get(digest)
         except (OSError, ValueError, KeyError):
             continue
-        if verify(text).valid:
+        if verify(text, held=held).valid:
             verified += 1
             accuracy = json.loads(text).get("result", {}).get("accuracy", {})
             measured += accuracy.get("class") == "measured"
     return RowReceipts(named=len(digests), verified=verified, measured=measured)
+
+
+def held_to(trust: dict[str, Any] | None) -> Any:
+    """What a receipt is held to: the trust list ``trust`` (a ``wai.quantum.receipt-keys/1`` value), or
+    nothing beyond its seal (None)."""
+    from qsolve.receipts.trust import HeldTo, TrustList
+
+    return None if trust is None else HeldTo(trust=TrustList.from_value(trust))
 
 
 def receipt_classes(digests: list[str], home: Path) -> list[str | None]:

@@ -54,6 +54,31 @@ def test_a_run_with_no_device_job_says_so(seeded, client):
     assert page.status_code == 200 and "sealed no device job" in page.text
 
 
+def test_a_receipt_whose_key_the_database_revoked_fails_here_on_the_page_and_in_qsolve_page(
+    seeded, client, capsys
+):
+    """Finding (issue 26 tester), fixed: the receipts page, the workflow page and ``qsolve page`` checked
+    each receipt's seal only, so a receipt sealed by a key the operator had revoked (a stolen host key)
+    still read "valid" there while ``qsolve verify --registered`` refused it. They hold each receipt to
+    the hosts' keys registered in the state database, as ``--registered`` does."""
+    from storage.state import connect
+    from tests.web.test_workflows import section
+
+    n = len(seeded.receipts)
+    with connect(home=seeded.home) as db:
+        for record in db.host_keys():
+            db.revoke_host_key(record.key, note="stolen")
+    page = client.get(f"/runs/{seeded.hardware_run}/receipts")
+    assert page.status_code == 200 and '<span class="pass">valid</span>' not in page.text
+    assert len(re.findall(r'<span class="fail">not valid: [^<]*key_revoked', page.text)) == n, page.text
+    hardware = section(client.get("/workflows/max-cut").text, "on-hardware")
+    assert f"0 of {n} verify" in hardware
+    capsys.readouterr()
+    assert main(["page", "max-cut", "--json"]) == 0
+    labels = json.loads(capsys.readouterr().out)["receipts"]
+    assert labels[seeded.hardware_run] == f"{n} receipts 0 of {n} verify; simulated"
+
+
 def test_a_dropped_receipt_is_valid_held_to_the_hosts_key_and_a_time(seeded, client, capsys):
     job = client.get(f"/runs/{seeded.hardware_run}/receipts/{seeded.receipts[0]}.json").content
     capsys.readouterr()
