@@ -1,5 +1,6 @@
-"""``qsolve server start|stop|status``: one local Prefect server that every later command uses (issue 23,
-item 1), and the Prefect server a command that runs a flow runs on.
+"""One local Prefect server that every later command uses (issue 23, item 1), and the Prefect server a
+command that runs a flow runs on; its commands, ``qsolve server start|stop|status``, are
+:mod:`qsolve.cli.server`.
 
 A command that runs a flow (``submit``, ``history``, ``maintenance``, ``evaluate``, ``confirm``) runs it on,
 in this order: the server of ``PREFECT_API_URL`` when it is set; else the server ``qsolve server start``

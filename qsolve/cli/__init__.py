@@ -1,4 +1,13 @@
-"""The command line, the one front door (DESIGN.md §5).
+"""The command line, a front door at the edge (DESIGN.md §2, §5): the parser, and the workflow commands
+(lint, check, test, submit, history, maintenance) here; each other area in a module of its own:
+
+run_case     qsolve run: one case on any target         providers   qsolve providers ...
+hardware     qsolve quote, confirm, refuse               credits     qsolve credits ...
+calibration  qsolve calibrate                           evaluation  qsolve evaluate, evaluations ...
+knowledge    qsolve knowledge ...                       receipts    qsolve verify, receipt-key
+trackrecord  qsolve page, query, views-sql, ...         web         qsolve serve, accounts
+server       qsolve server start|stop|status            worker      qsolve worker
+ibm          python -m qsolve.targets.ibm               report_view how qsolve test shows a report
 
 Exit codes: 0 everything passed, 1 something failed, 2 the input could not be read or the command
 was misused. Commands that need Prefect or storage import them inside the command, so ``qsolve lint``
