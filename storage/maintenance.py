@@ -37,7 +37,7 @@ from qsolve.runtime.failpoint import failpoint
 from qsolve.validation.jobs import TIMEOUT_RANGE
 from storage.state import StateDB
 from storage.trackrecord.compaction import compact
-from storage.trackrecord.filing import file_rows
+from storage.trackrecord.filing import file_rows, set_aside_misnamed
 from storage.trackrecord.layout import Layout
 from storage.trackrecord.row import TrackRecordRow
 
@@ -125,10 +125,13 @@ def _row(db: StateDB, run, home: Path) -> TrackRecordRow:
 def refile_lost_runs(db: StateDB, home: Path) -> list[str]:
     """File again, from the state database, every run marked filed whose row no readable file holds;
     returns their ids. Cheap when nothing was lost: the readable files' row counts (from their footers)
-    are weighed against the count of filed runs, and the run ids read only when the two disagree."""
+    are weighed against the count of filed runs, and every run id read only when the two disagree or
+    a batch holds other runs than its name says (set aside first: a copy of another batch of as many
+    rows keeps the count)."""
     filed = db.count_filed()
     layout = Layout(home)
-    if _inventory(layout).rows() == filed:
+    inventory = _inventory(layout)
+    if not set_aside_misnamed(layout, inventory) and inventory.rows() == filed:
         return []
     wanted = db.filed_run_ids()  # before the files are read: each of these was written before its mark
     lost = sorted(wanted - _run_ids_on_disk(layout))

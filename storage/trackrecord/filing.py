@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .inventory import FileEntry, Inventory, remember, set_aside
-from .layout import BATCH, LEFT_OUT, Layout
+from .layout import BATCH, LEFT_OUT, Layout, run_ids_digest
 from .row import TrackRecordRow, conform, to_table
 from .schema_file import ensure_schema_file
 from .writing import BATCH_COMPRESSION, SORT_KEYS, write_parquet, write_whole
@@ -79,6 +79,40 @@ def holds_runs(path: Path, run_ids: list[str]) -> bool:
     except (OSError, ValueError, pa.ArrowException):
         return False
     return sorted(found) == sorted(run_ids)
+
+
+def set_aside_misnamed(layout: Layout, inventory) -> list[str]:
+    """Set aside each readable batch (``b-``) whose run ids' digest is not its name's: a copy of another
+    batch put under its name holds as many rows, so the footers' count cannot see it (issue 24). A
+    batch holds one pass's runs, so reading their ids is cheap; the compacted files are read whole by
+    the compaction. Returns the names set aside."""
+    misnamed = []
+    for where in inventory.readable(BATCH):
+        name = str(where).rsplit("/", 1)[-1]
+        try:
+            if layout.store is not None:
+                import io
+
+                from .shared import key_of
+
+                source = io.BytesIO(layout.store.get(key_of(layout.store, where)))
+            else:
+                source = where
+            ids = pq.read_table(source, columns=["run_id"]).column("run_id").to_pylist()
+        except FileNotFoundError:  # compacted meanwhile
+            continue
+        except (OSError, ValueError, pa.ArrowException):
+            continue  # data that does not read: the compaction sets it aside
+        if name != f"{BATCH}-{run_ids_digest(ids)}.parquet":
+            misnamed.append(name)
+    for name in misnamed:
+        if layout.store is not None:
+            from .shared import set_aside_one as set_aside_shared
+
+            set_aside_shared(layout.store, name)
+        else:
+            set_aside_one(layout.folder / name, "holds other runs than its name says")
+    return misnamed
 
 
 def set_aside_one(path: Path, problem: str) -> None:

@@ -25,6 +25,32 @@ class _GivenKey(logging.Filter):
 _QUIET = _GivenKey()
 
 
+@contextlib.contextmanager
+def _no_wire_dumps():
+    """IBM's cloud SDK, built while its logger is at DEBUG, sets ``http.client``'s debug level for the
+    whole process and replaces that module's ``print`` with one that joins its arguments as text: every
+    later HTTP exchange of the process is dumped to a log (headers and all), and one answered ``100
+    Continue`` fails (``sequence item 1: expected str instance, list found``: botocore's uploads to object
+    storage, found in CI). The SDK's logger stays above DEBUG while the service is built, and
+    ``http.client`` is left as it was."""
+    import http.client
+
+    sdk = logging.getLogger("ibm_cloud_sdk_core.base_service")
+    level, debuglevel = sdk.level, http.client.HTTPConnection.debuglevel
+    printer = http.client.__dict__.get("print")
+    if sdk.isEnabledFor(logging.DEBUG):
+        sdk.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        sdk.setLevel(level)
+        http.client.HTTPConnection.debuglevel = debuglevel
+        if printer is None:
+            http.client.__dict__.pop("print", None)
+        else:
+            http.client.print = printer
+
+
 def connect(device: str, settings: IbmSettings, secret: Secret, where: str) -> tuple[Any, Any]:
     """The client's service, with the key passed to it (never saved), and the device's backend."""
     from qiskit.providers.exceptions import QiskitBackendNotFoundError
@@ -37,9 +63,10 @@ def connect(device: str, settings: IbmSettings, secret: Secret, where: str) -> t
     if settings.url is not None:
         extra = {"url": settings.url, "url_resolver": lambda u, i, p, c: f"{u}/api/v1"}
     try:
-        service = QiskitRuntimeService(
-            channel=settings.channel, token=secret.reveal(), instance=settings.instance or "auto", **extra
-        )
+        with _no_wire_dumps():
+            service = QiskitRuntimeService(
+                channel=settings.channel, token=secret.reveal(), instance=settings.instance or "auto", **extra
+            )
     except InvalidAccountError as e:
         raise IbmUnavailable(
             f"{name}: opening the device: IBM Quantum did not accept the API key from {where}: "

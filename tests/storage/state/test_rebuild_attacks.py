@@ -221,13 +221,6 @@ def test_a_rebuild_racing_a_compaction_loses_no_row(db, version, tmp_path, monke
     assert run_ids(home) == ids and analyst_ids(home) == ids
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a batch replaced by a valid copy of another batch of as many rows keeps the footers'"
-    " row count equal to the runs marked filed, so the pass never reads a run id and the replaced runs"
-    " stay lost (only --rebuild brings them back); the checks read no run id, so nothing sees the name's"
-    " digest no longer matches",
-)
 def test_a_batch_replaced_by_a_copy_of_another_of_as_many_rows_is_filed_again(db, version, tmp_path):
     home = tmp_path / "home"
     ids = ended(db, version, 4)
@@ -239,3 +232,27 @@ def test_a_batch_replaced_by_a_copy_of_another_of_as_many_rows_is_filed_again(db
     shutil.copyfile(first, second)
     a_pass(db, home)
     assert run_ids(home) == ids and analyst_ids(home) == ids
+    assert (home / "trackrecord" / "left-out" / second.name).exists()
+
+
+def test_a_batch_object_replaced_by_a_copy_of_another_of_as_many_rows_is_filed_again(
+    db, version, tmp_path, bucket
+):
+    """The same in object storage (QSOLVE_STORAGE_URL): the copy is set aside under ``left-out/``."""
+    from storage.objects import storage_of
+
+    home = tmp_path / "home"
+    ids = ended(db, version, 4)
+    maintenance.file_ended_runs(db, home)
+    ids += ended(db, version, 4, start=4)
+    maintenance.file_ended_runs(db, home)
+    ids.sort()
+    store = storage_of(home)
+    first, second = sorted(e.key for e in store.children("trackrecord") if "/b-" in e.key)
+    store.delete(second)
+    store.create(second, store.get(first))
+    a_pass(db, home)
+    assert run_ids(home) == ids
+    assert [e.key.rsplit("/", 1)[-1] for e in store.children("trackrecord/left-out")] == [
+        second.rsplit("/", 1)[-1]
+    ]
