@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from .filing import set_aside_one
 from .inventory import take_inventory
-from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, Layout, run_ids_digest
+from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, Layout, file_name
 from .row import COLUMNS, SCHEMA
 from .schema_file import ensure_schema_file
 from .views import COPY_ORDER, GROUP, LATEST_ORDER, ensure_views, parquet_source, session
@@ -134,7 +134,6 @@ def _merge_heads(
     return outputs[0][1], outputs[1][1]
 
 
-
 def _merge_or_set_aside(merge, inputs, unreadable, set_aside) -> tuple[int, int, int, str | None]:
     """``merge()`` the inputs: (inputs merged, heads, older, why skipped). Where DuckDB fails, the inputs
     whose data does not read (damaged past the footer, which the checks read alone; DuckDB may name that
@@ -152,6 +151,7 @@ def _merge_or_set_aside(merge, inputs, unreadable, set_aside) -> tuple[int, int,
             return 0, 0, 0, f"inputs changed during compaction: {e}"
         raise
     return len(inputs), heads, older, None
+
 
 def _unreadable(files: list[Path]) -> list[Path]:
     """The files whose rows do not read whole (each read through, every column)."""
@@ -207,7 +207,7 @@ def _write_selection(
 
     def name() -> str | None:
         ids = [i for chunk in run_ids for i in chunk.to_pylist()]
-        return f"{kind}-{run_ids_digest(ids)}.parquet" if ids else None
+        return file_name(kind, ids) if ids else None
 
     path, _ = writing.place(kind, write, name)
     return path, sum(len(c) for c in run_ids)

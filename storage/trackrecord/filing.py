@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .inventory import FileEntry, Inventory, remember, set_aside
-from .layout import BATCH, LEFT_OUT, Layout, run_ids_digest
+from .layout import BATCH, LEFT_OUT, Layout, file_name
 from .row import TrackRecordRow, conform, to_table
 from .schema_file import ensure_schema_file
 from .writing import BATCH_COMPRESSION, SORT_KEYS, write_parquet, write_whole
@@ -72,13 +72,16 @@ def file_table(table: pa.Table, home: Path | str | None = None) -> Filed:
 def holds_runs(path: Path, run_ids: list[str]) -> bool:
     """Whether the file already named for these runs holds exactly them (not a copy of another file put
     under its name, which filing again would otherwise take for done)."""
+    found = file_run_ids(path)
+    return found is not None and sorted(found) == sorted(run_ids)
+
+
+def file_run_ids(path: Path) -> list[str] | None:
+    """The run ids one file of the folder holds; None when it is gone or does not read."""
     try:
-        found = pq.read_table(path, columns=["run_id"]).column("run_id").to_pylist()
-    except FileNotFoundError:
-        return False
-    except (OSError, ValueError, pa.ArrowException):
-        return False
-    return sorted(found) == sorted(run_ids)
+        return pq.read_table(path, columns=["run_id"]).column("run_id").to_pylist()
+    except (OSError, ValueError, pa.ArrowException):  # FileNotFoundError among them
+        return None
 
 
 def set_aside_misnamed(layout: Layout, inventory) -> list[str]:
@@ -86,30 +89,18 @@ def set_aside_misnamed(layout: Layout, inventory) -> list[str]:
     batch put under its name holds as many rows, so the footers' count cannot see it (issue 24). A
     batch holds one pass's runs, so reading their ids is cheap; the compacted files are read whole by
     the compaction. Returns the names set aside."""
+    from . import shared
+
     misnamed = []
     for where in inventory.readable(BATCH):
         name = str(where).rsplit("/", 1)[-1]
-        try:
-            if layout.store is not None:
-                import io
-
-                from .shared import key_of
-
-                source = io.BytesIO(layout.store.get(key_of(layout.store, where)))
-            else:
-                source = where
-            ids = pq.read_table(source, columns=["run_id"]).column("run_id").to_pylist()
-        except FileNotFoundError:  # compacted meanwhile
-            continue
-        except (OSError, ValueError, pa.ArrowException):
-            continue  # data that does not read: the compaction sets it aside
-        if name != f"{BATCH}-{run_ids_digest(ids)}.parquet":
+        ids = shared.file_run_ids(layout.store, name) if layout.store is not None else file_run_ids(where)
+        # None: compacted meanwhile, or data that does not read (the compaction sets it aside)
+        if ids is not None and name != file_name(BATCH, ids):
             misnamed.append(name)
     for name in misnamed:
         if layout.store is not None:
-            from .shared import set_aside_one as set_aside_shared
-
-            set_aside_shared(layout.store, name)
+            shared.set_aside_one(layout.store, name)
         else:
             set_aside_one(layout.folder / name, "holds other runs than its name says")
     return misnamed

@@ -59,7 +59,7 @@ class Layout:
         self.store = shared_store()
 
     def data_file(self, kind: str, run_ids: Iterable[str]) -> Path:
-        return self.folder / f"{kind}-{run_ids_digest(run_ids)}.parquet"
+        return self.folder / file_name(kind, run_ids)
 
     def files(self, *kinds: str) -> list[Path]:
         """The data files of these kinds (all kinds by default), sorted by name, unchecked (what the
@@ -68,6 +68,11 @@ class Layout:
         if not self.folder.is_dir():
             return []
         return sorted(p for k in kinds for p in self.folder.glob(f"{k}-*.parquet"))
+
+
+def file_name(kind: str, run_ids: Iterable[str]) -> str:
+    """The name of the data file of this kind that holds these runs: ``KIND-<run_ids_digest>.parquet``."""
+    return f"{kind}-{run_ids_digest(run_ids)}.parquet"
 
 
 def run_ids_digest(run_ids: Iterable[str]) -> str:

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from storage.objects import ObjectStore
 
 from .inventory import CHECKS, warn_left_out
-from .layout import BATCH, FOLDER, HEAD, LEFT_OUT, OLDER, SCHEMA_FILE, run_ids_digest
+from .layout import BATCH, FOLDER, HEAD, LEFT_OUT, OLDER, SCHEMA_FILE, file_name
 from .writing import BATCH_COMPRESSION, SORT_KEYS, write_parquet
 
 COMPACTION_CLAIM = "trackrecord-compaction"
@@ -242,7 +242,7 @@ def file_table(store: ObjectStore, table: pa.Table) -> tuple[str, bool]:
     these runs (read whole: a small file) is set aside and the batch created again."""
     ensure_schema(store)
     run_ids = table.column("run_id").to_pylist()
-    name = f"{BATCH}-{run_ids_digest(run_ids)}.parquet"
+    name = file_name(BATCH, run_ids)
     data = parquet_bytes(table.sort_by(SORT_KEYS), BATCH_COMPRESSION)
     new = store.create(key(name), data, durable=False)
     if not new and not _holds(store, name, run_ids):
@@ -254,13 +254,17 @@ def file_table(store: ObjectStore, table: pa.Table) -> tuple[str, bool]:
 
 
 def _holds(store: ObjectStore, name: str, run_ids: list[str]) -> bool:
+    found = file_run_ids(store, name)
+    return found is not None and sorted(found) == sorted(run_ids)
+
+
+def file_run_ids(store: ObjectStore, name: str) -> list[str] | None:
+    """The run ids one object of the track record holds; None when it is gone or does not read."""
     try:
         found = pq.read_table(io.BytesIO(store.get(key(name))), columns=["run_id"]).column("run_id")
-    except FileNotFoundError:
-        return False
-    except (OSError, ValueError, pa.ArrowException):
-        return False
-    return sorted(found.to_pylist()) == sorted(run_ids)
+    except (OSError, ValueError, pa.ArrowException):  # FileNotFoundError among them
+        return None
+    return found.to_pylist()
 
 
 def run_ids(store: ObjectStore) -> set[str]:

@@ -221,13 +221,18 @@ def test_a_rebuild_racing_a_compaction_loses_no_row(db, version, tmp_path, monke
     assert run_ids(home) == ids and analyst_ids(home) == ids
 
 
-def test_a_batch_replaced_by_a_copy_of_another_of_as_many_rows_is_filed_again(db, version, tmp_path):
-    home = tmp_path / "home"
+def two_batches(db, version, home: Path) -> list[str]:
+    """Eight runs filed as two batches of four; their ids, sorted."""
     ids = ended(db, version, 4)
     maintenance.file_ended_runs(db, home)
     ids += ended(db, version, 4, start=4)
     maintenance.file_ended_runs(db, home)
-    ids.sort()
+    return sorted(ids)
+
+
+def test_a_batch_replaced_by_a_copy_of_another_of_as_many_rows_is_filed_again(db, version, tmp_path):
+    home = tmp_path / "home"
+    ids = two_batches(db, version, home)
     first, second = Layout(home).files("b")
     shutil.copyfile(first, second)
     a_pass(db, home)
@@ -242,11 +247,7 @@ def test_a_batch_object_replaced_by_a_copy_of_another_of_as_many_rows_is_filed_a
     from storage.objects import storage_of
 
     home = tmp_path / "home"
-    ids = ended(db, version, 4)
-    maintenance.file_ended_runs(db, home)
-    ids += ended(db, version, 4, start=4)
-    maintenance.file_ended_runs(db, home)
-    ids.sort()
+    ids = two_batches(db, version, home)
     store = storage_of(home)
     first, second = sorted(e.key for e in store.children("trackrecord") if "/b-" in e.key)
     store.delete(second)
