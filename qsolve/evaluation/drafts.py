@@ -17,14 +17,15 @@ A draft is kept under ``knowledge-drafts/<sha256>/``: ``draft.zip`` (the upload,
 unchanged. A refused zip leaves nothing behind.
 
 The zip is read by this module, not by :meth:`zipfile.ZipFile.extractall`: :mod:`zipfile` parses the
-central directory and, through :meth:`zipfile.ZipFile.open`, each entry's local header; each entry's
-data are read through that stream and inflated here, counting the bytes that come out while they come
-out; the sizes the zip states are compared with what came out only afterwards, and never used to decide
-how much to read. No Prefect, no database.
+central directory and, through :meth:`zipfile.ZipFile.open`, reads each entry's local header, inflates its
+data and checks its CRC-32; the stream is opened with sizes bounded by the entry's region, not the zip's,
+and the bytes are counted as they come out; the size the zip states is compared with what came out only
+afterwards, and never used to decide how much to read. No Prefect, no database.
 """
 
 from __future__ import annotations
 
+import copy
 import getpass
 import hashlib
 import io
@@ -76,6 +77,7 @@ _ID = re.compile(r"^[0-9a-f]{64}$")
 _TASK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CHUNK = 64 * 1024
+_UNBOUNDED = 1 << 62  # a deflated entry's stream, opened with this size, ends where its deflate stream does
 _ENCRYPTED = 0x1 | 0x40  # traditional and strong encryption
 _UTF8_NAME = 0x800
 _UNIX_EXTRA = 0x000D  # PKWARE's Unix extra field: its variable part is a hard or symbolic link's target
@@ -390,82 +392,49 @@ def _corrupt(problem: str, name: str) -> DraftRefused:
     return _refuse(f"corrupt: {problem}", name)
 
 
-def _raw_stream(zf: zipfile.ZipFile, entry: _Entry, length: int) -> Any:
-    """The entry's data as stored (still deflated), ``length`` bytes at most, through
-    :meth:`zipfile.ZipFile.open`: zipfile reads the local header (its signature, and the name it must
-    share with the directory). The entry is opened as a stored one of ``length`` bytes and no CRC, so
-    that neither its stated method nor its stated sizes decide how much is read: the inflating and
-    the counting are done here."""
-    raw = zipfile.ZipInfo(entry.info.orig_filename)
-    raw.header_offset = entry.info.header_offset
-    raw.flag_bits = entry.info.flag_bits
-    raw.compress_type = zipfile.ZIP_STORED
-    raw.compress_size = raw.file_size = max(length, 0)
-    return zf.open(raw)
-
-
-def _chunks(zf: zipfile.ZipFile, entry: _Entry, end: int) -> Any:
-    """The entry's bytes as they come out, a chunk at a time; and then its compressed length. Its data
-    lie between its local header (of at least ``sizeFileHeader`` bytes and its name) and ``end``, the
-    next entry's header or the central directory: a stream is read no further (beyond the local
-    header's extra field, whose length only the header states)."""
+def _stream(zf: zipfile.ZipFile, entry: _Entry, end: int) -> Any:
+    """The entry's bytes as they come out, through :meth:`zipfile.ZipFile.open`: zipfile reads the local
+    header (its signature, and the name it must share with the directory), inflates and checks the CRC-32
+    at the end of the data. It is opened on a copy of the entry's record whose sizes are not the zip's: its
+    data may be read as far as its region goes (from its local header, of at least ``sizeFileHeader`` bytes
+    and its name, to ``end``, the next entry's header or the central directory; beyond it by at most the
+    local extra field, whose length only the local header states), and a deflated entry gives what its
+    deflate stream holds, to its end, whatever size the zip states. So the stated sizes never decide how much
+    is read: the count of what comes out does (the CRC-32 is checked by zipfile where the data end)."""
     info, name = entry.info, entry.name
     encoding = "utf-8" if info.flag_bits & _UTF8_NAME else "cp437"
     least_start = info.header_offset + zipfile.sizeFileHeader + len(name.encode(encoding, errors="replace"))
     if least_start > end:
         raise _corrupt("its local header lies outside the zip", name)
+    bounded = copy.copy(info)
     if info.compress_type == zipfile.ZIP_STORED:
         if least_start + info.compress_size > end:
             raise _corrupt("its data run past the end of its region (truncated)", name)
-        with _raw_stream(zf, entry, info.compress_size) as stream:
-            while chunk := stream.read(_CHUNK):
-                yield chunk
-        return info.compress_size
-    inflate = zlib.decompressobj(-zlib.MAX_WBITS)
-    fed = 0
-    with _raw_stream(zf, entry, end - least_start) as stream:
-        while not inflate.eof:
-            chunk = inflate.unconsumed_tail or stream.read(_CHUNK)
-            if not inflate.unconsumed_tail:
-                fed += len(chunk)
-            try:
-                out = inflate.decompress(chunk, _CHUNK)
-            except zlib.error as e:
-                raise _corrupt(f"its deflated data cannot be inflated ({e})", name) from None
-            if not out and not chunk:
-                raise _corrupt("its deflated data end before the deflate stream does (truncated)", name)
-            if out:
-                yield out
-    return fed - len(inflate.unused_data)
+        bounded.file_size = info.compress_size
+    else:
+        bounded.compress_size, bounded.file_size = end - least_start, _UNBOUNDED
+    return zf.open(bounded)
 
 
 def _extract_entry(zf: zipfile.ZipFile, entry: _Entry, end: int, target: Path, budget: _Budget) -> int:
-    """Writes one file, counting its bytes as they come out; the zip's stated sizes and CRC-32 are
+    """Writes one file, counting its bytes as they come out, 64 KiB at a time; the size the zip states is
     compared with what came out only afterwards."""
-    crc, size = 0, 0
-    chunks = _chunks(zf, entry, end)
-    with open(target, "xb") as out:
-        while True:
-            try:
-                chunk = next(chunks)
-            except StopIteration as done:
-                compressed = done.value
-                break
-            except (zipfile.BadZipFile, EOFError, UnicodeDecodeError) as e:
-                raise _corrupt(f"its local header or data cannot be read ({e})", entry.name) from None
-            budget.take(len(chunk), entry.name)
-            size += len(chunk)
-            crc = zlib.crc32(chunk, crc)
-            out.write(chunk)
+    size = 0
+    try:
+        with _stream(zf, entry, end) as stream, open(target, "xb") as out:
+            while chunk := stream.read(_CHUNK):
+                budget.take(len(chunk), entry.name)
+                size += len(chunk)
+                out.write(chunk)
+    except (zipfile.BadZipFile, EOFError, UnicodeDecodeError, zlib.error, NotImplementedError) as e:
+        raise _corrupt(f"its local header or data cannot be read ({e})", entry.name) from None
     info = entry.info
-    if size != info.file_size or compressed != info.compress_size:
+    if size != info.file_size:
         raise _corrupt(
-            f"the sizes the zip states ({info.compress_size:,} compressed, {info.file_size:,} extracted) are "
-            f"not its data's ({compressed:,} compressed, {size:,} extracted)",
+            f"the sizes the zip states ({info.compress_size:,} compressed, {info.file_size:,} extracted) "
+            f"are not its data's ({size:,} extracted)",
             entry.name,
         )
-    if crc != info.CRC:
-        raise _corrupt("its CRC-32 does not match its data", entry.name)
     return size
 
 
