@@ -67,7 +67,7 @@ def test_ask_for_a_quote_and_confirm_one_of_two(seeded, live_server, browser_pag
     with page.expect_navigation():
         page.click("#get-a-quote")
     page.fill("#ask input[name=target]", "provider:ref")
-    # pricing every case takes its time on a busy machine: the click waits for the navigation it starts as long
+    # pricing every case takes its time on a busy machine: the click waits as long as the navigation it starts
     with page.expect_navigation(timeout=60_000):
         page.click("#ask button[type=submit]", timeout=60_000)
     quotes = page.locator("tr.quote[data-status=pending]")
