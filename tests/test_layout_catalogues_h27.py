@@ -67,3 +67,20 @@ def test_the_readme_lists_every_module_of_the_command_line() -> None:
     named = set(re.findall(r"`(\w+)`", row))
     missing = sorted(present(REPO / "qsolve" / "cli") - named)
     assert not missing, f"README's row for qsolve/cli/ does not name {missing}"
+
+
+def test_no_module_of_the_core_builds_a_command_line() -> None:
+    """FAILS: issue 27, item 1 ("Domain packages hold no command-line code"). tests/test_layout.py looks
+    only for ``add_subparsers`` and ``def add_commands``; the reference provider's parser and options
+    (``qsolve providers reference`` takes them from there) stayed in qsolve/providers/."""
+    found = []
+    for path in sorted((REPO / "qsolve").rglob("*.py")):
+        relative = path.relative_to(REPO / "qsolve")
+        if relative.parts[0] in ("cli", "web") or relative.name == "__main__.py":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module == "argparse" or "argparse" in names:
+                found.append(f"qsolve/{relative}:{node.lineno}")
+    assert not found, f"argparse in the core: {found}"
