@@ -19,8 +19,9 @@ unchanged. A refused zip leaves nothing behind.
 The zip is read by this module, not by :meth:`zipfile.ZipFile.extractall`: :mod:`zipfile` parses the
 central directory and, through :meth:`zipfile.ZipFile.open`, reads each entry's local header, inflates its
 data and checks its CRC-32; the stream is opened with sizes bounded by the entry's region, not the zip's,
-and the bytes are counted as they come out; the size the zip states is compared with what came out only
-afterwards, and never used to decide how much to read. No Prefect, no database.
+and the bytes are counted as they come out; the sizes the zip states are compared with what came out only
+afterwards, and never used to decide how much to read. Each local header is held to its directory record
+(flags, method, extra field, where its data start), which zipfile does not do. No Prefect, no database.
 """
 
 from __future__ import annotations
@@ -392,53 +393,94 @@ def _corrupt(problem: str, name: str) -> DraftRefused:
     return _refuse(f"corrupt: {problem}", name)
 
 
-def _stream(zf: zipfile.ZipFile, entry: _Entry, end: int) -> Any:
-    """The entry's bytes as they come out, through :meth:`zipfile.ZipFile.open`: zipfile reads the local
-    header (its signature, and the name it must share with the directory), inflates and checks the CRC-32
-    at the end of the data. It is opened on a copy of the entry's record whose sizes are not the zip's: its
-    data may be read as far as its region goes (from its local header, of at least ``sizeFileHeader`` bytes
-    and its name, to ``end``, the next entry's header or the central directory; beyond it by at most the
-    local extra field, whose length only the local header states), and a deflated entry gives what its
-    deflate stream holds, to its end, whatever size the zip states. So the stated sizes never decide how much
-    is read: the count of what comes out does (the CRC-32 is checked by zipfile where the data end)."""
+def _data_start(data: bytes, entry: _Entry, end: int) -> int:
+    """Where the entry's data start: after its local header, read with zipfile's own layout of it
+    (``structFileHeader``) and held to the central directory's record, which zipfile does not do beyond the
+    name: a reader that goes by the local header (Info-ZIP's unzip, for one) must find the same file there
+    as this one, for the draft's archive is handed on byte for byte."""
     info, name = entry.info, entry.name
-    encoding = "utf-8" if info.flag_bits & _UTF8_NAME else "cp437"
-    least_start = info.header_offset + zipfile.sizeFileHeader + len(name.encode(encoding, errors="replace"))
-    if least_start > end:
+    at = info.header_offset
+    if at < 0 or at + zipfile.sizeFileHeader > end:
         raise _corrupt("its local header lies outside the zip", name)
+    header = struct.unpack_from(zipfile.structFileHeader, data, at)
+    if header[0] != zipfile.stringFileHeader:
+        raise _corrupt("no local header where the directory says it is", name)
+    flags, method, name_length, extra_length = header[3], header[4], header[10], header[11]
+    if flags & _ENCRYPTED:
+        raise _refuse("encrypted; a draft's entries are not encrypted", name)
+    if method != info.compress_type:
+        raise _corrupt("its local header and the directory give different compression methods", name)
+    extra_at = at + zipfile.sizeFileHeader + name_length
+    if _is_link_extra(data[extra_at : extra_at + extra_length]):
+        raise _refuse("a link (a Unix extra field names its target); a draft holds no links", name)
+    start = extra_at + extra_length
+    if start > end:
+        raise _corrupt("its local header runs into the next entry", name)
+    return start
+
+
+def _stream(zf: zipfile.ZipFile, entry: _Entry, start: int, end: int) -> tuple[Any, zipfile.ZipInfo]:
+    """The entry's bytes as they come out, through :meth:`zipfile.ZipFile.open` (which reads the local
+    header, checks its name, inflates, and checks the CRC-32 where the data end), opened on a copy of the
+    entry's record whose sizes are its region's, not the zip's: a stored entry's data must fit between
+    ``start`` and ``end`` (the next entry's local header or the central directory); a deflated entry's
+    stream may read that far and gives what its deflate stream holds, whatever size the zip states. So the
+    stated sizes never decide how much is read: the count of what comes out does."""
+    info = entry.info
     bounded = copy.copy(info)
     if info.compress_type == zipfile.ZIP_STORED:
-        if least_start + info.compress_size > end:
-            raise _corrupt("its data run past the end of its region (truncated)", name)
+        if start + info.compress_size > end:
+            raise _corrupt("its data run past the end of its region (truncated)", entry.name)
         bounded.file_size = info.compress_size
     else:
-        bounded.compress_size, bounded.file_size = end - least_start, _UNBOUNDED
-    return zf.open(bounded)
+        bounded.compress_size, bounded.file_size = end - start, _UNBOUNDED
+    return zf.open(bounded), bounded
 
 
-def _extract_entry(zf: zipfile.ZipFile, entry: _Entry, end: int, target: Path, budget: _Budget) -> int:
-    """Writes one file, counting its bytes as they come out, 64 KiB at a time; the size the zip states is
+def _deflated_length(stream: Any, bounded: zipfile.ZipInfo) -> int | None:
+    """How many compressed bytes a deflated entry's deflate stream took, read at its end off zipfile's
+    stream (CPython's ZipExtFile keeps its decompressor and what it has left to read; zipfile itself
+    stops where the region ends, ended deflate stream or not): None if the deflate stream did not end. On
+    a zipfile that keeps neither, the stated length is taken as it is."""
+    inflate, left = getattr(stream, "_decompressor", None), getattr(stream, "_compress_left", None)
+    if inflate is None or left is None:
+        return bounded.compress_size
+    if not inflate.eof:
+        return None
+    return bounded.compress_size - left - len(inflate.unused_data)
+
+
+def _extract_entry(
+    zf: zipfile.ZipFile, data: bytes, entry: _Entry, end: int, target: Path, budget: _Budget
+) -> int:
+    """Writes one file, counting its bytes as they come out, 64 KiB at a time; the sizes the zip states are
     compared with what came out only afterwards."""
-    size = 0
+    info, name = entry.info, entry.name
+    size, compressed = 0, info.compress_size
+    start = _data_start(data, entry, end)
     try:
-        with _stream(zf, entry, end) as stream, open(target, "xb") as out:
+        stream, bounded = _stream(zf, entry, start, end)
+        with stream, open(target, "xb") as out:
             while chunk := stream.read(_CHUNK):
-                budget.take(len(chunk), entry.name)
+                budget.take(len(chunk), name)
                 size += len(chunk)
                 out.write(chunk)
+            if info.compress_type == zipfile.ZIP_DEFLATED:
+                compressed = _deflated_length(stream, bounded)
     except (zipfile.BadZipFile, EOFError, UnicodeDecodeError, zlib.error, NotImplementedError) as e:
-        raise _corrupt(f"its local header or data cannot be read ({e})", entry.name) from None
-    info = entry.info
-    if size != info.file_size:
+        raise _corrupt(f"its local header or data cannot be read ({e})", name) from None
+    if compressed is None:
+        raise _corrupt("its deflated data end before the deflate stream does (truncated)", name)
+    if size != info.file_size or compressed != info.compress_size:
         raise _corrupt(
             f"the sizes the zip states ({info.compress_size:,} compressed, {info.file_size:,} extracted) "
-            f"are not its data's ({size:,} extracted)",
-            entry.name,
+            f"are not its data's ({compressed:,} compressed, {size:,} extracted)",
+            name,
         )
     return size
 
 
-def _extract(zf: zipfile.ZipFile, plan: _Plan, into: Path) -> int:
+def _extract(zf: zipfile.ZipFile, data: bytes, plan: _Plan, into: Path) -> int:
     """Extracts the plan's entries into ``into`` (the task directory's content); the bytes written."""
     budget = _Budget()
     into.mkdir()
@@ -450,7 +492,7 @@ def _extract(zf: zipfile.ZipFile, plan: _Plan, into: Path) -> int:
             target.mkdir(parents=True, exist_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        _extract_entry(zf, entry, plan.bounds[entry.info.header_offset], target, budget)
+        _extract_entry(zf, data, entry, plan.bounds[entry.info.header_offset], target, budget)
     return budget.total
 
 
@@ -554,7 +596,7 @@ class DraftStore:
             try:
                 staged = work / TASK_FOLDER / ".extracting"
                 staged.parent.mkdir()
-                extracted = _extract(zf, plan, staged)
+                extracted = _extract(zf, data, plan, staged)
                 task = _task_of(plan, staged)
                 directory = work / TASK_FOLDER / task
                 staged.rename(directory)

@@ -2,6 +2,12 @@
 
 The manifest is read first; the rules below then run in order, each given the folder and the
 manifest (``None`` when it did not read). Codes and their fixes: :mod:`qsolve.lint.codes`.
+
+codes            every lint code, its severity and its fix
+manifest_rules   the manifest and the three schemas it names (E001 to E031, E060, E061)
+module_rules     the workflow module by its syntax tree, never imported (E040 to E042)
+example_rules    ``examples/``: each file one JSON object (E064)
+benchmark_rules  ``benchmarks/cases.yaml`` (the benchmark codes)
 """
 
 from __future__ import annotations

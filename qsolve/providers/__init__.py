@@ -4,6 +4,7 @@ device             what a compiler needs of a described device; §4's bases in o
 program            the wai.native/1 program: turns, gates, reading it as a provider must, its qasm3
 compiler           a Qiskit circuit compiled to a described device and checked against it
 messages           the six operations' requests and answers; billing, estimates and results as read
+cost               a provider's own price for a run's jobs, asked of its estimate and shown beside credits
 errors             ProviderError: every failure names the provider and the operation, credentials out
 transport          what a transport is; over_http (one URL, POST, Bearer) and over_process (JSON lines)
 client             ProviderClient: the six operations over a transport

@@ -7,13 +7,15 @@ seal             the digest (domain bytes 0x01, 0x02, 0x03) and sealing a job (�
 signature        Ed25519, strictly (§8.2 "The signature, strictly")
 keys             the host key in QSOLVE_HOME/keys/
 receipt          a receipt's own reasons (receipt_form ... inexact_number)
+values           how the rules read a value (§8.4)
 provider_rules   the provider rules of §8.4;  execution: §8.3's rules and rows
 unchecked        the families of rules not run here (§8.7 contracts, §8.9, §8.10, wasmQ, landscape)
 sets             a set's receipt and its Merkle tree (§8.6)
 trust            trust lists and times (§8.8)
 verifier         the verifier: every reason, as a set;  verdict: what it answers
 reading          verify's inputs read (a time, its allowance), a verdict told plainly: command and page
-commands         ``qsolve verify`` and ``qsolve receipt-key``
+
+The commands (``qsolve verify``, ``qsolve receipt-key``) are :mod:`qsolve.cli.receipts`.
 """
 
 from __future__ import annotations

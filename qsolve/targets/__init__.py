@@ -5,6 +5,9 @@ fake:<device>[@<scale>]      a fake IBM device, noise scaled 1 to 10   (fake.Fak
 ibm:<device>                 IBM Quantum, qiskit-ibm-runtime           (ibm.IbmBackend; never in validation)
 provider:<name>              a device brought over wai.quantum.provider/1
 
+base       the interface every target implements: transpile, execute, readout confusion
+devices    fake IBM devices, loaded once per machine and kept in a cache
+errors     the targets' errors (importing them loads no Qiskit)
 routing    which Prefect work queue a hardware run goes to: its device's, on a machine holding it
 cancel     a recorded device job cancelled from any process, on a provider or at IBM Quantum
 """

@@ -10,6 +10,10 @@ charts       the small server-rendered SVG charts of a case's accuracy and fidel
 quotes       "Get a quote" and each quote's confirmation, for the workflow's developer
 receipts     a run's receipts, and the page that verifies a dropped job file
 evaluations  evaluation runs: list, detail, verdicts, compare, scores
+evaluation_views  what those pages show of a run, a record and a comparison
+evaluation_diff   the compare page's side-by-side line diff of two texts
+evaluation_style  the evaluation and knowledge pages' own look (/evaluations/style.css)
 knowledge    the knowledge page's prompt preview and draft upload
-commands     qsolve serve, qsolve accounts add|list|token
+
+The commands (``qsolve serve``, ``qsolve accounts add|list|token``) are :mod:`qsolve.cli.web`.
 """

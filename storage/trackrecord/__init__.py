@@ -20,7 +20,6 @@ track record" and "What the workflow page shows").
     damaged        files damaged past their footer: found when a read fails, read around
     shared         the same files in object storage (QSOLVE_STORAGE_URL): filing, checks, reading
     analyst        the views as SQL over s3:// with the CREATE SECRET an endpoint needs (qsolve views-sql)
-    commands       ``qsolve query``, ``qsolve page``, ``qsolve views-sql`` (add_commands)
     errors         the error tree
 """
 
@@ -28,7 +27,7 @@ from __future__ import annotations
 
 from qsolve.lazy import lazy_names
 
-# Names load on first use, so that ``qsolve`` building its parser (commands.add_commands) loads neither
+# Names load on first use, so that ``qsolve`` building its parser (qsolve.cli.trackrecord) loads neither
 # DuckDB nor Arrow: each name is found in its module.
 _HOMES = {
     "Compacted": "compaction",

@@ -1,9 +1,7 @@
-"""h27's attack on issue 27, item 6: knowledge drafts through zipfile's own streams, "every limit kept".
-
-Each zip here is made by hand, every header field under the test's control. Before the move to zipfile's
-streams (3d1b9dd^, qsolve/calibration/drafts.py) every one of them was refused, or stored; since
-95e8992 the refusals marked below are gone: zipfile.open reads only the central directory's fields and
-stops a deflated entry at its region's end as if that were the stream's end."""
+"""Knowledge drafts read through zipfile's own streams (issue 27, item 6), attacked with zips made by hand,
+every header field under the test's control (an independent tester's attack): what zipfile does not check
+(the local header against the directory, where a deflate stream ends, the compressed size) drafts.py does,
+so each of these is refused as it was when drafts.py parsed local headers itself, or stored as it was."""
 
 from __future__ import annotations
 
@@ -85,11 +83,13 @@ def nothing_stored(store: DraftStore) -> bool:
     return not store.root.exists() or not any(store.root.iterdir())
 
 
-def refused(store: DraftStore, data: bytes, entry: str) -> DraftRefused:
+def refused(store: DraftStore, data: bytes, entry: str, *words: str) -> DraftRefused:
     try:
         draft = store.store(data, "attack.zip")
     except DraftRefused as e:
         assert e.entry == entry, str(e)
+        for word in words:
+            assert word in str(e), str(e)
         assert nothing_stored(store)
         return e
     files = sorted(str(p.relative_to(draft.directory)) for p in draft.directory.rglob("*") if p.is_file())
@@ -144,21 +144,20 @@ def info_zip_style(tmp_path: Path) -> bytes:
 def test_a_zip_with_local_extra_fields_stores_with_python_313s_zipfile(
     store: DraftStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """FAILS: drafts._stream opens a deflated entry with ``compress_size = end - least_start``, which
-    leaves out the local extra field, so the stream reaches past the next local header by that field's
-    length: zipfile 3.13 refuses every such entry ("corrupt: ... Overlapped entries"). So a plain
-    ``zip -r`` of a task folder is refused wherever Python is 3.13 (requires-python is >=3.11)."""
+    """A deflated entry's stream reaches no further than the next local header, its local extra field
+    counted: zipfile 3.13 refuses one that would ("corrupt: ... Overlapped entries"), and a plain ``zip -r``
+    of a task folder (Info-ZIP writes local extra fields) was refused there (requires-python is >=3.11)."""
     data = info_zip_style(tmp_path)
     zipfile_with_overlap_check(monkeypatch)
     draft = store.store(data, "CheckT1.zip")
     assert draft.task == "CheckT1" and (draft.directory / "task.md").read_bytes() == TASK_MD
 
 
-# --- checks the hand-parsed local header made, lost ---------------------------------------------------
+# --- what zipfile does not check, drafts.py does -----------------------------------------------------------
 
 
 def test_two_entries_sharing_their_data_through_a_local_extra_field_are_refused(store: DraftStore) -> None:
-    """FAILS (was refused: 'its local header runs into the next entry'): a.md's local extra field runs over
+    """Refused ('its local header runs into the next entry'): a.md's local extra field runs over
     its own padding and b.md's local header, so a.md's data are b.md's: two files from one data run, a
     quoted overlap the offsets check does not see. Stored, with a.md == b.md."""
     body, task = task_entry()
@@ -177,13 +176,13 @@ def test_two_entries_sharing_their_data_through_a_local_extra_field_are_refused(
             central(b, DEFLATED, crc, len(comp), len(secret), b_at),
         ],
     )
-    refused(store, data, "CheckT1/a.md")
+    refused(store, data, "CheckT1/a.md", "runs into the next entry")
 
 
 def test_a_deflate_stream_that_never_ends_is_refused_even_when_its_crc_matches(store: DraftStore) -> None:
-    """FAILS (was refused: 'its deflated data end before the deflate stream does (truncated)'): half a
-    deflate stream, its CRC-32 and sizes those of what it gives before it stops. zipfile takes the end of
-    the region as the end of the stream."""
+    """Refused ('its deflated data end before the deflate stream does (truncated)'): half a deflate stream,
+    its CRC-32 and sizes those of what it gives before it stops. zipfile takes the end of the region as the
+    end of the stream."""
     text = b"# c\n" + bytes(range(256)) * 40
     full = deflate(text)
     cut = full[: len(full) // 2]
@@ -193,46 +192,47 @@ def test_a_deflate_stream_that_never_ends_is_refused_even_when_its_crc_matches(s
     crc = zlib.crc32(got)
     header = local(NOTE, DEFLATED, crc, len(cut), len(got))
     data = with_note(header, cut, {"crc": crc, "csize": len(cut), "usize": len(got)})
-    refused(store, data, "CheckT1/x.md")
+    refused(store, data, "CheckT1/x.md", "before the deflate stream does")
 
 
 @pytest.mark.parametrize("stated", [1, 10**6])
 def test_a_deflated_entry_whose_stated_compressed_size_is_not_its_datas_is_refused(
     store: DraftStore, stated: int
 ) -> None:
-    """FAILS (was refused: 'the sizes the zip states (1 compressed, ...) are not its data's (42
-    compressed, ...)'): the compressed size both headers state is never compared with what the stream
-    took."""
+    """Refused ('the sizes the zip states (1 compressed, ...) are not its data's (42 compressed, ...)'): the
+    compressed size both headers state is compared with what the deflate stream took."""
     crc = zlib.crc32(TEXT)
     header = local(NOTE, DEFLATED, crc, stated, len(TEXT))
-    refused(store, with_note(header, deflate(TEXT), {"csize": stated}), "CheckT1/x.md")
+    refused(
+        store, with_note(header, deflate(TEXT), {"csize": stated}), "CheckT1/x.md", "the sizes the zip states"
+    )
 
 
 def test_local_and_central_compression_methods_that_disagree_are_refused(store: DraftStore) -> None:
-    """FAILS (was refused: 'its local header and the directory give different compression methods'):
+    """Refused ('its local header and the directory give different compression methods'):
     zipfile reads the method from the central directory only; an unzip that trusts the local header
     writes the deflated bytes as they are."""
     comp = deflate(TEXT)
     header = local(NOTE, STORED, zlib.crc32(TEXT), len(comp), len(TEXT))
-    refused(store, with_note(header, comp), "CheckT1/x.md")
+    refused(store, with_note(header, comp), "CheckT1/x.md", "different compression methods")
 
 
 def test_a_link_in_the_local_extra_field_is_refused(store: DraftStore) -> None:
-    """FAILS (was refused: 'a link (a Unix extra field names its target)'): the central record is
+    """Refused ('a link (a Unix extra field names its target)'): the central record is
     clean, the local header's PKWARE Unix field (0x000d) names a link target; an extractor that reads
     local headers makes the link."""
     comp = deflate(TEXT)
     link = struct.pack("<HHLLHH", 0x000D, 12 + 11, 0, 0, 0, 0) + b"/etc/passwd"
     header = local(NOTE, DEFLATED, zlib.crc32(TEXT), len(comp), len(TEXT), extra=link)
-    refused(store, with_note(header, comp), "CheckT1/x.md")
+    refused(store, with_note(header, comp), "CheckT1/x.md", "a link")
 
 
 def test_an_entry_whose_local_header_says_encrypted_is_refused(store: DraftStore) -> None:
-    """FAILS (was refused: 'encrypted; a draft's entries are not encrypted'): only the central record's
-    flags are read now."""
+    """Refused ('encrypted; a draft's entries are not encrypted'): the local header's flags are read as
+    the central record's are."""
     comp = deflate(TEXT)
     header = local(NOTE, DEFLATED, zlib.crc32(TEXT), len(comp), len(TEXT), flags=0x1)
-    refused(store, with_note(header, comp), "CheckT1/x.md")
+    refused(store, with_note(header, comp), "CheckT1/x.md", "encrypted")
 
 
 # --- attacks that hold (kept as regression tests) -----------------------------------------------------
