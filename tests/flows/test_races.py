@@ -177,11 +177,19 @@ def test_four_submissions_at_once_make_one_history_stage(home: Home, max_cut: Pa
     assert len(s["runs"]) == CASES and len(s["charges"]) == CASES
 
 
-@pytest.mark.parametrize(
-    ("point", "again"),
-    [("run.started", "history"), ("run.ended:2", "submit"), ("runs.filed", "history")],
-    ids=["before-any-case-ends", "after-two-cases", "during-filing"],
-)
+#: the crash points, each on the backends it is run on: the earliest (runs left running, every case to
+#: resume) on both; the two later ones, whose recovery is the same code on either backend past the lock the
+#: earliest already shows, one on each (each such test takes about a minute of CPU; CI has 20 minutes)
+KILLS = [
+    pytest.param("run.started", "history", backend, id=f"{backend}-before-any-case-ends")
+    for backend in ("sqlite", "postgresql")
+] + [
+    pytest.param("run.ended:2", "submit", "postgresql", id="postgresql-after-two-cases"),
+    pytest.param("runs.filed", "history", "sqlite", id="sqlite-during-filing"),
+]
+
+
+@pytest.mark.parametrize(("point", "again", "home"), KILLS, indirect=["home"])
 def test_a_history_stage_killed_is_finished_by_a_pass_and_a_resubmission(
     home: Home, max_cut: Path, point: str, again: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
