@@ -6,7 +6,7 @@ from the circuits it ran itself, never from anything else the workflow process s
 
 :class:`ModuleCode` calls an imported module; the workflow process serves the platform with it
 (:mod:`qsolve.sandbox.child`), and tests of the judging use it on trusted code. The platform's
-side of the same calls, over the process boundary, is :class:`qsolve.sandbox.workflow_process.Sandboxed`.
+side of the same calls, over the process boundary, is :class:`qsolve.sandbox.remote.RemoteCode`.
 """
 
 from __future__ import annotations

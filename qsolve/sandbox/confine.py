@@ -19,7 +19,8 @@ In this order, each step the kernel's own (docs/validation.md, "The sandbox"):
    (:mod:`qsolve.runtime.cgroups`); ``RLIMIT_NPROC`` only where no cgroup counts its threads.
 
 What could not be had is listed in :attr:`Protections.missing`; the platform decides whether it may
-still run the job (:func:`qsolve.sandbox.require_confinement`).
+still run the job (:class:`qsolve.sandbox.remote.RemoteCode` refuses, unless
+``QSOLVE_ACCEPT_UNCONFINED_CODE=1``).
 """
 
 from __future__ import annotations
