@@ -82,6 +82,14 @@ _UNBOUNDED = 1 << 62  # a deflated entry's stream, opened with this size, ends w
 _ENCRYPTED = 0x1 | 0x40  # traditional and strong encryption
 _UTF8_NAME = 0x800
 _UNIX_EXTRA = 0x000D  # PKWARE's Unix extra field: its variable part is a hard or symbolic link's target
+_UNICODE_PATH_EXTRA = 0x7075  # Info-ZIP's Unicode Path field: a second name, which some readers take
+_DATA_DESCRIPTOR = 0x08  # the CRC-32 and sizes follow the data; the local header's may be zero
+#: what may follow an entry's data before the next local header: a data descriptor (APPNOTE 4.3.9), with or
+#: without its signature, of 32-bit or Zip64 sizes; nothing else
+_DESCRIPTOR_LENGTHS = (12, 16, 20, 24)
+#: a name component, and a whole name, in bytes: what file systems take (NAME_MAX), and a bound well under
+#: PATH_MAX for the name beneath the drafts folder
+MAX_NAME_PART_BYTES, MAX_NAME_BYTES = 255, 1024
 _DOS_DIRECTORY = 0x10
 _DOS_REPARSE_POINT = 0x400  # a Windows link (symbolic link or junction)
 _METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
@@ -208,6 +216,13 @@ def _is_link_extra(extra: bytes) -> bool:
     return any(kind == _UNIX_EXTRA and len(body) > 12 for kind, body in _extra_fields(extra))
 
 
+_SECOND_NAME = "a second name (Info-ZIP's Unicode Path field, 0x7075); a draft's entries have one name"
+
+
+def _has_second_name(extra: bytes) -> bool:
+    return any(kind == _UNICODE_PATH_EXTRA for kind, _body in _extra_fields(extra))
+
+
 def _check_name(name: str) -> PurePosixPath:
     """The entry's path, or the reason it lies outside the zip's folder (entries name it)."""
     if not name:
@@ -229,6 +244,12 @@ def _check_name(name: str) -> PurePosixPath:
         raise _refuse("'..' in its path, a path outside the task directory", name)
     if any(p in ("", ".") for p in parts):
         raise _refuse("an empty or '.' component in its path", name)
+    if len(name.encode("utf-8", errors="replace")) > MAX_NAME_BYTES:
+        raise _refuse(f"a name of more than {MAX_NAME_BYTES} bytes (MAX_NAME_BYTES)", name)
+    if any(len(p.encode("utf-8", errors="replace")) > MAX_NAME_PART_BYTES for p in parts):
+        raise _refuse(
+            f"a part of its path of more than {MAX_NAME_PART_BYTES} bytes (MAX_NAME_PART_BYTES)", name
+        )
     if "__MACOSX" in parts:
         raise _refuse("macOS metadata (__MACOSX; zip the folder with `zip -r -X`), not the task's", name)
     return PurePosixPath(*parts)
@@ -242,6 +263,8 @@ def _check_kind(info: zipfile.ZipInfo, name: str, folder: bool) -> None:
         raise _refuse("a symbolic link (its external attributes say so); a draft holds no links", name)
     if _is_link_extra(info.extra):
         raise _refuse("a link (a Unix extra field names its target); a draft holds no links", name)
+    if _has_second_name(info.extra):
+        raise _refuse(_SECOND_NAME, name)
     if info.external_attr & _DOS_REPARSE_POINT:
         raise _refuse("a link (a Windows reparse point); a draft holds no links", name)
     if kind in _NOT_REGULAR:
@@ -266,7 +289,8 @@ def _check_kind(info: zipfile.ZipInfo, name: str, folder: bool) -> None:
 
 
 #: the end of central directory record (APPNOTE 4.3.16): its signature, and the offset of its total count
-_EOCD, _EOCD_TOTAL = b"PK\x05\x06", 10
+_EOCD, _EOCD_TOTAL, _EOCD_SIZE = b"PK\x05\x06", 10, 12
+_CENTRAL = zipfile.stringCentralDir
 
 
 def _entries_at_most(data: bytes) -> None:
@@ -280,6 +304,15 @@ def _entries_at_most(data: bytes) -> None:
     total = int.from_bytes(data[at + _EOCD_TOTAL : at + _EOCD_TOTAL + 2], "little")
     if MAX_ENTRIES < total < 0xFFFF:
         raise _refuse(f"the zip has {total} entries; a draft holds at most {MAX_ENTRIES} (MAX_ENTRIES)")
+    # zipfile reads the directory by its stated size, whatever the count says: its records are counted by
+    # their signature in that many bytes before the end record (and the Zip64 end records, 76 bytes)
+    size = int.from_bytes(data[at + _EOCD_SIZE : at + _EOCD_SIZE + 4], "little")
+    records = data.count(_CENTRAL, max(0, at - size - 76), at)
+    if records > MAX_ENTRIES:
+        raise _refuse(
+            f"the zip's central directory holds {records} records; a draft holds at most {MAX_ENTRIES} "
+            "entries (MAX_ENTRIES)"
+        )
 
 
 def _plan(zf: zipfile.ZipFile, size: int) -> _Plan:
@@ -362,6 +395,9 @@ def _plan(zf: zipfile.ZipFile, size: int) -> _Plan:
     end_of_entries = min(getattr(zf, "start_dir", size), size)
     offsets = sorted(e.info.header_offset for e in entries)
     bounds: dict[int, int] = {}
+    for e in entries:
+        if not 0 <= e.info.header_offset < end_of_entries:
+            raise _corrupt("its local header lies outside the zip's entries", e.name)
     for i, offset in enumerate(offsets):
         if i and offset == offsets[i - 1]:
             names = [e.name for e in entries if e.info.header_offset == offset]
@@ -393,7 +429,7 @@ def _corrupt(problem: str, name: str) -> DraftRefused:
     return _refuse(f"corrupt: {problem}", name)
 
 
-def _data_start(data: bytes, entry: _Entry, end: int) -> int:
+def _data_start(data: bytes, entry: _Entry, end: int) -> tuple[int, tuple[int, int, int] | None]:
     """Where the entry's data start: after its local header, read with zipfile's own layout of it
     (``structFileHeader``) and held to the central directory's record, which zipfile does not do beyond the
     name: a reader that goes by the local header (Info-ZIP's unzip, for one) must find the same file there
@@ -405,18 +441,37 @@ def _data_start(data: bytes, entry: _Entry, end: int) -> int:
     header = struct.unpack_from(zipfile.structFileHeader, data, at)
     if header[0] != zipfile.stringFileHeader:
         raise _corrupt("no local header where the directory says it is", name)
-    flags, method, name_length, extra_length = header[3], header[4], header[10], header[11]
+    flags, method, crc, compressed, size, name_length, extra_length = header[3:5] + header[7:12]
     if flags & _ENCRYPTED:
         raise _refuse("encrypted; a draft's entries are not encrypted", name)
     if method != info.compress_type:
         raise _corrupt("its local header and the directory give different compression methods", name)
-    extra_at = at + zipfile.sizeFileHeader + name_length
-    if _is_link_extra(data[extra_at : extra_at + extra_length]):
+    encoding = "utf-8" if info.flag_bits & _UTF8_NAME else "cp437"
+    name_at = at + zipfile.sizeFileHeader
+    if data[name_at : name_at + name_length] != name.encode(encoding, errors="replace"):
+        raise _corrupt("its local header names another file than the directory does", name)
+    extra_at = name_at + name_length
+    extra = data[extra_at : extra_at + extra_length]
+    if _is_link_extra(extra):
         raise _refuse("a link (a Unix extra field names its target); a draft holds no links", name)
+    if _has_second_name(extra):
+        raise _refuse(_SECOND_NAME, name)
     start = extra_at + extra_length
     if start > end:
         raise _corrupt("its local header runs into the next entry", name)
-    return start
+    return start, None if flags & _DATA_DESCRIPTOR else (crc, compressed, size)
+
+
+def _agrees(entry: _Entry, stated: tuple[int, int, int] | None) -> None:
+    """The CRC-32 and sizes a local header states (where no data descriptor follows the data) are its
+    record's (a Zip64 header's 0xFFFFFFFF stands for a size in its extra field)."""
+    info = entry.info
+    if stated is None:
+        return
+    crc, compressed, size = stated
+    sizes = ((compressed, info.compress_size), (size, info.file_size))
+    if crc != info.CRC or any(local != record and local != 0xFFFFFFFF for local, record in sizes):
+        raise _corrupt("its local header and the directory give different CRC-32s or sizes", entry.name)
 
 
 def _stream(zf: zipfile.ZipFile, entry: _Entry, start: int, end: int) -> tuple[Any, zipfile.ZipInfo]:
@@ -450,6 +505,17 @@ def _deflated_length(stream: Any, bounded: zipfile.ZipInfo) -> int | None:
     return bounded.compress_size - left - len(inflate.unused_data)
 
 
+def _nothing_after(entry: _Entry, data_end: int, end: int) -> None:
+    """Between an entry's data and the next local header lies nothing, or its data descriptor: bytes a
+    reader that walks local headers in order would read as another entry are not hidden there."""
+    slack = end - data_end
+    if slack and not (entry.info.flag_bits & _DATA_DESCRIPTOR and slack in _DESCRIPTOR_LENGTHS):
+        raise _corrupt(
+            f"{slack:,} bytes between its data and the next entry, which the directory lists as none",
+            entry.name,
+        )
+
+
 def _extract_entry(
     zf: zipfile.ZipFile, data: bytes, entry: _Entry, end: int, target: Path, budget: _Budget
 ) -> int:
@@ -457,7 +523,7 @@ def _extract_entry(
     compared with what came out only afterwards."""
     info, name = entry.info, entry.name
     size, compressed = 0, info.compress_size
-    start = _data_start(data, entry, end)
+    start, stated = _data_start(data, entry, end)
     try:
         stream, bounded = _stream(zf, entry, start, end)
         with stream, open(target, "xb") as out:
@@ -477,6 +543,8 @@ def _extract_entry(
             f"are not its data's ({compressed:,} compressed, {size:,} extracted)",
             name,
         )
+    _agrees(entry, stated)
+    _nothing_after(entry, start + compressed, end)
     return size
 
 
@@ -485,6 +553,13 @@ def _extract(zf: zipfile.ZipFile, data: bytes, plan: _Plan, into: Path) -> int:
     budget = _Budget()
     into.mkdir()
     for entry in plan.entries:
+        end = plan.bounds[entry.info.header_offset]
+        if entry.folder:  # never opened: its local header is held to its record here
+            start, stated = _data_start(data, entry, end)
+            if start + entry.info.compress_size > end:  # an empty deflate stream, say
+                raise _corrupt("its data run past the end of its region (truncated)", entry.name)
+            _agrees(entry, stated)
+            _nothing_after(entry, start + entry.info.compress_size, end)
         if entry.relative is None:
             continue
         target = into.joinpath(*entry.relative.parts)
@@ -492,7 +567,7 @@ def _extract(zf: zipfile.ZipFile, data: bytes, plan: _Plan, into: Path) -> int:
             target.mkdir(parents=True, exist_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        _extract_entry(zf, data, entry, plan.bounds[entry.info.header_offset], target, budget)
+        _extract_entry(zf, data, entry, end, target, budget)
     return budget.total
 
 

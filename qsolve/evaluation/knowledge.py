@@ -121,6 +121,27 @@ _RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
 _COMMENT_LINE = re.compile(r"^\s*<!--.*-->\s*$")
 
 
+#: how deep a frontmatter's collections may nest (PyYAML composes them recursively)
+MAX_FRONTMATTER_DEPTH = 20
+
+
+def _unsafe_yaml(raw: str) -> str | None:
+    """What makes a frontmatter unfit to compose, read from its events (which PyYAML makes without
+    recursion): an alias, whose expansion has no bound once its values are read as text, or collections
+    nested past :data:`MAX_FRONTMATTER_DEPTH`."""
+    depth = 0
+    for event in yaml.parse(raw, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            return "a YAML alias (*name); knowledge files use none"
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_FRONTMATTER_DEPTH:
+                return f"collections nested more than {MAX_FRONTMATTER_DEPTH} deep"
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return None
+
+
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str, list[str]]:
     """(frontmatter, body, warnings): YAML between a first line ``---`` and the next ``---`` or ``...``."""
     text = text.lstrip("\ufeff")
@@ -131,6 +152,8 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, list[str]]:
         if lines[i].strip() in ("---", "..."):
             raw, body = "".join(lines[1:i]), "".join(lines[i + 1 :])
             try:
+                if problem := _unsafe_yaml(raw):
+                    return {}, body, [f"frontmatter: {problem}; ignored"]
                 data = yaml.safe_load(raw) if raw.strip() else {}
             except yaml.YAMLError as e:
                 return {}, body, [f"frontmatter: not YAML ({type(e).__name__}); ignored"]
