@@ -216,11 +216,20 @@ def _is_link_extra(extra: bytes) -> bool:
     return any(kind == _UNIX_EXTRA and len(body) > 12 for kind, body in _extra_fields(extra))
 
 
-_SECOND_NAME = "a second name (Info-ZIP's Unicode Path field, 0x7075); a draft's entries have one name"
+def _check_extra(extra: bytes, name: str) -> None:
+    """What an entry's extra field may not hold, in its directory record or its local header."""
+    if _is_link_extra(extra):
+        raise _refuse("a link (a Unix extra field names its target); a draft holds no links", name)
+    if any(kind == _UNICODE_PATH_EXTRA for kind, _body in _extra_fields(extra)):
+        raise _refuse(
+            "a second name (Info-ZIP's Unicode Path field, 0x7075); a draft's entries have one name", name
+        )
 
 
-def _has_second_name(extra: bytes) -> bool:
-    return any(kind == _UNICODE_PATH_EXTRA for kind, _body in _extra_fields(extra))
+def _check_not_encrypted(flags: int, name: str) -> None:
+    """The record's flags or the local header's."""
+    if flags & _ENCRYPTED:
+        raise _refuse("encrypted; a draft's entries are not encrypted", name)
 
 
 def _check_name(name: str) -> PurePosixPath:
@@ -261,18 +270,14 @@ def _check_kind(info: zipfile.ZipInfo, name: str, folder: bool) -> None:
     kind = stat.S_IFMT(mode)
     if kind == stat.S_IFLNK:
         raise _refuse("a symbolic link (its external attributes say so); a draft holds no links", name)
-    if _is_link_extra(info.extra):
-        raise _refuse("a link (a Unix extra field names its target); a draft holds no links", name)
-    if _has_second_name(info.extra):
-        raise _refuse(_SECOND_NAME, name)
+    _check_extra(info.extra, name)
     if info.external_attr & _DOS_REPARSE_POINT:
         raise _refuse("a link (a Windows reparse point); a draft holds no links", name)
     if kind in _NOT_REGULAR:
         raise _refuse(f"{_NOT_REGULAR[kind]}, not a file; a draft holds only files and folders", name)
     if kind == stat.S_IFDIR and not folder:
         raise _refuse("a folder by its attributes but its name does not end in '/'", name)
-    if info.flag_bits & _ENCRYPTED:
-        raise _refuse("encrypted; a draft's entries are not encrypted", name)
+    _check_not_encrypted(info.flag_bits, name)
     if folder:
         if info.file_size:
             raise _refuse("a folder entry that holds data", name)
@@ -442,8 +447,7 @@ def _data_start(data: bytes, entry: _Entry, end: int) -> tuple[int, tuple[int, i
     if header[0] != zipfile.stringFileHeader:
         raise _corrupt("no local header where the directory says it is", name)
     flags, method, crc, compressed, size, name_length, extra_length = header[3:5] + header[7:12]
-    if flags & _ENCRYPTED:
-        raise _refuse("encrypted; a draft's entries are not encrypted", name)
+    _check_not_encrypted(flags, name)
     if method != info.compress_type:
         raise _corrupt("its local header and the directory give different compression methods", name)
     encoding = "utf-8" if info.flag_bits & _UTF8_NAME else "cp437"
@@ -451,11 +455,7 @@ def _data_start(data: bytes, entry: _Entry, end: int) -> tuple[int, tuple[int, i
     if data[name_at : name_at + name_length] != name.encode(encoding, errors="replace"):
         raise _corrupt("its local header names another file than the directory does", name)
     extra_at = name_at + name_length
-    extra = data[extra_at : extra_at + extra_length]
-    if _is_link_extra(extra):
-        raise _refuse("a link (a Unix extra field names its target); a draft holds no links", name)
-    if _has_second_name(extra):
-        raise _refuse(_SECOND_NAME, name)
+    _check_extra(data[extra_at : extra_at + extra_length], name)
     start = extra_at + extra_length
     if start > end:
         raise _corrupt("its local header runs into the next entry", name)
@@ -474,6 +474,13 @@ def _agrees(entry: _Entry, stated: tuple[int, int, int] | None) -> None:
         raise _corrupt("its local header and the directory give different CRC-32s or sizes", entry.name)
 
 
+def _fits(entry: _Entry, start: int, end: int) -> int:
+    """Where the entry's data end by its stated compressed size, which must lie within its region."""
+    if start + entry.info.compress_size > end:
+        raise _corrupt("its data run past the end of its region (truncated)", entry.name)
+    return start + entry.info.compress_size
+
+
 def _stream(zf: zipfile.ZipFile, entry: _Entry, start: int, end: int) -> tuple[Any, zipfile.ZipInfo]:
     """The entry's bytes as they come out, through :meth:`zipfile.ZipFile.open` (which reads the local
     header, checks its name, inflates, and checks the CRC-32 where the data end), opened on a copy of the
@@ -484,8 +491,7 @@ def _stream(zf: zipfile.ZipFile, entry: _Entry, start: int, end: int) -> tuple[A
     info = entry.info
     bounded = copy.copy(info)
     if info.compress_type == zipfile.ZIP_STORED:
-        if start + info.compress_size > end:
-            raise _corrupt("its data run past the end of its region (truncated)", entry.name)
+        _fits(entry, start, end)
         bounded.file_size = info.compress_size
     else:
         bounded.compress_size, bounded.file_size = end - start, _UNBOUNDED
@@ -556,10 +562,9 @@ def _extract(zf: zipfile.ZipFile, data: bytes, plan: _Plan, into: Path) -> int:
         end = plan.bounds[entry.info.header_offset]
         if entry.folder:  # never opened: its local header is held to its record here
             start, stated = _data_start(data, entry, end)
-            if start + entry.info.compress_size > end:  # an empty deflate stream, say
-                raise _corrupt("its data run past the end of its region (truncated)", entry.name)
+            data_end = _fits(entry, start, end)  # an empty deflate stream, say
             _agrees(entry, stated)
-            _nothing_after(entry, start + entry.info.compress_size, end)
+            _nothing_after(entry, data_end, end)
         if entry.relative is None:
             continue
         target = into.joinpath(*entry.relative.parts)

@@ -125,21 +125,35 @@ _COMMENT_LINE = re.compile(r"^\s*<!--.*-->\s*$")
 MAX_FRONTMATTER_DEPTH = 20
 
 
-def _unsafe_yaml(raw: str) -> str | None:
-    """What makes a frontmatter unfit to compose, read from its events (which PyYAML makes without
-    recursion): an alias, whose expansion has no bound once its values are read as text, or collections
-    nested past :data:`MAX_FRONTMATTER_DEPTH`."""
-    depth = 0
-    for event in yaml.parse(raw, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.AliasEvent):
-            return "a YAML alias (*name); knowledge files use none"
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_FRONTMATTER_DEPTH:
-                return f"collections nested more than {MAX_FRONTMATTER_DEPTH} deep"
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-    return None
+class _Unfit(yaml.YAMLError):
+    """A frontmatter unfit to compose; its ``problem`` is what the warning says."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+class _FrontmatterLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing as it composes (one parse) an alias, whose expansion has no bound
+    once its values are read as text, and collections nested past :data:`MAX_FRONTMATTER_DEPTH` (PyYAML
+    composes them recursively)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise _Unfit("a YAML alias (*name); knowledge files use none")
+        if not self.check_event(yaml.CollectionStartEvent):
+            return super().compose_node(parent, index)
+        self._depth += 1
+        if self._depth > MAX_FRONTMATTER_DEPTH:
+            raise _Unfit(f"collections nested more than {MAX_FRONTMATTER_DEPTH} deep")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str, list[str]]:
@@ -152,9 +166,9 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, list[str]]:
         if lines[i].strip() in ("---", "..."):
             raw, body = "".join(lines[1:i]), "".join(lines[i + 1 :])
             try:
-                if problem := _unsafe_yaml(raw):
-                    return {}, body, [f"frontmatter: {problem}; ignored"]
-                data = yaml.safe_load(raw) if raw.strip() else {}
+                data = yaml.load(raw, Loader=_FrontmatterLoader) if raw.strip() else {}  # a SafeLoader
+            except _Unfit as e:
+                return {}, body, [f"frontmatter: {e.problem}; ignored"]
             except yaml.YAMLError as e:
                 return {}, body, [f"frontmatter: not YAML ({type(e).__name__}); ignored"]
             if not isinstance(data, dict):

@@ -34,11 +34,6 @@ TASK_MD = (KNOWLEDGE / "CheckT1" / "task.md").read_bytes()
 PNG = (KNOWLEDGE / "CheckT1" / "examples" / "01-success.png").read_bytes()
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> DraftStore:
-    return DraftStore(tmp_path / "home")
-
-
 def info(
     name: str, *, mode: int = stat.S_IFREG | 0o644, method: int = zipfile.ZIP_DEFLATED
 ) -> zipfile.ZipInfo:

@@ -48,11 +48,6 @@ from .test_drafts_by_hand import (
 F32 = 0xFFFFFFFF
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> DraftStore:
-    return DraftStore(tmp_path / "home")
-
-
 def zip64(*values: int) -> bytes:
     return struct.pack("<HH", 1, 8 * len(values)) + b"".join(struct.pack("<Q", v) for v in values)
 

@@ -15,17 +15,12 @@ import pytest
 from qsolve.evaluation import drafts
 from qsolve.evaluation.drafts import DraftRefused, DraftStore
 
-KNOWLEDGE = Path(__file__).resolve().parents[3] / "task-knowledge"
-TASK_MD = (KNOWLEDGE / "CheckT1" / "task.md").read_bytes()
+from .test_drafts import KNOWLEDGE, TASK_MD, nothing_stored
+
 DEFLATED, STORED = 8, 0
 TASK = b"CheckT1/task.md"
 NOTE = b"CheckT1/x.md"
 TEXT = b"# x\n" + b"hello world " * 300
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> DraftStore:
-    return DraftStore(tmp_path / "home")
 
 
 def deflate(data: bytes) -> bytes:
@@ -77,10 +72,6 @@ def with_note(local_header: bytes, data: bytes, central_fields: dict | None = No
     fields |= central_fields or {}
     record = central(NOTE, fields["method"], fields["crc"], fields["csize"], fields["usize"], len(body))
     return assemble(body + local_header + data, [task, record])
-
-
-def nothing_stored(store: DraftStore) -> bool:
-    return not store.root.exists() or not any(store.root.iterdir())
 
 
 def refused(store: DraftStore, data: bytes, entry: str, *words: str) -> DraftRefused:
