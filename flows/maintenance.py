@@ -31,11 +31,14 @@ def maintenance_flow(home: str | None = None) -> MaintenanceReport:
     report = MaintenanceReport(
         abandoned=abandoned,
         released=released,
-        refiled=len(refiled),
+        refiled=len(refiled.runs),
+        set_aside=refiled.set_aside,
         filed=filed,
         waiting=waiting,
         compaction=compact_track_record(folder),
     )
+    for line in report.set_aside:
+        get_run_logger().warning("set aside %s", line)
     get_run_logger().info(
         "filed %d runs (%d wait); ended %d abandoned runs; released %d holds; compaction: %s",
         len(report.filed),

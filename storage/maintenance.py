@@ -10,9 +10,12 @@ In this order, each step safe to run twice and alongside another pass:
 2. credit holds older than the longest a run may take (a sandbox job's 7200 s and a margin) that were
    never settled: released (``StateDB.release_stale_holds``), the credits back to their account;
 3. the track record is checked against the state database, the source of truth: a file that fails its
-   checks is set aside (``trackrecord/left-out/``), and where the rows of the readable files no longer
-   count the runs marked filed (a file damaged, cut short or deleted), every filed run missing from
-   them is filed again (``refile_lost_runs``): a run counts as filed only while its row is readable;
+   checks, and a data file the database does not know by name and content (``trackrecord.known``: a
+   copy under another's name, other values under the right runs, a file no filing made), is set aside
+   (``trackrecord/left-out/``) and named in the report; where the rows of the readable files no longer
+   count the runs marked filed (a file damaged, cut short, deleted or set aside), every filed run
+   missing from them is filed again (``refile_lost_runs``): a run counts as filed only while its row is
+   readable;
 4. ended runs the track record keeps and has not filed, oldest first, at most 20 a pass, are filed as
    rows (a run failed for platform reasons never is; a crash or a timeout is, as failed);
 5. the track record is compacted (``storage.trackrecord.compact``), so ``current`` stays quick.
@@ -36,8 +39,9 @@ from pydantic import BaseModel
 from qsolve.runtime.failpoint import failpoint
 from qsolve.validation.jobs import TIMEOUT_RANGE
 from storage.state import StateDB
+from storage.trackrecord import known
 from storage.trackrecord.compaction import compact
-from storage.trackrecord.filing import file_rows, set_aside_misnamed
+from storage.trackrecord.filing import file_rows
 from storage.trackrecord.layout import Layout
 from storage.trackrecord.row import TrackRecordRow
 
@@ -53,6 +57,7 @@ class MaintenanceReport(BaseModel):
     abandoned: list[str] = []  # runs ended platform_error: left by a worker that died
     released: list[str] = []  # runs whose stale credit hold was released
     refiled: int = 0  # filed runs whose rows were no longer readable, filed again from the state database
+    set_aside: list[str] = []  # data files the state database does not know, set aside: "where: why"
     filed: list[str] = []  # runs filed into the track record by this pass
     waiting: int = 0  # runs still waiting to be filed: the next passes take them, 20 at a time
     compaction: str = "not run"
@@ -72,6 +77,7 @@ class MaintenanceReport(BaseModel):
         if self.refiled:
             again = f"filed {_runs(self.refiled)} again from the state database: their rows were gone"
             lines.insert(1, again)
+        lines[1:1] = [f"set aside {line}" for line in self.set_aside]
         return "\n".join(lines)
 
     def markdown(self) -> str:
@@ -109,7 +115,7 @@ def file_runs(db: StateDB, runs: list, home: Path) -> None:
     (the maintenance pass, the history stage and the hardware flow all file so). Rows first: a
     process that stops between the two files the same runs again, as the same file."""
     if runs:
-        file_rows([_row(db, r, home) for r in runs], home)
+        file_rows([_row(db, r, home) for r in runs], home, db.record_trackrecord_file)
         failpoint("runs.filed")
         db.mark_filed(r.id for r in runs)
 
@@ -122,22 +128,31 @@ def _row(db: StateDB, run, home: Path) -> TrackRecordRow:
     return TrackRecordRow.from_run(run, receipts, receipt_classes(receipts, home) if receipts else None)
 
 
-def refile_lost_runs(db: StateDB, home: Path) -> list[str]:
-    """File again, from the state database, every run marked filed whose row no readable file holds;
-    returns their ids. Cheap when nothing was lost: the readable files' row counts (from their footers)
-    are weighed against the count of filed runs, and every run id read only when the two disagree or
-    a batch holds other runs than its name says (set aside first: a copy of another batch of as many
-    rows keeps the count)."""
+class Refiled(BaseModel):
+    """What the check of the track record against the state database did."""
+
+    runs: list[str] = []  # filed runs whose rows no readable file held, filed again
+    set_aside: list[str] = []  # data files the database does not know, set aside: "where: why"
+
+
+def refile_lost_runs(db: StateDB, home: Path) -> Refiled:
+    """Set aside every data file the state database does not know (``trackrecord.known``), then file
+    again, from the state database, every run marked filed whose row no readable file holds. Cheap when
+    nothing was lost: each file's digest (kept per process while it is unchanged) is looked up, and the
+    readable files' row counts (from their footers) weighed against the count of filed runs; every run
+    id is read only when the two disagree or a file was set aside."""
     filed = db.count_filed()
     layout = Layout(home)
     inventory = _inventory(layout)
-    if not set_aside_misnamed(layout, inventory) and inventory.rows() == filed:
-        return []
+    aside = known.set_aside(layout, known.unknown_files(db, layout, inventory))
+    db.forget_trackrecord_files(str(p).rsplit("/", 1)[-1] for p in inventory.readable())
+    if not aside and inventory.rows() == filed:
+        return Refiled()
     wanted = db.filed_run_ids()  # before the files are read: each of these was written before its mark
     lost = sorted(wanted - _run_ids_on_disk(layout))
     for runs in _in_batches(db, lost):
-        file_rows([_row(db, r, home) for r in runs], home)
-    return lost
+        file_rows([_row(db, r, home) for r in runs], home, db.record_trackrecord_file)
+    return Refiled(runs=lost, set_aside=aside)
 
 
 def rebuild_track_record(db: StateDB, home: Path) -> int:
@@ -150,7 +165,7 @@ def rebuild_track_record(db: StateDB, home: Path) -> int:
     ids = db.recordable_run_ids()
     written: set[Path] = set()
     for runs in _in_batches(db, ids):
-        done = file_rows([_row(db, r, home) for r in runs], home)
+        done = file_rows([_row(db, r, home) for r in runs], home, db.record_trackrecord_file)
         if done.path is not None:
             written.add(done.path)
         db.mark_filed(r.id for r in runs)
@@ -160,7 +175,7 @@ def rebuild_track_record(db: StateDB, home: Path) -> int:
     # A compaction elsewhere meanwhile may have kept its output under a name of ``before`` (the same
     # runs as an old h- file) and removed this rebuild's batches: whatever is gone is filed again.
     refile_lost_runs(db, home)
-    compact(home)
+    compact(home, record=db.record_trackrecord_file)
     return len(ids)
 
 
@@ -208,8 +223,8 @@ def _run_ids_on_disk(layout: Layout) -> set[str]:
     raise AssertionError("unreachable")  # the last attempt returns or raises
 
 
-def compact_track_record(home: Path) -> str:
-    done = compact(home)
+def compact_track_record(db: StateDB, home: Path) -> str:
+    done = compact(home, record=db.record_trackrecord_file)
     if done.skipped:
         return f"nothing to merge ({done.skipped})"
     return (

@@ -24,7 +24,7 @@ def release_stale_holds(home: Path) -> list[str]:
 
 
 @task(name="refile lost runs", cache_policy=NO_CACHE)
-def refile_lost_runs(home: Path) -> list[str]:
+def refile_lost_runs(home: Path) -> maintenance.Refiled:
     with connect(home=home) as db:
         return maintenance.refile_lost_runs(db, home)
 
@@ -37,4 +37,5 @@ def file_ended_runs(home: Path) -> tuple[list[str], int]:
 
 @task(name="compact the track record", cache_policy=NO_CACHE)
 def compact_track_record(home: Path) -> str:
-    return maintenance.compact_track_record(home)
+    with connect(home=home) as db:
+        return maintenance.compact_track_record(db, home)

@@ -21,6 +21,7 @@ _credit_table   the credit prices and limits every machine reads (qsolve credits
 _host_keys  every host's receipt public key, a trust list; retired and revoked keys
 _holders    which host's workers hold which provider (a Prefect work queue each)
 _binding    the storage the database was first used with; claims (one machine at a time)
+_trackrecord_files  the track record's data files by name and content: what a pass trusts
 _errors     the error tree
 """
 

@@ -49,6 +49,7 @@ from storage.state._rows import (
 )
 from storage.state._stages import HistoryStages
 from storage.state._tables import history_stages, runs, versions, workflows
+from storage.state._trackrecord_files import TrackRecordFiles
 
 #: ids per ``IN (...)`` list: well under SQLite's and PostgreSQL's limits on bound parameters
 ID_CHUNK = 500
@@ -126,10 +127,12 @@ class StateDB(
     HostKeys,
     ProviderHolders,
     Binding,
+    TrackRecordFiles,
 ):
     """Versions, runs, history stages and leases, credit accounts and the ledger, hardware quote
     batches (``_quotes``), provider jobs, calibration task results, and what every machine shares: the
-    credit settings, the hosts' receipt keys, which host holds which provider. A context manager."""
+    credit settings, the hosts' receipt keys, which host holds which provider; the track record's files
+    (``_trackrecord_files``). A context manager."""
 
     # versions
 

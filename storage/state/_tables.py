@@ -484,3 +484,14 @@ claims = sa.Table(
     sa.Column("owner", sa.String(200), nullable=False),
     sa.Column("expires_at", UTCDateTime, nullable=False),
 )
+
+# the track record's files, by name and content (issue 24, item 3; migration 0011)
+
+trackrecord_files = sa.Table(
+    "trackrecord_files",
+    metadata,
+    sa.Column("name", sa.String(100), primary_key=True),  # b-, h- or o-<digest of its run ids>.parquet
+    sa.Column("digest", sa.String(64), primary_key=True),  # BLAKE3 of the file's bytes, 64 hex digits
+    sa.Column("rows", sa.BigInteger, nullable=False),
+    sa.Column("recorded_at", UTCDateTime, nullable=False),
+)

@@ -33,13 +33,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .filing import set_aside_one
+from .filing import recording, set_aside_one
 from .inventory import take_inventory
 from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, Layout, file_name
 from .row import COLUMNS, SCHEMA
 from .schema_file import ensure_schema_file
 from .views import COPY_ORDER, GROUP, LATEST_ORDER, ensure_views, parquet_source, session
-from .writing import COMPRESSION, ROW_GROUP_ROWS, fsync_folder, write_named
+from .writing import COMPRESSION, ROW_GROUP_ROWS, Recorder, fsync_folder, write_named
 
 ORDER = f"{GROUP}, recorded_at, run_id"
 BATCH_ROWS = 1 << 17
@@ -62,26 +62,32 @@ class Compacted:
 
 
 def compact(
-    home: Path | str | None = None, *, older_files_limit: int = 16, temporary_age_s: float = 3600.0
+    home: Path | str | None = None,
+    *,
+    older_files_limit: int = 16,
+    temporary_age_s: float = 3600.0,
+    record: Recorder | None = None,
 ) -> Compacted:
     """Merge the ``b-`` and ``h-`` files into one ``h-`` and one ``o-`` file; merge small ``o-`` files
-    once there are more than ``older_files_limit``; remove temporary files older than an hour."""
+    once there are more than ``older_files_limit``; remove temporary files older than an hour. ``record``
+    (the state database's ``record_trackrecord_file``) records each output before it takes its name."""
     layout = Layout(home)
     if layout.store is not None:
-        return _compact_shared(layout, older_files_limit)
+        return _compact_shared(layout, older_files_limit, record)
     if not layout.folder.is_dir():
         return Compacted(skipped="nothing filed")
     ensure_schema_file(layout)
     removed = _remove_stale_temporary(layout, temporary_age_s)
     inventory = take_inventory(layout)
     inputs = inventory.readable(BATCH, HEAD)
+    writing = _local_writing(layout, record)
     merged = heads = older = 0
     skipped = None
     con = session(duckdb.connect())
     try:
         if len(inputs) > 1 or inventory.readable(BATCH):
             merged, heads, older, skipped = _merge_or_set_aside(
-                lambda: _merge_heads(con, layout, inputs),
+                lambda: _merge_heads(con, inputs, writing),
                 inputs,
                 lambda: _unreadable(inputs),
                 lambda p, e: set_aside_one(p, f"its data does not read ({e})"),
@@ -92,7 +98,7 @@ def compact(
         merged_older = 0
         if len(small) > older_files_limit:
             with contextlib.suppress(duckdb.IOException):
-                _merge_older(con, layout, small)
+                _merge_older(con, small, writing)
                 merged_older = len(small)
     finally:
         con.close()
@@ -101,10 +107,7 @@ def compact(
     return Compacted(merged, heads, older, merged_older, removed, skipped, left_out)
 
 
-def _merge_heads(
-    con: duckdb.DuckDBPyConnection, layout: Layout | None, inputs: list, writing: Writing | None = None
-) -> tuple[int, int]:
-    writing = writing or _local_writing(layout)
+def _merge_heads(con: duckdb.DuckDBPyConnection, inputs: list, writing: Writing) -> tuple[int, int]:
     source = parquet_source([str(writing.schema_file)] + [str(p) for p in inputs])
     con.execute(f"CREATE OR REPLACE TEMP TABLE merged AS {_one_copy_per_run(source)}")
     # Only the cases and targets seen more than once need ranking: the others' one row is the latest.
@@ -179,10 +182,7 @@ def _one_copy_per_run(source: str) -> str:
     )
 
 
-def _merge_older(
-    con: duckdb.DuckDBPyConnection, layout: Layout | None, files: list, writing: Writing | None = None
-) -> None:
-    writing = writing or _local_writing(layout)
+def _merge_older(con: duckdb.DuckDBPyConnection, files: list, writing: Writing) -> None:
     source = parquet_source([str(writing.schema_file)] + [str(p) for p in files])
     con.execute(f"CREATE OR REPLACE TEMP TABLE merged AS {_one_copy_per_run(source)}")
     out = _write_selection(con, writing, OLDER, "SELECT {cols} FROM merged")
@@ -224,13 +224,15 @@ class Writing:
     remove: Callable[[list], None]
 
 
-def _local_writing(layout: Layout) -> Writing:
+def _local_writing(layout: Layout, record: Recorder | None) -> Writing:
     def place(kind, write, name):
         def named() -> Path | None:
             found = name()
             return None if found is None else layout.folder / found
 
-        return write_named(layout.folder, named, write)
+        return write_named(
+            layout.folder, named, write, before_link=None if record is None else recording(record)
+        )
 
     def remove(files: list[Path]) -> None:
         for p in files:
@@ -241,7 +243,7 @@ def _local_writing(layout: Layout) -> Writing:
     return Writing(layout.schema_file, place, remove)
 
 
-def _compact_shared(layout: Layout, older_files_limit: int) -> Compacted:
+def _compact_shared(layout: Layout, older_files_limit: int, record: Recorder | None) -> Compacted:
     """:func:`compact` in object storage (``shared``), claimed in the state database first: a machine
     that finds the claim held by another (whose claim has not lapsed) merges nothing."""
     from storage.state import connect
@@ -256,18 +258,23 @@ def _compact_shared(layout: Layout, older_files_limit: int) -> Compacted:
             return Compacted(skipped="another machine is compacting (claimed in the state database)")
         try:
             return _compact_claimed(
-                store, older_files_limit, lambda: db.claim(shared.COMPACTION_CLAIM, owner, CLAIM_SECONDS)
+                store,
+                older_files_limit,
+                lambda: db.claim(shared.COMPACTION_CLAIM, owner, CLAIM_SECONDS),
+                record,
             )
         finally:
             db.release_claim(shared.COMPACTION_CLAIM, owner)
 
 
-def _compact_claimed(store, older_files_limit: int, renew: Callable[[], bool]) -> Compacted:
+def _compact_claimed(
+    store, older_files_limit: int, renew: Callable[[], bool], record: Recorder | None
+) -> Compacted:
     from . import shared
 
     shared.ensure_schema(store)
     inventory = shared.reading(store)
-    writing = Writing(inventory.schema_file, shared.placer(store), shared.remover(store))
+    writing = Writing(inventory.schema_file, shared.placer(store, record), shared.remover(store))
     inputs = inventory.readable(BATCH, HEAD)
     merged = heads = older = 0
     skipped = None
@@ -276,7 +283,7 @@ def _compact_claimed(store, older_files_limit: int, renew: Callable[[], bool]) -
     try:
         if len(inputs) > 1 or inventory.readable(BATCH):
             merged, heads, older, skipped = _merge_or_set_aside(
-                lambda: _merge_heads(con, None, inputs, writing),
+                lambda: _merge_heads(con, inputs, writing),
                 inputs,
                 lambda: shared.unreadable(store, inputs),
                 lambda a, _: shared.set_aside_one(store, a.rsplit("/", 1)[-1]),
@@ -287,7 +294,7 @@ def _compact_claimed(store, older_files_limit: int, renew: Callable[[], bool]) -
         merged_older = 0
         if len(small) > older_files_limit and renew():
             with contextlib.suppress(duckdb.IOException):
-                _merge_older(con, None, small, writing)
+                _merge_older(con, small, writing)
                 merged_older = len(small)
     finally:
         con.close()

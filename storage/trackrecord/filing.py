@@ -11,7 +11,7 @@ track record": the track record is never duplicated).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,10 +20,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .inventory import FileEntry, Inventory, remember, set_aside
-from .layout import BATCH, LEFT_OUT, Layout, file_name
+from .layout import BATCH, LEFT_OUT, Layout
 from .row import TrackRecordRow, conform, to_table
 from .schema_file import ensure_schema_file
-from .writing import BATCH_COMPRESSION, SORT_KEYS, write_parquet, write_whole
+from .writing import BATCH_COMPRESSION, SORT_KEYS, Recorder, digest_file, write_parquet, write_whole
 
 
 @dataclass(frozen=True)
@@ -35,13 +35,17 @@ class Filed:
     new: bool
 
 
-def file_rows(rows: Iterable[TrackRecordRow], home: Path | str | None = None) -> Filed:
+def file_rows(
+    rows: Iterable[TrackRecordRow], home: Path | str | None = None, record: Recorder | None = None
+) -> Filed:
     """File these rows as one batch under ``QSOLVE_HOME/trackrecord/``; see the module's docstring."""
-    return file_table(to_table(rows), home)
+    return file_table(to_table(rows), home, record)
 
 
-def file_table(table: pa.Table, home: Path | str | None = None) -> Filed:
-    """File an Arrow table of the track record's columns (``row.SCHEMA``) as one batch."""
+def file_table(table: pa.Table, home: Path | str | None = None, record: Recorder | None = None) -> Filed:
+    """File an Arrow table of the track record's columns (``row.SCHEMA``) as one batch. ``record`` (the
+    state database's ``record_trackrecord_file``) records the file before it takes its name: a pass
+    sets aside every data file the database does not know (``known``)."""
     from .views import ensure_views
 
     layout = Layout(home)
@@ -51,7 +55,7 @@ def file_table(table: pa.Table, home: Path | str | None = None) -> Filed:
     if layout.store is not None:
         from .shared import file_table as file_shared
 
-        address, new = file_shared(layout.store, table)
+        address, new = file_shared(layout.store, table, record)
         return Filed(address, table.num_rows, new)
     layout.folder.mkdir(parents=True, exist_ok=True)
     ensure_schema_file(layout)
@@ -62,7 +66,12 @@ def file_table(table: pa.Table, home: Path | str | None = None) -> Filed:
         set_aside_one(path, "holds other runs than its name says")
     if not path.exists():
         table = table.sort_by(SORT_KEYS)
-        new = write_whole(path, lambda f: write_parquet(table, f, BATCH_COMPRESSION), durable=False)
+        new = write_whole(
+            path,
+            lambda f: write_parquet(table, f, BATCH_COMPRESSION),
+            durable=False,
+            before_link=None if record is None else recording(record),
+        )
         if new:
             remember(path, table.num_rows)
     ensure_views(layout, filed=True)
@@ -84,26 +93,13 @@ def file_run_ids(path: Path) -> list[str] | None:
         return None
 
 
-def set_aside_misnamed(layout: Layout, inventory) -> list[str]:
-    """Set aside each readable batch (``b-``) whose run ids' digest is not its name's: a copy of another
-    batch put under its name holds as many rows, so the footers' count cannot see it (issue 24). A
-    batch holds one pass's runs, so reading their ids is cheap; the compacted files are read whole by
-    the compaction. Returns the names set aside."""
-    from . import shared
+def recording(record: Recorder) -> Callable[[Path, Path], None]:
+    """What records a file written under a temporary name before it takes ``path``'s name."""
 
-    misnamed = []
-    for where in inventory.readable(BATCH):
-        name = str(where).rsplit("/", 1)[-1]
-        ids = shared.file_run_ids(layout.store, name) if layout.store is not None else file_run_ids(where)
-        # None: compacted meanwhile, or data that does not read (the compaction sets it aside)
-        if ids is not None and name != file_name(BATCH, ids):
-            misnamed.append(name)
-    for name in misnamed:
-        if layout.store is not None:
-            shared.set_aside_one(layout.store, name)
-        else:
-            set_aside_one(layout.folder / name, "holds other runs than its name says")
-    return misnamed
+    def before_link(tmp: Path, path: Path) -> None:
+        record(path.name, digest_file(tmp), pq.read_metadata(tmp).num_rows)
+
+    return before_link
 
 
 def set_aside_one(path: Path, problem: str) -> None:

@@ -29,7 +29,7 @@ from storage.objects import ObjectStore
 
 from .inventory import CHECKS, warn_left_out
 from .layout import BATCH, FOLDER, HEAD, LEFT_OUT, OLDER, SCHEMA_FILE, file_name
-from .writing import BATCH_COMPRESSION, SORT_KEYS, write_parquet
+from .writing import BATCH_COMPRESSION, SORT_KEYS, Recorder, digest_bytes, write_parquet
 
 COMPACTION_CLAIM = "trackrecord-compaction"
 
@@ -236,14 +236,17 @@ def reading(store: ObjectStore) -> SharedInventory:
     return inventory
 
 
-def file_table(store: ObjectStore, table: pa.Table) -> tuple[str, bool]:
+def file_table(store: ObjectStore, table: pa.Table, record: Recorder | None = None) -> tuple[str, bool]:
     """``filing.file_table`` into the store: one ``b-`` object named for its runs, created only where
-    absent; returns its address and whether this call created it. One already there that does not hold
-    these runs (read whole: a small file) is set aside and the batch created again."""
+    absent (``record`` records it in the state database first); returns its address and whether this
+    call created it. One already there that does not hold these runs (read whole: a small file) is set
+    aside and the batch created again."""
     ensure_schema(store)
     run_ids = table.column("run_id").to_pylist()
     name = file_name(BATCH, run_ids)
     data = parquet_bytes(table.sort_by(SORT_KEYS), BATCH_COMPRESSION)
+    if record is not None:
+        record(name, digest_bytes(data), table.num_rows)
     new = store.create(key(name), data, durable=False)
     if not new and not _holds(store, name, run_ids):
         set_aside_one(store, name)
@@ -302,8 +305,11 @@ def key_of(store: ObjectStore, address: str) -> str:
     return address[len(base) :]
 
 
-def placer(store: ObjectStore) -> Callable[[str, Callable[[Any], None], Callable[[], str | None]], Any]:
-    """How compaction writes an output here: whole into memory, then created in the store."""
+def placer(
+    store: ObjectStore, record: Recorder | None = None
+) -> Callable[[str, Callable[[Any], None], Callable[[], str | None]], Any]:
+    """How compaction writes an output here: whole into memory, recorded (``record``), then created in
+    the store."""
 
     def place(kind: str, write: Callable[[Any], None], name: Callable[[], str | None]):
         out = io.BytesIO()
@@ -311,6 +317,8 @@ def placer(store: ObjectStore) -> Callable[[str, Callable[[Any], None], Callable
         found = name()
         if found is None:
             return None, False
+        if record is not None:
+            record(found, digest_bytes(out.getvalue()), pq.read_metadata(io.BytesIO(out.getvalue())).num_rows)
         made = store.create(key(found), out.getvalue())
         return store.address(key(found)), made
 

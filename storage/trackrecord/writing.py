@@ -8,6 +8,7 @@ compaction, the views' database and object storage (``shared``, in memory) all w
     write_named      the same, the name known once it is written (a digest of its run ids)
     write_replacing  a file qsolve derives again at will, replaced whole
     fsync_folder     a folder's entries made durable
+    digest_file      BLAKE3 of a file's bytes, what the state database records a data file by
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from blake3 import blake3
 
 from storage.objects import link_no_clobber
 
@@ -39,21 +41,59 @@ SORT_KEYS = [
 ]
 
 
+#: records a data file about to take its name: (name, BLAKE3 hex of its bytes, its rows)
+Recorder = Callable[[str, str, int], None]
+
+
+def digest_bytes(data: bytes) -> str:
+    """BLAKE3 (hex) of a data file's bytes: what the state database records it by (``known``)."""
+    return blake3(data, max_threads=blake3.AUTO).hexdigest()
+
+
+_digests: dict[tuple, str] = {}  # a local file's digest, by what changes when its bytes do
+
+
+def digest_file(path: Path) -> str:
+    """BLAKE3 (hex) of a local file's bytes, kept per process while its size, times and inode stay (its
+    change time moves with any write, and no program sets it back)."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    found = _digests.get(key)
+    if found is None:
+        hasher = blake3(max_threads=blake3.AUTO)
+        if st.st_size:
+            hasher.update_mmap(path)
+        found = _digests[key] = hasher.hexdigest()
+    return found
+
+
 def write_parquet(table: pa.Table, f: BinaryIO, compression: str = COMPRESSION) -> None:
     pq.write_table(table, f, compression=compression, row_group_size=ROW_GROUP_ROWS)
 
 
-def write_whole(path: Path, write: Callable[[BinaryIO], None], *, durable: bool = True) -> bool:
+def write_whole(
+    path: Path,
+    write: Callable[[BinaryIO], None],
+    *,
+    durable: bool = True,
+    before_link: Callable[[Path, Path], None] | None = None,
+) -> bool:
     """Write ``path`` whole: a temporary file in its folder, fsync, link into place, fsync the folder.
     Never replaces a file already there; returns whether this call made it. ``durable=False`` leaves
     out the two fsyncs, for a batch: a machine losing power may then leave it empty or cut short under
     its name, which the inventory's checks set aside and the maintenance pass files again from the state
-    database (``storage.maintenance.refile_lost_runs``)."""
-    return write_named(path.parent, lambda: path, write, durable=durable)[1]
+    database (``storage.maintenance.refile_lost_runs``). ``before_link(temporary, path)`` is called once
+    the bytes are written, before the file takes its name (the state database records it then)."""
+    return write_named(path.parent, lambda: path, write, durable=durable, before_link=before_link)[1]
 
 
 def write_named(
-    folder: Path, name: Callable[[], Path | None], write: Callable[[BinaryIO], None], *, durable: bool = True
+    folder: Path,
+    name: Callable[[], Path | None],
+    write: Callable[[BinaryIO], None],
+    *,
+    durable: bool = True,
+    before_link: Callable[[Path, Path], None] | None = None,
 ) -> tuple[Path | None, bool]:
     """:func:`write_whole`, the file's name known only once it is written (``name()``, called after
     ``write``; None: nothing to keep). Returns the path and whether this call made it."""
@@ -65,6 +105,8 @@ def write_named(
             if durable:
                 os.fsync(f.fileno())
         path = name()
+        if path is not None and before_link is not None:
+            before_link(tmp, path)
         made = path is not None and link_no_clobber(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):

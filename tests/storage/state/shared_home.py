@@ -41,10 +41,10 @@ def main(action: str, *args: str) -> None:
         elif action == "maintenance":
             report = maintenance.MaintenanceReport(
                 abandoned=maintenance.end_abandoned_runs(db),
-                refiled=len(maintenance.refile_lost_runs(db, home)),
+                refiled=len(maintenance.refile_lost_runs(db, home).runs),
                 filed=maintenance.file_ended_runs(db, home)[0],
                 waiting=db.count_unfiled(),
-                compaction=maintenance.compact_track_record(home),
+                compaction=maintenance.compact_track_record(db, home),
             )
             print(report.model_dump_json())
         elif action == "file-loop":
@@ -54,7 +54,7 @@ def main(action: str, *args: str) -> None:
                 maintenance.file_ended_runs(db, home)
         elif action == "compact-loop":
             for _ in range(int(args[0])):
-                compact(home)
+                compact(home, record=db.record_trackrecord_file)
         else:
             raise SystemExit(f"unknown action {action}")
 

@@ -106,14 +106,14 @@ def test_compaction_merges_the_filed_batches(
     version: Version,
     tmp_path: Path,
 ) -> None:
-    assert maintenance.compact_track_record(tmp_path).startswith("nothing to merge")
+    assert maintenance.compact_track_record(db, tmp_path).startswith("nothing to merge")
     for i in range(3):
         finished(db, version, f"case-{i}")
         maintenance.file_ended_runs(db, tmp_path)
-    assert maintenance.compact_track_record(tmp_path) == (
+    assert maintenance.compact_track_record(db, tmp_path) == (
         "merged 3 files into the latest rows (3) and older rows (0)"
     )
-    assert maintenance.compact_track_record(tmp_path).startswith("nothing to merge")
+    assert maintenance.compact_track_record(db, tmp_path).startswith("nothing to merge")
     assert len(rows(tmp_path)) == 3
 
 

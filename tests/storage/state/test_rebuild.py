@@ -56,7 +56,7 @@ def filed_home(db: StateDB, version: Version, home: Path) -> list[str]:
     """12 runs filed: 8 compacted into an h- file, then 4 in a b- file."""
     first = ended(db, version, 8)
     maintenance.file_ended_runs(db, home)
-    compact(home)
+    compact(home, record=db.record_trackrecord_file)
     second = ended(db, version, 4, start=8)
     maintenance.file_ended_runs(db, home)
     assert db.count_unfiled() == 0
@@ -89,10 +89,10 @@ def test_the_pass_files_again_the_runs_of_a_damaged_file(db, version, tmp_path, 
     assert run_ids(home) != ids  # the rows are gone from the views
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        lost = maintenance.refile_lost_runs(db, home)
+        lost = maintenance.refile_lost_runs(db, home).runs
     assert lost and set(lost) < set(ids)
     assert run_ids(home) == ids and run_ids(home, "current") == ids
-    assert maintenance.refile_lost_runs(db, home) == []  # nothing twice
+    assert maintenance.refile_lost_runs(db, home).runs == []  # nothing twice
     statuses = run_sql("SELECT status, count(*) AS n FROM rows GROUP BY ALL ORDER BY 1", home).to_pylist()
     assert statuses == [{"status": "crash", "n": 2}, {"status": "passed", "n": 10}]
 
@@ -101,7 +101,7 @@ def test_the_pass_reads_no_run_id_when_nothing_was_lost(db, version, tmp_path, m
     home = tmp_path / "home"
     filed_home(db, version, home)
     monkeypatch.setattr(maintenance, "_run_ids_on_disk", lambda _layout: pytest.fail("read every run id"))
-    assert maintenance.refile_lost_runs(db, home) == []
+    assert maintenance.refile_lost_runs(db, home).runs == []
 
 
 @pytest.mark.parametrize("how", sorted(DAMAGE))
@@ -109,7 +109,7 @@ def test_a_damaged_views_database_is_built_again(db, version, tmp_path, how):
     home = tmp_path / "home"
     ids = filed_home(db, version, home)
     DAMAGE[how](Layout(home).database)
-    assert maintenance.refile_lost_runs(db, home) == []  # the database holds no rows: nothing to file
+    assert maintenance.refile_lost_runs(db, home).runs == []  # the database holds no rows: nothing to file
     import duckdb
 
     con = duckdb.connect(str(Layout(home).database), read_only=True)
@@ -203,7 +203,7 @@ def test_a_home_of_schema_v1_upgrades_through_the_maintenance_pass(db, version, 
     assert all("track-record schema 1, not 2: an older qsolve wrote it" in w for w in said[:-1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        lost = maintenance.refile_lost_runs(db, home)
+        lost = maintenance.refile_lost_runs(db, home).runs
     assert sorted(lost) == ids  # every run filed again from the state database
     aside = sorted(p.name for p in (layout.folder / "left-out").iterdir())
     assert aside == sorted([*(n for n in old if not n.startswith("schema-")), "schema-v1.parquet"])
@@ -212,4 +212,4 @@ def test_a_home_of_schema_v1_upgrades_through_the_maintenance_pass(db, version, 
     methods = run_sql("SELECT DISTINCT method, kind FROM method_objectives ORDER BY 1", home).to_pylist()
     assert methods == [{"method": "qaoa", "kind": "quantum"}, {"method": "reference", "kind": "classical"}]
     assert run_sql("SELECT count(*) AS n FROM rows WHERE measured", home).to_pylist() == [{"n": 0}]
-    assert maintenance.refile_lost_runs(db, home) == []  # nothing twice
+    assert maintenance.refile_lost_runs(db, home).runs == []  # nothing twice

@@ -17,6 +17,7 @@ import pytest
 
 from storage import maintenance
 from storage.state import StateDB, Version
+from storage.trackrecord import known
 from storage.trackrecord.layout import BATCH, Layout, file_name
 from storage.trackrecord.sql import run_sql
 from storage.trackrecord.writing import BATCH_COMPRESSION, write_parquet
@@ -149,7 +150,7 @@ def test_passes_after_a_batch_is_set_aside_file_nothing_twice(db, version, tmp_p
     assert left_out(home) == [second.name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert maintenance.refile_lost_runs(db, home) == []
+        assert maintenance.refile_lost_runs(db, home).runs == []
 
 
 def test_the_same_attack_twice_keeps_both_copies_aside(db, version, tmp_path):
@@ -169,12 +170,6 @@ def test_the_same_attack_twice_keeps_both_copies_aside(db, version, tmp_path):
 # -- findings ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a batch's name is a digest of its run ids only: rows of the right runs with other values "
-    "(a failed run shown passed, another metric) are taken as good, and nothing compares them with the "
-    "state database",
-)
 def test_a_batch_of_the_right_runs_with_other_values_is_found(db, version, tmp_path):
     home = tmp_path / "home"
     ids = two_batches(db, version, home)
@@ -197,11 +192,6 @@ def test_a_batch_of_the_right_runs_with_other_values_is_found(db, version, tmp_p
     assert failed == 1  # case-04 crashed (test_rebuild.ended): its row says failed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a row of a run the state database never recorded, in a batch named for its ids, stays: "
-    "refile_lost_runs only looks for runs missing from the files, never for rows no run accounts for",
-)
 def test_a_forged_batch_of_a_run_never_recorded_is_set_aside(db, version, tmp_path):
     home = tmp_path / "home"
     ids = two_batches(db, version, home)
@@ -215,11 +205,6 @@ def test_a_forged_batch_of_a_run_never_recorded_is_set_aside(db, version, tmp_pa
     holds_once(home, ids)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="set_aside_misnamed checks b- files only: an o- file replaced by a copy of another o- file of "
-    "as many rows keeps the footers' count, and its older rows are lost without a word",
-)
 def test_an_older_file_replaced_by_a_copy_of_another_of_as_many_rows_is_filed_again(db, version, tmp_path):
     from storage.trackrecord import compact
 
@@ -236,7 +221,7 @@ def test_an_older_file_replaced_by_a_copy_of_another_of_as_many_rows_is_filed_ag
             db.finish_run(run.id, "finished", result=done)
             made.append(run.id)
         maintenance.file_ended_runs(db, home)
-        compact(home)
+        compact(home, record=db.record_trackrecord_file)
         runs += made
     olders = layout.files("o")
     assert len(olders) >= 2, [p.name for p in layout.files()]
@@ -247,11 +232,6 @@ def test_an_older_file_replaced_by_a_copy_of_another_of_as_many_rows_is_filed_ag
     assert all_rows(home) == sorted(runs)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="set_aside_misnamed's list is dropped by refile_lost_runs (used only as a bool); the report has "
-    "no field for it and set_aside_one warns nothing: the pass prints no line for the file it set aside",
-)
 def test_maintenance_report_says_which_files_it_set_aside(db, version, tmp_path):
     """The report the command prints (``MaintenanceReport.summary``, as ``flows/maintenance.py`` makes it,
     without Prefect): one line per file set aside."""
@@ -259,19 +239,18 @@ def test_maintenance_report_says_which_files_it_set_aside(db, version, tmp_path)
     ids = two_batches(db, version, home)
     first, second = Layout(home).files("b")
     shutil.copyfile(first, second)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         refiled = maintenance.refile_lost_runs(db, home)
         filed, waiting = maintenance.file_ended_runs(db, home)
         report = maintenance.MaintenanceReport(
-            refiled=len(refiled),
+            refiled=len(refiled.runs),
+            set_aside=refiled.set_aside,
             filed=filed,
             waiting=waiting,
-            compaction=maintenance.compact_track_record(home),
+            compaction=maintenance.compact_track_record(db, home),
         )
     holds_once(home, ids)
-    print(report.summary())
-    print([str(w.message) for w in caught])
     said = [line for line in report.summary().splitlines() if second.name in line]
-    warned = [str(w.message) for w in caught if second.name in str(w.message)]
-    assert len(said) == 1 or len(warned) == 1, "the file set aside is named nowhere"
+    assert said == [f"set aside {Layout(home).folder / second.name}: {known.UNKNOWN}"]
+    assert f"filed {len(ids) // 2} runs again from the state database" in report.summary()

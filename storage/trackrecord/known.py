@@ -1,0 +1,97 @@
+"""Which of the track record's data files the state database knows (issue 24, item 3): the state database
+is the source of truth, so a file counts only when the database recorded it, by name and BLAKE3 of its
+bytes, before it took its name (``StateDB.record_trackrecord_file``; filing and compaction record what
+they write through a :data:`Recorder`).
+
+The footer checks of ``inventory`` see damage; they cannot see a valid file where it does not belong: a
+batch copied over another of as many rows, an older-rows file copied over another, a batch of the right
+runs with other values (a failed run shown passed), a batch of a run the database never recorded. Each
+is a (name, bytes) pair the database does not hold: the maintenance pass sets it aside and files the runs
+it stood for again (``storage.maintenance``), and its report names it.
+
+A database that has recorded no file yet (one from before migration 0011) adopts the files it finds
+once: those whose run ids are their name's are recorded, the others set aside.
+
+Digests are kept per process by what would change with the bytes: a local file's size, times and inode
+(its change time moves with any write, and no program sets it back), an object's ETag.
+"""
+
+from __future__ import annotations
+
+from . import filing, shared
+from .layout import Layout, file_name
+from .writing import digest_bytes, digest_file
+
+#: the problem a file the state database does not know is set aside for
+UNKNOWN = (
+    "not a file qsolve wrote: the state database records no file of this name and content "
+    "(its runs are filed again from the state database)"
+)
+MISNAMED = "holds other runs than its name says"
+
+_objects: dict[tuple, str] = {}  # an object's digest, by its store, name, size and ETag
+
+
+def _digest_object(layout: Layout, name: str) -> str:
+    store = layout.store
+    listed = store.head(shared.key(name))
+    cache = (store.url, name, listed.size, listed.version)
+    found = _objects.get(cache)
+    if found is None:
+        found = _objects[cache] = digest_bytes(store.get(shared.key(name)))
+    return found
+
+
+def unknown_files(db, layout: Layout, inventory) -> list[tuple[str, str]]:
+    """The readable data files the state database does not know, each with why: (name, problem). They
+    are not moved here (``set_aside``). A database that knows no file adopts the files whose run ids are
+    their name's (module docstring)."""
+    names = [str(p).rsplit("/", 1)[-1] for p in inventory.readable()]
+    if not names:
+        return []
+    digests: dict[str, str] = {}
+    for name in names:
+        try:
+            if layout.store is not None:
+                digests[name] = _digest_object(layout, name)
+            else:
+                digests[name] = digest_file(layout.folder / name)
+        except FileNotFoundError:  # compacted meanwhile: not there
+            continue
+    if not db.has_trackrecord_files():
+        return _adopt(db, layout, digests, inventory)
+    known = db.known_trackrecord_files(digests)
+    return [(name, UNKNOWN) for name, digest in digests.items() if (name, digest) not in known]
+
+
+def _adopt(db, layout: Layout, digests: dict[str, str], inventory) -> list[tuple[str, str]]:
+    misnamed = []
+    for name, digest in digests.items():
+        ids = _run_ids(layout, name)
+        if ids is None:
+            continue
+        if name != file_name(name[0], ids):
+            misnamed.append((name, MISNAMED))
+        else:
+            db.record_trackrecord_file(name, digest, len(ids))
+    return misnamed
+
+
+def _run_ids(layout: Layout, name: str) -> list[str] | None:
+    if layout.store is not None:
+        return shared.file_run_ids(layout.store, name)
+    return filing.file_run_ids(layout.folder / name)
+
+
+def set_aside(layout: Layout, found: list[tuple[str, str]]) -> list[str]:
+    """Move each of these files into ``left-out/``; returns a line for each, naming it and why."""
+    said = []
+    for name, problem in found:
+        if layout.store is not None:
+            shared.set_aside_one(layout.store, name)
+            where = layout.store.address(shared.key(name))
+        else:
+            filing.set_aside_one(layout.folder / name, problem)
+            where = str(layout.folder / name)
+        said.append(f"{where}: {problem}")
+    return said
