@@ -8,7 +8,9 @@ fake: and ibm: targets), files them in batches of 250,000 rows, compacts, and me
 - the compaction that merges the batches (what a maintenance pass runs);
 - ``SELECT * FROM current`` materialised as an Arrow table, and ``count(*)`` over it;
 - a workflow page (``page(name)``: one workflow's rows read, every view built over them);
-- filing a batch of 20 runs (``TrackRecordRow.from_result`` then ``file_rows``), median of 20;
+- filing a batch of 20 runs (``TrackRecordRow.from_result`` then ``file_rows``), median of 20, and the
+  same with each file recorded in a SQLite state database first, as the platform files;
+- the digests a maintenance pass in a new process takes of every data file (``trackrecord.known``);
 - for scale, ``count(*)`` over ``rows`` (every run once, copies ranked), ``current`` before compacting,
   and a maintenance pass's compaction (the heads rewritten with 21 new batch files).
 
@@ -243,11 +245,44 @@ def measure(total: int, home: Path) -> dict[str, float]:
         times.append(time.perf_counter() - began)
     figures["filing 20 runs s"] = statistics.median(times)
     figures["filing 20 runs, worst s"] = max(times)
+    figures["filing 20 runs, recorded in state.db s"] = _recorded_filing(home)
+    figures["a pass's digests, new process s"] = _digesting(layout)
     figures["current after 21 more batch files: SELECT * s"] = _timed(current_arrow)
     began = time.perf_counter()
     compact(home)
     figures["compaction of those 21 batch files s"] = time.perf_counter() - began
     return figures
+
+
+def _recorded_filing(home: Path) -> float:
+    """Filing as the maintenance pass and the history stage file: each batch file recorded in the state
+    database (by name and BLAKE3 of its bytes) before it takes its name; median of 20."""
+    from storage.state import connect as connect_state
+
+    times = []
+    with connect_state(f"sqlite:///{home / 'bench-state.db'}", home=home) as db:
+        for i in range(21):
+            rows = _batch(100 + i)
+            began = time.perf_counter()
+            file_rows(rows, home, db.record_trackrecord_file)
+            times.append(time.perf_counter() - began)
+    return statistics.median(times[1:])
+
+
+def _digesting(layout: Layout) -> float:
+    """What a maintenance pass in a new process pays to check every data file against the state database:
+    BLAKE3 of each file's bytes (kept per process after)."""
+    from storage.trackrecord import writing
+
+    writing._digests.clear()
+    began = time.perf_counter()
+    if layout.store is not None:
+        for e in layout.store.children("trackrecord"):
+            writing.digest_bytes(layout.store.get(e.key))
+    else:
+        for p in layout.files():
+            writing.digest_file(p)
+    return time.perf_counter() - began
 
 
 @contextlib.contextmanager

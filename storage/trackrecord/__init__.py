@@ -5,6 +5,8 @@ track record" and "What the workflow page shows").
     row            TrackRecordRow, the fixed Arrow schema
     layout         where the files live and how they are named
     inventory      which of the folder's files the views read: each checked from its footer
+    known          which data files the state database knows, by name and content: a pass sets aside
+                   the others
     writing        whole files: a temporary file, fsynced, linked into place; Parquet as the track
                    record writes it
     schema_file    the empty file every view reads first (made where absent, or in a temporary folder

@@ -10,7 +10,8 @@ is a (name, bytes) pair the database does not hold: the maintenance pass sets it
 it stood for again (``storage.maintenance``), and its report names it.
 
 A database that has recorded no file yet (one from before migration 0011) adopts the files it finds
-once: those whose run ids are their name's are recorded, the others set aside.
+once: those whose run ids are their name's, all of them runs it marked filed, are recorded; the others
+are set aside.
 
 Digests are kept per process by what would change with the bytes: a local file's size, times and inode
 (its change time moves with any write, and no program sets it back), an object's ETag.
@@ -28,6 +29,7 @@ UNKNOWN = (
     "(its runs are filed again from the state database)"
 )
 MISNAMED = "holds other runs than its name says"
+NOT_FILED = "holds runs the state database never filed"
 
 _objects: dict[tuple, str] = {}  # an object's digest, by its store, name, size and ETag
 
@@ -44,8 +46,8 @@ def _digest_object(layout: Layout, name: str) -> str:
 
 def unknown_files(db, layout: Layout, inventory) -> list[tuple[str, str]]:
     """The readable data files the state database does not know, each with why: (name, problem). They
-    are not moved here (``set_aside``). A database that knows no file adopts the files whose run ids are
-    their name's (module docstring)."""
+    are not moved here (``set_aside``). A database that knows no file adopts the files it finds (module
+    docstring)."""
     names = [str(p).rsplit("/", 1)[-1] for p in inventory.readable()]
     if not names:
         return []
@@ -59,22 +61,25 @@ def unknown_files(db, layout: Layout, inventory) -> list[tuple[str, str]]:
         except FileNotFoundError:  # compacted meanwhile: not there
             continue
     if not db.has_trackrecord_files():
-        return _adopt(db, layout, digests, inventory)
+        return _adopt(db, layout, digests)
     known = db.known_trackrecord_files(digests)
     return [(name, UNKNOWN) for name, digest in digests.items() if (name, digest) not in known]
 
 
-def _adopt(db, layout: Layout, digests: dict[str, str], inventory) -> list[tuple[str, str]]:
-    misnamed = []
+def _adopt(db, layout: Layout, digests: dict[str, str]) -> list[tuple[str, str]]:
+    filed = db.filed_run_ids()
+    refused = []
     for name, digest in digests.items():
         ids = _run_ids(layout, name)
         if ids is None:
             continue
         if name != file_name(name[0], ids):
-            misnamed.append((name, MISNAMED))
+            refused.append((name, MISNAMED))
+        elif not filed.issuperset(ids):
+            refused.append((name, NOT_FILED))
         else:
             db.record_trackrecord_file(name, digest, len(ids))
-    return misnamed
+    return refused
 
 
 def _run_ids(layout: Layout, name: str) -> list[str] | None:
