@@ -1372,7 +1372,7 @@ def test_the_rerun_gets_its_job_only_after_the_first_process_exited(wf: Workflow
 
 # 7. Channels the first review missed (issue 22, item 3, tried again) ---------------------------------
 
-SLOW = Limits(timeout_s=240, memory_mb=2048)  # two 20 s waits (the case and its re-run), on a busy machine
+SLOW = Limits(timeout_s=240, memory_mb=2048)  # waits of up to 20 s (the case; none in its re-run), busy
 FUTEX = """\
 import threading, time
 from qiskit import QuantumCircuit
@@ -1406,12 +1406,14 @@ def wake_shared():  # how many waiters of other processes it woke: the bits anot
     return f"woke {futex(shared_word()[0], FUTEX_WAKE, 1 << 20)}"
 
 
-def wait_shared(seconds):
+def wait_shared(until):  # until a time of the test's (time.time()): past it (a re-run), no wait
     addr, value = shared_word()
-    start = time.monotonic()
+    start = time.time()
+    if until - start < 1:
+        return "not waited: past the test's time"
     try:
-        futex(addr, FUTEX_WAIT, value, seconds)
-        return f"GOT: woken after {time.monotonic() - start:.1f} s"
+        futex(addr, FUTEX_WAIT, value, int(until - start))
+        return f"GOT: woken after {time.time() - start:.1f} s"
     except OSError as e:
         return f"refused: {e}"
 
@@ -1433,10 +1435,10 @@ def thread_exits_waking(addr):
     return checked(LIBC.clone(run, top, CLONE, SYS_EXIT, None, None, addr))
 
 
-def wake_by_thread_exits(seconds):
+def wake_by_thread_exits(until):  # until a time of the test's (time.time())
     addr, _ = shared_word()
-    end, n = time.monotonic() + seconds, 0
-    while time.monotonic() < end:
+    n = 0
+    while time.time() < until:
         try:
             thread_exits_waking(addr)
         except OSError as e:
@@ -1467,9 +1469,9 @@ def quantum(input, params, ctx):
             "private wake": attempt(private_wake),
         }
     elif role == 2:
-        details = {"wait": wait_shared(SECONDS)}
+        details = {"wait": wait_shared(UNTIL)}
     else:
-        details = {"wake": wake_by_thread_exits(SECONDS)}
+        details = {"wake": wake_by_thread_exits(UNTIL)}
     qc = QuantumCircuit(1)
     qc.x(0)
     qc.measure_all()
@@ -1482,7 +1484,7 @@ def quantum(input, params, ctx):
 def test_no_shared_futex_wake_reaches_another_workflow_process(wf: WorkflowDir) -> None:
     """A FUTEX_WAKE that is not private, on a page of a file every workflow process maps, woke (and
     counted) the waiters of a workflow process of another job: a channel between them."""
-    outcome = hostile_job(wf, "SECONDS = 0\n" + FUTEX, one_case(1))
+    outcome = hostile_job(wf, "UNTIL = 0\n" + FUTEX, one_case(1))
     details = cases_of(outcome)["one"]["methods"][0]["details"]
     assert details["shared wake"] == "refused: [Errno 1] Operation not permitted", details
     assert details["set_tid_address"] == "refused: [Errno 1] Operation not permitted", details
@@ -1503,10 +1505,13 @@ def test_no_shared_futex_wake_reaches_another_workflow_process(wf: WorkflowDir) 
 )
 def test_no_thread_exit_wakes_another_workflow_processs_futex(tmp_path: Path) -> None:
     outcomes: dict[int, Outcome] = {}
+    # both first runs wait and wake until 20 s from now, however late each started; their re-runs, past
+    # it, take no time
+    body = f"UNTIL = {time.time() + 20!r}\n" + FUTEX
 
     def run(role: int) -> None:
         wf = WorkflowDir(tmp_path / f"role-{role}")
-        outcomes[role] = hostile_job(wf, "SECONDS = 20\n" + FUTEX, one_case(role), SLOW)
+        outcomes[role] = hostile_job(wf, body, one_case(role), SLOW)
 
     threads = [threading.Thread(target=run, args=(role,)) for role in (2, 3)]
     for t in threads:
@@ -1742,23 +1747,31 @@ def make(n, stop):  # how many threads it could start, up to n, each waiting for
 
 
 def quantum(input, params, ctx):
-    if input["x"] == 1:  # the sender: 300 threads, held for 25 s
+    # both until UNTIL, a time of the test's: the first runs overlap however late each started, and the
+    # re-runs (past it) take no time
+    if input["x"] == 1:  # the sender: 300 threads, held until UNTIL
         stop = threading.Event()
         said = [make(300, stop)]
-        time.sleep(25)
+        held = [time.time()]
+        time.sleep(max(0.0, UNTIL - time.time()))
+        held.append(time.time())
         stop.set()
-    else:  # the receiver: how many threads it can start, six times over 27 s
-        said = []
-        for _ in range(6):
+    else:  # the receiver: how many threads it can start, every 2 s until UNTIL (once at least)
+        said, held = [], []
+        while True:
             stop = threading.Event()
+            began = time.time()
             said.append(make(600, stop))
+            held.append([began, time.time()])
             stop.set()
-            time.sleep(4.5)
+            if time.time() >= UNTIL:
+                break
+            time.sleep(2)
     qc = QuantumCircuit(1)
     qc.x(0)
     qc.measure_all()
     ctx.sample([qc], 10)
-    return MethodResult(-1.0, solution={"x": 1}, details={"threads": said})
+    return MethodResult(-1.0, solution={"x": 1}, details={"threads": said, "times": held})
 """
 
 
@@ -1769,19 +1782,25 @@ def test_no_workflow_process_sees_or_takes_another_jobs_threads(tmp_path: Path) 
     another held 300), a channel, and one holding them all left other jobs none to start. Each
     process's threads are counted by a pids cgroup of its own now (pids.max 512)."""
     outcomes: dict[int, Outcome] = {}
+    body = f"UNTIL = {time.time() + 20!r}\n" + THREADS  # 20 s for both first runs to start and overlap
 
     def run(role: int) -> None:
-        outcomes[role] = hostile_job(WorkflowDir(tmp_path / f"role-{role}"), THREADS, one_case(role), SLOW)
+        outcomes[role] = hostile_job(WorkflowDir(tmp_path / f"role-{role}"), body, one_case(role), SLOW)
 
     threads = [threading.Thread(target=run, args=(role,)) for role in (1, 2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    held = cases_of(outcomes[1])["one"]["methods"][0]["details"]["threads"]
-    could = cases_of(outcomes[2])["one"]["methods"][0]["details"]["threads"]
+    sender = cases_of(outcomes[1])["one"]["methods"][0]["details"]
+    receiver = cases_of(outcomes[2])["one"]["methods"][0]["details"]
+    held, could = sender["threads"], receiver["threads"]
     assert held == [300], held
     assert min(could) > 400, (held, could)  # alone it starts about 509 (512 less its own)
+    start, end = sender["times"]
+    times = receiver["times"]
+    during = [n for n, (began, ended) in zip(could, times, strict=True) if start <= began <= ended <= end]
+    assert during, (sender, receiver)  # tried while the sender held its 300, not only before or after
 
 
 SLEEPER = """\
@@ -1801,9 +1820,10 @@ def quantum(input, params, ctx):
 
 def test_a_process_started_ahead_is_stopped_naming_the_jobs_own_limit(wf: WorkflowDir) -> None:
     """The re-run's process, started ahead while the first ran, gave its own age as the job's limit:
-    "stopped at its time limit of 17 s" for a job of 60 s."""
-    limits = Limits(timeout_s=45, memory_mb=2048)
-    outcome = hostile_job(wf, "SECONDS = 25\n" + SLEEPER, one_case(), limits)
+    "stopped at its time limit of 17 s" for a job of 60 s. (The first run's 14 s leave it 10 s of the
+    limit on a busy machine; the stop must be the re-run's, which the message names.)"""
+    limits = Limits(timeout_s=24, memory_mb=2048)
+    outcome = hostile_job(wf, "SECONDS = 14\n" + SLEEPER, one_case(), limits)
     said = json.dumps([outcome.died, outcome.report])
     assert "stopped at its time limit of" in said, said
-    assert "stopped at its time limit of 45 s" in said, said
+    assert "stopped at its time limit of 24 s in case one (its second run, for reproducible)" in said, said
