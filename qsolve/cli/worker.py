@@ -7,9 +7,10 @@ host's name (so that a run waiting for a provider can say whether any host holds
 ``prefect worker start --pool P --work-queue default --work-queue provider-NAME ...`` as its child,
 registering again every ``QSOLVE_WORKER_RENEW_S`` (60 s) while it lives: a host whose worker stopped is
 not seen any more, and after ``storage.state._holders.STALE_AFTER`` (10 minutes) is not counted as
-holding its providers. SIGTERM and SIGINT are passed on to the worker; its exit code is this command's.
-``--print`` prints that command instead of running it. Exit codes: 0 done, 2 misuse (a providers.yaml
-that does not read), else the worker's.
+holding its providers. SIGTERM and SIGINT are passed on to the worker; this command then exits 128 + the
+signal (143 for SIGTERM, as a shell says it), whether the worker died of it or ended cleanly. ``--print``
+prints that command instead of running it. Exit codes: 0 done, 2 misuse (a providers.yaml that does not
+read), 128 + N stopped by signal N, else the worker's.
 """
 
 from __future__ import annotations
@@ -107,7 +108,9 @@ def renew_seconds() -> float:
 
 def run_registered(command: list[str], host: str, queues: list[str], every: float) -> int:
     """Run the worker ``command`` as a child, registering ``host``'s ``queues`` every ``every`` seconds
-    while it lives; its exit code. A database that does not answer a renewal is tried again next time."""
+    while it lives; its exit code (128 + the signal's number after a stop passed on, as a shell says it,
+    whether Prefect's worker dies of it or ends cleanly). A database that does not answer a renewal is
+    tried again next time."""
     from storage.state import connect
 
     stop = threading.Event()
@@ -141,4 +144,6 @@ def run_registered(command: list[str], host: str, queues: list[str], every: floa
         stop.set()
         if renewing.is_alive():
             renewing.join(timeout=5)
+    if caught and code == 0:  # a worker that stops cleanly on the signal passed on: stopped all the same
+        return 128 + caught[0]
     return code if code >= 0 else 128 - code
