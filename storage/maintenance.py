@@ -76,6 +76,7 @@ class MaintenanceReport(BaseModel):
         ]
         if self.refiled:
             again = f"filed {_runs(self.refiled)} again from the state database: their rows were gone"
+            again += " or set aside" if self.set_aside else ""
             lines.insert(1, again)
         lines[1:1] = [f"set aside {line}" for line in self.set_aside]
         return "\n".join(lines)
@@ -144,7 +145,7 @@ def refile_lost_runs(db: StateDB, home: Path) -> Refiled:
     filed = db.count_filed()
     layout = Layout(home)
     inventory = _inventory(layout)
-    aside = known.set_aside(layout, known.unknown_files(db, layout, inventory))
+    aside = known.set_aside(db, layout, known.unknown_files(db, layout, inventory))
     db.forget_trackrecord_files(str(p).rsplit("/", 1)[-1] for p in inventory.readable())
     if not aside and inventory.rows() == filed:
         return Refiled()
@@ -175,7 +176,7 @@ def rebuild_track_record(db: StateDB, home: Path) -> int:
     # A compaction elsewhere meanwhile may have kept its output under a name of ``before`` (the same
     # runs as an old h- file) and removed this rebuild's batches: whatever is gone is filed again.
     refile_lost_runs(db, home)
-    compact(home, record=db.record_trackrecord_file)
+    compact(home, db=db)
     return len(ids)
 
 
@@ -224,7 +225,7 @@ def _run_ids_on_disk(layout: Layout) -> set[str]:
 
 
 def compact_track_record(db: StateDB, home: Path) -> str:
-    done = compact(home, record=db.record_trackrecord_file)
+    done = compact(home, db=db)
     if done.skipped:
         return f"nothing to merge ({done.skipped})"
     return (

@@ -20,18 +20,28 @@ from storage.state._store import Store
 from storage.state._tables import trackrecord_files
 
 CHUNK = 500  # names per IN (...) list
+#: the record that says the files were checked once: no data file's name (none starts with a dot)
+CHECKED = ".checked"
 
 
 class TrackRecordFiles(Store):
     def record_trackrecord_file(self, name: str, digest: str, rows: int) -> None:
-        """Record a data file about to take ``name``, by the BLAKE3 (hex) of its bytes; once is enough."""
+        """Record a data file about to take ``name``, by the BLAKE3 (hex) of its bytes. Recorded already
+        (the same batch filed again, or at once elsewhere): its time is brought forward, so that a pass
+        forgetting old records meanwhile keeps it."""
+        t = trackrecord_files.c
         try:
             with self._write() as connection:
                 connection.execute(
                     trackrecord_files.insert().values(name=name, digest=digest, rows=rows, recorded_at=now())
                 )
-        except IntegrityError:  # recorded already (the same batch filed again, or at once elsewhere)
-            pass
+        except IntegrityError:
+            with self._write() as connection:
+                connection.execute(
+                    trackrecord_files.update()
+                    .where(t.name == name, t.digest == digest)
+                    .values(recorded_at=now())
+                )
 
     def known_trackrecord_files(self, names: Iterable[str]) -> set[tuple[str, str]]:
         """The (name, digest) pairs recorded for these names."""
@@ -45,16 +55,29 @@ class TrackRecordFiles(Store):
         return found
 
     def has_trackrecord_files(self) -> bool:
-        """Whether any data file was ever recorded (a database from before migration 0011 has none)."""
+        """Whether any data file was ever recorded, or the files found were adopted once (a database from
+        before migration 0011 has neither). Stays true however many records are forgotten: the first
+        check marks it (:data:`CHECKED`), so an emptied folder never opens adoption again."""
+        t = trackrecord_files.c
         with self._read() as connection:
-            return connection.execute(sa.select(trackrecord_files.c.name).limit(1)).first() is not None
+            marked = connection.execute(sa.select(t.name).where(t.name == CHECKED)).first() is not None
+            if marked:
+                return True
+            any_file = connection.execute(sa.select(t.name).limit(1)).first() is not None
+        if any_file:
+            self.mark_trackrecord_checked()
+        return any_file
+
+    def mark_trackrecord_checked(self) -> None:
+        """Mark that the files were checked (adopted, or recorded as written): never adopted again."""
+        self.record_trackrecord_file(CHECKED, "", 0)
 
     def forget_trackrecord_files(
         self, present: Iterable[str], older_than: timedelta = timedelta(days=1)
     ) -> int:
         """Forget the records, older than ``older_than``, of names no longer ``present``: files a
         compaction merged or a pass set aside. A record younger than that may be a file being written."""
-        keep = set(present)
+        keep = set(present) | {CHECKED}
         t = trackrecord_files.c
         with self._read() as connection:
             old = connection.execute(

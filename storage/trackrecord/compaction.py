@@ -27,12 +27,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import known
 from .filing import recording, set_aside_one
 from .inventory import take_inventory
 from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, Layout, file_name
@@ -40,6 +41,9 @@ from .row import COLUMNS, SCHEMA
 from .schema_file import ensure_schema_file
 from .views import COPY_ORDER, GROUP, LATEST_ORDER, ensure_views, parquet_source, session
 from .writing import COMPRESSION, ROW_GROUP_ROWS, Recorder, fsync_folder, write_named
+
+if TYPE_CHECKING:
+    from storage.state import StateDB
 
 ORDER = f"{GROUP}, recorded_at, run_id"
 BATCH_ROWS = 1 << 17
@@ -66,21 +70,24 @@ def compact(
     *,
     older_files_limit: int = 16,
     temporary_age_s: float = 3600.0,
-    record: Recorder | None = None,
+    db: StateDB | None = None,
 ) -> Compacted:
     """Merge the ``b-`` and ``h-`` files into one ``h-`` and one ``o-`` file; merge small ``o-`` files
-    once there are more than ``older_files_limit``; remove temporary files older than an hour. ``record``
-    (the state database's ``record_trackrecord_file``) records each output before it takes its name."""
+    once there are more than ``older_files_limit``; remove temporary files older than an hour. With the
+    state database ``db`` (as the maintenance pass compacts), only the files it knows are merged
+    (``known``: the others stay where they are, in ``left_out``, for the pass to set aside) and each
+    output is recorded before it takes its name."""
     layout = Layout(home)
     if layout.store is not None:
-        return _compact_shared(layout, older_files_limit, record)
+        return _compact_shared(layout, older_files_limit, db)
     if not layout.folder.is_dir():
         return Compacted(skipped="nothing filed")
     ensure_schema_file(layout)
     removed = _remove_stale_temporary(layout, temporary_age_s)
     inventory = take_inventory(layout)
-    inputs = inventory.readable(BATCH, HEAD)
-    writing = _local_writing(layout, record)
+    unknown = _unknown(db, layout, inventory)
+    inputs = [p for p in inventory.readable(BATCH, HEAD) if p.name not in unknown]
+    writing = _local_writing(layout, None if db is None else db.record_trackrecord_file)
     merged = heads = older = 0
     skipped = None
     con = session(duckdb.connect())
@@ -94,7 +101,11 @@ def compact(
             )
         else:
             skipped = "no batch files"
-        small = [p for p in inventory.readable(OLDER) if inventory.entry(p).size < OLDER_FILE_BYTES]
+        small = [
+            p
+            for p in inventory.readable(OLDER)
+            if inventory.entry(p).size < OLDER_FILE_BYTES and p.name not in unknown
+        ]
         merged_older = 0
         if len(small) > older_files_limit:
             with contextlib.suppress(duckdb.IOException):
@@ -103,8 +114,13 @@ def compact(
     finally:
         con.close()
     ensure_views(layout)  # which warns of each file left out
-    left_out = tuple(p for p, _ in inventory.left_out)
+    left_out = tuple(p for p, _ in inventory.left_out) + tuple(layout.folder / n for n in sorted(unknown))
     return Compacted(merged, heads, older, merged_older, removed, skipped, left_out)
+
+
+def _unknown(db: StateDB | None, layout: Layout, inventory) -> set[str]:
+    """The names of the readable data files the state database does not know (none without one)."""
+    return set() if db is None else {name for name, _ in known.unknown_files(db, layout, inventory)}
 
 
 def _merge_heads(con: duckdb.DuckDBPyConnection, inputs: list, writing: Writing) -> tuple[int, int]:
@@ -243,7 +259,7 @@ def _local_writing(layout: Layout, record: Recorder | None) -> Writing:
     return Writing(layout.schema_file, place, remove)
 
 
-def _compact_shared(layout: Layout, older_files_limit: int, record: Recorder | None) -> Compacted:
+def _compact_shared(layout: Layout, older_files_limit: int, given: StateDB | None) -> Compacted:
     """:func:`compact` in object storage (``shared``), claimed in the state database first: a machine
     that finds the claim held by another (whose claim has not lapsed) merges nothing."""
     from storage.state import connect
@@ -251,31 +267,34 @@ def _compact_shared(layout: Layout, older_files_limit: int, record: Recorder | N
 
     from . import shared
 
-    store = layout.store
     owner = owner_token()
-    with connect(home=layout.home) as db:
+    with contextlib.ExitStack() as stack:
+        db = given if given is not None else stack.enter_context(connect(home=layout.home))
         if not db.claim(shared.COMPACTION_CLAIM, owner, CLAIM_SECONDS):
             return Compacted(skipped="another machine is compacting (claimed in the state database)")
         try:
             return _compact_claimed(
-                store,
+                layout,
                 older_files_limit,
                 lambda: db.claim(shared.COMPACTION_CLAIM, owner, CLAIM_SECONDS),
-                record,
+                given,
             )
         finally:
             db.release_claim(shared.COMPACTION_CLAIM, owner)
 
 
 def _compact_claimed(
-    store, older_files_limit: int, renew: Callable[[], bool], record: Recorder | None
+    layout: Layout, older_files_limit: int, renew: Callable[[], bool], db: StateDB | None
 ) -> Compacted:
     from . import shared
 
+    store = layout.store
     shared.ensure_schema(store)
     inventory = shared.reading(store)
+    record = None if db is None else db.record_trackrecord_file
     writing = Writing(inventory.schema_file, shared.placer(store, record), shared.remover(store))
-    inputs = inventory.readable(BATCH, HEAD)
+    unknown = _unknown(db, layout, inventory)
+    inputs = [a for a in inventory.readable(BATCH, HEAD) if a.rsplit("/", 1)[-1] not in unknown]
     merged = heads = older = 0
     skipped = None
     con = session(duckdb.connect())
@@ -290,7 +309,11 @@ def _compact_claimed(
             )
         else:
             skipped = "no batch files"
-        small = [a for a in inventory.readable(OLDER) if inventory.size(a) < OLDER_FILE_BYTES]
+        small = [
+            a
+            for a in inventory.readable(OLDER)
+            if inventory.size(a) < OLDER_FILE_BYTES and a.rsplit("/", 1)[-1] not in unknown
+        ]
         merged_older = 0
         if len(small) > older_files_limit and renew():
             with contextlib.suppress(duckdb.IOException):
@@ -298,7 +321,8 @@ def _compact_claimed(
                 merged_older = len(small)
     finally:
         con.close()
-    left_out = tuple(a for a, _ in inventory.left_out)
+    aside = tuple(store.address(shared.key(n)) for n in sorted(unknown))
+    left_out = tuple(a for a, _ in inventory.left_out) + aside
     return Compacted(merged, heads, older, merged_older, 0, skipped, left_out)
 
 

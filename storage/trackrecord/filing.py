@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .inventory import FileEntry, Inventory, remember, set_aside
-from .layout import BATCH, LEFT_OUT, Layout
+from .inventory import FileEntry, Inventory, aside_folder, remember, set_aside
+from .layout import BATCH, Layout
 from .row import TrackRecordRow, conform, to_table
 from .schema_file import ensure_schema_file
 from .writing import BATCH_COMPRESSION, SORT_KEYS, Recorder, digest_file, write_parquet, write_whole
@@ -113,8 +113,7 @@ def set_aside_one(path: Path, problem: str) -> None:
     entry = FileEntry(path.name, st.st_size, st.st_mtime_ns, problem)
     set_aside(Inventory(path.parent, path.parent / "unused", (entry,)))
     if path.is_symlink() or path.exists():
-        (path.parent / LEFT_OUT).mkdir(exist_ok=True)
-        os.rename(path, path.parent / LEFT_OUT / path.name)  # raises what kept set_aside from it
+        os.rename(path, aside_folder(path.parent) / path.name)  # raises what kept set_aside from it
 
 
 def one_copy_per_run(table: pa.Table) -> pa.Table:

@@ -231,14 +231,13 @@ def set_aside(inventory: Inventory) -> Inventory:
     saying where it went. A file that cannot be moved (a home qsolve may not write) stays, as it was."""
     if not inventory.left_out:
         return inventory
-    aside = inventory.folder / LEFT_OUT
     entries = []
     for e in inventory.entries:
         if e.problem is None:
             entries.append(e)
             continue
         try:
-            aside.mkdir(exist_ok=True)
+            aside = aside_folder(inventory.folder)
             target = aside / e.name
             n = 0
             while target.exists() or target.is_symlink():
@@ -255,6 +254,22 @@ def set_aside(inventory: Inventory) -> Inventory:
         moved = f"{e.problem}; moved to {target.relative_to(inventory.folder.parent)}"
         entries.append(FileEntry(e.name, e.size, e.mtime_ns, moved))
     return Inventory(inventory.folder, inventory.schema_file, tuple(entries))
+
+
+def aside_folder(folder: Path) -> Path:
+    """``folder/left-out/``, made where absent. Anything else under that name (a file, a symlink, which
+    would else stop every set-aside or send files elsewhere) is first moved out of the way, to
+    ``left-out.not-a-folder`` (the views read no such name)."""
+    aside = folder / LEFT_OUT
+    if aside.is_symlink() or (aside.exists() and not aside.is_dir()):
+        n, target = 0, folder / f"{LEFT_OUT}.not-a-folder"
+        while target.exists() or target.is_symlink():
+            n += 1
+            target = folder / f"{LEFT_OUT}.not-a-folder.{n}"
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(aside, target)
+    aside.mkdir(exist_ok=True)
+    return aside
 
 
 def warn_left_out(left_out: list[tuple[Path | str, str]], stacklevel: int) -> None:

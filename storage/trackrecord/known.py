@@ -11,7 +11,7 @@ it stood for again (``storage.maintenance``), and its report names it.
 
 A database that has recorded no file yet (one from before migration 0011) adopts the files it finds
 once: those whose run ids are their name's, all of them runs it marked filed, are recorded; the others
-are set aside.
+are set aside. Once only: the first check is marked, so a folder emptied later never reopens it.
 
 Digests are kept per process by what would change with the bytes: a local file's size, times and inode
 (its change time moves with any write, and no program sets it back), an object's ETag.
@@ -34,7 +34,10 @@ NOT_FILED = "holds runs the state database never filed"
 _objects: dict[tuple, str] = {}  # an object's digest, by its store, name, size and ETag
 
 
-def _digest_object(layout: Layout, name: str) -> str:
+def _digest(layout: Layout, name: str) -> str:
+    """BLAKE3 of a data file's bytes (kept per process: module docstring)."""
+    if layout.store is None:
+        return digest_file(layout.folder / name)
     store = layout.store
     listed = store.head(shared.key(name))
     cache = (store.url, name, listed.size, listed.version)
@@ -50,14 +53,13 @@ def unknown_files(db, layout: Layout, inventory) -> list[tuple[str, str]]:
     docstring)."""
     names = [str(p).rsplit("/", 1)[-1] for p in inventory.readable()]
     if not names:
+        if not db.has_trackrecord_files():
+            db.mark_trackrecord_checked()  # nothing to adopt: nor will there ever be
         return []
     digests: dict[str, str] = {}
     for name in names:
         try:
-            if layout.store is not None:
-                digests[name] = _digest_object(layout, name)
-            else:
-                digests[name] = digest_file(layout.folder / name)
+            digests[name] = _digest(layout, name)
         except FileNotFoundError:  # compacted meanwhile: not there
             continue
     if not db.has_trackrecord_files():
@@ -79,7 +81,16 @@ def _adopt(db, layout: Layout, digests: dict[str, str]) -> list[tuple[str, str]]
             refused.append((name, NOT_FILED))
         else:
             db.record_trackrecord_file(name, digest, len(ids))
+    db.mark_trackrecord_checked()
     return refused
+
+
+def _known_now(db, layout: Layout, name: str) -> bool:
+    try:
+        digest = _digest(layout, name)
+    except FileNotFoundError:
+        return True  # gone: nothing to set aside
+    return (name, digest) in db.known_trackrecord_files([name])
 
 
 def _run_ids(layout: Layout, name: str) -> list[str] | None:
@@ -88,10 +99,14 @@ def _run_ids(layout: Layout, name: str) -> list[str] | None:
     return filing.file_run_ids(layout.folder / name)
 
 
-def set_aside(layout: Layout, found: list[tuple[str, str]]) -> list[str]:
-    """Move each of these files into ``left-out/``; returns a line for each, naming it and why."""
+def set_aside(db, layout: Layout, found: list[tuple[str, str]]) -> list[str]:
+    """Move each of these files into ``left-out/``; returns a line for each, naming it and why. Each
+    unknown one is looked at again first: another pass may meanwhile have set it aside and filed its
+    runs again under the same name, a file the database knows."""
     said = []
     for name, problem in found:
+        if problem == UNKNOWN and _known_now(db, layout, name):
+            continue
         if layout.store is not None:
             shared.set_aside_one(layout.store, name)
             where = layout.store.address(shared.key(name))

@@ -54,7 +54,7 @@ def main(action: str, *args: str) -> None:
                 maintenance.file_ended_runs(db, home)
         elif action == "compact-loop":
             for _ in range(int(args[0])):
-                compact(home, record=db.record_trackrecord_file)
+                compact(home, db=db)
         else:
             raise SystemExit(f"unknown action {action}")
 

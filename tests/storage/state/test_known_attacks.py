@@ -1,6 +1,8 @@
 """An independent tester's attacks on the known files (issue 24, item 3; ``trackrecord.known``): an
 operator, and an attacker who may write the track record's folder or bucket but not the state database.
-Findings are ``xfail(strict=True)``; what held is a plain test."""
+The seven findings (compaction merging unknown files, in a folder and a bucket; an emptied folder or
+bucket reopening adoption; a file named ``left-out``; two passes at once; an old record forgotten while
+the same batch is filed again) were strict xfails, and hold since."""
 
 from __future__ import annotations
 
@@ -70,12 +72,6 @@ def quiet(f, *args):
 # -- findings ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compaction merges data files the state database does not know: a forged batch present when a "
-    "compaction runs (the pass's step 5, `compact_track_record`, or a rebuild's) is laundered into a "
-    "recorded h- file, and every later pass keeps its forged values",
-)
 def test_a_forged_batch_is_not_laundered_by_a_compaction(db, version, tmp_path):
     home = tmp_path / "home"
     ids = two_batches(db, version, home)
@@ -85,16 +81,9 @@ def test_a_forged_batch_is_not_laundered_by_a_compaction(db, version, tmp_path):
     a_pass(db, home)
     a_pass(db, home)
     assert run_ids(home) == ids
-    assert failed_rows(home) == 1  # today 0: the h- file holding the forgery is recorded, so known
+    assert failed_rows(home) == 1  # was 0: the h- file holding the forgery recorded, so known
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="records are forgotten once their files are gone a day: a pass that finds the folder emptied "
-    "forgets every record, and a forged file of all the filed runs planted after its listing makes them "
-    "count as present, so nothing is filed again and nothing recorded: the database is back to 'no file "
-    "recorded' and the next pass adopts the forged file (right name, runs all filed), its values kept",
-)
 def test_emptying_the_folder_does_not_reopen_adoption(db, version, tmp_path, monkeypatch):
     home = tmp_path / "home"
     ids = two_batches(db, version, home)
@@ -114,17 +103,12 @@ def test_emptying_the_folder_does_not_reopen_adoption(db, version, tmp_path, mon
     monkeypatch.setattr(db, "filed_run_ids", planting)
     quiet(maintenance.refile_lost_runs, db, home)
     monkeypatch.undo()
-    recorded = db.has_trackrecord_files()  # today False: every record forgotten, none made
-    refiled = a_pass(db, home)  # today: adopts the forged file (right name, runs all filed)
+    recorded = db.has_trackrecord_files()  # was False: every record forgotten, none made
+    refiled = a_pass(db, home)  # was: adopted the forged file (right name, runs all filed)
     assert run_ids(home) == ids
     assert (recorded, refiled.set_aside, failed_rows(home)) == (True, [f"{target}: {known.UNKNOWN}"], 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a plain file named trackrecord/left-out makes every pass that finds an unknown file raise "
-    "FileExistsError (no clear line, nothing set aside): the forged values stay in the track record",
-)
 def test_a_file_named_left_out_does_not_keep_a_forgery_in_place(db, version, tmp_path):
     home = tmp_path / "home"
     ids = two_batches(db, version, home)
@@ -138,12 +122,6 @@ def test_a_file_named_left_out_does_not_keep_a_forgery_in_place(db, version, tmp
     assert failed_rows(home) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a pass sets aside what it found unknown without looking again: when another pass has meanwhile "
-    "set the forgery aside and filed the runs again, this one moves the good, recorded file away and "
-    "reports it as 'not a file qsolve wrote'",
-)
 def test_two_passes_do_not_set_aside_the_good_file_one_of_them_wrote(db, version, tmp_path):
     home = tmp_path / "home"
     two_batches(db, version, home)
@@ -154,8 +132,8 @@ def test_two_passes_do_not_set_aside_the_good_file_one_of_them_wrote(db, version
     assert found == [(batch.name, known.UNKNOWN)]
     quiet(maintenance.refile_lost_runs, db, home)  # pass A, whole: the good batch filed again
     good = batch.read_bytes()
-    said = known.set_aside(layout, found)  # pass B goes on
-    assert said == []  # today: the good batch is set aside, reported as not qsolve's
+    said = known.set_aside(db, layout, found)  # pass B goes on
+    assert said == []  # was: the good batch set aside, reported as not qsolve's
     assert batch.read_bytes() == good
 
 
@@ -323,13 +301,6 @@ def test_in_a_bucket_an_object_replaced_by_one_of_the_same_size_is_set_aside(db,
     assert failed_rows(home) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="recording a file already recorded keeps the old record's time: a batch filed again under a "
-    "name recorded over a day ago (its first file compacted away) can have that record forgotten by a "
-    "pass that listed the folder just before the link, and the next pass sets qsolve's own batch aside "
-    "as 'not a file qsolve wrote'",
-)
 def test_a_batch_filed_again_under_an_old_name_is_not_forgotten_by_a_pass_at_once(db, version, tmp_path):
     home = tmp_path / "home"
     ids = ended(db, version, 4)
@@ -357,11 +328,6 @@ def test_a_batch_filed_again_under_an_old_name_is_not_forgotten_by_a_pass_at_onc
     assert run_ids(home) == sorted(ids)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="in a bucket too, compaction merges objects the state database does not know: a forged batch "
-    "present at a compaction is laundered into a recorded h- object",
-)
 def test_in_a_bucket_a_forged_batch_is_not_laundered_by_a_compaction(db, version, tmp_path, bucket):
     home = tmp_path / "home"
     ended(db, version, 5)  # case-04 crashed
@@ -412,12 +378,6 @@ def test_a_batch_filed_again_under_an_old_name_is_known_when_no_pass_forgets_mea
     assert run_ids(home) == sorted(ids)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the same in a bucket: every record forgotten with the objects gone and the planted object's "
-    "runs counting as present, the database is back to 'no file recorded' (adoption open again; here the "
-    "next pass still ends with the database's values, for reasons this test did not pin down)",
-)
 def test_in_a_bucket_emptying_it_does_not_reopen_adoption(db, version, tmp_path, bucket, monkeypatch):
     home = tmp_path / "home"
     ids = ended(db, version, 5)  # case-04 crashed
@@ -440,10 +400,11 @@ def test_in_a_bucket_emptying_it_does_not_reopen_adoption(db, version, tmp_path,
         store.create(target, parquet_bytes(forged.sort_by(SORT_KEYS), BATCH_COMPRESSION))
         return filed_run_ids()
 
-    monkeypatch.setattr(db, "filed_run_ids", planting)
-    quiet(maintenance.refile_lost_runs, db, home)
-    monkeypatch.undo()
-    assert db.has_trackrecord_files()  # today False: every record forgotten, none made
+    with pytest.MonkeyPatch.context() as patch:  # not monkeypatch.undo(): that undoes the bucket's too
+        patch.setattr(db, "filed_run_ids", planting)
+        quiet(maintenance.refile_lost_runs, db, home)
+    assert db.has_trackrecord_files()  # was False: every record forgotten, none made
+    assert Layout(home).store is not None
     refiled = a_pass(db, home)
     assert refiled.set_aside == [f"{store.address(target)}: {known.UNKNOWN}"]
     assert run_ids(home) == sorted(ids) and failed_rows(home) == 1

@@ -34,7 +34,7 @@ with connect(sys.argv[2], home=home) as db:
         else:
             maintenance.refile_lost_runs(db, home)
             maintenance.file_ended_runs(db, home)
-            compact(home, record=db.record_trackrecord_file)
+            compact(home, db=db)
 """
 
 

@@ -56,7 +56,7 @@ def filed_home(db: StateDB, version: Version, home: Path) -> list[str]:
     """12 runs filed: 8 compacted into an h- file, then 4 in a b- file."""
     first = ended(db, version, 8)
     maintenance.file_ended_runs(db, home)
-    compact(home, record=db.record_trackrecord_file)
+    compact(home, db=db)
     second = ended(db, version, 4, start=8)
     maintenance.file_ended_runs(db, home)
     assert db.count_unfiled() == 0

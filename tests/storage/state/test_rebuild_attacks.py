@@ -44,7 +44,7 @@ def a_pass(db, home: Path) -> None:
         warnings.simplefilter("ignore")
         maintenance.refile_lost_runs(db, home)
         maintenance.file_ended_runs(db, home)
-        compact(home, record=db.record_trackrecord_file)
+        compact(home, db=db)
 
 
 def test_a_batch_replaced_by_another_valid_file_of_other_rows_is_filed_again(db, version, tmp_path):
@@ -210,11 +210,11 @@ def test_a_directory_named_like_a_batch_and_a_glob_character_are_set_aside(db, v
 def test_a_rebuild_racing_a_compaction_loses_no_row(db, version, tmp_path, monkeypatch):
     home = tmp_path / "home"
     ids = filed_home(db, version, home)
-    compact(home, record=db.record_trackrecord_file)  # one h- file holds every run
+    compact(home, db=db)  # one h- file holds every run
 
     def meanwhile(name: str) -> None:
         if name == "trackrecord.rebuilt":  # another process's maintenance pass compacts here
-            compact(home, record=db.record_trackrecord_file)
+            compact(home, db=db)
 
     monkeypatch.setattr(maintenance, "failpoint", meanwhile)
     maintenance.rebuild_track_record(db, home)

@@ -221,7 +221,7 @@ def test_an_older_file_replaced_by_a_copy_of_another_of_as_many_rows_is_filed_ag
             db.finish_run(run.id, "finished", result=done)
             made.append(run.id)
         maintenance.file_ended_runs(db, home)
-        compact(home, record=db.record_trackrecord_file)
+        compact(home, db=db)
         runs += made
     olders = layout.files("o")
     assert len(olders) >= 2, [p.name for p in layout.files()]
