@@ -492,6 +492,5 @@ trackrecord_files = sa.Table(
     metadata,
     sa.Column("name", sa.String(100), primary_key=True),  # b-, h- or o-<digest of its run ids>.parquet
     sa.Column("digest", sa.String(64), primary_key=True),  # BLAKE3 of the file's bytes, 64 hex digits
-    sa.Column("rows", sa.BigInteger, nullable=False),
     sa.Column("recorded_at", UTCDateTime, nullable=False),
 )

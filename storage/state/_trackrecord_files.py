@@ -1,7 +1,7 @@
 """The track record's data files as the state database knows them (issue 24, item 3; migration 0011).
 
-Whoever writes a data file (a filing's batch, a compaction's heads and older rows) records its name, the
-BLAKE3 of its bytes and its row count here before the file takes its name, so a file the database does
+Whoever writes a data file (a filing's batch, a compaction's heads and older rows) records its name and
+the BLAKE3 of its bytes here before the file takes its name, so a file the database does
 not know is never one qsolve wrote: the maintenance pass sets it aside and files its runs again
 (``storage.maintenance``). Two writers of the same name may write other bytes (a batch filed twice at
 once): each pair is kept, and a file holding either is known. Records of files long gone are forgotten.
@@ -25,7 +25,7 @@ CHECKED = ".checked"
 
 
 class TrackRecordFiles(Store):
-    def record_trackrecord_file(self, name: str, digest: str, rows: int) -> None:
+    def record_trackrecord_file(self, name: str, digest: str) -> None:
         """Record a data file about to take ``name``, by the BLAKE3 (hex) of its bytes. Recorded already
         (the same batch filed again, or at once elsewhere): its time is brought forward, so that a pass
         forgetting old records meanwhile keeps it."""
@@ -33,7 +33,7 @@ class TrackRecordFiles(Store):
         try:
             with self._write() as connection:
                 connection.execute(
-                    trackrecord_files.insert().values(name=name, digest=digest, rows=rows, recorded_at=now())
+                    trackrecord_files.insert().values(name=name, digest=digest, recorded_at=now())
                 )
         except IntegrityError:
             with self._write() as connection:
@@ -70,7 +70,7 @@ class TrackRecordFiles(Store):
 
     def mark_trackrecord_checked(self) -> None:
         """Mark that the files were checked (adopted, or recorded as written): never adopted again."""
-        self.record_trackrecord_file(CHECKED, "", 0)
+        self.record_trackrecord_file(CHECKED, "")
 
     def forget_trackrecord_files(
         self, present: Iterable[str], older_than: timedelta = timedelta(days=1)

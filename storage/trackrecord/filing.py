@@ -25,6 +25,9 @@ from .row import TrackRecordRow, conform, to_table
 from .schema_file import ensure_schema_file
 from .writing import BATCH_COMPRESSION, SORT_KEYS, Recorder, digest_file, write_parquet, write_whole
 
+#: why a file under a batch's name that holds other runs is set aside
+MISNAMED = "holds other runs than its name says"
+
 
 @dataclass(frozen=True)
 class Filed:
@@ -63,7 +66,7 @@ def file_table(table: pa.Table, home: Path | str | None = None, record: Recorder
     path = layout.data_file(BATCH, run_ids)
     new = False
     if path.exists() and not holds_runs(path, run_ids):
-        set_aside_one(path, "holds other runs than its name says")
+        set_aside_one(path, MISNAMED)
     if not path.exists():
         table = table.sort_by(SORT_KEYS)
         new = write_whole(
@@ -97,7 +100,7 @@ def recording(record: Recorder) -> Callable[[Path, Path], None]:
     """What records a file written under a temporary name before it takes ``path``'s name."""
 
     def before_link(tmp: Path, path: Path) -> None:
-        record(path.name, digest_file(tmp), pq.read_metadata(tmp).num_rows)
+        record(path.name, digest_file(tmp))
 
     return before_link
 

@@ -28,7 +28,7 @@ UNKNOWN = (
     "not a file qsolve wrote: the state database records no file of this name and content "
     "(its runs are filed again from the state database)"
 )
-MISNAMED = "holds other runs than its name says"
+MISNAMED = filing.MISNAMED
 NOT_FILED = "holds runs the state database never filed"
 
 _objects: dict[tuple, str] = {}  # an object's digest, by its store, name, size and ETag
@@ -80,7 +80,7 @@ def _adopt(db, layout: Layout, digests: dict[str, str]) -> list[tuple[str, str]]
         elif not filed.issuperset(ids):
             refused.append((name, NOT_FILED))
         else:
-            db.record_trackrecord_file(name, digest, len(ids))
+            db.record_trackrecord_file(name, digest)
     db.mark_trackrecord_checked()
     return refused
 

@@ -246,7 +246,7 @@ def file_table(store: ObjectStore, table: pa.Table, record: Recorder | None = No
     name = file_name(BATCH, run_ids)
     data = parquet_bytes(table.sort_by(SORT_KEYS), BATCH_COMPRESSION)
     if record is not None:
-        record(name, digest_bytes(data), table.num_rows)
+        record(name, digest_bytes(data))
     new = store.create(key(name), data, durable=False)
     if not new and not _holds(store, name, run_ids):
         set_aside_one(store, name)
@@ -318,7 +318,7 @@ def placer(
         if found is None:
             return None, False
         if record is not None:
-            record(found, digest_bytes(out.getvalue()), pq.read_metadata(io.BytesIO(out.getvalue())).num_rows)
+            record(found, digest_bytes(out.getvalue()))
         made = store.create(key(found), out.getvalue())
         return store.address(key(found)), made
 

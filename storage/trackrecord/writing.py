@@ -41,8 +41,8 @@ SORT_KEYS = [
 ]
 
 
-#: records a data file about to take its name: (name, BLAKE3 hex of its bytes, its rows)
-Recorder = Callable[[str, str, int], None]
+#: records a data file about to take its name: (name, BLAKE3 hex of its bytes)
+Recorder = Callable[[str, str], None]
 
 
 def digest_bytes(data: bytes) -> str:

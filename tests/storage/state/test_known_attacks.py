@@ -6,11 +6,13 @@ the same batch is filed again) were strict xfails, and hold since."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
 import threading
 import warnings
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -258,29 +260,40 @@ def test_two_passes_at_once_leave_each_row_once_and_the_forgery_out(db, version,
     assert run_ids(home) == ids and analyst_ids(home) == ids and failed_rows(home) == 1
 
 
-def test_a_filing_in_another_thread_during_passes_loses_no_row(db, version, tmp_path):
-    home = tmp_path / "home"
-    ids = two_batches(db, version, home)
-    more = ended(db, version, 6, start=8)
+@contextlib.contextmanager
+def passes_meanwhile(one_pass: Callable[[], maintenance.Refiled]) -> Iterator[list[str]]:
+    """Passes run in another thread, one after another, while the block runs; yields the lines of every
+    file they set aside. A pass's error is raised once the block ends."""
     stop = threading.Event()
     errors: list[BaseException] = []
+    said: list[str] = []
 
-    def passes():
+    def passes() -> None:
         try:
             while not stop.is_set():
-                assert a_pass(db, home).set_aside == []
-        except BaseException as e:  # noqa: BLE001
+                said.extend(one_pass().set_aside)
+        except BaseException as e:  # noqa: BLE001 - raised in the test's thread below
             errors.append(e)
 
     t = threading.Thread(target=passes)
     t.start()
     try:
-        for run in db.runs_by_id(more):
-            maintenance.file_runs(db, [run], home)
+        yield said
     finally:
         stop.set()
         t.join()
-    assert not errors
+    if errors:
+        raise errors[0]
+
+
+def test_a_filing_in_another_thread_during_passes_loses_no_row(db, version, tmp_path):
+    home = tmp_path / "home"
+    ids = two_batches(db, version, home)
+    more = ended(db, version, 6, start=8)
+    with passes_meanwhile(lambda: a_pass(db, home)) as said:
+        for run in db.runs_by_id(more):
+            maintenance.file_runs(db, [run], home)
+    assert said == []
     a_pass(db, home)
     assert run_ids(home) == sorted(ids + more) and failed_rows(home) == 2
 
@@ -313,8 +326,8 @@ def test_a_batch_filed_again_under_an_old_name_is_not_forgotten_by_a_pass_at_onc
     listed = [p.name for p in Layout(home).files()]  # a pass elsewhere lists the folder now
     record = db.record_trackrecord_file
 
-    def recording_then_a_pass_forgets(name, digest, rows):
-        record(name, digest, rows)
+    def recording_then_a_pass_forgets(name, digest):
+        record(name, digest)
         db.forget_trackrecord_files(listed)  # that pass's forgetting, before the batch takes its name
 
     from storage.trackrecord.filing import file_rows
@@ -417,30 +430,14 @@ def test_a_pass_racing_compactions_or_a_rebuild_sets_nothing_aside_and_loses_no_
     home = tmp_path / "home"
     ids = two_batches(db, version, home)
     more = ended(db, version, 4, start=8)
-    stop = threading.Event()
-    errors: list[BaseException] = []
-    said: list[str] = []
-
-    def passes():
-        try:
-            while not stop.is_set():
-                said.extend(quiet(maintenance.refile_lost_runs, db, home).set_aside)
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
-
-    t = threading.Thread(target=passes)
-    t.start()
-    try:
+    with passes_meanwhile(lambda: quiet(maintenance.refile_lost_runs, db, home)) as said:
         for run in db.runs_by_id(more):
             maintenance.file_runs(db, [run], home)
             if other == "compaction":
                 quiet(maintenance.compact_track_record, db, home)
             else:
                 quiet(maintenance.rebuild_track_record, db, home)
-    finally:
-        stop.set()
-        t.join()
-    assert not errors and said == []
+    assert said == []
     a_pass(db, home)
     assert run_ids(home) == sorted(ids + more) and analyst_ids(home) == sorted(ids + more)
     assert failed_rows(home) == 2  # case-04 and case-09

@@ -23,7 +23,6 @@ def upgrade() -> None:
         "trackrecord_files",
         sa.Column("name", sa.String(100), nullable=False),
         sa.Column("digest", sa.String(64), nullable=False),
-        sa.Column("rows", sa.BigInteger, nullable=False),
         sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("name", "digest", name="pk_trackrecord_files"),
     )
