@@ -10,6 +10,8 @@ estimates/   each program compiled to the device (:func:`~qsolve.providers.compi
              estimated: each answer one of §5.2's three forms (``unsupported``: the cost is its billing's);
 messages/    the vectors' messages sent as they are, each refused with its code: zero shots ``invalid``,
              a program in another basis ``refused``, a program without its gates ``invalid``, and
+             an angle out of range for every gate of every basis (§4: ``[m, k]`` with ``0 ≤ m < 2^k``,
+             ``k ≤ 32``; in ``prxrzxx`` an ``xx`` past ¼ of a turn and a ``prx`` past ½), and
              ``refused`` a gate on a place the device does not have, two qubits it does not couple, a
              resonator used out of turn or measured, one shot past ``max_shots`` (``n/a`` for a device
              with no such thing: no resonator, every pair coupled, no ``max_shots``);
@@ -29,8 +31,9 @@ charged/     each program's ``charged`` (§5.5) held to the estimate shown befor
              ``at_least``) and in its currency; after a job charged past it, no further job is sent
              without ``yes``;
 reference/   for the reference provider's own devices, each program's counts exactly the vectors';
-cancel/      each job it ran asked to cancel, the answer held to §5.6 (``done`` for a job that finished,
-             ``failed`` with its reason, ``unsupported`` from a provider whose describe says it cannot);
+cancel/      each job it ran asked to cancel, the answer held to §5.6 (:func:`read_cancel`: ``done`` for a job
+             that finished, ``failed`` with its reason, ``unsupported`` from a provider that cannot cancel,
+             whether its describe says ``cancels: false`` or nothing, §5.1; not from one that says true);
 credentials/not-echoed  last: no answer of the run quoted a credential (§3), neither the wrong one
              it was sent nor its own (the client takes it out of what it shows, and says it did).
 
@@ -77,6 +80,8 @@ NOT_FOR_THE_DEVICE = {
     "$unpaired-a": "the device couples every two of its qubits: no pair is missing",
     "$unpaired-b": "the device couples every two of its qubits: no pair is missing",
     "$too-many-shots": "its describe sets no max_shots",
+    "$pair-a": "the device couples no two of its qubits",
+    "$pair-b": "the device couples no two of its qubits",
 }
 
 Status = Literal["pass", "FAIL", "skip", "n/a"]
@@ -183,8 +188,8 @@ def probe_in_another_basis(vectors: dict[str, Any], description: Description) ->
 
 def device_fills(description: Description) -> dict[str, Any]:
     """The places and counts the device's own messages name: a place it does not have, two qubits it
-    does not couple, its first move's qubit and resonator, one shot past its ``max_shots`` (each only
-    where the device has one)."""
+    does not couple and two it does, its first move's qubit and resonator, one shot past its
+    ``max_shots`` (each only where the device has one)."""
     device = description.device()
     fills: dict[str, Any] = {"$no-qubit": device.qubits}
     qubits = device.computational_qubits
@@ -193,6 +198,11 @@ def device_fills(description: Description) -> dict[str, Any]:
     )
     if unpaired is not None:
         fills["$unpaired-a"], fills["$unpaired-b"] = unpaired
+    paired = next(
+        ((a, b) for i, a in enumerate(qubits) for b in qubits[i + 1 :] if device.connects(a, b)), None
+    )
+    if paired is not None:
+        fills["$pair-a"], fills["$pair-b"] = paired
     if device.moves:
         fills["$mover"], fills["$resonator"] = device.moves[0]
     if description.max_shots:
@@ -597,8 +607,9 @@ class Checker:
             if e.code == code:
                 return self.add(name, "pass", code)
             d = self.description
-            if e.code == vector.get("or_when_it_cannot_cancel") and d is not None and d.cancels is False:
-                return self.add(name, "pass", f"{e.code}: it cannot cancel (its describe says so)")
+            if e.code == vector.get("or_when_it_cannot_cancel") and d is not None and d.cancels is not True:
+                said = "its describe says so" if d.cancels is False else "its describe says nothing of it"
+                return self.add(name, "pass", f"{e.code}: it cannot cancel ({said})")
             return self.add(name, "FAIL", f"answered {e.code} ({e.message[:120]}), not {code}")
         except AnswerRefused as e:
             return self.add(name, "FAIL", f"the answer does not read ({e.reason}); {code} was due")
@@ -797,7 +808,7 @@ class Checker:
 
     def _cancels(self, programs: list[_Program]) -> None:
         d = self.description
-        cannot = d is not None and d.cancels is False
+        cancels = None if d is None else d.cancels
         for p in programs:
             if p.job is None:
                 continue
@@ -808,25 +819,41 @@ class Checker:
                 self.add(name, "skip", str(e))
                 continue
             except ProviderError as e:
-                if e.code == "unsupported" and cannot:
-                    self.add(name, "pass", "unsupported: the provider cannot cancel (its describe says so)")
-                elif e.code == "unsupported":
-                    self.add(
-                        name, "FAIL", "answered unsupported, and its describe does not say cancels false"
-                    )
-                else:
-                    self.add(name, "FAIL", str(e))
+                self.add(name, *read_cancel(p.ended, cancels, code=e.code or "", detail=str(e), job=p.job))
                 continue
-            ended = p.ended
-            if ended in ("done", "failed", "cancelled") and answer.status != ended:
-                self.add(
-                    name, "FAIL", f"job {p.job} had {ended}: cancel answered {answer.status}, not {ended}"
-                )
-            elif answer.status == "failed" and not answer.reason:
-                self.add(name, "FAIL", f"job {p.job}: cancel answered failed with no reason")
-            else:
-                how = {"done": "the job had finished", "failed": f"it had failed: {answer.reason}"}
-                self.add(name, "pass", f"{answer.status} ({how.get(answer.status, 'cancelled')})")
+            read = read_cancel(p.ended, cancels, status=answer.status, reason=answer.reason, job=p.job)
+            self.add(name, *read)
+
+
+def read_cancel(
+    ended: str | None,
+    cancels: bool | None,
+    *,
+    status: str | None = None,
+    reason: str | None = None,
+    code: str | None = None,
+    detail: str = "",
+    job: str = "the job",
+) -> tuple[Status, str]:
+    """A cancel's answer held to §5.6, for a job that had ``ended`` so (None or ``running``: not yet) on
+    a provider whose describe says ``cancels`` (None: nothing): ``cancelled``; ``done`` for a job that
+    had finished; ``failed`` with its reason for one that had failed; or ``unsupported`` from a provider
+    that cannot cancel, whether or not its describe says so (``cancels`` is optional, §5.1), but not
+    from one whose describe says it cancels. ``code`` is the error's code when the answer is one."""
+    if code is not None:
+        if code == "unsupported" and cancels is False:
+            return "pass", "unsupported: the provider cannot cancel (its describe says so)"
+        if code == "unsupported" and cancels is None:
+            return "pass", "unsupported: the provider cannot cancel (its describe does not say cancels)"
+        if code == "unsupported":
+            return "FAIL", "answered unsupported, and its describe says cancels true"
+        return "FAIL", detail or f"answered {code}"
+    if ended in ("done", "failed", "cancelled") and status != ended:
+        return "FAIL", f"job {job} had {ended}: cancel answered {status}, not {ended}"
+    if status == "failed" and not reason:
+        return "FAIL", f"job {job}: cancel answered failed with no reason"
+    how = {"done": "the job had finished", "failed": f"it had failed: {reason}"}
+    return "pass", f"{status} ({how.get(status or '', 'cancelled')})"
 
 
 def _tokens(value: Any) -> Iterator[str]:

@@ -22,6 +22,10 @@ Twists:
     charges              every result says it charged 1.00 EUR, while every estimate says free
     resonators           the reference's star device (a resonator at its centre), as it is; the
                          star device too for ``accepts "moves back"`` and ``accepts "never measured"``
+    lax-angle GATE:WORDS an estimate of a program whose one gate is GATE, refused invalid by the
+                         reference with a message holding WORDS, is answered free
+
+With BENT_BASIS set, the device runs that basis of §4 (default rzsxxcz).
 
 Credentialed twists read theirs from WAI_PROVIDER_CREDENTIAL, as the reference does. With BENT_LOG set,
 each message's op is appended to that file.
@@ -51,6 +55,7 @@ class Bent:
             connectivity="star" if star else "line",
             qubits=4,
             max_shots=1000,
+            basis=os.environ.get("BENT_BASIS") or "rzsxxcz",
         )
         self.reference = ReferenceProvider(options)
         self.requests: list[dict[str, Any]] = []
@@ -86,6 +91,8 @@ class Bent:
         if op == "describe" and self.twist == "cannot-cancel":
             answer["cancels"] = False
         refused = answer.get("ok") is False and str(self.arg) in str(answer["error"]["message"])
+        if self.twist == "lax-angle" and op == "estimate" and self._lax_angle(message, answer):
+            return ok(free=True)
         if self.twist == "accepts" and refused and op == "estimate":
             return ok(free=True)
         if op == "result" and answer.get("ok"):
@@ -98,6 +105,18 @@ class Bent:
             elif self.twist == "charges":
                 answer["charged"] = {"amount": "1.00", "currency": "EUR"}
         return answer
+
+
+    def _lax_angle(self, message: dict[str, Any], answer: dict[str, Any]) -> bool:
+        """The reference refused, invalid, a program whose one gate is GATE, with WORDS in its message."""
+        gate, _, words = str(self.arg).partition(":")
+        if answer.get("ok") is not False or answer["error"]["code"] != "invalid":
+            return False
+        program = message.get("program")
+        gates = program.get("gates") if isinstance(program, dict) else None
+        if not (isinstance(gates, list) and len(gates) == 1 and isinstance(gates[0], dict)):
+            return False
+        return gates[0].get("gate") == gate and words in answer["error"]["message"]
 
 
 def serve_stdio(bent: Bent) -> None:
