@@ -37,6 +37,7 @@ def evaluation_flow(
     with_examples: bool = False,
     knowledge_draft_id: str | None = None,
     question: str | None = None,
+    max_figures: int = 1,
 ) -> dict[str, Any] | State:
     """Execute evaluation run ``run_id``, or request one from the selection and execute it (``question``:
     the optional question, one more point for the significance question). A run cancelled meanwhile
@@ -48,6 +49,7 @@ def evaluation_flow(
             request = RunRequest(
                 task=task, chip=chip, day=day, task_ids=task_ids, model=model,
                 with_examples=with_examples, knowledge_draft_id=knowledge_draft_id, question=question,
+                max_figures=max_figures,
             )  # fmt: skip
             run_id = request_run(store.db, store, request, home=home).id
             logger.info("evaluation run %s requested", run_id)

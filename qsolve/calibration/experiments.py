@@ -83,6 +83,22 @@ def parse_chip(chip: str) -> tuple[str, float]:
     return m.group(1), float(m.group(2) or 1.0)
 
 
+def chip_entities(chip: str) -> tuple[list[str], list[str]]:
+    """The qids of a ``fake:`` chip's qubits (``Q00`` …) and of its couplings (``Q03-Q04``, each pair
+    once, the lower qubit first), in order; ``([], [])`` for a chip this cannot name (an imported one)."""
+    from qsolve.targets import UnknownTarget
+    from qsolve.targets.devices import device
+
+    try:
+        name, _ = parse_chip(chip)
+        target = device(name).target
+    except (UnknownChip, UnknownTarget):
+        return [], []
+    qubits = [qid_of(i) for i in range(target.num_qubits)]
+    pairs = sorted({(min(a, b), max(a, b)) for a, b in target.build_coupling_map().get_edges() if a != b})
+    return qubits, [qid_of(a, b) for a, b in pairs]
+
+
 def open_qubit(chip: str, index: int) -> Qubit:
     from qsolve.targets import UnknownTarget
     from qsolve.targets.devices import device

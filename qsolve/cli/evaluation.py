@@ -1,7 +1,7 @@
 """``qsolve evaluate`` and ``qsolve evaluations ...`` (issue 14, item 12).
 
     qsolve evaluate (--task T --chip C | --day D | --ids ID,ID | --result ID) [--model M]
-                    [--with-examples] [--draft ID] [--question TEXT] [--json]
+                    [--with-examples] [--max-figures N] [--draft ID] [--question TEXT] [--json]
     qsolve evaluations list [--json]
     qsolve evaluations show RUN [--json]
     qsolve evaluations retry RUN [--json] | cancel RUN [--json]
@@ -15,7 +15,8 @@
 ended), ``status`` and ``success`` (its diagnosis's; null when unread or absent) and ``answers`` (each
 as returned, with its state and reading). Output piped into a reader that stops early (``| head``) ends
 quietly. Exit codes: 0 done, 1 a run that did not complete, 2 misuse (an undeclared model, an unknown
-run).
+run, an ``EVALUATION_*`` setting that is not a number of its kind: refused before a run is stored; a
+command that only reads runs says so on one line and reads them with the default).
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--chip", metavar="C", help="the chip, e.g. fake:fez")
     p.add_argument("--model", metavar="M", help="a declared model (config/evaluation.yaml)")
     p.add_argument("--with-examples", action="store_true", help="show the task's labeled examples")
+    p.add_argument(
+        "--max-figures",
+        metavar="N",
+        type=int,
+        default=1,
+        help="show the last N figures of each result, the last judged (1 to 4; default 1)",
+    )
     p.add_argument("--draft", metavar="ID", help="read this knowledge draft in place of the published task")
     p.add_argument(
         "--question",
@@ -132,24 +140,34 @@ def _flow(**parameters: Any) -> dict[str, Any] | BaseException:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from qsolve.evaluation.models import ConfigError, ModelUnavailable, UnknownModel, api_key, choose_model
-    from qsolve.evaluation.runs import RunRefused, RunRequest, request_run
+    from qsolve.evaluation.runs import RunRefused, RunRequest, check_settings, request_run
 
     if args.task and not args.chip:
         return _fail("--task needs --chip (the latest evaluable result per qubit of that chip)")
+    if not 1 <= args.max_figures <= 4:
+        return _fail(f"--max-figures {args.max_figures}: 1 to 4 figures of a result are shown")
     ids = [args.result] if args.result else (args.ids.split(",") if args.ids else None)
     try:
+        check_settings()  # a bad EVALUATION_* value is refused before a run is stored
         choice = choose_model(args.model)  # an undeclared model is refused before anything is stored
         if not choice.model.is_classical:
             api_key(choice.model)  # and so is one whose key's variable is not set (never the key itself)
         request = RunRequest(
             task=args.task, chip=args.chip, day=args.day, task_ids=ids, model=args.model,
             with_examples=args.with_examples, knowledge_draft_id=args.draft, question=args.question,
+            max_figures=args.max_figures,
         )  # fmt: skip
         with _store() as store:
             run = request_run(store.db, store, request)
     # a draft of another task is a ValueError too
-    except (UnknownModel, ConfigError, ModelUnavailable, RunRefused, ValueError) as e:
+    except (UnknownModel, ConfigError, ModelUnavailable, RunRefused) as e:
+        return _fail(str(e))
+    except ValidationError as e:  # the request's own rule, one line
+        return _fail("; ".join(i["msg"].removeprefix("Value error, ") for i in e.errors()))
+    except ValueError as e:
         return _fail(str(e))
     print(f"evaluation run {run.id}: {len(run.skipped)} skipped", file=sys.stderr)
     done = _flow(run_id=run.id)
@@ -163,9 +181,34 @@ def _finish(done: dict[str, Any] | BaseException, as_json: bool) -> int:
         print(json.dumps(done, indent=2, default=str))
     else:
         print(_line(done))
-        for s in done["skipped"]:
-            print(f"  skipped {s.get('qid') or s.get('task_result_id')}: {s['why']}")
+        for line in skipped_lines(done["skipped"]):
+            print(line)
     return EXIT_OK if done["status"] == "completed" else EXIT_FAILED
+
+
+def skipped_lines(skipped: list[dict[str, Any]], most: int = 8) -> list[str]:
+    """The skipped entities, one line each with why; the chip's entities with no result at all on one
+    line, the first ``most`` named and how many."""
+    from qsolve.evaluation.runs import NO_RESULT
+
+    lines = [
+        f"  skipped {s.get('qid') or s.get('task_result_id')}: {s['why']}"
+        for s in skipped
+        if s.get("why") != NO_RESULT
+    ]
+    none = [s.get("qid") or "" for s in skipped if s.get("why") == NO_RESULT]
+    if none:
+        more = f", … ({len(none)} in all)" if len(none) > most else ""
+        lines.append(f"  skipped, {NO_RESULT}: {', '.join(none[:most])}{more}")
+    return lines
+
+
+def _reading() -> None:
+    """A command that reads runs says, on one line, which EVALUATION_* value it read past."""
+    from qsolve.evaluation.runs import settings_problems
+
+    for problem in settings_problems():
+        print(f"qsolve: {problem}; runs are read with the default", file=sys.stderr)
 
 
 def _line(s: dict[str, Any]) -> str:
@@ -181,8 +224,10 @@ def _line(s: dict[str, Any]) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     from qsolve.evaluation.runs import stale_after, summary
 
+    _reading()
     with _store() as store:
-        runs = [summary(store.db, r.id) for r in store.db.list_evaluation_runs(stale_after=stale_after())]
+        every = store.db.list_evaluation_runs(stale_after=stale_after(reading=True))
+        runs = [summary(store.db, r.id) for r in every]
     if args.json:
         print(json.dumps(runs, indent=2, default=str))
     else:
@@ -194,9 +239,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from qsolve.evaluation.evaluate import loaded_output
     from qsolve.evaluation.runs import summary
     from storage.state import NotFound
 
+    _reading()
     with _store() as store:
         try:
             s = summary(store.db, args.run)
@@ -206,7 +253,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         shown = []
         for r in records:
             verdicts = store.db.verdict_history(r.id)
-            out = r.output or {}
+            out = loaded_output(r.output) or {}  # success, complete, missing_keys derived, never read
             diagnosis = out.get("diagnosis") or {}
             shown.append(
                 {
@@ -222,7 +269,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                     "qid": r.qid,
                     "error": r.error,
                     "input": r.input,
-                    "output": r.output,
+                    "output": loaded_output(r.output),
                     "evaluator": r.evaluator,
                     "verdicts": [v.__dict__ | {"created_at": v.created_at.isoformat()} for v in verdicts],
                 }
@@ -250,8 +297,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
+    from qsolve.evaluation.runs import RunRefused, check_settings
     from storage.state import NotFound
 
+    try:
+        check_settings()  # before a record is reset: a bad value never leaves the run half retried
+    except RunRefused as e:
+        return _fail(str(e))
     with _store() as store:
         try:
             run, reset = store.db.retry_evaluation_run(args.run)
@@ -284,6 +336,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from qsolve.evaluation.compare import compare
     from storage.state import NotFound
 
+    _reading()
     with _store() as store:
         try:
             c = compare(store.db, args.a, args.b)
@@ -322,11 +375,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _side(side: dict[str, Any]) -> str:
-    """One side of a compared row: its diagnosis's status and success, or how its record ended."""
+    """One side of a compared row: its diagnosis's status, success and fit quality, or how its record
+    ended; and each reviewer's verdict (``ann agree``), when there is one."""
     ended = side.get("record_status")
+    verdicts = ", ".join(f"{who} {v['verdict']}" for who, v in (side.get("verdicts") or {}).items())
+    said = f" [{verdicts}]" if verdicts else ""
     if ended is not None and ended != "completed":
-        return f"record {ended}"
-    return f"{side.get('status')}/{side.get('success')}"
+        return f"record {ended}{said}"
+    return f"{side.get('status')}/{side.get('success')}/fit {side.get('fit_assessment')}{said}"
 
 
 def cmd_score(args: argparse.Namespace) -> int:

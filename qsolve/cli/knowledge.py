@@ -1,7 +1,8 @@
 """``qsolve knowledge reference`` and ``qsolve knowledge preview`` (issue 14, items 2 and 7).
 
     qsolve knowledge reference DIR [--json]
-    qsolve knowledge preview (DIR | --draft ID) [--with-examples] [--json] [--model ID] [--question TEXT]
+    qsolve knowledge preview (DIR | --draft ID) [--with-examples] [--max-figures N] [--json] [--model ID]
+                             [--question TEXT]
     qsolve knowledge draft ZIP [--json] [--uploader NAME]      qsolve knowledge draft --list [--json]
     qsolve knowledge archive (DRAFT_ID | TASK_DIR) --output PATH [--json]
 
@@ -53,6 +54,14 @@ def add_commands(subparsers: Any) -> Any:
     v.add_argument("dir", metavar="DIR", nargs="?", help="a task directory (holding task.md and examples/)")
     v.add_argument("--draft", metavar="ID", help="preview a stored knowledge draft instead of DIR")
     v.add_argument("--with-examples", action="store_true", help="show the examples, as in-context runs do")
+    v.add_argument(
+        "--max-figures",
+        metavar="N",
+        type=int,
+        default=1,
+        help="lay the prompts out for N figures of a result (1 to 4; default 1); an example left out to "
+        "keep a request within four images is a warning",
+    )
     v.add_argument("--json", action="store_true", help="print the preview as one JSON object")
     v.add_argument("--model", metavar="ID", help="the model that would judge, named in the preview")
     v.add_argument("--question", metavar="TEXT", help="one more point for the significance question")
@@ -133,6 +142,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
     if (args.dir is None) == (args.draft is None):
         return _failed("knowledge preview: give a task directory DIR or --draft ID (one of them)")
+    if not 1 <= args.max_figures <= 4:
+        return _failed(f"--max-figures {args.max_figures}: 1 to 4 figures of a result are shown")
     directory = args.dir
     if args.draft is not None:
         from qsolve.evaluation.drafts import DraftError, DraftStore
@@ -147,7 +158,10 @@ def cmd_preview(args: argparse.Namespace) -> int:
         return _failed(str(e))
     model = choice.id + (" (fallback)" if choice.fallback else "")
     try:
-        task = preview_task(directory, with_examples=args.with_examples, question=args.question, model=model)
+        task = preview_task(
+            directory, with_examples=args.with_examples, question=args.question, model=model,
+            max_figures=args.max_figures,
+        )  # fmt: skip
     except KnowledgeError as e:
         return _failed(str(e))
     shown = task.preview

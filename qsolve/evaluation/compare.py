@@ -6,7 +6,8 @@ among them, read off the records), the totals, and one row per record of either 
 result where both runs judged the same result, by entity (task, chip, qid) otherwise, with both results
 under the entity and ``results_differ`` when they are not the same, so the totals and the rows always
 agree; each side's record status (``record_status``:
-completed, failed, cancelled, ...) and its diagnosis's success, status, fit assessment and outcome; a
+completed, failed, cancelled, ...), its diagnosis's success, status, fit assessment and outcome, and
+each reviewer's current verdict (``verdicts``); a
 change to one of those four is a *decision* difference, a change to any other field of the diagnosis
 (extracted parameters, suggested range, notes) a *content* difference, and a record that ended
 otherwise than the other (one failed, say, so it has no diagnosis) the decision difference
@@ -28,13 +29,24 @@ from __future__ import annotations
 from typing import Any
 
 DECISION = ("success", "status", "fit_assessment", "outcome")
-SETTINGS = ("model", "with_examples", "knowledge_draft_id", "question", "mode", "fallback")
+SETTINGS = (
+    "model", "chosen_by", "fallback", "with_examples", "max_figures", "knowledge_draft_id", "question",
+    "mode",
+)  # fmt: skip
 #: settings read off the records: the knowledge each task was judged against, and the evaluator
 RECORD_SETTINGS = ("knowledge_sha256", "evaluator_sha256", "evaluator_version")
 
 
+def _output(record) -> dict[str, Any] | None:
+    """The record's output as every load derives it (success, complete, missing_keys never as stored)."""
+    from qsolve.evaluation.evaluate import loaded_output
+
+    return loaded_output(record.output)
+
+
 def _diagnosis(record) -> dict[str, Any] | None:
-    return None if record.output is None else record.output.get("diagnosis")
+    output = _output(record)
+    return None if output is None else output.get("diagnosis")
 
 
 def _peak(records) -> dict[str, Any] | None:
@@ -49,7 +61,7 @@ def _totals(records) -> dict[str, Any]:
         "completed": len(done),
         "failed": sum(1 for r in records if r.status == "failed"),
         "success": sum(1 for r in done if (_diagnosis(r) or {}).get("success") is True),
-        "complete": sum(1 for r in done if r.output and r.output.get("complete")),
+        "complete": sum(1 for r in done if (_output(r) or {}).get("complete")),
         "model_seconds": sum(r.model_seconds or 0.0 for r in done),
     }
 
@@ -139,8 +151,8 @@ def compare(db, a: str, b: str) -> dict[str, Any]:
                 "same_result": same,
                 #: both sides judged different task results of the entity
                 "results_differ": left is not None and right is not None and not same,
-                "a": _side(left, da),
-                "b": _side(right, db_),
+                "a": _side(left, da, db),
+                "b": _side(right, db_, db),
                 "decision_differences": decision,
                 "content_differences": content,
             }
@@ -155,17 +167,23 @@ def compare(db, a: str, b: str) -> dict[str, Any]:
     }
 
 
-def _side(record, diagnosis: dict[str, Any] | None) -> dict[str, Any] | None:
+def _side(record, diagnosis: dict[str, Any] | None, state) -> dict[str, Any] | None:
+    """One side of a row: the record, how it ended (``record_status``), its diagnosis's four decision
+    fields (``status`` among them: the diagnosis's, None without a diagnosis; ``fit_assessment`` its fit
+    quality) and each reviewer's current verdict on it (``verdicts``: reviewer to agree, disagree or
+    unsure, with the area of a disagreement)."""
     if record is None:
         return None
-    """One side of a row: the record, how it ended (``record_status``), and its diagnosis's four decision
-    fields (``status`` among them: the diagnosis's, None without a diagnosis)."""
     d = diagnosis or {}
     return {
         "record": record.id,
         "task_result_id": record.task_result_id,
         "record_status": record.status.value,
         **{k: d.get(k) for k in DECISION},
+        "verdicts": {
+            reviewer: {"verdict": v.verdict, "area": v.area}
+            for reviewer, v in sorted(state.current_verdicts(record.id).items())
+        },
     }
 
 

@@ -39,12 +39,15 @@ from qsolve.evaluation.examples import Example
 from qsolve.evaluation.knowledge import Reference, knowledge_chars, knowledge_sha256
 from qsolve.evaluation.models import ChosenBy, Kind, ModelChoice, ModelSpec
 from qsolve.evaluation.prompts import (
-    MAX_FIGURES,
+    DEFAULT_FIGURES,
     Evidence,
+    LeftOut,
     Request,
     as_evidence,
     context_line,
     evaluation_requests,
+    examples_shown,
+    shown_figures,
 )
 from qsolve.evaluation.questions import QUESTION_KEYS, QuestionKey
 from qsolve.evaluation.vlm import Answer, Call, ModelAnswers, TokenPeak, VisionModel, collect, media_type
@@ -84,8 +87,34 @@ def _evaluator() -> tuple[str, str]:
     return version, source_sha256()
 
 
+def checkout_commit(root: Path | None = None) -> str | None:
+    """The commit checked out where the package runs from a Git checkout (``root``: the folder above
+    ``qsolve/``), with ``-dirty`` when its files differ from it; None for an installed package, or
+    where Git cannot say (no ``git`` command, say). Asked once a process (:func:`evaluator`)."""
+    import subprocess
+
+    root = root if root is not None else _HERE.parents[1]
+    if not (root / ".git").exists():
+        return None
+    try:
+        got = subprocess.run(
+            ["git", "-C", str(root), "describe", "--always", "--abbrev=40", "--dirty", "--match=^$"],
+            capture_output=True, text=True, timeout=10, check=True,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = got.stdout.strip()
+    return commit or None
+
+
+@lru_cache(maxsize=1)
+def _checkout() -> str | None:
+    return checkout_commit()
+
+
 class Evaluator(BaseModel):
-    """What judged: the package, its version, and the hash of the source of its evaluation modules."""
+    """What judged: the package, its version, the hash of the source of its evaluation modules, and
+    whether it ran from a checkout (``source``), with the checkout's commit (``commit``)."""
 
     package: str = PACKAGE
     version: str
@@ -93,11 +122,19 @@ class Evaluator(BaseModel):
     modules: list[str] = Field(
         default_factory=lambda: [f"qsolve/evaluation/{m}.py" for m in EVALUATOR_MODULES]
     )
+    source: Literal["checkout", "package"] | None = None
+    commit: str | None = None
 
 
 def evaluator() -> Evaluator:
     version, digest = _evaluator()
-    return Evaluator(version=version, source_sha256=digest)
+    commit = _checkout()
+    return Evaluator(
+        version=version,
+        source_sha256=digest,
+        source="checkout" if commit else "package",
+        commit=commit,
+    )
 
 
 # --- the record ------------------------------------------------------------------------------------------
@@ -137,10 +174,15 @@ class RecordInput(BaseModel):
     examples_used: bool
     knowledge_chars: int | None = None
     knowledge_sha256: str | None = None
-    #: the figures shown, the last judged (at most four); ``figures_given`` counts all the caller gave
+    #: the figures shown, the last judged (the last ``max_figures``); ``figures_given`` counts all the
+    #: caller gave
     figures: list[FigureUsed] = Field(default_factory=list)
     figures_given: int = 0
+    max_figures: int = DEFAULT_FIGURES
     examples: list[ExampleUsed] = Field(default_factory=list)
+    #: the examples a question would have shown, left out so that no request carries more than
+    #: MAX_IMAGES images (the later ones in the repository's order give way), with why
+    examples_left_out: list[LeftOut] = Field(default_factory=list)
     fit_evidence: FitEvidence | None = None
 
 
@@ -240,6 +282,23 @@ class RecordOutput(BaseModel):
         return bool(self.failed_keys)
 
 
+#: the output's fields derived from its diagnosis, answers and questions on every load
+DERIVED = ("success", "complete", "missing_keys", "unread_keys", "failed_keys")
+
+
+def loaded_output(output: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A stored output as every reader shows it: validated as :class:`RecordOutput`, so ``success``,
+    ``complete`` and ``missing_keys`` (and the unread and failed keys) are derived from its diagnosis
+    and the questions asked, whatever the stored values say. An output that is not a whole record (the
+    times a retry keeps, say) is returned without those fields: nothing stored stands in for them."""
+    if output is None:
+        return None
+    try:
+        return RecordOutput.model_validate(dict(output)).model_dump(mode="json")
+    except ValueError:  # pydantic's ValidationError is a ValueError
+        return {k: v for k, v in output.items() if k not in DERIVED}
+
+
 class EvaluationOutput(BaseModel):
     """One evaluation's record: input, output and evaluator."""
 
@@ -260,8 +319,8 @@ def _no_reference(task: str) -> Reference:
     )
 
 
-def _figures_used(hashes: Sequence[str], data: Mapping[str, bytes]) -> list[FigureUsed]:
-    shown = list(hashes)[-MAX_FIGURES:]
+def _figures_used(hashes: Sequence[str], data: Mapping[str, bytes], max_figures: int) -> list[FigureUsed]:
+    shown = shown_figures(hashes, max_figures) if hashes else []
     return [
         FigureUsed(
             sha256=h,
@@ -303,16 +362,17 @@ def evaluate(
     environ: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
     previous: Mapping[str, Any] | None = None,
+    max_figures: int = DEFAULT_FIGURES,
 ) -> EvaluationOutput:
     """Judge one task result.
 
     ``reference`` is the task's (None: no reference requested; the templates' generic fallbacks apply);
     ``evidence`` the result's (:meth:`TaskResult.evidence`); ``figures`` its figure bytes in order, the
-    last the one judged (at most four shown); ``model`` the choice (:func:`~.models.choose_model`) or a
-    declared model; ``fit_evidence`` what the classical judge reads. A model's key comes from
-    ``environ`` (default ``os.environ``) under the variable the model names. ``previous`` is the stored
-    output of the same record when it failed: only its failed questions are asked again, and the
-    answers that arrived are kept as they were (never asked twice).
+    last the one judged (the last ``max_figures`` shown, 1 to 4, default 1); ``model`` the choice
+    (:func:`~.models.choose_model`) or a declared model; ``fit_evidence`` what the classical judge
+    reads. A model's key comes from ``environ`` (default ``os.environ``) under the variable the model
+    names. ``previous`` is the stored output of the same record when it failed: only its failed
+    questions are asked again, and the answers that arrived are kept as they were (never asked twice).
     """
     choice = _choice(model)
     spec = choice.model
@@ -330,8 +390,9 @@ def evaluate(
         if not figures:
             raise ValueError("no figure to judge: an evaluation needs the result's figure")
         requests = evaluation_requests(
-            ref, ev, hashes, with_examples=with_examples, examples=demos, question=question, keys=asked
-        )
+            ref, ev, hashes, with_examples=with_examples, examples=demos, question=question, keys=asked,
+            max_figures=max_figures,
+        )  # fmt: skip
         kept, kept_calls, exchanges = _arrived(previous, asked)
         again = [r for r in requests if r.question not in kept]
         answers = VisionModel(spec, environ=environ).ask(again, data, cancel=cancel)
@@ -339,6 +400,8 @@ def evaluate(
             answers = _merged(spec, kept, kept_calls, answers, exchanges)
 
     used_examples = _examples_used(requests)
+    shown = len(shown_figures(hashes, max_figures)) if requests else 0
+    left_out = [lo for r in requests for lo in examples_shown(r.question, demos, shown)[1]]
     record_input = RecordInput(
         task=ev.task,
         target=ev.target,
@@ -355,9 +418,11 @@ def evaluate(
         examples_used=bool(used_examples),
         knowledge_chars=ref.knowledge_chars if reference is not None else None,
         knowledge_sha256=ref.knowledge_sha256 if reference is not None else None,
-        figures=_figures_used(hashes, data),
+        figures=_figures_used(hashes, data, max_figures),
         figures_given=len(figures),
+        max_figures=max_figures,
         examples=used_examples,
+        examples_left_out=left_out,
         fit_evidence=fit_evidence if spec.is_classical else None,
     )
     earlier = (previous or {}).get("earlier_spans") or ()  # executions before a retry

@@ -29,8 +29,13 @@ from qsolve.evaluation.examples import Example
 from qsolve.evaluation.knowledge import Reference
 from qsolve.evaluation.questions import IMAGE, QUESTION_KEYS, QuestionKey
 
-#: the most figures of the result one evaluation shows; the last is the one judged
+#: the most figures of the result one evaluation shows (``max_figures``); the last is the one judged
 MAX_FIGURES = 4
+#: the figures of the result an evaluation shows unless more are asked: the judged one alone
+DEFAULT_FIGURES = 1
+#: the most images one request carries, the result's figures and the examples' together, so that an
+#: evaluation fits a 16k-token deployment (vLLM's ``--limit-mm-per-prompt image=4``)
+MAX_IMAGES = 4
 #: what stands for an image in a prompt's text
 FIGURE_PLACEHOLDER = "[figure]"
 #: an ``<image>`` inside inserted text (the background, a message, an example) is written so
@@ -251,24 +256,62 @@ def _example_image(example: Example) -> ImagePart:
     )
 
 
-def _examples_block(key: QuestionKey, examples: Sequence[Example]) -> tuple[str, list[ImagePart]]:
-    """The demonstrations one question shows, as the seed's "Labeled examples" table lays them out."""
+def example_candidates(key: QuestionKey, examples: Sequence[Example]) -> list[Example]:
+    """The examples one question would show with room for them all, in the repository's order: every
+    one with an analysis (significance), the first with parameters (extraction), every one with a
+    status (diagnosis); none for the other questions."""
     if key == "experimental_significance":
-        shown = [e for e in examples if e.analysis]
+        return [e for e in examples if e.analysis]
+    if key == "parameter_extraction":
+        return [e for e in examples if e.parameters][:1]
+    if key == "calibration_diagnosis":
+        return [e for e in examples if e.status]
+    return []
+
+
+class LeftOut(BaseModel):
+    """An example a question would have shown, left out so that its request carries at most
+    :data:`MAX_IMAGES` images: the later examples in the repository's order give way."""
+
+    id: str
+    question: QuestionKey
+    why: str
+
+
+def examples_shown(
+    key: QuestionKey, examples: Sequence[Example], figures: int
+) -> tuple[list[Example], list[LeftOut]]:
+    """The examples one question shows beside ``figures`` figures of the result, and those left out:
+    the first ``MAX_IMAGES − figures`` of its candidates in the repository's order."""
+    candidates = example_candidates(key, examples)
+    room = max(0, MAX_IMAGES - figures)
+    why = (
+        f"a request carries at most {MAX_IMAGES} images (MAX_IMAGES): {figures} figure"
+        f"{'s' * (figures != 1)} of the result and the first {room} example{'s' * (room != 1)} of "
+        "the repository's order"
+    )
+    return candidates[:room], [LeftOut(id=e.id, question=key, why=why) for e in candidates[room:]]
+
+
+def _examples_block(
+    key: QuestionKey, examples: Sequence[Example], figures: int = DEFAULT_FIGURES
+) -> tuple[str, list[ImagePart]]:
+    """The demonstrations one question shows, as the seed's "Labeled examples" table lays them out, no
+    more than leave its request :data:`MAX_IMAGES` images with ``figures`` figures of the result."""
+    shown, _ = examples_shown(key, examples, figures)
+    if key == "experimental_significance":
         blocks = [
             f'Scenario "{_neutral(_one_line(e.title))}":\n{IMAGE}\n{_neutral(e.analysis or "")}'
             for e in shown
         ]
         text = "Examples of this experiment, each with its analysis:\n\n" + "\n\n".join(blocks)
     elif key == "parameter_extraction":
-        shown = [e for e in examples if e.parameters][:1]
         values = json.dumps(shown[0].parameters, ensure_ascii=False) if shown else ""
         text = (
             "An example of this experiment and the parameters read from it:\n"
             f"{IMAGE}\nExtracted parameters: {_neutral(values)}"
         )
     elif key == "calibration_diagnosis":
-        shown = [e for e in examples if e.status]
         blocks = [
             f"{IMAGE}\nStatus: {_neutral(e.status or '')}\n"
             f"Suggested range: {_neutral(e.suggested_range or 'none')}"
@@ -316,7 +359,7 @@ def build_request(
     if q.QUESTIONS[key].background and reference.background.strip():
         blocks.append(_neutral(reference.background.strip()))
     if examples and key in q.EXAMPLE_QUESTIONS:
-        text, shown = _examples_block(key, examples)
+        text, shown = _examples_block(key, examples, len(figures))
         if shown:
             blocks.append(text + "\n\nNow the result to judge.")
             images.extend(shown)
@@ -327,10 +370,19 @@ def build_request(
     return Request(question=key, text="\n\n".join(blocks), images=images)
 
 
-def _figures(figures: Sequence[str]) -> list[str]:
+def check_max_figures(max_figures: int) -> int:
+    """``max_figures`` when it is 1 to :data:`MAX_FIGURES`; else a ValueError saying the rule."""
+    whole = isinstance(max_figures, int) and not isinstance(max_figures, bool)
+    if not whole or not 1 <= max_figures <= MAX_FIGURES:
+        raise ValueError(f"max_figures {max_figures!r}: 1 to {MAX_FIGURES} figures of a result are shown")
+    return max_figures
+
+
+def shown_figures(figures: Sequence[str], max_figures: int = DEFAULT_FIGURES) -> list[str]:
+    """The figures an evaluation shows: the last ``max_figures`` (1 to 4), the last of them judged."""
     if not figures:
         raise ValueError("no figure to judge: an evaluation needs the result's figure")
-    return list(figures)[-MAX_FIGURES:]
+    return list(figures)[-check_max_figures(max_figures) :]
 
 
 def evaluation_requests(
@@ -342,16 +394,18 @@ def evaluation_requests(
     examples: Sequence[Example] = (),
     question: str | None = None,
     keys: Sequence[QuestionKey] = QUESTION_KEYS,
+    max_figures: int = DEFAULT_FIGURES,
 ) -> list[Request]:
     """The six requests (or those of ``keys``) of one evaluation of a task result.
 
     ``figures`` are the result's figures by SHA-256, the last the one judged (default: the evidence's);
-    at most :data:`MAX_FIGURES` are shown, the last ones. ``examples`` (from examples_of) are shown only
-    ``with_examples``, and only to the three questions that use them. ``question`` is the caller's
-    optional question, one more point of the significance question.
+    the last ``max_figures`` (1 to :data:`MAX_FIGURES`, default 1) are shown. ``examples`` (from
+    examples_of) are shown only ``with_examples``, only to the three questions that use them, and only
+    as many as leave each request :data:`MAX_IMAGES` images (:func:`examples_shown`). ``question`` is
+    the caller's optional question, one more point of the significance question.
     """
     ev = as_evidence(evidence)
-    shown = _figures(ev.figures if figures is None else figures)
+    shown = shown_figures(ev.figures if figures is None else figures, max_figures)
     context = context_line(ev)
     fmt = range_format(reference, ev)
     demos = examples if with_examples else ()
@@ -383,6 +437,8 @@ class Preview(BaseModel):
     prompts: dict[QuestionKey, str]
     examples: list[PreviewExample]
     warnings: list[str] = Field(default_factory=list)
+    #: the examples left out so that no request carries more than MAX_IMAGES images
+    left_out: list[LeftOut] = Field(default_factory=list)
 
 
 def preview(
@@ -393,14 +449,15 @@ def preview(
     evidence: Evidence | Mapping[str, Any] | None = None,
     question: str | None = None,
     model: str | None = None,
-    figures: int = 1,
+    figures: int = DEFAULT_FIGURES,
     keys: Sequence[QuestionKey] = QUESTION_KEYS,
 ) -> Preview:
     """The prompts by question, ``[figure]`` where an image goes, with the model that would judge (as
     the caller names it), the reference's size and hash and the examples used.
 
     Without ``evidence`` the context line and the range format are placeholders; ``figures`` (1 to 4)
-    shows the layout of a result with that many figures.
+    shows the layout of a result with that many figures shown (``max_figures``). Each example a
+    question leaves out to keep its request within :data:`MAX_IMAGES` images is a warning.
     """
     count = max(1, min(MAX_FIGURES, figures))
     placeholders = [""] * count
@@ -426,6 +483,7 @@ def preview(
                 ),
             )
             entry.questions.append(request.question)
+    left = [lo for key in keys for lo in examples_shown(key, demos, count)[1]]
     return Preview(
         task=reference.task,
         model=model,
@@ -434,8 +492,20 @@ def preview(
         knowledge_sha256=reference.knowledge_sha256,
         prompts={r.question: r.prompt() for r in requests},
         examples=list(used.values()),
-        warnings=list(reference.warnings),
+        warnings=[*reference.warnings, *left_out_warnings(left)],
+        left_out=left,
     )
+
+
+def left_out_warnings(left: Sequence[LeftOut]) -> list[str]:
+    """One warning per example left out, naming the questions it was left out of and why."""
+    by_id: dict[str, list[LeftOut]] = {}
+    for lo in left:
+        by_id.setdefault(lo.id, []).append(lo)
+    return [
+        f"example {i} is left out of {', '.join(lo.question for lo in los)}: {los[0].why}"
+        for i, los in by_id.items()
+    ]
 
 
 class TaskPreview(BaseModel):
@@ -453,11 +523,13 @@ def preview_task(
     with_examples: bool = False,
     question: str | None = None,
     model: str | None = None,
+    max_figures: int = DEFAULT_FIGURES,
 ) -> TaskPreview:
     """The preview of a task directory (published or a draft's), as ``qsolve knowledge preview`` prints
     it and the Knowledge page shows it: its task.md read, its labeled examples selected when
     ``with_examples``, and the prompts built with ``model`` named as the one that would judge (the
-    caller chooses it). Raises :class:`qsolve.evaluation.knowledge.KnowledgeError` for a directory
+    caller chooses it), for a result of which ``max_figures`` figures are shown. Raises
+    :class:`qsolve.evaluation.knowledge.KnowledgeError` for a directory
     that does not read as task knowledge."""
     from qsolve.evaluation.examples import select_examples
     from qsolve.evaluation.knowledge import read_task
@@ -470,6 +542,7 @@ def preview_task(
         examples=selection.examples if selection else (),
         question=question,
         model=model,
+        figures=check_max_figures(max_figures),
     )
     skipped = [f"example {s.id}: {s.reason}" for s in (selection.skipped if selection else [])]
     return TaskPreview(preview=shown, reference=reference, warnings=[*shown.warnings, *skipped])

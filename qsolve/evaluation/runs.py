@@ -16,6 +16,7 @@ The task knowledge is read from ``QSOLVE_TASK_KNOWLEDGE`` (default: the reposito
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, field_validator, model_validator
 
 from qsolve.errors import QsolveError
 
@@ -40,29 +41,64 @@ class RunRefused(QsolveError):
     """A run that cannot be requested or executed as asked; the message says why."""
 
 
-def _number(name: str, default: float) -> float:
+#: each setting's default, and whether it is a whole number
+SETTINGS = {CONCURRENCY_VARIABLE: (2, True), HEARTBEAT_VARIABLE: (30, False), STALE_VARIABLE: (1800, False)}
+
+
+def _number(name: str) -> float:
+    """The setting ``name`` from the environment, or its default; a value that is not a number above 0
+    (for ``EVALUATION_CONCURRENCY``, a whole number of at least 1) is refused, naming it and the rule."""
+    default, whole = SETTINGS[name]
     text = os.environ.get(name)
     if not text:
         return default
     try:
         value = float(text)
     except ValueError:
-        raise RunRefused(f"{name}={text!r} is not a number") from None
-    if value <= 0:
-        raise RunRefused(f"{name}={text!r} must be more than 0")
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or (whole and not value.is_integer()):
+        rule = "a whole number of at least 1" if whole else "a number of seconds above 0"
+        raise RunRefused(f"{name}={text!r} is not {rule} (default {default})")
     return value
 
 
+def settings_problems() -> list[str]:
+    """What is wrong with the ``EVALUATION_*`` settings of this environment: one line each, or none."""
+    problems = []
+    for name in SETTINGS:
+        try:
+            _number(name)
+        except RunRefused as e:
+            problems.append(str(e))
+    return problems
+
+
+def check_settings() -> None:
+    """Refuse (:class:`RunRefused`, one line) an environment whose ``EVALUATION_*`` settings a run could
+    not be executed under: checked before a run is stored and before one is started."""
+    problems = settings_problems()
+    if problems:
+        raise RunRefused("; ".join(problems))
+
+
 def concurrency() -> int:
-    return int(_number(CONCURRENCY_VARIABLE, 2))
+    return int(_number(CONCURRENCY_VARIABLE))
 
 
 def heartbeat_seconds() -> float:
-    return _number(HEARTBEAT_VARIABLE, 30)
+    return _number(HEARTBEAT_VARIABLE)
 
 
-def stale_after() -> timedelta:
-    return timedelta(seconds=_number(STALE_VARIABLE, 1800))
+def stale_after(*, reading: bool = False) -> timedelta:
+    """How old a heartbeat is when its run is taken as interrupted. ``reading``: for a read (a run shown,
+    listed or compared), where a bad value falls back to the default instead of failing the read (the
+    caller says so with :func:`settings_problems`); a run is never stored or started under one."""
+    try:
+        return timedelta(seconds=_number(STALE_VARIABLE))
+    except RunRefused:
+        if not reading:
+            raise
+        return timedelta(seconds=SETTINGS[STALE_VARIABLE][0])
 
 
 def knowledge_root() -> Path:
@@ -80,6 +116,15 @@ class RunRequest(BaseModel):
     with_examples: bool = False
     knowledge_draft_id: str | None = None
     question: str | None = None
+    #: how many of a result's figures are shown, the last judged (1 to 4; the seed's max_figures)
+    max_figures: int = 1
+
+    @field_validator("max_figures")
+    @classmethod
+    def _figures(cls, value: int) -> int:
+        from qsolve.evaluation.prompts import check_max_figures
+
+        return check_max_figures(value)
 
     @model_validator(mode="after")
     def _one_selection(self) -> RunRequest:
@@ -130,7 +175,22 @@ def select(store, request: RunRequest) -> tuple[list, list[dict[str, Any]]]:
         if r.qid not in judged:
             judged.add(r.qid)
             skipped.append({"qid": r.qid, "why": "no evaluable result (no figure, or the task failed)"})
+    skipped.extend({"qid": qid, "why": NO_RESULT} for qid in _no_result(request.chip, judged))
     return chosen, skipped
+
+
+#: why an entity of the chip with no result of the task at all is skipped
+NO_RESULT = "no result"
+
+
+def _no_result(chip: str, seen: set[str]) -> list[str]:
+    """The chip's entities the task has no result for: its couplings when the task's results are of
+    couplings (``Q03-Q04``), else its qubits; none for a chip that cannot be named (an imported one)."""
+    from qsolve.calibration.experiments import chip_entities
+
+    qubits, couplings = chip_entities(chip)
+    entities = couplings if any("-" in qid for qid in seen) else qubits
+    return [qid for qid in entities if qid not in seen]
 
 
 def _why_not(result) -> str:
@@ -143,10 +203,12 @@ def request_run(db, store, request: RunRequest, *, home: Path | None = None):
     """Store a run and its pending records; refuses an undeclared model and a draft of another task."""
     from qsolve.evaluation.models import choose_model
 
+    check_settings()  # a run is never stored under settings it could not be executed with
     choice = choose_model(request.model)
     results, skipped = select(store, request)
     settings: dict[str, Any] = {
         "with_examples": request.with_examples,
+        "max_figures": request.max_figures,
         "question": request.question,
         "chosen_by": choice.chosen_by,
         "fallback": choice.fallback,
@@ -185,6 +247,7 @@ def execute_run(
     from qsolve.home import owner_token
 
     owner = owner or owner_token()
+    check_settings()  # before the run is started: a bad value never leaves it running
     run = db.get_evaluation_run(run_id, stale_after=stale_after())
     if not db.start_evaluation_run(run_id, owner):
         raise RunRefused(f"evaluation run {run_id} is {run.status.value}: only a pending run is executed")
@@ -277,10 +340,22 @@ class _Judge:
 
         return read_task(folder).reference, examples_of(folder)
 
+    def choice(self):
+        """The run's model as the run chose it: its ``chosen_by`` and ``fallback`` are the run's settings
+        (how the run's request resolved an omitted model), not those of naming its id again."""
+        from qsolve.evaluation.models import ModelChoice, choose_model
+
+        settings = self.run.settings
+        spec = choose_model(self.run.model).model
+        return ModelChoice(
+            model=spec,
+            chosen_by=settings.get("chosen_by") or "explicit",
+            fallback=bool(settings.get("fallback")),
+        )
+
     def record(self, record, stop: threading.Event):
         from qsolve.evaluation.classical_judge import FitEvidence
         from qsolve.evaluation.evaluate import evaluate
-        from qsolve.evaluation.models import choose_model
 
         result = self.store.get(record.task_result_id)
         figures = [self.store.figure_bytes(f) for f in result.figures]
@@ -291,7 +366,7 @@ class _Judge:
         settings = self.run.settings
         with self._lock:
             if self._choice is None:
-                self._choice = choose_model(self.run.model)
+                self._choice = self.choice()
         return evaluate(
             reference,
             result.evidence(),
@@ -301,6 +376,8 @@ class _Judge:
             examples=examples,
             fit_evidence=FitEvidence.from_result(result),
             question=settings.get("question"),
+            # a run stored before max_figures was a setting showed up to four
+            max_figures=int(settings.get("max_figures") or 4),
             cancel=stop,
             # a failed record, or one cancelled or interrupted after its answers arrived: only what
             # did not arrive is asked again
@@ -312,7 +389,7 @@ def summary(db, run_id: str) -> dict[str, Any]:
     """A run and its records' counts, the questions that got no answer, its wall time (the time its
     records were being judged, over every execution: a retry adds to it) and the completed records'
     model time."""
-    run = db.get_evaluation_run(run_id, stale_after=stale_after())
+    run = db.get_evaluation_run(run_id, stale_after=stale_after(reading=True))
     records = db.evaluation_records(run_id)
     counts: dict[str, int] = {}
     for r in records:

@@ -100,8 +100,11 @@ def figures(record) -> list[dict[str, Any]]:
 
 
 def record_view(record, history: list) -> dict[str, Any]:
-    """A record as the run page shows it."""
-    output = record.output or {}
+    """A record as the run page shows it: its output as every load derives it (success, complete,
+    missing_keys from its diagnosis, never as stored)."""
+    from qsolve.evaluation.evaluate import loaded_output
+
+    output = loaded_output(record.output) or {}
     current = {v.reviewer: v for v in history}
     return {
         "id": record.id,
@@ -154,15 +157,18 @@ def _prompt_diffs(left, right) -> list[dict[str, Any]]:
 def compare_rows(c: dict[str, Any], records: dict[str, Any]) -> list[dict[str, Any]]:
     """The compare result's rows, each with its kind and, for the expanded row, the diagnosis JSON and
     the prompts as side-by-side diffs. ``records`` holds the records by id."""
+    from qsolve.evaluation.evaluate import loaded_output
+
+    def diagnosis_of(record) -> Any:
+        return None if record is None else (loaded_output(record.output) or {}).get("diagnosis")
+
     rows = []
     for row in c["rows"]:
         left = records.get(row["a"]["record"]) if row["a"] else None
         right = records.get(row["b"]["record"]) if row["b"] else None
         css, words = _kind(row)
         diagnosis = side_by_side(
-            as_json_text((left.output or {}).get("diagnosis") if left is not None else None),
-            as_json_text((right.output or {}).get("diagnosis") if right is not None else None),
-            context=100,
+            as_json_text(diagnosis_of(left)), as_json_text(diagnosis_of(right)), context=100
         )
         rows.append(
             {

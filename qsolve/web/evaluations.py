@@ -58,7 +58,8 @@ def run_list(request: Request) -> Response:
     from qsolve.evaluation.runs import stale_after, summary
 
     with db(request) as state:
-        runs = [summary(state, r.id) for r in state.list_evaluation_runs(stale_after=stale_after())]
+        every = state.list_evaluation_runs(stale_after=stale_after(reading=True))
+        runs = [summary(state, r.id) for r in every]
     runs.reverse()  # newest first
     return render(request, "evaluation/runs.html", runs=runs, views=views)
 
@@ -70,7 +71,8 @@ def compare_page(request: Request, a: str | None = None, b: str | None = None) -
 
     with db(request) as state:
         if not a and not b:
-            runs = [summary(state, r.id) for r in state.list_evaluation_runs(stale_after=stale_after())]
+            every = state.list_evaluation_runs(stale_after=stale_after(reading=True))
+            runs = [summary(state, r.id) for r in every]
             runs.reverse()
             return render(request, "evaluation/pick.html", runs=runs, views=views)
         if not a or not b:
