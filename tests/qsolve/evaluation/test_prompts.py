@@ -155,6 +155,8 @@ def test_the_evidence_figures_are_the_default_and_at_most_four_the_last_judged(r
     assert [i.sha256 for i in r.images] == ["a" * 64]
     figures = [str(i) * 64 for i in range(6)]
     (r,) = evaluation_requests(reference, EVIDENCE, figures, keys=["fit_reliability"])
+    assert [i.sha256 for i in r.images] == figures[-1:]  # one by default (max_figures, issue 38)
+    (r,) = evaluation_requests(reference, EVIDENCE, figures, keys=["fit_reliability"], max_figures=4)
     assert len(r.images) == MAX_FIGURES
     assert [i.sha256 for i in r.images] == figures[-4:]
     assert [i.role for i in r.images] == ["reference", "reference", "reference", "judged"]
@@ -295,7 +297,7 @@ def test_the_preview_shows_six_prompts_with_figure_placeholders_size_hash_and_ex
 
 def test_the_preview_is_the_evaluations_prompts(reference):
     shown = preview(reference, evidence=EVIDENCE, figures=2)
-    requests = evaluation_requests(reference, EVIDENCE, ["1" * 64, "2" * 64])
+    requests = evaluation_requests(reference, EVIDENCE, ["1" * 64, "2" * 64], max_figures=2)
     assert shown.prompts == {r.question: r.prompt() for r in requests}
 
 

@@ -289,7 +289,7 @@ def test_a_failed_record_shows_as_failed_beside_its_diagnosis_status_in_a_compar
     capsys.readouterr()
     assert main(["evaluations", "compare", judged.id, broken.id]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if " Q00 " in x]
-    assert "SUCCESS/True vs record failed" in line and "[decision: record_status]" in line
+    assert "SUCCESS/True/fit no_fit vs record failed" in line and "[decision: record_status]" in line
 
 
 def test_scoring_an_unknown_run_is_refused_naming_it(home: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -47,9 +47,9 @@ def png(n: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + f"figure {n}".encode()
 
 
-def requests_for(figures: list[bytes]):
+def requests_for(figures: list[bytes], max_figures: int = 4):
     hashes = [hashlib.sha256(f).hexdigest() for f in figures]
-    return evaluation_requests(REFERENCE, EVIDENCE, hashes), {
+    return evaluation_requests(REFERENCE, EVIDENCE, hashes, max_figures=max_figures), {
         h: f for h, f in zip(hashes, figures, strict=True)
     }
 
