@@ -279,6 +279,7 @@ def cmd_receipt_key(args: argparse.Namespace) -> int:
             "host": host_name(),
             "root": root,
             "endorsed": bool(mine and mine.endorsed),
+            "entry": mine.entry() if mine and mine.endorsed else None,
             "status": mine.status if mine else None,
             "keys": [
                 {"key": r.key, "host": r.host, "key_id": r.key_id}

@@ -42,3 +42,15 @@ def endorse_home(home: Path | str, database_url: str | None = None, root: HostKe
         key = db.signing_key(Path(home))
         db.endorse_host_key(key.public_hex, root)
     return key
+
+
+def root_file(folder: Path, root: HostKey = ROOT) -> Path:
+    """``root``'s key as the operator keeps it: a 32-byte seed, mode 0600."""
+    import os
+
+    path = folder / "operator" / "root.seed"
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(root._signing.encode())
+    return path
