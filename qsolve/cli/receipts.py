@@ -134,6 +134,22 @@ def _read_file(name: str, limit: int) -> bytes:
         raise InputRefused(f"{name}: cannot be read: {e.strerror or e}") from None
 
 
+def _receipt_key(name: str) -> list[str] | None:
+    """The key the job in file ``name`` names in its receipt (the one entry a verifier looks up), so
+    that no other key's endorsement is checked; None where it does not read plainly (standard input, a
+    file that does not open or parse): then every key is. The verifier reads the job strictly, after."""
+    from qsolve.receipts.reading import InputRefused
+    from qsolve.receipts.verifier import VERIFY_LIMITS
+
+    if name == "-":
+        return None
+    try:
+        key = json.loads(_read_file(name, VERIFY_LIMITS.bytes))["result"]["receipt"]["key"]
+    except (InputRefused, TypeError, ValueError, KeyError, RecursionError):
+        return None
+    return [key] if isinstance(key, str) else None
+
+
 def _held(args: argparse.Namespace) -> HeldTo:
     from qsolve.receipts.reading import InputRefused, held_time
     from qsolve.receipts.trust import HeldTo, TrustList, TrustListRefused
@@ -151,7 +167,7 @@ def _held(args: argparse.Namespace) -> HeldTo:
         except NoReceiptRoot as e:
             raise InputRefused(f"--registered: {e}") from None
         with connect() as db:
-            trust = TrustList.from_value(db.trust_list(root))
+            trust = TrustList.from_value(db.trust_list(root, only=_receipt_key(args.job)))
     elif args.trust is not None:
         try:
             trust = _trust_file(args.trust, _read_file(args.trust, VERIFY_LIMITS.bytes))

@@ -30,6 +30,7 @@ A key is registered once (its primary key): two processes of a host registering 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -130,9 +131,11 @@ class HostKeys(Store):
             with self._read() as connection:
                 return self._host_key(connection, public)
 
-    def host_keys(self) -> list[HostKeyRecord]:
-        """Every registered key, first seen first (endorsed or not)."""
+    def host_keys(self, only: Iterable[str] | None = None) -> list[HostKeyRecord]:
+        """Every registered key (or those of ``only``), first seen first (endorsed or not)."""
         query = sa.select(host_keys).order_by(host_keys.c.first_seen_at, host_keys.c.key)
+        if only is not None:
+            query = query.where(host_keys.c.key.in_(list(only)))
         with self._read() as connection:
             return [_record(row) for row in connection.execute(query)]
 
@@ -237,16 +240,19 @@ class HostKeys(Store):
                 )
             return self._host_key(connection, key)
 
-    def key_standings(self, root: str | None = None) -> list[tuple[HostKeyRecord, Standing]]:
-        """Every registered key with its standing under ``root`` (default: the configured root,
-        NoReceiptRoot where there is none)."""
+    def key_standings(
+        self, root: str | None = None, only: Iterable[str] | None = None
+    ) -> list[tuple[HostKeyRecord, Standing]]:
+        """Every registered key (or those of ``only``) with its standing under ``root`` (default: the
+        configured root, NoReceiptRoot where there is none)."""
         root = root or configured_root()
-        return [(r, r.standing(root)) for r in self.host_keys()]
+        return [(r, r.standing(root)) for r in self.host_keys(only)]
 
-    def trust_list(self, root: str | None = None) -> dict[str, Any]:
+    def trust_list(self, root: str | None = None, only: Iterable[str] | None = None) -> dict[str, Any]:
         """The keys the root endorsed as a trust list (``wai.quantum.receipt-keys/1``, §8.8): checked
-        against ``root`` (default: ``QSOLVE_RECEIPT_ROOT``; NoReceiptRoot where none is configured)."""
-        return endorsed_list([s for _, s in self.key_standings(root)])
+        against ``root`` (default: ``QSOLVE_RECEIPT_ROOT``; NoReceiptRoot where none is configured).
+        ``only``: the keys a reader will look up (a verifier, one receipt's), so no other is checked."""
+        return endorsed_list([s for _, s in self.key_standings(root, only)])
 
     def page_trust_list(self) -> tuple[dict[str, Any], str | None]:
         """What the pages hold receipts to: the endorsed keys as a trust list, and None; or, where no root
