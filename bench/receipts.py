@@ -7,6 +7,15 @@ verifications of the same signature over the same 32 digest bytes, and prints th
 and their ratio. Alternating keeps a busy machine from favouring one side.
 
     python bench/receipts.py [--seconds S]        target: receipts at least 25% of the raw rate
+    python bench/receipts.py --registered         verify --registered's and the page's checks
+
+``--registered`` times what ``qsolve verify --registered`` does past opening the state database (the
+trust list read from a SQLite database of 8 host keys and built, then one receipt verified held to it)
+and what the workflow page does for a hardware row (the list built once, then 10 receipts verified held
+to it). Where the code has endorsements (issue 33), every key is endorsed by a root made for the run and
+configured as ``QSOLVE_RECEIPT_ROOT``, so the list is built from statements checked against it (once a
+process; ``--cold`` checks them each time, as a fresh ``qsolve verify`` process does); run it on the code
+before and after, in one sitting: target no more than 10% slower.
 """
 
 from __future__ import annotations
@@ -121,14 +130,77 @@ def _rate(fn: Callable[[], object], seconds: float) -> float:
             return n / (now - start)
 
 
+def registered(args: argparse.Namespace, key: HostKey, text: bytes) -> None:
+    """``--registered``: see the module's docstring."""
+    import tempfile
+    from pathlib import Path
+
+    from qsolve.receipts.trust import HeldTo, TrustList
+    from storage.state import connect
+
+    with tempfile.TemporaryDirectory(prefix="qsolve-bench-") as tmp:
+        keys = [key, *(HostKey(os.urandom(32)) for _ in range(7))]
+        with connect(f"sqlite:///{tmp}/state.db", home=Path(tmp)) as db:
+            endorsing = hasattr(db, "endorse_host_key")
+            if endorsing:  # the code of issue 33: keys trusted through the root
+                root = HostKey(os.urandom(32))
+                os.environ["QSOLVE_RECEIPT_ROOT"] = root.public_hex
+            for i, k in enumerate(keys):
+                db.register_host_key(k if endorsing else k.public_hex, f"host-{i}")
+                if endorsing:
+                    db.endorse_host_key(k.public_hex, root)
+
+            forget = None
+            if endorsing and args.cold:  # a fresh process: no statement checked yet
+                from qsolve.receipts.endorsement import _checked
+
+                forget = _checked.cache_clear
+
+            only = {"only": [key.public_hex]} if endorsing else {}  # the command checks the receipt's key
+
+            def command() -> None:
+                if forget is not None:
+                    forget()
+                held = HeldTo(trust=TrustList.from_value(db.trust_list(**only)))
+                assert verify(text, held=held).valid
+
+            def page() -> None:
+                if forget is not None:
+                    forget()
+                held = HeldTo(trust=TrustList.from_value(db.trust_list()))
+                for _ in range(10):
+                    verify(text, held=held)
+
+            commands, pages = [], []
+            for _ in range(args.rounds):
+                commands.append(_rate(command, args.seconds))
+                pages.append(_rate(page, args.seconds))
+    kind = "registered in the table"
+    if endorsing:
+        kind = "endorsed by a root, checked" + (" each time (no cache)" if args.cold else " (cached)")
+    print(f"8 host keys {kind}; one core")
+    print(f"verify --registered (list + 1 receipt): {max(commands):8.0f} /s")
+    print(f"a page's hardware row (list + 10 receipts): {max(pages):6.0f} /s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=0.5, help="length of each round (default 0.5)")
     parser.add_argument("--rounds", type=int, default=6, help="rounds of each (default 6)")
+    parser.add_argument(
+        "--registered", action="store_true", help="time verify --registered's and the page's checks"
+    )
+    parser.add_argument(
+        "--cold", action="store_true", help="with --registered: check every statement again each time"
+    )
     args = parser.parse_args()
 
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    if args.registered:
+        key = HostKey(os.urandom(32))
+        registered(args, key, json.dumps(typical_job(key), indent=2).encode())
+        return
     key = HostKey(os.urandom(32))
     job = typical_job(key)
     text = json.dumps(job, indent=2).encode()

@@ -59,7 +59,7 @@ def load_host_key(home: Path | None = None, *, create: bool = True) -> HostKey:
         if not create:
             raise FileNotFoundError(f"{path}: no host key")
         _create(path)
-    return HostKey(_read_seed(path))
+    return HostKey(read_seed(path))
 
 
 def retire_key_file(public_hex: str, home: Path | None = None) -> Path | None:
@@ -70,7 +70,7 @@ def retire_key_file(public_hex: str, home: Path | None = None) -> Path | None:
     path = key_path(home)
     if not path.exists():
         return None
-    old = HostKey(_read_seed(path))
+    old = HostKey(read_seed(path))
     if old.public_hex != public_hex:
         return None
     aside = path.with_name(f"{KEY_FILE}.retired-{old.public_hex[:16]}")
@@ -79,18 +79,19 @@ def retire_key_file(public_hex: str, home: Path | None = None) -> Path | None:
     return aside
 
 
-def _read_seed(path: Path) -> bytes:
+def read_seed(path: Path, what: str = "the host key") -> bytes:
+    """The 32-byte seed in ``path``, a file its owner alone can read; else :class:`KeyFileExposed`."""
     mode = path.stat().st_mode
     if not stat.S_ISREG(mode):
-        raise KeyFileExposed(f"{path}: the host key is not a file")
+        raise KeyFileExposed(f"{path}: {what} is not a file")
     if mode & 0o077:
         raise KeyFileExposed(
-            f"{path}: the host key is readable by others (mode {stat.S_IMODE(mode):04o}); "
+            f"{path}: {what} is readable by others (mode {stat.S_IMODE(mode):04o}); "
             "it should be 0600. Make a new key if others may have read it"
         )
     seed = path.read_bytes()
     if len(seed) != 32:
-        raise KeyFileExposed(f"{path}: the host key file is not a 32-byte seed")
+        raise KeyFileExposed(f"{path}: {what} file is not a 32-byte seed")
     return seed
 
 

@@ -37,30 +37,42 @@ def page_limits():
     return ReadAtMost(bytes=min(PAGE_READS_BYTES, VERIFY_LIMITS.bytes), values=VERIFY_LIMITS.values)
 
 
-def _checked(data: bytes, trust: dict[str, Any]) -> dict[str, Any]:
-    """The receipt verified, held to ``trust``: the hosts' keys registered in the state database (as
-    ``qsolve verify --registered``), so that a key no host registered, or one revoked, does not pass."""
+def _checked(data: bytes, held: Any, standings: dict[str, Any]) -> dict[str, Any]:
+    """The receipt verified, held to the host keys the operator's root endorsed (as ``qsolve verify
+    --registered``), so that a key the root did not endorse, or one revoked, does not pass; and its key's
+    standing (endorsed, or not and why; a key no host registered is not endorsed either)."""
     import json
 
     from qsolve.receipts import verify
-    from qsolve.receipts.trust import HeldTo, TrustList
 
-    verdict = verify(data, held=HeldTo(trust=TrustList.from_value(trust)))
+    verdict = verify(data, held=held)
     try:
-        accuracy = json.loads(data).get("result", {}).get("accuracy", {})
+        result = json.loads(data).get("result", {})
+        accuracy, key = result.get("accuracy", {}), result.get("receipt", {}).get("key")
     except (ValueError, AttributeError):
-        accuracy = {}
-    return {"valid": verdict.valid, "reasons": verdict.reasons, "class": accuracy.get("class")}
+        accuracy, key = {}, None
+    standing = standings.get(key) if isinstance(key, str) else None
+    return {
+        "valid": verdict.valid,
+        "reasons": verdict.reasons,
+        "class": accuracy.get("class") if isinstance(accuracy, dict) else None,
+        "key_id": key[:16] if isinstance(key, str) else None,
+        "endorsed": bool(standing and standing.endorsed),
+        "standing": standing.status if standing else "not endorsed: no host registered it",
+    }
 
 
 @router.get("/runs/{run_id}/receipts", response_class=HTMLResponse)
 def run_receipts(request: Request, run_id: str) -> HTMLResponse:
+    from qsolve.receipts.trust import HeldTo, TrustList
     from storage.blobs import BlobStore
 
     with db(request) as state:
         run = state.get_run(run_id)  # NotFound: 404 naming it
         digests = state.run_receipts(run_id)
-        trust = state.trust_list()
+        trust, no_root = state.page_trust_list()
+        standings = {} if no_root else {r.key: s for r, s in state.key_standings()}
+    held = HeldTo(trust=TrustList.from_value(trust))
     blobs = BlobStore(home(request))
     listed = []
     for digest in digests:
@@ -69,8 +81,10 @@ def run_receipts(request: Request, run_id: str) -> HTMLResponse:
         except (OSError, ValueError, KeyError):
             listed.append({"digest": digest, "missing": True})
             continue
-        listed.append({"digest": digest, "missing": False, "bytes": len(data)} | _checked(data, trust))
-    return render(request, "receipts.html", run=run, receipts=listed)
+        listed.append(
+            {"digest": digest, "missing": False, "bytes": len(data)} | _checked(data, held, standings)
+        )
+    return render(request, "receipts.html", run=run, receipts=listed, no_root=no_root)
 
 
 @router.get("/runs/{run_id}/receipts/{digest}.json")

@@ -1,11 +1,15 @@
-"""Every host's receipt public key, registered in the state database (issue 26, item 3; docs/deploy.md).
+"""Every host's receipt public key, kept in the state database, trusted through the operator's root key
+(issue 26, item 3; issue 33, item 4; docs/deploy.md, docs/receipts.md).
 
 Each host keeps its private key on its own machine (``QSOLVE_HOME/keys/``); the first time it signs (or
-runs ``qsolve receipt-key``) it registers the public half here under its host name. The set is a trust
-list of the form ``wai.quantum.receipt-keys/1`` (quantum-provider-protocol §8.8) that any verifier takes,
-so a receipt sealed on one host verifies, held to it, on every other.
+runs ``qsolve receipt-key``) it registers the public half here under its host name, with its proof of
+possession: a statement naming the key and the host, signed by the key (``qsolve.receipts.endorsement``).
+A row here vouches for nothing: a key is trusted only where the operator's root key endorsed it
+(``qsolve receipt-key endorse KEY --root FILE``), and :meth:`HostKeys.trust_list` lists a key only where
+its endorsement holds by the root configured on this machine (``QSOLVE_RECEIPT_ROOT``). A key inserted
+straight into this table, a statement copied from another key or signed by another key is "not endorsed".
 
-Two operator actions, from any machine (``qsolve receipt-key retire|revoke KEY``):
+Two operator actions, from any machine, each a new endorsement the root signs (``--root FILE``):
 
 - **retired**: its holder signs no more with it (a routine rotation). What it signed stands: the entry
   keeps no end, since qsolve's receipts seal no time (§8.2) and an end would refuse them all. The host
@@ -14,12 +18,20 @@ Two operator actions, from any machine (``qsolve receipt-key retire|revoke KEY``
   for a key someone else may have read). Every receipt it signed from then is refused ``key_revoked``,
   and so is every one that seals no time (§8.8). Its host moves to a new key as for a retired one.
 
+The columns ``retired_at``, ``revoked_from_ms`` and ``note`` repeat what the root signed, for the host's
+own use (it moves to a new key); no verifier reads them. A database writer can take an endorsement away
+(the key is then not endorsed: a revocation taken away takes the endorsement with it) or put back an
+earlier endorsement of the same key it kept a copy of: it forges none. A reader who must not be rolled
+back holds receipts to the operator's signed list (``qsolve receipt-key --trust-list --root FILE``).
+
 A key is registered once (its primary key): two processes of a host registering at once agree.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,7 +39,19 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state._errors import NotFound
+from qsolve.receipts.endorsement import (
+    POSSESSION,
+    Standing,
+    StatementRefused,
+    check,
+    endorse,
+    endorsed_list,
+    possession,
+    standing,
+)
+from qsolve.receipts.keys import HostKey
+from qsolve.receipts.root import configured_root
+from storage.state._errors import NotFound, StateError
 from storage.state._rows import now, row_of
 from storage.state._store import Store
 from storage.state._tables import host_keys
@@ -35,13 +59,14 @@ from storage.state._tables import host_keys
 KEY_ID_DIGITS = 16  # a key's id: the first 16 of its 64 hex digits
 
 
-def _ms(when: datetime | None) -> int | None:
-    return None if when is None else int(when.timestamp() * 1000)
+class EndorsementChanged(StateError):
+    """The key's endorsement changed while the root signed a new one: nothing was written; run it again."""
 
 
 @dataclass(frozen=True)
 class HostKeyRecord:
-    """One registered key: whose host, when first seen, and whether it was retired or revoked."""
+    """One registered key: whose host, when first seen, whether retired or revoked (as the root last said,
+    for the host's own use), its proof of possession and the root's endorsement (texts; unchecked here)."""
 
     key: str
     host: str
@@ -49,6 +74,8 @@ class HostKeyRecord:
     retired_at: datetime | None = None
     revoked_from_ms: int | None = None
     note: str | None = None
+    possession: str | None = field(default=None, repr=False)
+    endorsement: str | None = field(default=None, repr=False)
 
     @property
     def key_id(self) -> str:
@@ -64,43 +91,51 @@ class HostKeyRecord:
             return f"revoked from {self.revoked_from_ms} ms"
         return "retired" if self.retired_at is not None else "in use"
 
-    def entry(self) -> dict[str, Any]:
-        """The trust list's entry: ``key`` and ``revoked_from_ms`` are what a verifier reads (§8.8); the
-        rest (``host``, ``key_id``, ``first_seen_ms``, ``retired_ms``, ``note``) it ignores."""
-        entry: dict[str, Any] = {"key": self.key}
-        if self.revoked_from_ms is not None:
-            entry["revoked_from_ms"] = self.revoked_from_ms
-        entry |= {"host": self.host, "key_id": self.key_id, "first_seen_ms": _ms(self.first_seen_at)}
-        if self.retired_at is not None:
-            entry["retired_ms"] = _ms(self.retired_at)
-        if self.note:
-            entry["note"] = self.note
-        return entry
+    def standing(self, root: str) -> Standing:
+        """The key as the root's endorsement says, checked against ``root`` (64 hex digits)."""
+        return standing(self.key, self.endorsement, root)
 
 
 def _record(row: Any) -> HostKeyRecord:
     return row_of(HostKeyRecord, row)
 
 
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 class HostKeys(Store):
-    def register_host_key(self, key: str, host: str) -> HostKeyRecord:
-        """Register ``key`` (64 lower-case hex digits) as ``host``'s, where it is not registered yet; the
-        key's record either way (a key keeps the host it was first registered by)."""
-        if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
-            raise ValueError(f"{key!r} is not an Ed25519 public key of 64 lower-case hex digits")
+    def register_host_key(self, key: HostKey, host: str) -> HostKeyRecord:
+        """Register ``key`` as ``host``'s with its proof of possession, where it is not registered yet;
+        the key's record either way (a key keeps the host it was first registered by). A row of the key
+        whose proof does not hold by the key (written by someone else) is given the host's own proof."""
+        proof = possession(key, host, _now_ms())
+        public = key.public_hex
         try:
             with self._write() as connection:
-                if connection.execute(sa.select(host_keys.c.key).where(host_keys.c.key == key)).first():
-                    return self._host_key(connection, key)
-                connection.execute(host_keys.insert().values(key=key, host=host[:200], first_seen_at=now()))
-                return self._host_key(connection, key)
+                found = connection.execute(sa.select(host_keys).where(host_keys.c.key == public)).first()
+                if found is None:
+                    connection.execute(
+                        host_keys.insert().values(
+                            key=public, host=host[:200], first_seen_at=now(), possession=proof
+                        )
+                    )
+                elif not _holds(found.possession, public):
+                    connection.execute(
+                        host_keys.update()
+                        .where(host_keys.c.key == public, _same(host_keys.c.possession, found.possession))
+                        .values(possession=proof, host=host[:200])
+                    )
+                return self._host_key(connection, public)
         except IntegrityError:  # another process of the host registered it at the same moment
             with self._read() as connection:
-                return self._host_key(connection, key)
+                return self._host_key(connection, public)
 
-    def host_keys(self) -> list[HostKeyRecord]:
-        """Every registered key, first seen first."""
+    def host_keys(self, only: Iterable[str] | None = None) -> list[HostKeyRecord]:
+        """Every registered key (or those of ``only``), first seen first (endorsed or not)."""
         query = sa.select(host_keys).order_by(host_keys.c.first_seen_at, host_keys.c.key)
+        if only is not None:
+            query = query.where(host_keys.c.key.in_(list(only)))
         with self._read() as connection:
             return [_record(row) for row in connection.execute(query)]
 
@@ -121,57 +156,129 @@ class HostKeys(Store):
             )
         return _record(rows[0])
 
-    def retire_host_key(self, which: str, note: str | None = None) -> HostKeyRecord:
-        """Retire a key: its holder signs no more with it; what it signed stands (module docstring)."""
-        key = self.find_host_key(which).key
-        with self._write() as connection:
-            connection.execute(
-                host_keys.update()
-                .where(host_keys.c.key == key, host_keys.c.retired_at.is_(None))
-                .values(retired_at=now(), **({"note": note[:500]} if note else {}))
-            )
-            return self._host_key(connection, key)
+    def endorse_host_key(self, which: str, root: HostKey) -> HostKeyRecord:
+        """The root endorses the key on its proof of possession (StatementRefused saying why where that
+        proof does not hold). A key endorsed already keeps what the root said of it (retired, revoked)."""
+        record = self.find_host_key(which)
+        earlier = record.standing(root.public_hex)
+        if earlier.endorsed:
+            return record
+        return self._endorse(record, endorse(root, record.key, record.possession, _now_ms()))
 
-    def revoke_host_key(self, which: str, from_ms: int = 0, note: str | None = None) -> HostKeyRecord:
+    def retire_host_key(self, which: str, root: HostKey, note: str | None = None) -> HostKeyRecord:
+        """Retire a key: its holder signs no more with it; what it signed stands (module docstring). The
+        root signs it where it endorsed the key; a key it never endorsed is only marked for its host."""
+        record = self.find_host_key(which)
+        earlier = record.standing(root.public_hex)
+        at = _now_ms()
+        document = None
+        if earlier.endorsed:
+            document = endorse(
+                root, record.key, record.possession, at, earlier=earlier, retired_ms=at, note=note
+            )
+        return self._endorse(record, document, retired=True, note=note)
+
+    def revoke_host_key(
+        self, which: str, root: HostKey, from_ms: int = 0, note: str | None = None
+    ) -> HostKeyRecord:
         """Revoke a key from ``from_ms`` (0: from the start): what it signed from then is refused. A key
-        revoked already keeps the earlier of the two moments; a revoked key is retired as well."""
+        revoked already keeps the earlier of the two moments; a revoked key is retired as well. The root
+        signs it where it endorsed the key; a key it never endorsed is only marked for its host."""
         if type(from_ms) is not int or not 0 <= from_ms <= 2**53 - 1:
             raise ValueError("a revocation's moment is a whole number of milliseconds from 0 to 2^53 - 1")
-        key = self.find_host_key(which).key
-        column = host_keys.c.revoked_from_ms
+        record = self.find_host_key(which)
+        earlier = record.standing(root.public_hex)
+        document = None
+        if earlier.endorsed:
+            document = endorse(
+                root,
+                record.key,
+                record.possession,
+                _now_ms(),
+                earlier=earlier,
+                revoked_from_ms=from_ms,
+                note=note,
+            )
+        return self._endorse(record, document, retired=True, revoked_from_ms=from_ms, note=note)
+
+    def _endorse(
+        self,
+        record: HostKeyRecord,
+        document: str | None,
+        *,
+        retired: bool = False,
+        revoked_from_ms: int | None = None,
+        note: str | None = None,
+    ) -> HostKeyRecord:
+        key = record.key
         with self._write() as connection:
-            connection.execute(
-                host_keys.update()
-                .where(host_keys.c.key == key, sa.or_(column.is_(None), column > from_ms))
-                .values(revoked_from_ms=from_ms, **({"note": note[:500]} if note else {}))
-            )
-            connection.execute(
-                host_keys.update()
-                .where(host_keys.c.key == key, host_keys.c.retired_at.is_(None))
-                .values(retired_at=now())
-            )
+            if document is not None:
+                changed = connection.execute(
+                    host_keys.update()
+                    .where(host_keys.c.key == key, _same(host_keys.c.endorsement, record.endorsement))
+                    .values(endorsement=document)
+                ).rowcount
+                if changed != 1:
+                    raise EndorsementChanged(
+                        f"the endorsement of {record.key_id} changed meanwhile: nothing was written; "
+                        "run it again"
+                    )
+            if note:
+                connection.execute(host_keys.update().where(host_keys.c.key == key).values(note=note[:500]))
+            if retired:
+                connection.execute(
+                    host_keys.update()
+                    .where(host_keys.c.key == key, host_keys.c.retired_at.is_(None))
+                    .values(retired_at=now())
+                )
+            if revoked_from_ms is not None:
+                column = host_keys.c.revoked_from_ms
+                connection.execute(
+                    host_keys.update()
+                    .where(host_keys.c.key == key, sa.or_(column.is_(None), column > revoked_from_ms))
+                    .values(revoked_from_ms=revoked_from_ms)
+                )
             return self._host_key(connection, key)
 
-    def trust_list(self) -> dict[str, Any]:
-        """The registered keys as a trust list (``wai.quantum.receipt-keys/1``, §8.8)."""
-        from qsolve.receipts.trust import FORMAT
+    def key_standings(
+        self, root: str | None = None, only: Iterable[str] | None = None
+    ) -> list[tuple[HostKeyRecord, Standing]]:
+        """Every registered key (or those of ``only``) with its standing under ``root`` (default: the
+        configured root, NoReceiptRoot where there is none)."""
+        root = root or configured_root()
+        return [(r, r.standing(root)) for r in self.host_keys(only)]
 
-        return {"format": FORMAT, "algorithm": "ed25519", "keys": [r.entry() for r in self.host_keys()]}
+    def trust_list(self, root: str | None = None, only: Iterable[str] | None = None) -> dict[str, Any]:
+        """The keys the root endorsed as a trust list (``wai.quantum.receipt-keys/1``, §8.8): checked
+        against ``root`` (default: ``QSOLVE_RECEIPT_ROOT``; NoReceiptRoot where none is configured).
+        ``only``: the keys a reader will look up (a verifier, one receipt's), so no other is checked."""
+        return endorsed_list([s for _, s in self.key_standings(root, only)])
+
+    def page_trust_list(self) -> tuple[dict[str, Any], str | None]:
+        """What the pages hold receipts to: the endorsed keys as a trust list, and None; or, where no root
+        is configured on this machine, an empty list (nothing is trusted) and the line that says why."""
+        from qsolve.receipts.root import NoReceiptRoot
+
+        try:
+            return self.trust_list(), None
+        except NoReceiptRoot as e:
+            return endorsed_list([]), str(e)
 
     def signing_key(self, home: Path | None = None, host: str | None = None, tell=None):
-        """This host's key (``home/keys/``, made on first use), registered; a key retired or revoked in the
-        database is set aside and a new one made, registered and returned (``tell`` hears one line)."""
+        """This host's key (``home/keys/``, made on first use), registered; a key retired or revoked is
+        set aside and a new one made, registered and returned (``tell`` hears one line). A key not yet
+        endorsed signs all the same: its receipts verify as registered once the root endorses it."""
         from qsolve.home import host_name
         from qsolve.receipts.keys import load_host_key, retire_key_file
 
         host = host or host_name()
         key = load_host_key(home)
-        record = self.register_host_key(key.public_hex, host)
+        record = self.register_host_key(key, host)
         if record.in_use:
             return key
         retire_key_file(key.public_hex, home)
         new = load_host_key(home)
-        self.register_host_key(new.public_hex, host)
+        self.register_host_key(new, host)
         if tell is not None:
             tell(
                 f"receipt key {record.key_id} is {record.status}: this host signs with a new key "
@@ -185,3 +292,15 @@ class HostKeys(Store):
         if row is None:
             raise NotFound(f"no registered key {key}", kind="key", key=key)
         return _record(row)
+
+
+def _holds(proof: str | None, key: str) -> bool:
+    try:
+        check(POSSESSION, proof, key, key)
+    except StatementRefused:
+        return False
+    return True
+
+
+def _same(column: Any, value: str | None) -> Any:
+    return column.is_(None) if value is None else column == value

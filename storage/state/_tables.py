@@ -439,6 +439,10 @@ host_keys = sa.Table(  # each host's receipt public key, registered by the host 
     sa.Column("retired_at", UTCDateTime, nullable=True),  # its holder signs no more with it
     sa.Column("revoked_from_ms", sa.BigInteger, nullable=True),  # no longer vouched for from then (§8.8)
     sa.Column("note", sa.String(500), nullable=True),
+    # issue 33, item 4 (migration 0014): the host's proof of possession, signed by the key, and the root's
+    # endorsement of the key (retired or revoked in it), each {"statement", "signature"} as text
+    sa.Column("possession", sa.Text, nullable=True),
+    sa.Column("endorsement", sa.Text, nullable=True),
     sa.Index(None, "host"),
 )
 

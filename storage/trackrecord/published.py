@@ -6,7 +6,8 @@
     broken_bounds    run id -> the bound each failing row of the published version broke, from its
                      case's ``expect``
     checked_receipts run id -> what each hardware row's receipts say, read and verified now (held to the
-                     hosts' keys registered in the state database, as ``qsolve verify --registered``)
+                     host keys the operator's root endorsed, as ``qsolve verify --registered``; none
+                     where no root is configured on this machine)
     published_page   the page of a workflow with all of these filled in, as both surfaces show it
 
 Each takes the home it reads (default ``QSOLVE_HOME``, else ``./.qsolve``); ``published`` also takes a
@@ -31,8 +32,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Published:
     """A workflow's latest published version, as the state database says (None: none published), that
-    version's workflow as published (None when there is none or it does not load), and the hosts' keys
-    registered in the database as a trust list (None without a database), to hold receipts to."""
+    version's workflow as published (None when there is none or it does not load), and the host keys the
+    operator's root endorsed as a trust list (None without a database; empty where no root is
+    configured here), to hold receipts to."""
 
     version: str | None
     workflow: Any
@@ -58,7 +60,7 @@ def published(name: str, home: Path | str | None = None, *, state: StateDB | Non
             return Published(None, None)
         with connect(home=where) as opened:
             return published(name, where, state=opened)
-    trust = state.trust_list()
+    trust, _ = state.page_trust_list()
     try:
         version = state.get_version(name)
     except NotFound:
@@ -104,7 +106,7 @@ def checked_receipts(
     p: WorkflowPage, home: Path | str | None = None, trust: dict[str, Any] | None = None
 ) -> dict[str, RowReceipts]:
     """Run id -> what each hardware row's receipts say (the page's and its earlier results'), read
-    from ``home``'s blobs and verified now, held to ``trust`` (the registered keys) where given."""
+    from ``home``'s blobs and verified now, held to ``trust`` (the endorsed keys) where given."""
     from qsolve.home import qsolve_home
 
     from .receipts_check import check_row

@@ -17,6 +17,7 @@ class RowReceipts(BaseModel):
     named: int  # receipts the row names
     verified: int  # of those, found and valid under qsolve verify
     measured: int  # of those, sealed with accuracy.class measured (the rest: simulated)
+    unendorsed: int = 0  # of those named, found but signed by a key the operator's root did not endorse
 
     @property
     def label(self) -> str:
@@ -24,31 +25,34 @@ class RowReceipts(BaseModel):
             return "no receipt"
         kind = "measured" if self.measured == self.named else "simulated"
         verdict = "verify" if self.verified == self.named else f"{self.verified} of {self.named} verify"
-        return f"{self.named} receipts {verdict}; {kind}"
+        said = f"{self.named} receipts {verdict}; {kind}"
+        return f"{said}; {self.unendorsed} signed by a key not endorsed" if self.unendorsed else said
 
 
 def check_row(receipt_digest: str, home: Path, trust: dict[str, Any] | None = None) -> RowReceipts:
     """Read and verify every receipt a row names (a missing blob counts as not verified), held to
-    ``trust`` where given: the hosts' keys registered in the state database (``StateDB.trust_list``), as
-    ``qsolve verify --registered`` holds them, so that a receipt sealed by a key no host registered, or
-    one retired or revoked, does not count as verified."""
+    ``trust`` where given: the host keys the operator's root endorsed (``StateDB.trust_list``), as
+    ``qsolve verify --registered`` holds them, so that a receipt sealed by a key the root did not endorse
+    (one written straight into the database), or one revoked, does not count as verified."""
     from qsolve.receipts import verify
     from storage.blobs import BlobStore
 
     held = held_to(trust)
     digests = [d for d in receipt_digest.split(",") if d]
     blobs = BlobStore(home)
-    verified = measured = 0
+    verified = measured = unendorsed = 0
     for digest in digests:
         try:
             text = blobs.get(digest)
         except (OSError, ValueError, KeyError):
             continue
-        if verify(text, held=held).valid:
+        verdict = verify(text, held=held)
+        unendorsed += "key_untrusted" in verdict.reasons
+        if verdict.valid:
             verified += 1
             accuracy = json.loads(text).get("result", {}).get("accuracy", {})
             measured += accuracy.get("class") == "measured"
-    return RowReceipts(named=len(digests), verified=verified, measured=measured)
+    return RowReceipts(named=len(digests), verified=verified, measured=measured, unendorsed=unendorsed)
 
 
 def held_to(trust: dict[str, Any] | None) -> Any:

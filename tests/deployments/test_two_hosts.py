@@ -1,9 +1,11 @@
 """Two hosts on one state database (issue 26, item 3): two homes (separate folders, nothing shared on disk)
 on one PostgreSQL schema, each command in a process of its own, as two machines would run them.
 
-A receipt sealed on A verifies on B through the registered keys (and through the trust list B prints, as
-the standalone verifier takes it); a key retired on B still vouches for what it sealed, and A moves to a
-new key; a key revoked on B is refused on A. Prices and limits set once on A price alike on B.
+A receipt sealed on A verifies on B through the keys the operator's root endorsed (issue 33; the root's
+public key configured on both, its private key in a file on neither's home), and through the trust list B
+prints, as the standalone verifier takes it; a key retired on B still vouches for what it sealed, and A
+moves to a new key, which verifies once endorsed; a key revoked on B is refused on A. Prices and limits
+set once on A price alike on B.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from qsolve.receipts.root import ROOT_VARIABLE
 from storage.state import connect
 from tests.conftest import REPO
+from tests.qsolve.receipts.roots import ROOT, root_file
 from tests.s3server import S3Server, serving
 from tests.storage.state.conftest import postgres_schema
 
@@ -85,6 +89,7 @@ def hosts(tmp_path: Path, s3_server: S3Server) -> Iterator[tuple[Host, Host]]:
                 "QSOLVE_HOST_NAME": name,
                 "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
                 "PYTHONPATH": str(REPO),
+                ROOT_VARIABLE: ROOT.public_hex,
             }
             made.append(Host(name, home, env))
         yield made[0], made[1]
@@ -96,33 +101,40 @@ def _verify(host: Host, job: dict, *flags: str, code: int) -> dict:
     return json.loads(host.run("verify", str(path), "--json", *flags, code=code).stdout)
 
 
-def test_a_receipt_sealed_on_a_verifies_on_b_and_a_revocation_on_b_holds_on_a(hosts) -> None:
+def test_a_receipt_sealed_on_a_verifies_on_b_and_a_revocation_on_b_holds_on_a(hosts, tmp_path: Path) -> None:
     a, b = hosts
-    job, _ = a.seal()  # A's key: made in A's home, registered on first use
+    root = str(root_file(tmp_path))  # the operator's, on neither host's home
+    job, _ = a.seal()  # A's key: made in A's home, registered on first use with its proof of possession
     key_a = job["result"]["receipt"]["key"]
     assert (a.home / "keys").is_dir() and not (b.home / "keys").exists()  # nothing of A's on B's disk
+    assert _verify(b, job, "--registered", code=1)["reasons"] == ["key_untrusted"]  # not endorsed yet
+    said = b.run("receipt-key", "endorse", key_a[:16], "--root", root).stdout
+    assert said.startswith(f"endorsed {key_a[:16]} (host-a)")
     verdict = _verify(b, job, "--registered", code=0)
     assert verdict["valid"] is True and verdict["trust"]["listed"] is True
 
     shown = json.loads(b.run("receipt-key", "--json").stdout)  # B registers its own key as well
-    assert shown["host"] == "host-b" and shown["key"] != key_a
-    listing = shown["trust_list"]
+    assert shown["host"] == "host-b" and shown["key"] != key_a and shown["endorsed"] is False
+    b.run("receipt-key", "endorse", shown["key"][:16], "--root", root)
+    listing = json.loads(b.run("receipt-key", "--json").stdout)["trust_list"]
     assert [(e["host"], e["key"]) for e in listing["keys"]] == [("host-a", key_a), ("host-b", shown["key"])]
-    assert all(e["key_id"] == e["key"][:16] and e["first_seen_ms"] > 0 for e in listing["keys"])
+    assert all(e["key_id"] == e["key"][:16] and e["endorsed_ms"] > 0 for e in listing["keys"])
     keys = b.home / "keys.json"  # the set as a file: the form the standalone verifier takes
     keys.write_text(b.run("receipt-key", "--trust-list").stdout)
     assert json.loads(keys.read_text()) == listing
     assert _verify(b, job, "--trust", str(keys), code=0)["trust"]["listed"] is True
 
-    said = b.run("receipt-key", "retire", key_a[:16], "--note", "rotated").stdout
+    said = b.run("receipt-key", "retire", key_a[:16], "--note", "rotated", "--root", root).stdout
     assert said.startswith(f"retired {key_a[:16]} (host-a): its host signs with a new key")
     assert _verify(a, job, "--registered", code=0)["valid"] is True  # what a retired key sealed stands
-    again, told = a.seal()  # A's next seal: a new key, registered
+    again, told = a.seal()  # A's next seal: a new key, registered, not endorsed until the operator says
     key_a2 = again["result"]["receipt"]["key"]
     assert key_a2 != key_a and f"receipt key {key_a[:16]} is retired" in told
+    assert _verify(b, again, "--registered", code=1)["reasons"] == ["key_untrusted"]
+    b.run("receipt-key", "endorse", key_a2[:16], "--root", root)
     assert _verify(b, again, "--registered", code=0)["valid"] is True
 
-    said = b.run("receipt-key", "revoke", key_a[:16]).stdout
+    said = b.run("receipt-key", "revoke", key_a[:16], "--root", root).stdout
     assert said.startswith(f"revoked {key_a[:16]} (host-a) from 0 ms")
     refused = _verify(a, job, "--registered", code=1)
     assert refused["valid"] is False and "key_revoked" in refused["reasons"]

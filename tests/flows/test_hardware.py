@@ -16,6 +16,7 @@ from storage.blobs import BlobStore
 from storage.state import BatchInProgress, QuoteRefused, QuoteStatus, RunStatus, connect
 from tasks.hardware import HardwareRefused, request_quotes, run_quote
 from tests.flows.hardware_setup import HARDWARE, REPO, QuoteFlowRun, add_reference, publish
+from tests.qsolve.receipts.roots import endorse_all, trust_root
 
 
 @pytest.fixture
@@ -62,7 +63,9 @@ def test_quote_confirm_run_files_the_row_with_valid_receipts(home, tmp_path):
     assert rows and rows[0]["receipt_digest"] == ",".join(outcome.receipts)
 
 
-def test_the_page_marks_a_hardware_row_whose_receipts_verify_and_receipts_writes_them(home, tmp_path, capsys):
+def test_the_page_marks_a_hardware_row_whose_receipts_verify_and_receipts_writes_them(
+    home, tmp_path, capsys, monkeypatch
+):
     import json
 
     add_reference()
@@ -72,6 +75,7 @@ def test_the_page_marks_a_hardware_row_whose_receipts_verify_and_receipts_writes
         _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
         db.confirm_quote(quote.id, "dev")
         outcome = run_quote(db, quote.id, home=home)
+        endorse_all(db, trust_root(monkeypatch))  # the operator's root endorses the host's key
     capsys.readouterr()
     assert main(["page", "hw-max-cut", "--json"]) == 0
     page = json.loads(capsys.readouterr().out)
@@ -421,7 +425,7 @@ def test_a_quote_left_unanswered_is_not_run_and_the_flow_run_ends(home, tmp_path
 
 
 def test_a_hardware_run_killed_before_it_was_marked_filed_is_filed_once_by_maintenance(
-    home, tmp_path, capsys
+    home, tmp_path, capsys, monkeypatch
 ):
     """The process running a quote dies (SIGKILL) between writing its row and marking it filed; the
     maintenance pass files it: one row, naming its receipts, which verify on the page."""
@@ -452,6 +456,7 @@ def test_a_hardware_run_killed_before_it_was_marked_filed_is_filed_once_by_maint
     with connect(home=home) as db:
         assert db.get_run(quote.run_id).filed_at is not None
         receipts = db.run_receipts(quote.run_id)
+        endorse_all(db, trust_root(monkeypatch))
     rows = [
         r
         for f in (home / "trackrecord").rglob("*.parquet")

@@ -18,6 +18,7 @@ from storage.state import QuoteRefused, RunStatus, connect
 from tasks.hardware import HardwareRefused, request_quotes, run_quote
 from tests.flows.hardware_setup import publish
 from tests.qsolve.providers.test_credential_nowhere import found_in
+from tests.qsolve.receipts.roots import endorse_all, trust_root
 from tests.qsolve.targets import test_ibm
 from tests.qsolve.targets.test_ibm import API_KEY, DEVICE, TARGET
 
@@ -33,7 +34,9 @@ def quoted(home, published: bool = False):
     return quote
 
 
-def test_quote_confirm_run_on_ibm_files_the_row_with_sampler_v2_receipts(home, standin, caplog, capsys):
+def test_quote_confirm_run_on_ibm_files_the_row_with_sampler_v2_receipts(
+    home, standin, caplog, capsys, monkeypatch
+):
     caplog.set_level(logging.DEBUG)
     quote = quoted(home)
     assert quote.unknown_cost and quote.estimate["device"]["cost"] == "unknown"
@@ -48,6 +51,7 @@ def test_quote_confirm_run_on_ibm_files_the_row_with_sampler_v2_receipts(home, s
         run = db.get_run(quote.run_id)
         assert run.filed_at is not None and db.get_hold(run.id).closed
         assert {j.provider for j in db.list_provider_jobs()} == {"ibm"}
+        endorse_all(db, trust_root(monkeypatch))  # the operator's root endorses the host's key
     blobs = BlobStore(home)
     for digest in outcome.receipts:
         text = blobs.get(digest)

@@ -93,8 +93,11 @@ def seeded_template(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture
-def seeded(seeded_template, home: Path):
-    """The seeded home, copied into this test's ``home``."""
+def seeded(seeded_template, home: Path, monkeypatch: pytest.MonkeyPatch):
+    """The seeded home, copied into this test's ``home``, its host key endorsed by the tests' root key,
+    which is configured on this machine (``QSOLVE_RECEIPT_ROOT``)."""
+    from tests.qsolve.receipts.roots import trust_root
     from tests.web.seeding import copy
 
+    trust_root(monkeypatch)
     return copy(seeded_template, home)

@@ -129,6 +129,7 @@ def rows(now: datetime) -> list[TrackRecordRow]:
 def build(home: Path, work: Path) -> Seeded:
     """The seeded home (see the module's docstring)."""
     from tasks.hardware import request_quotes, run_quote
+    from tests.qsolve.receipts.roots import endorse_all
 
     home.mkdir(parents=True, exist_ok=True)
     with home_set(home):
@@ -145,6 +146,7 @@ def build(home: Path, work: Path) -> Seeded:
             assert outcome.recorded and outcome.receipts, outcome
             db.refuse_quote(second.id, "dev")
             db.batch_status(batch.id)  # the batch ends: a test may ask for a new one
+            endorse_all(db)  # the operator's root endorses the host's key (tests/qsolve/receipts/roots.py)
     return Seeded(home, WORKFLOW, first.run_id, list(outcome.receipts), "dev")
 
 

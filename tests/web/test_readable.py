@@ -22,9 +22,9 @@ def test_each_version_says_when_it_was_published(seeded, client) -> None:
 def test_the_kept_column_is_explained_and_times_have_units(seeded, client) -> None:
     html = client.get("/workflows/max-cut").text
     noise = section(html, "noise-model-estimate")
-    assert 'title="share of shots kept by the method\'s own error checks' in noise
+    assert "title=\"share of shots kept by the method's own error checks" in noise
     assert "kept: the share of shots the method's own error checks kept" in noise
-    assert "<th class=\"num\">time (s)</th>" in section(html, "track-record")
+    assert '<th class="num">time (s)</th>' in section(html, "track-record")
     assert "recorded (UTC)" in section(html, "earlier-results")
 
 

@@ -60,14 +60,16 @@ def test_a_receipt_whose_key_the_database_revoked_fails_here_on_the_page_and_in_
     """Finding (issue 26 tester), fixed: the receipts page, the workflow page and ``qsolve page`` checked
     each receipt's seal only, so a receipt sealed by a key the operator had revoked (a stolen host key)
     still read "valid" there while ``qsolve verify --registered`` refused it. They hold each receipt to
-    the hosts' keys registered in the state database, as ``--registered`` does."""
+    the host keys the operator's root endorsed, as ``--registered`` does; the revocation signed by the
+    root (issue 33)."""
     from storage.state import connect
+    from tests.qsolve.receipts.roots import ROOT
     from tests.web.test_workflows import section
 
     n = len(seeded.receipts)
     with connect(home=seeded.home) as db:
         for record in db.host_keys():
-            db.revoke_host_key(record.key, note="stolen")
+            db.revoke_host_key(record.key, ROOT, note="stolen")
     page = client.get(f"/runs/{seeded.hardware_run}/receipts")
     assert page.status_code == 200 and '<span class="pass">valid</span>' not in page.text
     assert len(re.findall(r'<span class="fail">not valid: [^<]*key_revoked', page.text)) == n, page.text
@@ -77,6 +79,55 @@ def test_a_receipt_whose_key_the_database_revoked_fails_here_on_the_page_and_in_
     assert main(["page", "max-cut", "--json"]) == 0
     labels = json.loads(capsys.readouterr().out)["receipts"]
     assert labels[seeded.hardware_run] == f"{n} receipts 0 of {n} verify; simulated"
+
+
+def test_a_key_whose_endorsement_a_database_writer_forged_is_shown_not_endorsed_everywhere(
+    seeded, client, capsys
+):
+    """Issue 33: a database writer (every worker host has the URL) with no root key replaces the host key's
+    endorsement with one signed by a key of their own: the receipts page shows the key not endorsed and
+    each receipt key_untrusted, the workflow page and ``qsolve page`` count none verified."""
+    from qsolve.receipts.endorsement import endorse
+    from storage.state import connect
+    from storage.state._tables import host_keys
+    from tests.qsolve.receipts.roots import NOT_THE_ROOT
+    from tests.web.test_workflows import section
+
+    n = len(seeded.receipts)
+    with connect(home=seeded.home) as db:
+        (record,) = db.host_keys()
+        forged = endorse(NOT_THE_ROOT, record.key, record.possession, 1)
+        with db.engine.begin() as connection:
+            connection.execute(host_keys.update().values(endorsement=forged))
+    page = client.get(f"/runs/{seeded.hardware_run}/receipts")
+    assert page.status_code == 200 and '<span class="pass">valid</span>' not in page.text
+    assert len(re.findall(r'<span class="fail">not valid: [^<]*key_untrusted', page.text)) == n
+    assert (
+        len(
+            re.findall(
+                r'<td class="key-standing"><code>[0-9a-f]{16}</code> <span class="fail">not endorsed',
+                page.text,
+            )
+        )
+        == n
+    )
+    assert f'0 of {n} verify</span> <span class="fail">{n} by a key not endorsed' in section(
+        client.get("/workflows/max-cut").text, "on-hardware"
+    )
+    capsys.readouterr()
+    assert main(["page", "max-cut", "--json"]) == 0
+    labels = json.loads(capsys.readouterr().out)["receipts"]
+    assert (
+        labels[seeded.hardware_run]
+        == f"{n} receipts 0 of {n} verify; simulated; {n} signed by a key not endorsed"
+    )
+
+
+def test_with_no_root_configured_the_pages_trust_no_key_and_say_why(seeded, client, monkeypatch):
+    monkeypatch.delenv("QSOLVE_RECEIPT_ROOT")
+    page = client.get(f"/runs/{seeded.hardware_run}/receipts")
+    assert page.status_code == 200 and '<span class="pass">valid</span>' not in page.text
+    assert 'id="no-root">no receipt root is configured on this machine' in page.text
 
 
 def test_a_dropped_receipt_is_valid_held_to_the_hosts_key_and_a_time(seeded, client, capsys):
