@@ -198,7 +198,7 @@ def test_a_failure_is_sent_once_more_and_recorded(task_dir):
 
 def test_at_most_four_figures_the_last_judged(task_dir):
     figures = [png(n) for n in range(6)]
-    with ModelServer() as server:  # four asked (max_figures; one by default: tests/.../test_issue38.py)
+    with ModelServer() as server:  # four asked (max_figures; one by default: test_seed_differences.py)
         record = evaluate(derive_reference(task_dir), EVIDENCE, figures, model=server.spec(), max_figures=4)
     shown = record.input.figures
     assert record.input.figures_given == 6
