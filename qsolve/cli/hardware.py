@@ -11,19 +11,18 @@ Exit codes: 0 done, 1 refused, 2 misuse.
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import os
 import sys
 from typing import Any
 
 from qsolve.hardware.shown import authorises, describe, over_limit, provider_cost_of
-
-ACCOUNT_VARIABLE = "QSOLVE_ACCOUNT"
+from qsolve.home import ACCOUNT_VARIABLE, local_account
 
 
 def _account(given: str | None) -> str:
-    return given or os.environ.get(ACCOUNT_VARIABLE) or getpass.getuser()
+    """The account a command acts for: the one it names, else the local operator's (``local_account``)."""
+    return given or local_account()
 
 
 def add_commands(subparsers: Any) -> None:
