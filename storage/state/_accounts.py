@@ -9,7 +9,8 @@ publication of a new name records its account as a developer here, later version
 its developers or an admin (``StateDB.publish_version``), and a developer or the operator adds others
 (:meth:`Accounts.add_developer`); a role needs no login. The ledger's own accounts (``system``,
 ``ledger:*``) are given no login and no role. A session is a random id the browser keeps in a cookie,
-kept here only as its SHA-256, with a form token its pages carry in every form that changes something; it lapses at ``expires_at``.
+kept here only as its SHA-256, with a form token its pages carry in every form that changes something;
+it lapses at ``expires_at``.
 """
 
 from __future__ import annotations
