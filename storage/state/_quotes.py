@@ -88,6 +88,8 @@ class Quote:
         return {
             "id": self.id,
             "batch": self.batch_id,
+            "workflow": self.workflow,
+            "version": self.version,
             "case": self.case_name,
             "case_index": self.case_index,
             "target": self.target,
