@@ -2,7 +2,8 @@
 
 Needs a Prefect server (``prefect server start``, with ``PREFECT_API_URL`` pointing at it): schedules
 and cancellation need one. Then trigger a deployment from the UI or with
-``prefect deployment run 'submission/submission' --param folder=workflows/max-cut``. Its flow runs
+``prefect deployment run 'submission/submission' --param folder=workflows/max-cut --param account=dev1``
+(the account it publishes for). Its flow runs
 send heartbeats, and the automation of ``deployments/automations.py`` (created here) marks one whose
 process died Crashed.
 """

@@ -160,7 +160,7 @@ def price(workflow: str, account: str, target: str | None) -> list[Quote]:
 
 def _shown(quote: Quote, limit) -> str:
     """The quote as the confirmation form shows it (markdown)."""
-    from qsolve.hardware.shown import authorises, describe, over_limit
+    from qsolve.hardware.shown import authorises, describe, heading, over_limit
 
     warning = over_limit(quote, limit)
     unknown = (
@@ -170,8 +170,8 @@ def _shown(quote: Quote, limit) -> str:
     )
     assumes = quote.estimate.get("provider", {}).get("assumes")
     return (
-        f"### Quote `{quote.id}`: {quote.case_name} on {quote.target}\n\n"
-        f"{describe(quote).removeprefix(f'{quote.id}  {quote.case_name} on {quote.target}: ')}\n\n"
+        f"### Quote `{quote.id}`: {quote.workflow} {quote.version}, {quote.case_name} on {quote.target}\n\n"
+        f"{describe(quote).removeprefix(heading(quote) + ': ')}\n\n"
         + (f"It assumes {assumes}.\n\n" if assumes else "")
         + f"Confirming authorises {authorises(quote, limit)}, for this run only, paid by "
         f"`{quote.account}`. Tick *confirm* and submit to run it; submit unticked to refuse it. Valid until "
@@ -188,6 +188,7 @@ def _publish(made: list[Quote], key: str = "hardware-quotes") -> None:
         table=[
             {
                 "quote": q.id,
+                "version": q.version,
                 "case": q.case_name,
                 "target": q.target,
                 "credits": str(q.price),

@@ -1,5 +1,9 @@
 """The submission flow: lint, submission checks, gates, publication, history (issue 5).
 
+``account`` is the account the submission acts for (``qsolve submit --account``, the submission page's
+logged-in account, a deployment run's parameter; None: the local operator's account of the process that
+runs the flow): publication records it, and publishes only for a developer of the name or an admin.
+
 A stage that fails stops the flow; the report names the stage and every reason. The flow's final state
 carries the report, which is also published as a markdown and a table artifact.
 """
@@ -23,7 +27,7 @@ from tasks.publication import publication_stage
 
 
 @flow(name="submission", log_prints=True)
-def submission_flow(folder: str, run_history: bool = True) -> State:
+def submission_flow(folder: str, run_history: bool = True, account: str | None = None) -> State:
     report = SubmissionReport(folder=str(folder))
     if not Path(folder).is_dir():  # a deployment run's parameter, say: named as it is, not as lint codes
         what = "is a file, not a workflow folder" if Path(folder).exists() else "no such folder"
@@ -50,7 +54,7 @@ def submission_flow(folder: str, run_history: bool = True) -> State:
             report.fail("gates", [f"{g.name}: {g.message}" for g in validation.gates if not g.passed])
         )
 
-    published = publication_stage(checks)
+    published = publication_stage(checks, account)
     report.published = published.published
     if published.error:
         return _finish(report.fail("publication", [published.error]))

@@ -16,6 +16,17 @@ def qsolve_home(home: Path | str | None = None) -> Path:
     return Path(home).expanduser()
 
 
+ACCOUNT_VARIABLE = "QSOLVE_ACCOUNT"
+
+
+def local_account() -> str:
+    """The local operator's account, which a command acts for when it names none (``qsolve submit``,
+    ``qsolve quote``, ``qsolve confirm``): ``QSOLVE_ACCOUNT``, else the operating system's user."""
+    import getpass
+
+    return os.environ.get(ACCOUNT_VARIABLE) or getpass.getuser()
+
+
 HOST_VARIABLE = "QSOLVE_HOST_NAME"
 
 

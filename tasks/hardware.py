@@ -24,7 +24,7 @@ import json
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -165,7 +165,8 @@ def ibm_availability(target: str, home: Path | None = None) -> dict[str, Any]:
 def request_quotes(
     db: StateDB, workflow: str, account: str, *, target: str | None = None, home: Path | None = None
 ) -> tuple[QuoteBatch, list[Quote]]:
-    """Price every hardware case of ``workflow``'s latest published version: a batch of quotes."""
+    """Price every hardware case of ``workflow``'s latest published version (its highest): a batch of
+    quotes. An earlier batch whose quotes only awaited confirmation lapsed (the batch's ``lapsed``)."""
     from qsolve.validation.jobs import Limits, run_case_job
     from qsolve.workflow.folder import load_workflow
 
@@ -223,7 +224,8 @@ def request_quotes(
         except BaseException as e:
             db.abandon_batch(batch.id, f"pricing failed: {e}")
             raise
-        return db.batch_priced(batch.id), made
+        priced = db.batch_priced(batch.id)
+        return replace(priced, lapsed_batch=batch.lapsed_batch, lapsed=batch.lapsed), made
 
 
 # running

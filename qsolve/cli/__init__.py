@@ -163,8 +163,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
         use_server()
         from flows.submission import report_of, submission_flow
+        from qsolve.cli.hardware import _account
 
-        state = submission_flow(str(root), run_history=not args.no_history, return_state=True)
+        state = submission_flow(
+            str(root), run_history=not args.no_history, account=_account(args.account), return_state=True
+        )
     finally:
         process.close()
     return _submitted(args, report_of(state))
@@ -339,6 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--no-history", action="store_true", help="publish without running the history stage")
+    p.add_argument(
+        "--account",
+        metavar="A",
+        help="the account it publishes for ($QSOLVE_ACCOUNT, else you): a new name becomes its; a later "
+        "version only for the name's developers or an admin",
+    )
     p.add_argument("--json", action="store_true", help="print the submission report as one JSON object")
     p.set_defaults(func=cmd_submit)
 

@@ -2,7 +2,9 @@
 ``qsolve refuse QUOTE_ID``
 (issue 13, items 1-2; docs/hardware.md).
 
-A quote prices every hardware case of the latest published version; nothing runs. A confirmation covers
+A quote prices every hardware case of the workflow's highest published version (semantic versioning) and
+names it on every line; nothing runs. A batch whose quotes only await confirmation blocks no request: the
+new one lapses them, and says so. A confirmation covers
 one quote's run only, authorises at most its price capped by the per-run limit, and, where the cost is
 unknown, is given only by a person who was shown that it is unknown (``--yes``, or yes when asked).
 Exit codes: 0 done, 1 refused, 2 misuse.
@@ -11,19 +13,18 @@ Exit codes: 0 done, 1 refused, 2 misuse.
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import os
 import sys
 from typing import Any
 
 from qsolve.hardware.shown import authorises, describe, over_limit, provider_cost_of
-
-ACCOUNT_VARIABLE = "QSOLVE_ACCOUNT"
+from qsolve.home import ACCOUNT_VARIABLE, local_account
 
 
 def _account(given: str | None) -> str:
-    return given or os.environ.get(ACCOUNT_VARIABLE) or getpass.getuser()
+    """The account a command acts for: the one it names, else the local operator's (``local_account``)."""
+    return given or local_account()
 
 
 def add_commands(subparsers: Any) -> None:
@@ -53,21 +54,34 @@ def add_commands(subparsers: Any) -> None:
 
 
 def cmd_quote(args: argparse.Namespace) -> int:
-    from storage.state import BatchInProgress, NotFound, connect
+    from storage.state import BatchInProgress, NotFound, PlatformAccount, connect
     from tasks.hardware import HardwareRefused, request_quotes
 
     with connect() as db:
         try:
             batch, made = request_quotes(db, args.name, _account(args.account), target=args.target)
-        except (HardwareRefused, BatchInProgress, NotFound) as e:
+        except (HardwareRefused, BatchInProgress, NotFound, PlatformAccount) as e:
             print(f"qsolve quote: {e}", file=sys.stderr)
             return 1
         limit = db.limits("hardware").credits
+        version = made[0].version if made else db.get_version(args.name).version
+    if batch.lapsed_batch is not None:
+        print(
+            f"lapsed: batch {batch.lapsed_batch} of {args.name} awaited confirmation; its "
+            f"{_quotes(len(batch.lapsed))} ({', '.join(batch.lapsed) or 'none pending'}) lapsed unconfirmed "
+            "and will never run",
+            file=sys.stderr,
+        )
     if args.json:
         listed = [q.summary() | {"provider_cost": provider_cost_of(q)} for q in made]
-        print(json.dumps({"batch": batch.id, "quotes": listed}, indent=2))
+        shown = {"batch": batch.id, "workflow": args.name, "version": version, "quotes": listed}
+        lapsed = {"lapsed": {"batch": batch.lapsed_batch, "quotes": list(batch.lapsed)}}
+        print(json.dumps(shown | (lapsed if batch.lapsed_batch else {}), indent=2))
         return 0
-    print(f"batch {batch.id} of {args.name}: {_quotes(len(made))}; nothing runs until each is confirmed")
+    print(
+        f"batch {batch.id} of {args.name} {version}: {_quotes(len(made))}; nothing runs until each is "
+        "confirmed"
+    )
     for quote in made:
         print(describe(quote))
         if assumes := quote.estimate.get("provider", {}).get("assumes"):
@@ -147,7 +161,10 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         summary = {**confirmed.summary(), "provider_cost": cost, "started": "run here", "run": lines}
         print(json.dumps(summary, indent=2))
         return code
-    print(f"confirmed {confirmed.id}: {said} authorised for run {confirmed.run_id}")
+    print(
+        f"confirmed {confirmed.id} ({confirmed.workflow} {confirmed.version}, {confirmed.case_name} on "
+        f"{confirmed.target}): {said} authorised for run {confirmed.run_id}"
+    )
     if args.no_run:
         print(
             f"not run (--no-run): run it with qsolve confirm {confirmed.id} --yes (or, on a Prefect "

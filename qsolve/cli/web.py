@@ -4,10 +4,16 @@
     qsolve accounts add NAME --role R [--role R...] [--workflow W...]
     qsolve accounts list
     qsolve accounts token NAME
+    qsolve accounts developer add W ACCOUNT [--by A]
+    qsolve accounts developer list W
 
 ``serve`` runs the web pages on loopback unless told otherwise. ``accounts add`` gives an account a login
 and prints its access token once (it is kept only as a hash); ``accounts token`` issues a new one (the old
-one stops working and its sessions end). Exit codes: 0 done, 1 refused, 2 misuse.
+one stops working and its sessions end). ``accounts developer add`` makes an account a developer of a
+workflow name (a co-developer: it may publish its versions and ask for its quotes); with ``--by`` the
+account asking must be one of the name's developers or an admin, without it the operator acts. The
+ledger's own accounts (``system``, ``ledger:*``) are given no login and no role. Exit codes: 0 done,
+1 refused, 2 misuse.
 """
 
 from __future__ import annotations
@@ -47,6 +53,20 @@ def add_commands(subparsers: Any) -> None:
     tok = sub.add_parser("token", help="issue a new access token (the old one stops working)")
     tok.add_argument("name", metavar="NAME")
     tok.set_defaults(func=cmd_accounts_token)
+    dev = sub.add_parser("developer", help="a workflow name's developers: those it belongs to")
+    dev_sub = dev.add_subparsers(dest="developer_command", required=True, metavar="COMMAND")
+    d_add = dev_sub.add_parser("add", help="make an account a developer of a workflow name")
+    d_add.add_argument("workflow", metavar="W")
+    d_add.add_argument("account", metavar="ACCOUNT")
+    d_add.add_argument(
+        "--by",
+        metavar="A",
+        help="the account asking: one of W's developers or an admin (default: the operator)",
+    )
+    d_add.set_defaults(func=cmd_developer_add)
+    d_ls = dev_sub.add_parser("list", help="the developers of a workflow name")
+    d_ls.add_argument("workflow", metavar="W")
+    d_ls.set_defaults(func=cmd_developer_list)
 
 
 def _check_storage(home) -> None:
@@ -133,7 +153,7 @@ def access_log_paths_only(logger: logging.Logger | None = None) -> None:
 def cmd_accounts_add(args: argparse.Namespace) -> int:
     import json
 
-    from storage.state import AccountExists, connect
+    from storage.state import AccountExists, PlatformAccount, connect
 
     with connect() as db:
         try:
@@ -141,7 +161,7 @@ def cmd_accounts_add(args: argparse.Namespace) -> int:
         except ValueError as e:
             print(f"qsolve accounts add: {e}", file=sys.stderr)
             return 2
-        except AccountExists as e:
+        except (AccountExists, PlatformAccount) as e:
             print(f"qsolve accounts add: {e}", file=sys.stderr)
             return 1
         login = db.get_login(args.name)
@@ -180,6 +200,34 @@ def cmd_accounts_token(args: argparse.Namespace) -> int:
             print(f"qsolve accounts token: {e}", file=sys.stderr)
             return 1
     print(f"new access token of {args.name} (shown once; the old one no longer works): {token}")
+    return 0
+
+
+def cmd_developer_add(args: argparse.Namespace) -> int:
+    from storage.state import NameOwned, PlatformAccount, connect
+
+    with connect() as db:
+        try:
+            developers = db.add_developer(args.workflow, args.account, by=args.by)
+        except ValueError as e:
+            print(f"qsolve accounts developer add: {e}", file=sys.stderr)
+            return 2
+        except (NameOwned, PlatformAccount) as e:
+            print(f"qsolve accounts developer add: {e}", file=sys.stderr)
+            return 1
+    print(f"{args.workflow} belongs to its developers: {', '.join(developers)}")
+    return 0
+
+
+def cmd_developer_list(args: argparse.Namespace) -> int:
+    from storage.state import connect
+
+    with connect() as db:
+        developers = db.workflow_developers(args.workflow)
+    if not developers:
+        print(f"{args.workflow} has no developer: only an admin publishes it (qsolve accounts developer add)")
+        return 0
+    print(f"{args.workflow} belongs to its developers: {', '.join(developers)}")
     return 0
 
 

@@ -60,7 +60,7 @@ def device_cost(quote) -> str:
 
 
 def describe(quote) -> str:
-    """What a person is shown of a quote before confirming it."""
+    """What a person is shown of a quote before confirming it, the version it runs named (issue 33)."""
     e = quote.estimate
     said = (
         f"{e['circuits']} circuits, {e['shots']} shots"
@@ -69,7 +69,9 @@ def describe(quote) -> str:
     )
     cost = device_cost(quote)
     valid = f", valid until {quote.valid_until:%Y-%m-%d %H:%M:%S} UTC" if quote.valid_until else ""
-    return (
-        f"{quote.id}  {quote.case_name} on {quote.target}: {said}; {quote.price} credits; {cost} "
-        f"[{quote.status.value}{valid}]"
-    )
+    return f"{heading(quote)}: {said}; {quote.price} credits; {cost} [{quote.status.value}{valid}]"
+
+
+def heading(quote) -> str:
+    """The quote, the workflow version it runs, its case and target: what every quote line starts with."""
+    return f"{quote.id}  {quote.workflow} {quote.version}: {quote.case_name} on {quote.target}"

@@ -3,7 +3,8 @@ asks for a quote, sees each case's price (or that the device's cost is unknown),
 on its own, the amount it authorises shown beside the button.
 
     GET  /workflows/{name}/quotes       the hardware cases, "Get a quote", and the workflow's quotes
-    POST /workflows/{name}/quotes       price every hardware case of the latest version (a new batch)
+    POST /workflows/{name}/quotes       price every hardware case of the highest version (a new batch; an
+                                        earlier one only awaiting confirmation lapses, and the page says so)
     POST /quotes/{quote_id}/confirm     confirm this one quote, for its run only
     POST /quotes/{quote_id}/refuse      refuse it: its run never runs
 
@@ -106,6 +107,7 @@ def _page(
     import os
 
     confirmed = request.query_params.get("confirmed")
+    lapsed = request.query_params.get("lapsed", "")[:32] or None
     return render(
         request,
         "quotes.html",
@@ -119,6 +121,7 @@ def _page(
         refusal=refusal,
         target=target,
         confirmed=confirmed,
+        lapsed=lapsed,
         on_prefect=bool(os.environ.get("PREFECT_API_URL")),
     )
 
@@ -152,7 +155,8 @@ def ask_for_quotes(
             refusal = {"reason": e.reason, "message": str(e)}
             status = REFUSAL_STATUS.get(e.reason, 422)
             return _page(request, name, status_code=status, refusal=refusal, target=target)
-    return RedirectResponse(f"/workflows/{name}/quotes#batch-{batch.id}", status_code=303)
+    said = f"?lapsed={batch.lapsed_batch}" if batch.lapsed_batch else ""
+    return RedirectResponse(f"/workflows/{name}/quotes{said}#batch-{batch.id}", status_code=303)
 
 
 @router.post("/quotes/{quote_id}/confirm", dependencies=[Depends(check_form)])

@@ -16,7 +16,8 @@ _provider_jobs  provider jobs recorded before they are sent, followed from any p
 _quotes     hardware quote batches: one open per workflow, each quote confirmed on its own
 _calibration    calibration task results (issue 14), figures as blobs
 _evaluations    evaluation runs, their records, reviewers' verdicts, figure assets
-_accounts   people of the web pages: logins, roles (developer, editor, reviewer), sessions
+_accounts   people of the web pages: logins, roles (developer, editor, reviewer), sessions; a
+            workflow name's developers (who may publish it)
 _credit_table   the credit prices and limits every machine reads (qsolve credits price|limit|import)
 _host_keys  every host's receipt public key, a trust list; retired and revoked keys
 _holders    which host's workers hold which provider (a Prefect work queue each)
@@ -33,8 +34,10 @@ from storage.state._errors import (
     CreditError,
     CreditsMoved,
     InsufficientCredits,
+    NameOwned,
     NoHold,
     NotFound,
+    PlatformAccount,
     RunStateError,
     SettingsDiffer,
     StageLost,
@@ -42,11 +45,12 @@ from storage.state._errors import (
     StorageMismatch,
     UnpricedTarget,
     VersionConflict,
+    VersionOrder,
 )
 from storage.state._holders import STALE_AFTER as HOLDER_STALE_AFTER
 from storage.state._host_keys import HostKeyRecord
 from storage.state._leases import Lease, lease_seconds
-from storage.state._ledger import SYSTEM_ACCOUNT
+from storage.state._ledger import PLATFORM_ACCOUNTS, SYSTEM_ACCOUNT
 from storage.state._models import (
     PLATFORM_REASONS,
     WORKFLOW_REASONS,
@@ -72,6 +76,7 @@ from storage.state._quotes import BatchInProgress, Quote, QuoteBatch, QuoteRefus
 __all__ = [
     "DEFAULT_PRICES",
     "HOLDER_STALE_AFTER",
+    "PLATFORM_ACCOUNTS",
     "PLATFORM_REASONS",
     "SYSTEM_ACCOUNT",
     "WORKFLOW_REASONS",
@@ -90,9 +95,11 @@ __all__ = [
     "InsufficientCredits",
     "Lease",
     "LoginAccount",
+    "NameOwned",
     "NoHold",
     "NotFound",
     "OpenedSession",
+    "PlatformAccount",
     "Price",
     "ProviderJob",
     "ProviderJobStatus",
@@ -116,6 +123,7 @@ __all__ = [
     "UnpricedTarget",
     "Version",
     "VersionConflict",
+    "VersionOrder",
     "connect",
     "lease_seconds",
     "qsolve_home",

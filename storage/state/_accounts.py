@@ -4,8 +4,13 @@ A login is an access token issued once (``qsolve accounts add``), printed once a
 SHA-256; it is 32 random bytes, so a plain hash is as good as a slow one and lookups stay exact. The
 roles: ``developer`` of a named workflow (the account that asks for that workflow's hardware quotes,
 pays for them and confirms them), ``editor`` of task knowledge (uploads drafts), ``reviewer`` (adds
-verdicts). A session is a random id the browser keeps in a cookie, kept here only as its SHA-256, with a
-form token its pages carry in every form that changes something; it lapses at ``expires_at``.
+verdicts), ``admin``. A developer role is also what owns a workflow's name (issue 33, item 1): the first
+publication of a new name records its account as a developer here, later versions are published only for
+its developers or an admin (``StateDB.publish_version``), and a developer or the operator adds others
+(:meth:`Accounts.add_developer`); a role needs no login. The ledger's own accounts (``system``,
+``ledger:*``) are given no login and no role. A session is a random id the browser keeps in a cookie,
+kept here only as its SHA-256, with a form token its pages carry in every form that changes something;
+it lapses at ``expires_at``.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state._errors import NotFound, StateError
+from storage.state._errors import NameOwned, NotFound, StateError
+from storage.state._ledger import refuse_platform_account
 from storage.state._rows import now
 from storage.state._store import Store
 from storage.state._tables import ROLES, account_logins, account_roles, account_sessions, accounts, versions
@@ -88,6 +94,8 @@ class Accounts(Store):
                 if "developer" in roles
                 else "--workflow names a developer's workflows: give --role developer with it"
             )
+        with self._read() as connection:  # refused before an account is opened for it
+            refuse_platform_account(connection, name, f"account {name} is given no login")
         self.open_account(name)  # type: ignore[attr-defined] - Ledger's
         token = secrets.token_urlsafe(32)
         created = now()
@@ -95,13 +103,14 @@ class Accounts(Store):
         rows += [{"role": "developer", "workflow": w} for w in workflows]
         try:
             with self._write() as connection:
+                refuse_platform_account(connection, name, f"account {name} is given no login")
                 connection.execute(
                     account_logins.insert().values(
                         account=name, token_sha256=token_hash(token), created_at=created
                     )
                 )
-                for row in rows:
-                    connection.execute(account_roles.insert().values(account=name, created_at=created, **row))
+                for row in rows:  # a developer role its publication gave it already is kept as it is
+                    _add_role(connection, name, row["role"], row["workflow"], created)
         except IntegrityError:
             raise AccountExists(
                 f"account {name} already has a login: its token was printed when it was added "
@@ -197,20 +206,70 @@ class Accounts(Store):
             )
 
     def workflow_developers(self, workflow: str) -> list[str]:
-        """The accounts that are ``workflow``'s developers."""
-        query = (
-            sa.select(account_roles.c.account)
-            .where(account_roles.c.role == "developer", account_roles.c.workflow == workflow)
-            .order_by(account_roles.c.account)
-        )
+        """The accounts that are ``workflow``'s developers: those its name belongs to."""
         with self._read() as connection:
-            return list(connection.execute(query).scalars())
+            return developers_of(connection, workflow)
+
+    def add_developer(self, workflow: str, account: str, *, by: str | None = None) -> list[str]:
+        """Make ``account`` a developer of ``workflow`` (a co-developer: it may publish its versions and ask
+        for its quotes); returns the developers. ``by``, the account asking, must be one of its developers
+        or an admin (NameOwned otherwise); None is the operator at the command line, who may also give an
+        owner to a name that has none. A role needs no login; the ledger's own accounts get none."""
+        check_name(account)
+        with self._write() as connection:
+            refuse_platform_account(connection, account, f"account {account} is given no role")
+            developers = developers_of(connection, workflow)
+            if by is not None and by not in developers and not is_admin(connection, by):
+                raise NameOwned(
+                    f"{workflow} belongs to its developers ({', '.join(developers) or 'none yet'}): "
+                    f"account {by} may not add its developers; one of them or an admin does",
+                    workflow=workflow,
+                    account=by,
+                    developers=developers,
+                )
+            opened = sa.select(accounts.c.name).where(accounts.c.name == account)
+            if connection.execute(opened).first() is None:
+                connection.execute(accounts.insert().values(name=account, kind="user", created_at=now()))
+            _add_role(connection, account, "developer", workflow, now())
+            return developers_of(connection, workflow)
 
     def published_workflows(self) -> list[str]:
         """Every workflow with a published version, by name (the pages' workflow list)."""
         query = sa.select(versions.c.workflow).distinct().order_by(versions.c.workflow)
         with self._read() as connection:
             return list(connection.execute(query).scalars())
+
+
+def developers_of(connection: sa.Connection, workflow: str) -> list[str]:
+    """The accounts ``workflow``'s name belongs to (role ``developer`` of it), by name."""
+    query = (
+        sa.select(account_roles.c.account)
+        .where(account_roles.c.role == "developer", account_roles.c.workflow == workflow)
+        .order_by(account_roles.c.account)
+    )
+    return list(connection.execute(query).scalars())
+
+
+def is_admin(connection: sa.Connection, account: str) -> bool:
+    query = sa.select(account_roles.c.account).where(
+        account_roles.c.account == account, account_roles.c.role == "admin"
+    )
+    return connection.execute(query).first() is not None
+
+
+def _add_role(connection: sa.Connection, account: str, role: str, workflow: str, created: datetime) -> None:
+    """The role, unless the account holds it already."""
+    held = connection.execute(
+        sa.select(account_roles.c.account).where(
+            account_roles.c.account == account,
+            account_roles.c.role == role,
+            account_roles.c.workflow == workflow,
+        )
+    ).first()
+    if held is None:
+        connection.execute(
+            account_roles.insert().values(account=account, role=role, workflow=workflow, created_at=created)
+        )
 
 
 def _logins(connection: sa.Connection, name: str | None = None) -> list[LoginAccount]:

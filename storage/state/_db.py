@@ -18,19 +18,29 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from qsolve.home import local_account
+from qsolve.workflow.semver import order_key, precedence, publication_error
 from storage.objects import shared_store, storage_url
-from storage.state._accounts import Accounts
+from storage.state._accounts import Accounts, check_name, developers_of, is_admin
 from storage.state._binding import Binding, storage_identity
 from storage.state._calibration import CalibrationResults
 from storage.state._config import DATABASE_URL_VARIABLE, CreditSettings, legacy_credit_sources, qsolve_home
 from storage.state._credit_table import CreditTable
 from storage.state._engine import make_engine
-from storage.state._errors import CaseTaken, CreditsMoved, NotFound, StageLost, VersionConflict
+from storage.state._errors import (
+    CaseTaken,
+    CreditsMoved,
+    NameOwned,
+    NotFound,
+    StageLost,
+    VersionConflict,
+    VersionOrder,
+)
 from storage.state._evaluations import Evaluations
 from storage.state._holders import ProviderHolders
 from storage.state._host_keys import HostKeys
 from storage.state._leases import DEADLINE_MARGIN, lease_seconds
-from storage.state._ledger import Ledger
+from storage.state._ledger import Ledger, refuse_platform_account
 from storage.state._migrate import migrate
 from storage.state._models import WORKFLOW_REASONS, FailureReason, Run, RunStatus, Source, Stage, Version
 from storage.state._provider_jobs import ProviderJobs
@@ -48,7 +58,7 @@ from storage.state._rows import (
     version_row,
 )
 from storage.state._stages import HistoryStages
-from storage.state._tables import history_stages, runs, versions, workflows
+from storage.state._tables import account_roles, accounts, history_stages, runs, versions, workflows
 from storage.state._trackrecord_files import TrackRecordFiles
 
 #: ids per ``IN (...)`` list: well under SQLite's and PostgreSQL's limits on bound parameters
@@ -115,6 +125,97 @@ def _json_document(value: Any, what: str) -> Any:
         raise ValueError(f"{what} is not JSON: {e}") from e
 
 
+def _highest(connection: sa.Connection, name: str) -> sa.Row | None:
+    """The name's highest published version's row (``semver.order_key``), or None."""
+    listed = connection.execute(
+        sa.select(versions.c.id, versions.c.version).where(versions.c.workflow == name)
+    ).all()
+    if not listed:
+        return None
+    top = max(listed, key=lambda r: order_key(r.version, r.id))
+    return connection.execute(sa.select(versions).where(versions.c.id == top.id)).first()
+
+
+def _publish(
+    connection: sa.Connection, name: str, version: str, digest: str, cases: list, account: str
+) -> tuple[Version, bool]:
+    """``publish_version``'s transaction: owner, then content, then order."""
+    refuse_platform_account(connection, account, f"account {account} may not publish {name}")
+    if connection.execute(sa.select(accounts.c.name).where(accounts.c.name == account)).first() is None:
+        connection.execute(accounts.insert().values(name=account, kind="user", created_at=now()))
+    known = connection.execute(
+        sa.select(workflows.c.name).where(workflows.c.name == name).with_for_update()
+    ).first()
+    developers = developers_of(connection, name)
+    if account not in developers:
+        admin = is_admin(connection, account)
+        if developers and not admin:
+            raise NameOwned(
+                f"{name} belongs to its developers ({', '.join(developers)}): account {account} may not "
+                f"publish it; a developer or an admin adds developers with qsolve accounts developer add "
+                f"{name} ACCOUNT",
+                workflow=name,
+                account=account,
+                developers=developers,
+            )
+        if known is not None and not developers and not admin:
+            raise NameOwned(
+                f"{name} has no developer (published before names had owners): only an admin may publish "
+                f"it, not account {account}; the operator adds its developers with qsolve accounts "
+                f"developer add {name} ACCOUNT",
+                workflow=name,
+                account=account,
+            )
+    if known is None:  # the name's first publication: its row is what two first publications meet on
+        connection.execute(workflows.insert().values(name=name, created_at=now()))
+    if not developers:  # a new name (or one with no developer) becomes the publishing account's
+        connection.execute(
+            account_roles.insert().values(account=account, role="developer", workflow=name, created_at=now())
+        )
+    existing = version_row(connection, name, version)
+    if existing is not None:
+        if existing.digest != digest:
+            raise VersionConflict(
+                f"{name} {version} is already published with other content (digest "
+                f"{existing.digest[:16]}, not {digest[:16]}): publish changed content under a new version "
+                "number",
+                workflow=name,
+                version=version,
+                published_digest=existing.digest,
+                digest=digest,
+            )
+        return version_of(existing), False
+    highest = _highest(connection, name)
+    refused = publication_error(version)
+    if refused is None and highest is not None:
+        above = precedence(highest.version)
+        if above is not None and precedence(version) <= above:
+            refused = (
+                f"{name} {version} is not above {highest.version}, its highest published version: versions "
+                f"only go up (semantic versioning precedence); publish a version above {highest.version}"
+            )
+    if refused is not None:
+        raise VersionOrder(
+            refused,
+            workflow=name,
+            version=version,
+            published_digest=highest.digest if highest is not None else "",
+            digest=digest,
+            highest=highest.version if highest is not None else "",
+        )
+    connection.execute(
+        versions.insert().values(
+            workflow=name,
+            version=version,
+            digest=digest,
+            published_at=now(),
+            hardware_cases=cases,
+            account=account,
+        )
+    )
+    return version_of(version_row(connection, name, version)), True
+
+
 class StateDB(
     Ledger,
     HistoryStages,
@@ -137,54 +238,43 @@ class StateDB(
     # versions
 
     def publish_version(
-        self, name: str, version: str, digest: str, hardware_cases: list[Mapping[str, Any]]
+        self,
+        name: str,
+        version: str,
+        digest: str,
+        hardware_cases: list[Mapping[str, Any]],
+        *,
+        account: str | None = None,
     ) -> tuple[Version, bool]:
-        """Publish, or find the same content published: ``(version, created)``.
+        """Publish for ``account`` (the local operator's when None), or find the same content published:
+        ``(version, created)``. One write transaction, the name's row locked (issue 33, item 1):
 
-        Other content under a version number already published raises VersionConflict.
+        - a name never published, with no developer, becomes ``account``'s: it is made a developer of it
+          (``account_roles``), so of two first publications at once exactly one takes the name (the
+          other meets the name's row, and is judged again as a later publication);
+        - otherwise only one of its developers or an admin publishes it (NameOwned, naming them); a name
+          published before names had owners, with no developer, only an admin (who becomes one);
+        - the same version with the same content changes nothing; with other content, VersionConflict;
+        - a new version must be a semantic version above the name's highest (VersionOrder).
+
+        The ledger's own accounts publish nothing (PlatformAccount).
         """
+        account = check_name(account if account is not None else local_account())
         cases = _json_document(list(hardware_cases), "hardware_cases")
-        try:
-            with self._write() as connection:
-                existing = version_row(connection, name, version)
-                if existing is None:
-                    known = sa.select(workflows.c.name).where(workflows.c.name == name)
-                    if connection.execute(known).first() is None:
-                        connection.execute(workflows.insert().values(name=name, created_at=now()))
-                    connection.execute(
-                        versions.insert().values(
-                            workflow=name,
-                            version=version,
-                            digest=digest,
-                            published_at=now(),
-                            hardware_cases=cases,
-                        )
-                    )
-                    return version_of(version_row(connection, name, version)), True
-        except IntegrityError:  # another process published it at the same moment
-            with self._read() as connection:
-                existing = version_row(connection, name, version)
-            if existing is None:
-                raise
-        if existing.digest != digest:
-            raise VersionConflict(
-                f"{name} {version} is already published with other content (digest {existing.digest[:16]}, "
-                f"not {digest[:16]}): publish changed content under a new version number",
-                workflow=name,
-                version=version,
-                published_digest=existing.digest,
-                digest=digest,
-            )
-        return version_of(existing), False
+        for attempt in range(3):
+            try:
+                with self._write() as connection:
+                    return _publish(connection, name, version, digest, cases, account)
+            except IntegrityError:  # another process took the name or published this version meanwhile
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def get_version(self, name: str, version: str | None = None) -> Version:
-        """A published version; without ``version``, the latest published."""
-        query = sa.select(versions).where(versions.c.workflow == name)
-        if version is not None:
-            query = query.where(versions.c.version == version)
-        query = query.order_by(versions.c.published_at.desc(), versions.c.id.desc()).limit(1)
+        """A published version; without ``version``, the name's highest (semantic versioning precedence,
+        ``qsolve.workflow.semver``): what the seed calls the latest published version."""
         with self._read() as connection:
-            row = connection.execute(query).first()
+            row = _highest(connection, name) if version is None else version_row(connection, name, version)
         if row is None:
             raise NotFound(f"no published version {name} {version or ''}".rstrip(), kind="version", key=name)
         return version_of(row)

@@ -3,6 +3,9 @@
     StateError                  (a QsolveError)
     ├── NotFound                no such workflow version, run or account
     ├── VersionConflict         other content under a version number already published
+    │   └── VersionOrder        a version not above the name's highest, or not a semantic version
+    ├── NameOwned               a name published for an account that is not one of its developers
+    ├── PlatformAccount         the ledger's own accounts: no login, no role, no publication
     ├── RunStateError           a run asked to move in a way its status forbids
     │   └── CaseTaken           a history case that already has a live or recordable run in its round
     ├── StageLost               a history stage whose lease its owner lost (it lapsed; another took it)
@@ -50,6 +53,30 @@ class VersionConflict(StateError):
     version: str = ""
     published_digest: str = ""
     digest: str = ""
+
+
+@dataclass
+class VersionOrder(VersionConflict):
+    """A new version not above the name's highest published one (semver precedence), or not a semantic
+    version at all: versions only go up (issue 33, item 1)."""
+
+    highest: str = ""
+
+
+@dataclass
+class NameOwned(StateError):
+    """A version published for an account that is neither a developer of the name nor an admin."""
+
+    workflow: str = ""
+    account: str = ""
+    developers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PlatformAccount(StateError):
+    """The ledger's own accounts (``system``, ``ledger:*``) act for nobody: no login, no role, no name."""
+
+    account: str = ""
 
 
 @dataclass

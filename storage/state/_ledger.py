@@ -17,7 +17,14 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state._errors import CreditError, InsufficientCredits, NoHold, NotFound, RunStateError
+from storage.state._errors import (
+    CreditError,
+    InsufficientCredits,
+    NoHold,
+    NotFound,
+    PlatformAccount,
+    RunStateError,
+)
 from storage.state._models import (
     Credits,
     FailureReason,
@@ -38,6 +45,9 @@ SYSTEM_ACCOUNT = "system"
 MINT = "ledger:mint"  # where granted credits come from; its balance is minus all credits ever granted
 HOLDS = "ledger:holds"  # credits held for runs not yet settled
 REVENUE = "ledger:revenue"  # what runs cost
+#: the ledger's own accounts, which the platform itself uses (kind ``system`` or ``ledger``): they act for
+#: nobody, so they are given no login and no role, publish nothing and ask for no quote (issue 33, item 5)
+PLATFORM_ACCOUNTS = (SYSTEM_ACCOUNT, MINT, HOLDS, REVENUE)
 
 
 class Ledger(Store):
@@ -220,6 +230,18 @@ def release_hold(connection: sa.Connection, run_id: str) -> bool:
 
 def _account_kind(connection: sa.Connection, name: str) -> str | None:
     return connection.execute(sa.select(accounts.c.kind).where(accounts.c.name == name)).scalar()
+
+
+def refuse_platform_account(connection: sa.Connection, name: str, what: str) -> None:
+    """Raise PlatformAccount when ``name`` is one of the ledger's own accounts (by name, or by its kind in
+    the database: any account the platform keeps that is not a user's); ``what`` is what was refused."""
+    kind = _account_kind(connection, name)
+    if name in PLATFORM_ACCOUNTS or name.startswith("ledger:") or kind not in (None, "user"):
+        raise PlatformAccount(
+            f"{name} is one of the ledger's own accounts, which act for nobody: {what} (the platform's "
+            f"accounts {', '.join(PLATFORM_ACCOUNTS)} are given no login or role and publish nothing)",
+            account=name,
+        )
 
 
 def _lock_account(connection: sa.Connection, name: str) -> str:

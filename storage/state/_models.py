@@ -123,6 +123,7 @@ class Version:
     digest: str
     published_at: datetime
     hardware_cases: list[dict[str, Any]]
+    account: str | None = None  # who published it; None before names had owners (issue 33)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,13 @@
 """Hardware quotes (issue 13; benchmarks-and-gates.md, "Hardware cases", "How they run").
 
-A developer's request opens a *batch* for the latest published version of a workflow: one quote and one
-``created`` run (source ``hardware``, the developer's own account) per hardware case. While a batch is
-being priced or run, a second request for the same workflow is refused as in progress by the database
-(the partial unique index ``uq_quote_batches_open``), whichever process asks. Nothing runs until its own
+A developer's request opens a *batch* for the latest (highest) published version of a workflow: one quote
+and one ``created`` run (source ``hardware``, the developer's own account) per hardware case. While a
+batch is being priced or its confirmed quotes run, a second request for the same workflow is refused as
+in progress by the database (the partial unique index ``uq_quote_batches_open``: one batch ``pricing`` or
+``open`` per workflow), whichever process asks. A batch whose quotes only await confirmation is neither
+(issue 33, item 5): a new request lapses its pending quotes and ends it, in the transaction that opens
+the new batch, so it blocks nobody; a confirmation takes the batch's row first, so a quote is never
+confirmed in a batch that a request is lapsing. Nothing runs until its own
 quote is confirmed; a confirmation covers that run only and authorises at most the quoted price, capped
 by the per-run limit; a quote not confirmed by ``valid_until`` lapses (``expired``, its run ended
 ``cancelled``, never recorded); a quote whose cost is unknown is confirmed only when the person has seen
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -23,6 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from storage.state._errors import NotFound, StateError
+from storage.state._ledger import refuse_platform_account
 from storage.state._models import (
     Credits,
     FailureReason,
@@ -43,7 +48,7 @@ PRICING_STALE_S = 3600  # a batch still "pricing" after this was left by a proce
 
 @dataclass
 class BatchInProgress(StateError):
-    """A request while an earlier batch of the workflow is still being priced or run."""
+    """A request while an earlier batch of the workflow is still being priced or its confirmed quotes run."""
 
     workflow: str = ""
     batch_id: str = ""
@@ -83,6 +88,8 @@ class Quote:
         return {
             "id": self.id,
             "batch": self.batch_id,
+            "workflow": self.workflow,
+            "version": self.version,
             "case": self.case_name,
             "case_index": self.case_index,
             "target": self.target,
@@ -106,6 +113,10 @@ class QuoteBatch:
     status: str  # pricing, open, ended
     created_at: datetime
     ended_at: datetime | None
+    #: the request that opened it: the earlier batch whose quotes awaited confirmation, and those quotes,
+    #: which lapsed (``expired``) when it was opened; none otherwise
+    lapsed_batch: str | None = None
+    lapsed: tuple[str, ...] = ()
 
 
 QUOTES = sa.select(quotes, versions.c.workflow, versions.c.version).join(
@@ -118,12 +129,24 @@ class Quotes(Store):
 
     def request_batch(self, version: Version, account: str, *, target: str | None = None) -> QuoteBatch:
         """Open a batch (``pricing``) for ``version``, paid by ``account``; refused (BatchInProgress) while
-        an earlier batch of the workflow is being priced or run. Ended batches are closed first."""
+        an earlier batch of the workflow is being priced or its confirmed quotes run. Ended batches are
+        closed first; an open batch whose quotes only await confirmation is ended, its pending quotes
+        lapsed (``expired``, their runs ended ``cancelled``), as the returned batch says (``lapsed``)."""
+        with self._read() as connection:
+            refuse_platform_account(connection, account, f"account {account} asks for no quote")
         self.open_account(account)  # type: ignore[attr-defined] - Ledger's
         batch_id = uuid.uuid4().hex
+        lapsed_batch, lapsed = None, ()
         try:
             with self._write() as connection:
                 _close_done(connection, version.workflow)
+                waiting = connection.execute(
+                    sa.select(quote_batches)
+                    .where(quote_batches.c.workflow == version.workflow, quote_batches.c.status == "open")
+                    .with_for_update()
+                ).first()
+                if waiting is not None and not _runs_confirmed(connection, waiting.id):
+                    lapsed_batch, lapsed = waiting.id, _lapse(connection, waiting, batch_id)
                 connection.execute(
                     quote_batches.insert().values(
                         id=batch_id,
@@ -145,14 +168,14 @@ class Quotes(Store):
                 ).first()
             if row is None:
                 raise
+            doing = "still being priced" if row.status == "pricing" else "running its confirmed quotes"
             raise BatchInProgress(
-                f"a quote batch of {version.workflow} is still being priced or run (batch {row.id}, "
-                f"{row.status} since {row.created_at:%Y-%m-%d %H:%M:%S} UTC): this request is refused as "
-                "in progress",
+                f"a quote batch of {version.workflow} is {doing} (batch {row.id}, {row.status} since "
+                f"{row.created_at:%Y-%m-%d %H:%M:%S} UTC): this request is refused as in progress",
                 workflow=version.workflow,
                 batch_id=row.id,
             ) from None
-        return self.get_batch(batch_id)
+        return replace(self.get_batch(batch_id), lapsed_batch=lapsed_batch, lapsed=lapsed)
 
     def add_quote(
         self,
@@ -221,6 +244,7 @@ class Quotes(Store):
     def abandon_batch(self, batch_id: str, detail: str) -> QuoteBatch:
         """End a batch whose pricing failed: its pending quotes refused, their runs ended (platform_error)."""
         with self._write() as connection:
+            _lock_batches(connection, {batch_id})
             for row in connection.execute(
                 sa.select(quotes.c.id, quotes.c.run_id).where(
                     quotes.c.batch_id == batch_id, quotes.c.status == QuoteStatus.PENDING.value
@@ -293,6 +317,9 @@ class Quotes(Store):
             row = connection.execute(QUOTES.where(quotes.c.id == quote_id)).first()
             if row is None:
                 raise NotFound(f"no quote {quote_id!r}", kind="quote", key=quote_id)
+            # the batch's row first (a request lapsing the batch takes it too), then the quote read again
+            _lock_batches(connection, {row.batch_id})
+            row = connection.execute(QUOTES.where(quotes.c.id == quote_id)).first()
             if row.account != account:
                 raise QuoteRefused(
                     f"quote {quote_id} is paid by {row.account}: only its payer confirms it",
@@ -354,6 +381,7 @@ class Quotes(Store):
             rows = connection.execute(
                 QUOTES.where(quotes.c.status == QuoteStatus.PENDING.value, quotes.c.valid_until < now())
             ).all()
+            _lock_batches(connection, {row.batch_id for row in rows})
             for row in rows:
                 if _end_quote(
                     connection, row.id, row.run_id, QuoteStatus.EXPIRED, FailureReason.CANCELLED, _lapsed(row)
@@ -434,6 +462,57 @@ def _end_quote(
     return True
 
 
+def _lock_batches(connection: sa.Connection, batch_ids: set[str]) -> None:
+    """Take the batches' rows (``FOR UPDATE``; SQLite's writers queue anyway), in one order. Whatever
+    changes a batch's quotes takes their batch's row first, so two such transactions never wait on each
+    other's rows crosswise."""
+    if batch_ids:
+        connection.execute(
+            sa.select(quote_batches.c.id)
+            .where(quote_batches.c.id.in_(sorted(batch_ids)))
+            .order_by(quote_batches.c.id)
+            .with_for_update()
+        ).all()
+
+
+def _runs_confirmed(connection: sa.Connection, batch_id: str) -> bool:
+    """Whether a confirmed quote of the batch has its run still to run or running: the batch is run."""
+    live = (
+        sa.select(sa.literal(1))
+        .select_from(quotes.join(runs, runs.c.id == quotes.c.run_id))
+        .where(
+            quotes.c.batch_id == batch_id,
+            quotes.c.status == QuoteStatus.CONFIRMED.value,
+            runs.c.status.in_([RunStatus.CREATED.value, RunStatus.RUNNING.value]),
+        )
+    )
+    return connection.execute(live).first() is not None
+
+
+def _lapse(connection: sa.Connection, batch: sa.Row, by: str) -> tuple[str, ...]:
+    """End an open batch whose quotes await confirmation, for the request opening batch ``by``: its
+    pending quotes ``expired``, their runs ended ``cancelled`` (never recorded); their ids."""
+    detail = (
+        f"lapsed unconfirmed: a new quote request of {batch.workflow} (batch {by}) replaced batch {batch.id}"
+    )
+    pending = connection.execute(
+        sa.select(quotes.c.id, quotes.c.run_id)
+        .where(quotes.c.batch_id == batch.id, quotes.c.status == QuoteStatus.PENDING.value)
+        .order_by(quotes.c.case_index, quotes.c.id)
+    ).all()
+    ended = tuple(
+        q.id
+        for q in pending
+        if _end_quote(connection, q.id, q.run_id, QuoteStatus.EXPIRED, FailureReason.CANCELLED, detail)
+    )
+    connection.execute(
+        quote_batches.update()
+        .where(quote_batches.c.id == batch.id, quote_batches.c.status == "open")
+        .values(status="ended", ended_at=now())
+    )
+    return ended
+
+
 def _close_done(connection: sa.Connection, workflow: str) -> None:
     """End the workflow's open batches that are done: no pending quote, no confirmed quote's run live;
     and ``pricing`` batches left by a process that stopped."""
@@ -473,7 +552,7 @@ def _batch_row(connection: sa.Connection, batch_id: str) -> sa.Row:
 
 
 def _batch_of(row: sa.Row) -> QuoteBatch:
-    return QuoteBatch(**{k: row._mapping[k] for k in QuoteBatch.__dataclass_fields__})
+    return QuoteBatch(**{k: row._mapping[k] for k in QuoteBatch.__dataclass_fields__ if k in row._mapping})
 
 
 def _quote_of(row: sa.Row) -> Quote:

@@ -111,6 +111,7 @@ def version_of(row: sa.Row) -> Version:
         digest=row.digest,
         published_at=row.published_at,
         hardware_cases=row.hardware_cases,
+        account=row.account,
     )
 
 

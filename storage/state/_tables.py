@@ -138,6 +138,8 @@ versions = sa.Table(
     sa.Column("digest", sa.String(128), nullable=False),
     sa.Column("published_at", UTCDateTime, nullable=False),
     sa.Column("hardware_cases", JSONDoc, nullable=False),
+    # who published it (issue 33, item 1; migration 0012): null for a version published before
+    sa.Column("account", sa.String(200), sa.ForeignKey("accounts.name"), nullable=True),
     sa.UniqueConstraint("workflow", "version"),
 )
 

@@ -22,8 +22,11 @@ and ``QSOLVE_HOME/trackrecord.sql``, the views as plain SQL.
 "Latest" is the greatest ``recorded_at``, ties broken by ``run_id``. A workflow's current version is its
 newest published one, known from rows alone as the version whose first row was recorded last: a version's
 history runs start at its publication, so first-recorded order is publication order (a hardware run of
-an older version finishing late does not move it). Semantic-version order was not used: versions are free
-text (``manifest.VERSION_RE``), and a fix published as 1.0.1 after 2.0.0 is the newer publication.
+an older version finishing late does not move it). Since issue 33 a name's versions only go up (the state
+database publishes a semantic version only above the highest, ``StateDB.get_version``), so publication
+order is version order and this agrees with the state database's current version for every version
+published since; only versions published before that rule (1.0.1 after 2.0.0), or an older version whose
+first history rows were recorded late (``qsolve history --version``), can differ: no change was needed.
 
 ``trackrecord.duckdb``'s views read the folder through globs (``trackrecord/*.parquet``, and
 ``trackrecord/[bhs]*.parquet`` for the latest candidates), each always matching the schema file, so that

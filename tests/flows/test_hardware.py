@@ -36,12 +36,12 @@ def test_quote_confirm_run_files_the_row_with_valid_receipts(home, tmp_path):
         batch, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
         assert quote.target == "provider:ref" and quote.estimate["circuits"] >= 1
         assert quote.estimate["device"]["cost"] == "free" and not quote.unknown_cost
-        with pytest.raises(BatchInProgress):
-            request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
         with pytest.raises(HardwareRefused, match="not_confirmed"):
             run_quote(db, quote.id, home=home)  # an unconfirmed quote never runs
         assert db.list_provider_jobs() == []
         db.confirm_quote(quote.id, "dev")
+        with pytest.raises(BatchInProgress):  # its confirmed quote is to run: in progress
+            request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
         outcome = run_quote(db, quote.id, home=home)
         assert outcome.status == "finished" and outcome.recorded, outcome
         assert outcome.receipts and len(outcome.receipts) == len(db.list_provider_jobs())

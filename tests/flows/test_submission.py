@@ -78,6 +78,31 @@ def test_other_content_under_a_published_version_is_refused(
     assert "already published with other content" in report.reasons[0]
 
 
+@pytest.mark.xdist_group("max-cut-submitted")
+def test_the_flows_account_reaches_publication(first_submit, max_cut: Path, tmp_path: Path) -> None:
+    """A second account submits a higher version of max-cut (published above by the local operator's
+    account): the flow's ``account`` is what publication judges, and it is refused there, naming the
+    rule and the name's developers; the current version stays."""
+    from qsolve.home import local_account
+    from storage.state import connect
+
+    higher = tmp_path / "max-cut"
+    shutil.copytree(max_cut, higher)
+    manifest = higher / "manifest.yaml"
+    manifest.write_text(manifest.read_text().replace("version: 1.0.0", "version: 1.0.1"))
+    from flows.submission import report_of, submission_flow
+
+    state = submission_flow(str(higher), run_history=False, account="mallory", return_state=True)
+    report = report_of(state)
+    assert state.is_failed() and report.failed_stage == "publication"
+    (reason,) = report.reasons
+    assert reason.startswith(
+        f"max-cut belongs to its developers ({local_account()}): account mallory may not"
+    )
+    with connect() as db:
+        assert db.get_version("max-cut").version == "1.0.0"
+
+
 GATE_FAILING = SAMPLING_MODULE  # no noise-model case in the tiny workflow: fidelity_checked fails
 
 

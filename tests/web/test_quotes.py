@@ -41,12 +41,7 @@ def test_ask_see_each_price_and_confirm_one_of_two(seeded, developer, client, fo
         amount = r'<span class="amount">at most [0-9.]+ credits</span>\s*<span class="provider-money">'
         assert re.search(amount, row)
         assert "and no provider money" in row and "this can spend your money</button>" in row
-
-    # a second request while this batch is open is refused as in progress, and prices nothing
-    again = ask(client, form_token)
-    assert again.status_code == 409
-    assert 'data-reason="in_progress"' in again.text and "Refused: in progress" in again.text
-    assert len(pending(seeded.home)) == 2
+        assert f'data-version="{quote.version}"' in row and f"max-cut {quote.version}" in row
 
     # nothing is confirmed by a GET, a link, a forged form or a form from another site
     assert client.get(f"/quotes/{first.id}/confirm").status_code == 405
@@ -68,6 +63,13 @@ def test_ask_see_each_price_and_confirm_one_of_two(seeded, developer, client, fo
         assert db.get_quote(second.id).status is QuoteStatus.PENDING  # confirmed on its own
     page = client.get(confirmed.headers["location"]).text
     assert "credits authorised for run" in page and "hardware deployment" in page
+
+    # a second request while a confirmed quote of this batch is still to run is refused as in progress,
+    # and prices nothing (a batch only awaiting confirmation would have lapsed instead: issue 33)
+    again = ask(client, form_token)
+    assert again.status_code == 409
+    assert 'data-reason="in_progress"' in again.text and "Refused: in progress" in again.text
+    assert len(pending(seeded.home)) == 1
 
     assert client.post(f"/quotes/{second.id}/refuse", data={"_token": "forged"}).status_code == 403
     assert client.post(f"/quotes/{second.id}/refuse", data={"_token": form_token(client)}).status_code == 303

@@ -80,17 +80,124 @@ def test_a_lapsed_quote_expires_and_its_run_never_runs(db: StateDB) -> None:
 
 
 def test_a_second_batch_is_refused_while_one_is_priced_or_run(db: StateDB) -> None:
-    version, batch, (quote,) = batch_of(db, Decimal("1"))
-    with pytest.raises(BatchInProgress) as refused:
+    version, _ = db.publish_version("w", "1.0.0", "d" * 64, [CASE])
+    pricing = db.request_batch(version, "alice")
+    with pytest.raises(BatchInProgress, match="still being priced") as refused:
         db.request_batch(version, "bob")
-    assert refused.value.batch_id == batch.id
+    assert refused.value.batch_id == pricing.id
+    quote = db.add_quote(
+        pricing.id, 0, "hw", "provider:ref", 1, {"circuits": 1, "shots": 10}, unknown_cost=False
+    )
+    db.batch_priced(pricing.id)
     db.confirm_quote(quote.id, "alice")
+    with pytest.raises(BatchInProgress, match="running its confirmed quotes"):  # confirmed, not started
+        db.request_batch(version, "bob")
     db.start_run(quote.run_id)
     with pytest.raises(BatchInProgress):
         db.request_batch(version, "alice")
     db.finish_run(quote.run_id, RunStatus.FINISHED, result={})
     assert db.request_batch(version, "alice").status == "pricing"  # the first ended: a new one opens
-    assert db.get_batch(batch.id).status == "ended"
+    assert db.get_batch(pricing.id).status == "ended"
+
+
+def test_a_batch_awaiting_confirmation_blocks_nobody_and_its_quotes_lapse(db: StateDB) -> None:
+    """A second developer (or an admin) asks while alice's quotes only await confirmation: the request
+    opens a batch, alice's pending quotes lapse (never confirmable, their runs never run) and it says so."""
+    version, waiting, (one, two) = batch_of(db, Decimal("1"), Decimal("2"))
+    db.refuse_quote(two.id, "alice")
+    second = db.request_batch(version, "bob")
+    assert second.status == "pricing" and second.account == "bob"
+    assert second.lapsed_batch == waiting.id and second.lapsed == (one.id,)
+    assert db.get_batch(waiting.id).status == "ended"
+    assert db.get_quote(one.id).status is QuoteStatus.EXPIRED
+    run = db.get_run(one.run_id)
+    assert (
+        run.status is RunStatus.FAILED and run.reason is FailureReason.CANCELLED and "replaced" in run.detail
+    )
+    with pytest.raises(QuoteRefused, match="expired"):
+        db.confirm_quote(one.id, "alice")
+    assert db.get_quote(two.id).status is QuoteStatus.REFUSED  # what was decided stays decided
+    with pytest.raises(BatchInProgress):  # bob's own batch is being priced: that one is in progress
+        db.request_batch(version, "alice")
+
+
+def test_a_partly_confirmed_batch_whose_runs_ended_lapses_only_its_pending_quotes(db: StateDB) -> None:
+    version, waiting, (done, pending) = batch_of(db, Decimal("1"), Decimal("1"))
+    db.confirm_quote(done.id, "alice")
+    db.start_run(done.run_id)
+    db.finish_run(done.run_id, RunStatus.FINISHED, result={})
+    second = db.request_batch(version, "alice")  # the same developer, on another target
+    assert second.lapsed == (pending.id,)
+    assert db.get_quote(done.id).status is QuoteStatus.CONFIRMED
+    assert db.get_run(done.run_id).status is RunStatus.FINISHED
+
+
+def test_a_confirmation_and_a_request_lapsing_its_batch_at_once_never_both_win(
+    db: StateDB, database_url: str
+) -> None:
+    """Alice confirms her quote while bob's request lapses her batch, from two connections, many times:
+    either the quote is confirmed and bob is refused as in progress, or it lapsed and bob's batch opened;
+    never a confirmed quote in a batch that ended, nor two batches open."""
+    import threading
+
+    from storage.state import connect
+
+    confirmer, asker = connect(database_url), connect(database_url)
+    try:
+        version, _ = db.publish_version("w", "1.0.0", "d" * 64, [CASE])
+        for _ in range(12):
+            batch = db.request_batch(version, "alice")
+            quote = db.add_quote(batch.id, 0, "hw", "provider:ref", 1, {}, unknown_cost=False)
+            db.batch_priced(batch.id)
+            start, said = threading.Barrier(2), {}
+
+            def confirm(quote_id=quote.id, start=start, said=said) -> None:
+                start.wait()
+                try:
+                    said["confirm"] = confirmer.confirm_quote(quote_id, "alice").status
+                except QuoteRefused as e:
+                    said["confirm"] = e
+
+            def ask(start=start, said=said) -> None:
+                start.wait()
+                try:
+                    said["ask"] = asker.request_batch(version, "bob")
+                except BatchInProgress as e:
+                    said["ask"] = e
+
+            threads = [threading.Thread(target=confirm), threading.Thread(target=ask)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=60)
+            final = db.get_quote(quote.id)
+            if final.status is QuoteStatus.CONFIRMED:
+                assert said["confirm"] is QuoteStatus.CONFIRMED and isinstance(said["ask"], BatchInProgress)
+                assert db.get_batch(batch.id).status == "open"
+                db.start_run(quote.run_id)
+                db.finish_run(quote.run_id, RunStatus.FINISHED, result={})
+            else:
+                assert final.status is QuoteStatus.EXPIRED and isinstance(said["confirm"], QuoteRefused)
+                assert said["ask"].lapsed == (quote.id,) and db.get_batch(batch.id).status == "ended"
+                db.abandon_batch(said["ask"].id, "the test's")
+            with db.engine.connect() as connection:
+                live = connection.execute(
+                    sa.select(sa.func.count())
+                    .select_from(quote_batches)
+                    .where(quote_batches.c.status != "ended")
+                ).scalar()
+            assert live <= 1
+    finally:
+        confirmer.close()
+        asker.close()
+
+
+def test_the_ledgers_own_accounts_ask_for_no_quote(db: StateDB) -> None:
+    from storage.state import PlatformAccount
+
+    version, _ = db.publish_version("w", "1.0.0", "d" * 64, [CASE])
+    with pytest.raises(PlatformAccount, match="the ledger's own accounts"):
+        db.request_batch(version, "system")
 
 
 def test_the_database_itself_refuses_two_open_batches(db: StateDB) -> None:
