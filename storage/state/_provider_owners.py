@@ -146,8 +146,9 @@ class ProviderOwners(Store):
                 insert(provider_allowances)
                 .values(provider=name, kind=kind, grantee=grantee, allowed_by=acting, allowed_at=now())
                 .on_conflict_do_nothing()
+                .returning(provider_allowances.c.provider)
             )
-        return added.rowcount == 1
+            return added.first() is not None
 
     def disallow_provider(
         self, name: str, acting: str, *, account: str | None = None, workflow: str | None = None
@@ -164,7 +165,7 @@ class ProviderOwners(Store):
                     provider_allowances.c.grantee == grantee,
                 )
             )
-        return gone.rowcount == 1
+            return gone.rowcount == 1
 
     def check_provider_use(self, name: str, account: str, workflow: str) -> str:
         """The holder of ``name`` when ``account`` may ask a quote of ``workflow`` on it (it is the holder,
