@@ -4,7 +4,9 @@
 latest version (``request_quotes``), publish the quote table as an artifact, then wait for each quote's
 confirmation as a run input: the paused run shows a form with the quote (its price, what it authorises,
 whether its cost is unknown); resumed with ``confirm`` ticked, the quote is confirmed for its run only and
-the run starts; left, the quote lapses at the end of its validity; resumed unticked, it is refused. A quote
+the run starts (on a provider another account holds, once its holder confirmed too: ``qsolve confirm ID
+--account HOLDER`` or the web pages, which start it); left, the quote lapses
+at the end of its validity; resumed unticked, it is refused. A quote
 confirmed meanwhile elsewhere (``qsolve confirm``) is run all the same; one run by another process is not
 run again (the database gives each quote's run to one process).
 
@@ -160,9 +162,10 @@ def price(workflow: str, account: str, target: str | None) -> list[Quote]:
 
 def _shown(quote: Quote, limit) -> str:
     """The quote as the confirmation form shows it (markdown)."""
-    from qsolve.hardware.shown import authorises, describe, heading, over_limit
+    from qsolve.hardware.shown import authorises, describe, heading, holder_line, over_limit
 
     warning = over_limit(quote, limit)
+    holder = holder_line(quote)
     unknown = (
         f"\n\n**The cost on {quote.target} is unknown.** Tick *seen unknown cost* as well to confirm it."
         if quote.unknown_cost
@@ -177,6 +180,7 @@ def _shown(quote: Quote, limit) -> str:
         f"`{quote.account}`. Tick *confirm* and submit to run it; submit unticked to refuse it. Valid until "
         f"{quote.valid_until:%Y-%m-%d %H:%M:%S} UTC.{unknown}"
         + (f"\n\n**Warning:** {warning}." if warning else "")
+        + (f"\n\n**Its holder confirms too:** {holder}." if holder else "")
     )
 
 
@@ -252,8 +256,8 @@ def quote_flow(workflow: str, account: str, target: str | None = None, wait_s: i
                 said = None
                 _running_again()
             quote = _answered(quote, said, logger)
-            if said is None or quote.status is not QuoteStatus.PENDING:
-                break
+            if said is None or quote.status is not QuoteStatus.PENDING or quote.confirmed_by is not None:
+                break  # (a payer's confirmation awaiting the provider's holder's: its run starts at that)
             note = (
                 "**Not confirmed: the cost is unknown and *seen unknown cost* was not ticked.** "
                 "Tick both to confirm, or neither to refuse.\n\n"
@@ -316,7 +320,10 @@ def _answered(quote: Quote, said: QuoteConfirmation | None, logger) -> Quote:
         except QuoteRefused as e:  # confirmed or ended meanwhile elsewhere, lapsed, or an unseen unknown cost
             logger.warning(str(e))
         quote = db.get_quote(quote.id)
-    logger.info(f"quote {quote.id}: {quote.status.value}")
+    awaits = (
+        f", awaiting the confirmation of {quote.awaiting}" if quote.confirmed_by and quote.awaiting else ""
+    )
+    logger.info(f"quote {quote.id}: {quote.status.value}{awaits}")
     return quote
 
 

@@ -10,6 +10,11 @@ the case runs. Its price in credits comes from the price table; for a provider, 
 is shown beside it, or that its cost is unknown. One quote and one ``created`` run per case, in the
 developer's own account, in a batch the database keeps to one at a time per workflow.
 
+A provider's money (issue 33, item 3): a quote on ``provider:NAME`` is refused (``provider_not_allowed``)
+before the provider is asked anything, unless the paying account is its holder or one the holder allows
+(:meth:`StateDB.check_provider_use`); a quote whose job on another account's provider is not free names
+that holder, whose confirmation it needs besides the payer's before its run starts.
+
 Running (:func:`run_quote`): a confirmed quote becomes an ordinary platform run
 (:func:`tasks.runs.run_case`, ``Source.HARDWARE``): its hold capped at what the confirmation authorised,
 a provider target opened with the quote's confirmation for this run only, every device job sealed and
@@ -162,6 +167,22 @@ def ibm_availability(target: str, home: Path | None = None) -> dict[str, Any]:
     return {}
 
 
+def provider_holders(db: StateDB, targets: list[str], account: str, workflow: str) -> dict[str, str]:
+    """Each ``provider:NAME`` target's holder, once ``account`` is found allowed to spend on it for
+    ``workflow``'s quotes; HardwareRefused (``provider_not_allowed``), naming the rule and the holder,
+    for the first it is not (nothing is asked of any provider before)."""
+    from storage.state import ProviderNotAllowed
+
+    holders = {}
+    for t in dict.fromkeys(targets):
+        if t.startswith("provider:"):
+            try:
+                holders[t] = db.check_provider_use(t.split(":", 1)[1], account, workflow)
+            except ProviderNotAllowed as e:
+                raise HardwareRefused("provider_not_allowed", str(e)) from None
+    return holders
+
+
 def request_quotes(
     db: StateDB, workflow: str, account: str, *, target: str | None = None, home: Path | None = None
 ) -> tuple[QuoteBatch, list[Quote]]:
@@ -174,6 +195,7 @@ def request_quotes(
     if not version.hardware_cases:
         raise HardwareRefused("no_hardware_cases", f"{workflow} {version.version} has no hardware_cases")
     targets = case_targets(version, target)
+    holders = provider_holders(db, targets, account, workflow)
     with run_folder(version, target, home) as folder:
         wf = load_workflow(folder)
         for t in dict.fromkeys(targets):
@@ -210,6 +232,7 @@ def request_quotes(
                 if t.startswith("provider:"):  # the provider's own price of the jobs the run will send
                     shown["provider"] = provider_quote(t, shown["circuits"], shown["shots"], home)
                     device["cost"] = shown["provider"]["cost"]
+                holder = holders.get(t)
                 made.append(
                     db.add_quote(
                         batch.id,
@@ -219,6 +242,7 @@ def request_quotes(
                         price,
                         shown | {"device": device},
                         unknown_cost=device["cost"] == "unknown",
+                        holder=holder if holder != account and device["cost"] != "free" else None,
                     )
                 )
         except BaseException as e:

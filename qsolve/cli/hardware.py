@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Any
 
-from qsolve.hardware.shown import authorises, describe, over_limit, provider_cost_of
+from qsolve.hardware.shown import authorises, describe, holder_line, over_limit, provider_cost_of
 from qsolve.home import ACCOUNT_VARIABLE, local_account
 
 
@@ -88,6 +88,8 @@ def cmd_quote(args: argparse.Namespace) -> int:
             print(f"  it assumes {assumes}")
         if warning := over_limit(quote, limit):
             print(f"  warning: {warning}")
+        if said := holder_line(quote):
+            print(f"  {said}")
         print(f"  confirm with: qsolve confirm {quote.id}   refuse with: qsolve refuse {quote.id}")
     return 0
 
@@ -115,7 +117,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         print(describe(quote), file=sys.stderr)
         waiting = (
             quote.status is QuoteStatus.CONFIRMED
-            and quote.account == account
+            and account in (quote.account, quote.holder)
             and db.get_run(quote.run_id).status is RunStatus.CREATED
         )
     if waiting and not args.no_run:
@@ -125,10 +127,22 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         return _run(quote.id)[0]
     with connect() as db:
         limit = db.limits("hardware").credits
-        print(
-            f"this authorises {authorises(quote, limit)}, for this run only: it can spend your money",
-            file=sys.stderr,
-        )
+        if quote.holder is not None and account == quote.holder and account != quote.account:
+            from qsolve.providers.cost import authorised_text
+
+            money = authorised_text(quote.estimate.get("provider") or {})
+            print(
+                f"you hold {quote.target}: this lets {quote.account}'s run spend {money}, for this run only: "
+                "it can spend your money",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                f"this authorises {authorises(quote, limit)}, for this run only: it can spend your money",
+                file=sys.stderr,
+            )
+            if said := holder_line(quote):
+                print(said, file=sys.stderr)
         if warning := over_limit(quote, limit):
             print(f"warning: {warning}", file=sys.stderr)
         if quote.unknown_cost:
@@ -145,6 +159,17 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         except QuoteRefused as e:
             print(f"qsolve confirm: {e}", file=sys.stderr)
             return 1
+    if confirmed.awaiting is not None:  # the other confirmation is still missing: nothing runs yet
+        line = (
+            f"confirmed {confirmed.id} as {account}: it awaits the confirmation of {confirmed.awaiting}; its "
+            f"run starts only once both confirmed (qsolve confirm {confirmed.id} --account "
+            f"{confirmed.holder if account == confirmed.account else confirmed.account})"
+        )
+        if getattr(args, "json", False):
+            print(json.dumps({**confirmed.summary(), "started": line}, indent=2))
+        else:
+            print(line)
+        return 0
     said = f"{confirmed.authorised} credits"
     if (cost := provider_cost_of(confirmed)) and cost != "unknown":
         said += f" and {cost['amount']} {cost['currency']} of the provider's money"

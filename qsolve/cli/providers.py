@@ -1,9 +1,13 @@
 """``qsolve providers ...`` (DESIGN.md §5; issue 12): bring a device, check it, follow its jobs.
 
     qsolve providers add NAME --http URL [--credential-env VAR] [--timeout S] [--setting K=V ...]
-    qsolve providers add NAME --process [--credential-env VAR] [--env NAME ...] [--timeout S] -- COMMAND
-        ARG...
+        [--holder ACCOUNT]
+    qsolve providers add NAME --process [--credential-env VAR] [--env NAME ...] [--timeout S]
+        [--holder ACCOUNT] -- COMMAND ARG...
     qsolve providers list | remove NAME | describe NAME
+    qsolve providers claim NAME [--holder ACCOUNT]
+    qsolve providers allow NAME (ACCOUNT | --workflow W) [--account ACTING]
+    qsolve providers disallow NAME (ACCOUNT | --workflow W) [--account ACTING]
     qsolve providers follow JOB [--resubmit] [--yes]
     qsolve providers cancel JOB
     qsolve providers test NAME [--yes]
@@ -12,6 +16,12 @@
 Exit codes: 0 done, 1 a provider or a job failed, 2 misuse or unreadable input. A credential is read
 from the environment variable ``--credential-env`` names, once, and kept in the keychain or an
 owner-only file: never from the command line, and never printed.
+
+A provider has a holder (issue 33, item 3; docs/providers.md "Who may spend on a provider"): the account
+that added it first, on any machine, recorded in the state database (``--holder``, by default the local
+operator: ``$QSOLVE_ACCOUNT``, else the login name, as ``qsolve quote``'s payer). Only the holder and
+those it allows (``allow``: an account, or ``--workflow W``, that workflow's quotes) get quotes on it;
+only the holder or an admin changes that, acting as ``--account``.
 """
 
 from __future__ import annotations
@@ -23,6 +33,10 @@ import sys
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+SPENDS_HOLDER = (
+    "it lets them ask quotes on it; a job that is not free still runs only once you confirm it too "
+    "(qsolve confirm QUOTE_ID --account HOLDER)"
+)
 SPENDS = "can spend money on the provider's account: a job that is not free is sent only with --yes or a yes"
 
 
@@ -50,8 +64,38 @@ def add_commands(subparsers: Any) -> None:
         help="pass this environment variable on to a process provider (a non-secret one of your own; "
         "its credential goes as WAI_PROVIDER_CREDENTIAL, and nothing else of qsolve's environment does)",
     )
+    a.add_argument(
+        "--holder",
+        metavar="ACCOUNT",
+        help="the account that holds it, whose money it spends ($QSOLVE_ACCOUNT, else you); the first to "
+        "add a name on any machine holds it",
+    )
     a.add_argument("command", nargs="*", metavar="-- COMMAND ARG...")
     a.set_defaults(func=cmd_add)
+
+    x = sub.add_parser(
+        "claim", help="record the holder of a provider configured here before holders were recorded"
+    )
+    x.add_argument("name", metavar="NAME")
+    x.add_argument(
+        "--holder", metavar="ACCOUNT", help="the account that holds it ($QSOLVE_ACCOUNT, else you)"
+    )
+    x.set_defaults(func=cmd_claim)
+    verbs = {
+        "allow": "allow an account, or a workflow's quotes, to spend on a provider you hold",
+        "disallow": "take back an allowance: new quotes on the provider are refused",
+    }
+    for verb, said in verbs.items():
+        x = sub.add_parser(verb, help=f"{said}; {SPENDS_HOLDER}" if verb == "allow" else said)
+        x.add_argument("name", metavar="NAME")
+        x.add_argument("grantee", nargs="?", metavar="ACCOUNT", help="the account")
+        x.add_argument("--workflow", metavar="W", help="that workflow's quotes (asked by its developers)")
+        x.add_argument(
+            "--account",
+            metavar="ACTING",
+            help="who acts: the provider's holder or an admin ($QSOLVE_ACCOUNT, else you)",
+        )
+        x.set_defaults(func=cmd_allow if verb == "allow" else cmd_disallow)
 
     x = sub.add_parser("list", help="the providers, where each is and where its credential is kept")
     x.set_defaults(func=cmd_list)
@@ -134,6 +178,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             env=tuple(dict.fromkeys(args.env)),
         )
         registry = Registry()
+        holder = _hold(args.name, args.holder)  # claimed before anything is written here
         store = CredentialStore(registry.home)
         if secret is not None:
             stored = store.put(args.name, secret)
@@ -141,9 +186,12 @@ def cmd_add(args: argparse.Namespace) -> int:
             store.remove(args.name)
             stored = None
         registry.put(args.name, entry)
+    except _Refused as e:
+        return _fail(str(e), EXIT_FAILED)
     except (ValueError, RegistryError) as e:
         return _fail(str(e).splitlines()[0] if "validation error" not in str(e) else _first_error(e))
     print(f"added provider {args.name} ({entry.transport}: {entry.describe_where()}) to {registry.path}")
+    print(f"  its holder is {holder}: only {holder} and the accounts it allows get quotes on it")
     print(f"  its credential is in {stored.label}" if stored else "  it has no credential")
     if entry.transport == "process":
         given = ", ".join(("PATH, LANG, LC_*, TZ, a scratch HOME and TMPDIR", *entry.env))
@@ -155,6 +203,32 @@ def cmd_add(args: argparse.Namespace) -> int:
         "spend your money on the provider's account"
     )
     return EXIT_OK
+
+
+class _Refused(Exception):
+    """A holding or an allowance the state database refused: its message names the rule and the holder."""
+
+
+def _hold(name: str, holder: str | None) -> str:
+    """Claim ``name`` for ``holder`` (the local operator by default) in the state database; _Refused when
+    another account holds it."""
+    from qsolve.cli.hardware import _account
+    from qsolve.providers.credentials import NAME_RE
+    from storage.state import ProviderHeld, connect
+    from storage.state._accounts import check_name
+
+    holder = _account(holder)
+    check_name(holder)
+    if not NAME_RE.match(name):
+        raise ValueError(
+            f"{name!r} is not a provider name: lower-case letters, digits, '-' and '_', at most 63"
+        )
+    with connect() as db:
+        try:
+            db.hold_provider(name, holder)
+        except ProviderHeld as e:
+            raise _Refused(str(e)) from None
+    return holder
 
 
 def _first_error(e: Exception) -> str:
@@ -177,12 +251,80 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not entries:
         print(f"no providers in {registry.path}: qsolve providers add NAME --http URL | --process -- CMD")
         return EXIT_OK
+    from storage.state import connect
+
+    with connect() as db:
+        held = db.provider_holdings(list(entries))
     store = CredentialStore(registry.home)
     for name, entry in entries.items():
         where = store.where(name) if entry.credential else None
         kept = where.label if where else ("MISSING: add it again" if entry.credential else "no credential")
         print(f"{name}  {entry.transport}  {entry.describe_where()}  credential: {kept}")
+        if (h := held.get(name)) is not None:
+            print(f"  holder: {h.holder}; allowed: {h.allowed()}")
+        else:
+            print(f"  holder: none recorded: no quote is taken on it (qsolve providers claim {name})")
     return EXIT_OK
+
+
+def cmd_claim(args: argparse.Namespace) -> int:
+    from qsolve.providers.registry import Registry, RegistryError
+
+    registry = Registry()
+    try:
+        if args.name not in registry.load():
+            return _fail(
+                f"no provider named {args.name!r} in {registry.path}: claim it where it is configured"
+            )
+        holder = _hold(args.name, args.holder)
+    except _Refused as e:
+        return _fail(str(e), EXIT_FAILED)
+    except (ValueError, RegistryError) as e:
+        return _fail(str(e))
+    print(f"provider {args.name} is held by {holder}")
+    return EXIT_OK
+
+
+def _allowance(args: argparse.Namespace) -> tuple[str, dict[str, str]] | int:
+    from qsolve.cli.hardware import _account
+
+    if (args.grantee is None) == (args.workflow is None):
+        return _fail(f"providers {args.providers_command}: give one ACCOUNT or one --workflow W")
+    named = {"account": args.grantee} if args.grantee is not None else {"workflow": args.workflow}
+    return _account(args.account), named
+
+
+def _change(args: argparse.Namespace, allow: bool) -> int:
+    from storage.state import NotFound, ProviderNotAllowed, connect
+
+    got = _allowance(args)
+    if isinstance(got, int):
+        return got
+    acting, named = got
+    whom = f"account {named['account']}" if "account" in named else f"workflow {named['workflow']}'s quotes"
+    with connect() as db:
+        try:
+            if allow:
+                changed = db.allow_provider(args.name, acting, **named)
+            else:
+                changed = db.disallow_provider(args.name, acting, **named)
+        except (NotFound, ProviderNotAllowed) as e:
+            return _fail(str(e), EXIT_FAILED)
+    if allow:
+        print(f"{acting} allowed {whom} on provider {args.name}" + ("" if changed else " (it was already)"))
+        print(f"  {SPENDS_HOLDER}")
+    else:
+        said = f"{acting} took back {whom}'s allowance on provider {args.name}"
+        print(said if changed else f"{whom} was not allowed on provider {args.name}: nothing changed")
+    return EXIT_OK
+
+
+def cmd_allow(args: argparse.Namespace) -> int:
+    return _change(args, allow=True)
+
+
+def cmd_disallow(args: argparse.Namespace) -> int:
+    return _change(args, allow=False)
 
 
 def cmd_remove(args: argparse.Namespace) -> int:

@@ -69,9 +69,21 @@ def describe(quote) -> str:
     )
     cost = device_cost(quote)
     valid = f", valid until {quote.valid_until:%Y-%m-%d %H:%M:%S} UTC" if quote.valid_until else ""
+    if getattr(quote, "holder", None) and (awaiting := quote.awaiting):
+        valid += f", awaiting the confirmation of {awaiting}"
     return f"{heading(quote)}: {said}; {quote.price} credits; {cost} [{quote.status.value}{valid}]"
 
 
 def heading(quote) -> str:
     """The quote, the workflow version it runs, its case and target: what every quote line starts with."""
     return f"{quote.id}  {quote.workflow} {quote.version}: {quote.case_name} on {quote.target}"
+
+
+def holder_line(quote) -> str:
+    """What a quote on another account's provider says of its holder's confirmation, else ''."""
+    if not getattr(quote, "holder", None):
+        return ""
+    return (
+        f"the provider's money is {quote.holder}'s: its run starts only once {quote.holder} confirms it too "
+        f"(qsolve confirm {quote.id} --account {quote.holder}, or on the web pages as {quote.holder})"
+    )

@@ -7,6 +7,14 @@ on its own, the amount it authorises shown beside the button.
                                         earlier one only awaiting confirmation lapses, and the page says so)
     POST /quotes/{quote_id}/confirm     confirm this one quote, for its run only
     POST /quotes/{quote_id}/refuse      refuse it: its run never runs
+    GET  /providers/quotes              the quotes on providers the logged-in account holds, awaiting it
+
+A provider's money is its holder's (issue 33, item 3; docs/providers.md): the form offers only the
+providers the logged-in account may use (its holder's, or one that allows the account or the workflow's
+quotes), and a request naming another is refused (``provider_not_allowed``, 403) before the provider is
+asked anything. A quote on a provider another account holds, for a job that is not free, runs only once
+its holder confirmed it too: the holder, logged in, confirms (or refuses) it here, whether or not it
+develops the workflow; the run starts at the second confirmation, whichever comes last.
 
 Both POSTs need the workflow's developer logged in and the page's form token; nothing is confirmed by
 loading a page or following a link. They call what ``qsolve quote`` and ``qsolve confirm`` call:
@@ -35,6 +43,7 @@ REFUSAL_STATUS = {
     "no_hardware_cases": 409,
     "backend_unavailable": 503,
     "in_progress": 409,
+    "provider_not_allowed": 403,
 }
 
 
@@ -95,15 +104,18 @@ def _page(
         limit = state.limits("hardware").credits
         quotes = state.list_quotes(workflow=name)
         runs = {q.run_id: state.get_run(q.run_id) for q in quotes if q.run_id}
+        account = need(request)
     batches: dict[str, list[dict[str, Any]]] = {}
     for quote in reversed(quotes):  # newest batch first
         batches.setdefault(quote.batch_id, []).append(shown(quote, limit))
     for listed in batches.values():
         listed.sort(key=lambda s: s["q"].case_index if s["q"].case_index is not None else 0)
     try:
-        providers = sorted(Registry(home(request)).load())
+        configured = sorted(Registry(home(request)).load())
     except Exception:  # noqa: BLE001 - a broken providers.yaml: the form still takes a target typed in
-        providers = []
+        configured = []
+    with db(request) as state:  # only those the account may spend on
+        providers = [p for p in configured if state.may_use_provider(p, account.name, name)]
     import os
 
     confirmed = request.query_params.get("confirmed")
@@ -151,7 +163,7 @@ def ask_for_quotes(
         except BatchInProgress as e:
             refusal = {"reason": "in_progress", "message": str(e)}
             return _page(request, name, status_code=409, refusal=refusal, target=target)
-        except HardwareRefused as e:
+        except HardwareRefused as e:  # provider_not_allowed among them: the provider was asked nothing
             refusal = {"reason": e.reason, "message": str(e)}
             status = REFUSAL_STATUS.get(e.reason, 422)
             return _page(request, name, status_code=status, refusal=refusal, target=target)
@@ -167,7 +179,7 @@ def confirm(
 
     with db(request) as state:
         quote = state.get_quote(quote_id)  # NotFound: 404 naming it
-    account = developer_of(request, quote.workflow)
+    account = _payer_or_holder(request, quote)
     seen = seen_unknown == "yes"
     if quote.unknown_cost and not seen:
         refusal = {
@@ -175,18 +187,21 @@ def confirm(
             "message": f"quote {quote.id}: the cost on {quote.target} is unknown; tick "
             "\u201cI have seen that the cost is unknown\u201d to confirm it. Nothing was confirmed.",
         }
-        return _page(request, quote.workflow, status_code=422, refusal=refusal)
+        return _back(request, quote, account, status_code=422, refusal=refusal)
     with db(request) as state:
         try:
-            state.confirm_quote(quote.id, account.name, seen_unknown=seen)
+            confirmed = state.confirm_quote(quote.id, account.name, seen_unknown=seen)
         except QuoteRefused as e:
             refusal = {"reason": "refused", "message": str(e)}
-            return _page(request, quote.workflow, status_code=409, refusal=refusal)
-    import logging
+            return _back(request, quote, account, status_code=409, refusal=refusal)
+    if confirmed.status.value == "confirmed":  # both confirmations given: the run starts
+        import logging
 
-    from flows.dispatch import start_confirmed
+        from flows.dispatch import start_confirmed
 
-    logging.getLogger("qsolve.web").info(start_confirmed(quote.id))  # on the Prefect server, if there is one
+        logging.getLogger("qsolve.web").info(start_confirmed(quote.id))  # on the Prefect server, if any
+    if _as_holder(quote, account):
+        return RedirectResponse(f"/providers/quotes?confirmed={quote.id}#quote-{quote.id}", 303)
     return RedirectResponse(f"/workflows/{quote.workflow}/quotes?confirmed={quote.id}#quote-{quote.id}", 303)
 
 
@@ -196,11 +211,56 @@ def refuse(request: Request, quote_id: str) -> Response:
 
     with db(request) as state:
         quote = state.get_quote(quote_id)  # NotFound: 404 naming it
-    account = developer_of(request, quote.workflow)
+    account = _payer_or_holder(request, quote)
     with db(request) as state:
         try:
             state.refuse_quote(quote.id, account.name)
         except QuoteRefused as e:
             refusal = {"reason": "refused", "message": str(e)}
-            return _page(request, quote.workflow, status_code=409, refusal=refusal)
+            return _back(request, quote, account, status_code=409, refusal=refusal)
+    if _as_holder(quote, account):
+        return RedirectResponse(f"/providers/quotes#quote-{quote.id}", 303)
     return RedirectResponse(f"/workflows/{quote.workflow}/quotes#quote-{quote.id}", 303)
+
+
+def _as_holder(quote: Any, account: Account) -> bool:
+    """Whether ``account`` acts on ``quote`` as its provider's holder (not as its payer)."""
+    return quote.holder is not None and account.name == quote.holder and account.name != quote.account
+
+
+def _payer_or_holder(request: Request, quote: Any) -> Account:
+    """The logged-in account when it is the quote's provider's holder (whose confirmation it needs), or
+    the workflow's developer or an admin (401 / 403 otherwise)."""
+    account = need(request)
+    return account if _as_holder(quote, account) else developer_of(request, quote.workflow)
+
+
+def _back(request: Request, quote: Any, account: Account, **kwargs: Any) -> HTMLResponse:
+    if _as_holder(quote, account):
+        return _holder_page(request, account, **kwargs)
+    return _page(request, quote.workflow, **kwargs)
+
+
+def _holder_page(
+    request: Request, account: Account, *, status_code: int = 200, refusal: dict[str, str] | None = None
+) -> HTMLResponse:
+    with db(request) as state:
+        limit = state.limits("hardware").credits
+        awaiting = [
+            shown(q, limit)
+            for q in state.list_quotes(status="pending")
+            if _as_holder(q, account) and q.holder_confirmed_by is None
+        ]
+    return render(
+        request,
+        "holder_quotes.html",
+        status_code=status_code,
+        awaiting=awaiting,
+        refusal=refusal,
+        confirmed=request.query_params.get("confirmed"),
+    )
+
+
+@router.get("/providers/quotes", response_class=HTMLResponse)
+def holder_quotes(request: Request) -> HTMLResponse:
+    return _holder_page(request, need(request))

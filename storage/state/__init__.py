@@ -21,6 +21,7 @@ _accounts   people of the web pages: logins, roles (developer, editor, reviewer)
 _credit_table   the credit prices and limits every machine reads (qsolve credits price|limit|import)
 _host_keys  every host's receipt public key, a trust list; retired and revoked keys
 _holders    which host's workers hold which provider (a Prefect work queue each)
+_provider_owners  which account holds each provider, and whom it allows (accounts, workflows' quotes)
 _binding    the storage the database was first used with; claims (one machine at a time)
 _trackrecord_files  the track record's data files by name and content: what a pass trusts
 _errors     the error tree
@@ -71,6 +72,7 @@ from storage.state._models import (
     Transfer,
     Version,
 )
+from storage.state._provider_owners import ProviderHeld, ProviderHolding, ProviderNotAllowed
 from storage.state._quotes import BatchInProgress, Quote, QuoteBatch, QuoteRefused
 
 __all__ = [
@@ -78,6 +80,9 @@ __all__ = [
     "HOLDER_STALE_AFTER",
     "PLATFORM_ACCOUNTS",
     "PLATFORM_REASONS",
+    "ProviderHeld",
+    "ProviderHolding",
+    "ProviderNotAllowed",
     "SYSTEM_ACCOUNT",
     "WORKFLOW_REASONS",
     "AccountExists",

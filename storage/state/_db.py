@@ -44,6 +44,7 @@ from storage.state._ledger import Ledger, refuse_platform_account
 from storage.state._migrate import migrate
 from storage.state._models import WORKFLOW_REASONS, FailureReason, Run, RunStatus, Source, Stage, Version
 from storage.state._provider_jobs import ProviderJobs
+from storage.state._provider_owners import ProviderOwners
 from storage.state._quotes import Quotes
 from storage.state._rows import (
     RECORDABLE,
@@ -227,12 +228,14 @@ class StateDB(
     CreditTable,
     HostKeys,
     ProviderHolders,
+    ProviderOwners,
     Binding,
     TrackRecordFiles,
 ):
     """Versions, runs, history stages and leases, credit accounts and the ledger, hardware quote
     batches (``_quotes``), provider jobs, calibration task results, and what every machine shares: the
-    credit settings, the hosts' receipt keys, which host holds which provider; the track record's files
+    credit settings, the hosts' receipt keys, which host holds which provider, which account holds it and
+    whom it allows (``_provider_owners``); the track record's files
     (``_trackrecord_files``). A context manager."""
 
     # versions

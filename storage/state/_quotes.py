@@ -12,6 +12,11 @@ quote is confirmed; a confirmation covers that run only and authorises at most t
 by the per-run limit; a quote not confirmed by ``valid_until`` lapses (``expired``, its run ended
 ``cancelled``, never recorded); a quote whose cost is unknown is confirmed only when the person has seen
 that it is unknown. A batch ends when none of its quotes is pending and no confirmed one's run is live.
+
+Whose confirmation authorises it (issue 33, item 3): the payer's (``confirmed_by``), and where the quote is
+on a provider held by another account and its job is not free, the holder's too (``holder``, set when it
+is priced; ``holder_confirmed_by``): the quote stays ``pending`` until both have confirmed, in either
+order, and its run is claimed only when the database row says both did (:data:`AUTHORISED`).
 """
 
 from __future__ import annotations
@@ -82,6 +87,25 @@ class Quote:
     valid_until: datetime | None
     confirmed_at: datetime | None
     authorised: Decimal | None  # credits the confirmation authorised
+    confirmed_by: str | None = None  # the payer, once it confirmed
+    holder: str | None = None  # the provider's holder, whose confirmation it needs too (None: no one's)
+    holder_confirmed_by: str | None = None
+    holder_confirmed_at: datetime | None = None
+
+    @property
+    def awaiting(self) -> str | None:
+        """Whose confirmation a pending quote still needs, said for a person (None once it needs none)."""
+        if self.status is not QuoteStatus.PENDING:
+            return None
+        if self.confirmed_by is None:
+            if self.holder is not None and self.holder_confirmed_by is None:
+                return f"{self.account} (it pays) and {self.holder} (the provider's holder)"
+            return self.account
+        return (
+            None
+            if self.holder is None or self.holder_confirmed_by
+            else f"{self.holder} (the provider's holder)"
+        )
 
     def summary(self) -> dict[str, Any]:
         """What ``qsolve quote --json`` lists of it."""
@@ -100,6 +124,10 @@ class Quote:
             "valid_until": None if self.valid_until is None else self.valid_until.isoformat(),
             "authorised": None if self.authorised is None else str(self.authorised),
             "run_id": self.run_id,
+            "confirmed_by": self.confirmed_by,
+            "holder": self.holder,
+            "holder_confirmed_by": self.holder_confirmed_by,
+            "awaiting": self.awaiting,
         }
 
 
@@ -121,6 +149,13 @@ class QuoteBatch:
 
 QUOTES = sa.select(quotes, versions.c.workflow, versions.c.version).join(
     versions, versions.c.id == quotes.c.version_id
+)
+
+#: a quote whose run may start: confirmed by its payer, and by its provider's holder where it needs that
+AUTHORISED = sa.and_(
+    quotes.c.status == QuoteStatus.CONFIRMED.value,
+    quotes.c.confirmed_by == quotes.c.account,
+    sa.or_(quotes.c.holder.is_(None), quotes.c.holder_confirmed_by == quotes.c.holder),
 )
 
 
@@ -188,8 +223,10 @@ class Quotes(Store):
         *,
         unknown_cost: bool,
         valid_s: float = QUOTE_VALID_S,
+        holder: str | None = None,
     ) -> Quote:
-        """One priced case of a ``pricing`` batch: its quote and its ``created`` run, in one transaction."""
+        """One priced case of a ``pricing`` batch: its quote and its ``created`` run, in one transaction.
+        ``holder``: the provider's holder, whose confirmation the quote needs besides its payer's."""
         quote_id, run_id = uuid.uuid4().hex, uuid.uuid4().hex
         created = now()
         with self._write() as connection:
@@ -226,6 +263,7 @@ class Quotes(Store):
                     valid_until=created + timedelta(seconds=valid_s),
                     estimate=dict(estimate),
                     unknown_cost=bool(unknown_cost),
+                    holder=holder if holder != batch.account else None,
                 )
             )
         return self.get_quote(quote_id)
@@ -311,7 +349,8 @@ class Quotes(Store):
     def confirm_quote(self, quote_id: str, account: str, *, seen_unknown: bool = False) -> Quote:
         """Confirm one pending quote, for its run only: authorises at most its price, capped by the per-run
         limit. A quote past its validity lapses instead (QuoteRefused, status expired); an unknown cost is
-        confirmed only with ``seen_unknown``; only the account that pays may confirm."""
+        confirmed only with ``seen_unknown``; only the account that pays may confirm, and the provider's
+        holder where the quote needs it (the quote is ``confirmed`` once both have)."""
         lapsed = False
         with self._write() as connection:
             row = connection.execute(QUOTES.where(quotes.c.id == quote_id)).first()
@@ -320,9 +359,19 @@ class Quotes(Store):
             # the batch's row first (a request lapsing the batch takes it too), then the quote read again
             _lock_batches(connection, {row.batch_id})
             row = connection.execute(QUOTES.where(quotes.c.id == quote_id)).first()
-            if row.account != account:
+            as_holder = row.holder is not None and account == row.holder and account != row.account
+            if row.account != account and not as_holder:
+                also = f" and its provider's holder {row.holder}" if row.holder else ""
                 raise QuoteRefused(
-                    f"quote {quote_id} is paid by {row.account}: only its payer confirms it",
+                    f"quote {quote_id} is paid by {row.account}: only its payer{also} confirms it",
+                    quote_id=quote_id,
+                    status=row.status,
+                )
+            mine = row.holder_confirmed_by if as_holder else row.confirmed_by
+            if row.status == QuoteStatus.PENDING.value and mine is not None:
+                raise QuoteRefused(
+                    f"quote {quote_id} is confirmed by {account} already: it awaits "
+                    f"{_quote_of(row).awaiting}'s confirmation, and its run starts only then",
                     quote_id=quote_id,
                     status=row.status,
                 )
@@ -345,29 +394,39 @@ class Quotes(Store):
                     status=row.status,
                 )
             else:
-                authorised = min(row.price_microcredits, self.settings.limit_micro(Source.HARDWARE))
-                moved = connection.execute(
-                    quotes.update()
-                    .where(quotes.c.id == quote_id, quotes.c.status == QuoteStatus.PENDING.value)
-                    .values(
-                        status=QuoteStatus.CONFIRMED.value,
-                        confirmed_at=now(),
-                        authorised_microcredits=authorised,
+                pending = sa.and_(quotes.c.id == quote_id, quotes.c.status == QuoteStatus.PENDING.value)
+                if as_holder:
+                    said = quotes.update().where(pending, quotes.c.holder_confirmed_by.is_(None))
+                    said = said.values(holder_confirmed_by=account, holder_confirmed_at=now())
+                else:
+                    authorised = min(row.price_microcredits, self.settings.limit_micro(Source.HARDWARE))
+                    said = quotes.update().where(pending, quotes.c.confirmed_by.is_(None))
+                    said = said.values(
+                        confirmed_by=account, confirmed_at=now(), authorised_microcredits=authorised
                     )
-                )
-                if moved.rowcount != 1:  # pragma: no cover - the row was read in this transaction
+                if connection.execute(said).rowcount != 1:  # pragma: no cover - read in this transaction
                     raise QuoteRefused(f"quote {quote_id} changed meanwhile", quote_id=quote_id)
+                connection.execute(  # confirmed once both have: the row decides, whoever confirmed last
+                    quotes.update()
+                    .where(
+                        pending,
+                        quotes.c.confirmed_by == quotes.c.account,
+                        sa.or_(quotes.c.holder.is_(None), quotes.c.holder_confirmed_by == quotes.c.holder),
+                    )
+                    .values(status=QuoteStatus.CONFIRMED.value)
+                )
         if lapsed:
             raise QuoteRefused(_lapsed(row), quote_id=quote_id, status=QuoteStatus.EXPIRED.value)
         return self.get_quote(quote_id)
 
     def refuse_quote(self, quote_id: str, account: str) -> Quote:
-        """The payer says no: the quote ``refused``, its run ended ``cancelled`` (never recorded)."""
+        """The payer (or the provider's holder, whose confirmation it needs) says no: the quote ``refused``,
+        its run ended ``cancelled`` (never recorded)."""
         with self._write() as connection:
             row = connection.execute(QUOTES.where(quotes.c.id == quote_id)).first()
             if row is None:
                 raise NotFound(f"no quote {quote_id!r}", kind="quote", key=quote_id)
-            if row.account != account or row.status != QuoteStatus.PENDING.value:
+            if account not in (row.account, row.holder) or row.status != QuoteStatus.PENDING.value:
                 raise QuoteRefused(f"quote {quote_id} is {row.status} for {row.account}", quote_id=quote_id)
             _end_quote(
                 connection, row.id, row.run_id, QuoteStatus.REFUSED, FailureReason.CANCELLED, "refused"
@@ -400,21 +459,28 @@ class Quotes(Store):
                 raise NotFound(f"no quote {quote_id!r}", kind="quote", key=quote_id)
             if row.status != QuoteStatus.CONFIRMED.value or row.run_id is None:
                 return False
+            authorised = sa.select(quotes.c.id).where(
+                quotes.c.id == quote_id, quotes.c.run_id == runs.c.id, AUTHORISED
+            )
             moved = connection.execute(
                 runs.update()
                 .where(
-                    runs.c.id == row.run_id, runs.c.status == RunStatus.CREATED.value, runs.c.owner.is_(None)
+                    runs.c.id == row.run_id,
+                    runs.c.status == RunStatus.CREATED.value,
+                    runs.c.owner.is_(None),
+                    authorised.exists(),
                 )
                 .values(owner=owner, lease_expires_at=clock(connection) + timedelta(seconds=seconds))
             )
             return moved.rowcount == 1
 
     def quotes_to_run(self, batch_id: str | None = None) -> list[Quote]:
-        """Confirmed quotes whose run no process has taken yet, oldest first."""
+        """Confirmed quotes (by their payer, and their provider's holder where they need it) whose run no
+        process has taken yet, oldest first."""
         query = (
             QUOTES.join(runs, runs.c.id == quotes.c.run_id)
             .where(
-                quotes.c.status == QuoteStatus.CONFIRMED.value,
+                AUTHORISED,
                 runs.c.status == RunStatus.CREATED.value,
                 runs.c.owner.is_(None),
             )
@@ -576,4 +642,8 @@ def _quote_of(row: sa.Row) -> Quote:
         valid_until=m["valid_until"],
         confirmed_at=m["confirmed_at"],
         authorised=None if m["authorised_microcredits"] is None else from_micro(m["authorised_microcredits"]),
+        confirmed_by=m["confirmed_by"],
+        holder=m["holder"],
+        holder_confirmed_by=m["holder_confirmed_by"],
+        holder_confirmed_at=m["holder_confirmed_at"],
     )

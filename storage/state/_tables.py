@@ -276,6 +276,12 @@ quotes = sa.Table(
     sa.Column("estimate", JSONDoc, nullable=True),  # {circuits, shots, provider: {...}} as shown
     sa.Column("unknown_cost", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("authorised_microcredits", sa.BigInteger, nullable=True),  # set when confirmed
+    # whose confirmation authorised it (issue 33, item 3; migration 0013): the payer's, and on a provider
+    # shared with the payer, for a job that is not free, its holder's too (``holder``, set at pricing)
+    sa.Column("confirmed_by", sa.String(200), nullable=True),
+    sa.Column("holder", sa.String(200), nullable=True),  # whose confirmation it needs besides the payer's
+    sa.Column("holder_confirmed_by", sa.String(200), nullable=True),
+    sa.Column("holder_confirmed_at", UTCDateTime, nullable=True),
     sa.CheckConstraint(_one_of("status", QuoteStatus), name="status"),
     sa.Index(None, "batch_id"),
     sa.Index(None, "version_id"),
@@ -499,4 +505,25 @@ trackrecord_files = sa.Table(
     sa.Column("name", sa.String(100), primary_key=True),  # b-, h- or o-<digest of its run ids>.parquet
     sa.Column("digest", sa.String(64), primary_key=True),  # BLAKE3 of the file's bytes, 64 hex digits
     sa.Column("recorded_at", UTCDateTime, nullable=False),
+)
+
+# issue 33, item 3: a provider has a holder, and only those it allows spend on it (migration 0013)
+
+provider_owners = sa.Table(  # the account that holds each provider name: the first to add it, on any machine
+    "provider_owners",
+    metadata,
+    sa.Column("provider", sa.String(63), primary_key=True),  # providers.yaml's NAME, provider:NAME
+    sa.Column("holder", sa.String(200), sa.ForeignKey("accounts.name"), nullable=False),
+    sa.Column("held_since", UTCDateTime, nullable=False),
+)
+
+provider_allowances = sa.Table(  # whom a provider's holder allows: an account, or a workflow's quotes
+    "provider_allowances",
+    metadata,
+    sa.Column("provider", sa.String(63), sa.ForeignKey("provider_owners.provider"), primary_key=True),
+    sa.Column("kind", sa.String(16), primary_key=True),  # account, workflow
+    sa.Column("grantee", sa.String(200), primary_key=True),  # the account's or the workflow's name
+    sa.Column("allowed_by", sa.String(200), nullable=False),  # the holder, or an admin
+    sa.Column("allowed_at", UTCDateTime, nullable=False),
+    sa.CheckConstraint("kind IN ('account', 'workflow')", name="kind"),
 )

@@ -27,6 +27,13 @@ def qsolve_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         os.environ["QSOLVE_HOME"] = previous
 
 
+@pytest.fixture(autouse=True)
+def operator_is_dev(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local operator is ``dev``, the account the hardware tests quote as: a provider they add is held
+    by ``dev`` (docs/providers.md, "Who may spend on a provider"), as it is by whoever adds one."""
+    monkeypatch.setenv("QSOLVE_ACCOUNT", "dev")
+
+
 @pytest.fixture(scope="session")
 def prefect(qsolve_home: Path):
     """The harness's server, given as long to start as a busy machine needs; stopped at the end even when

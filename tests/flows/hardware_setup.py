@@ -63,8 +63,9 @@ def publish(
         db.publish_version(name, version, digest_of(packed), cases if cases is not None else [HARDWARE])
 
 
-def add_reference(*flags: str) -> None:
-    assert main(["providers", "add", "ref", "--process", "--", *REFERENCE, *flags]) == 0
+def add_reference(*flags: str, name: str = "ref", holder: str = "dev") -> None:
+    """The reference provider as ``provider:NAME``, held by ``holder`` (the account the tests quote as)."""
+    assert main(["providers", "add", name, "--holder", holder, "--process", "--", *REFERENCE, *flags]) == 0
 
 
 class QuoteFlowRun:

@@ -133,8 +133,11 @@ def build(home: Path, work: Path) -> Seeded:
 
     home.mkdir(parents=True, exist_ok=True)
     with home_set(home):
-        assert main(["providers", "add", "ref", "--process", "--", *REFERENCE]) == 0
-        assert main(["providers", "add", "lab", "--process", "--", *REFERENCE, "--unpriced"]) == 0
+        assert main(["providers", "add", "ref", "--holder", "dev", "--process", "--", *REFERENCE]) == 0
+        assert (
+            main(["providers", "add", "lab", "--holder", "dev", "--process", "--", *REFERENCE, "--unpriced"])
+            == 0
+        )
         publish(home, work, name=WORKFLOW, version="0.9.0", cases=CASES)
         publish(home, work, name=WORKFLOW, version="1.0.0", cases=CASES)
         file_rows(rows(datetime.now(UTC)), home)

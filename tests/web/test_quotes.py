@@ -136,6 +136,58 @@ def test_an_admin_asks_for_quotes_in_their_own_account_and_a_reviewer_may_not(
     client.cookies.clear()
     login(client, "ann", make_account("ann", "admin"))
     assert client.get("/workflows/max-cut").text.count('id="get-a-quote"') == 1
+    assert ask(client, form_token).status_code == 403  # provider:ref is dev's: an admin is no holder
+    with connect(home=seeded.home) as db:
+        db.allow_provider("ref", "dev", account="ann")
     assert ask(client, form_token).status_code == 303
     quotes = pending(seeded.home)
     assert len(quotes) == 2 and {q.account for q in quotes} == {"ann"}
+
+
+def test_a_provider_is_offered_and_spent_on_only_as_its_holder_allows_and_confirms(
+    seeded, client, make_account, login, form_token
+):
+    """Issue 33, item 3: ``provider:labref`` is held by ``lab`` (its cost unknown, so not free). dev1, a
+    developer of max-cut, is not offered it, and a hand-made request naming it is refused; once allowed,
+    dev1's confirmation does not start the run: lab's, logged in, does."""
+    from qsolve.cli import main
+    from tests.flows.hardware_setup import REFERENCE
+
+    cmd = ["providers", "add", "labref", "--holder", "lab", "--process", "--", *REFERENCE, "--unpriced"]
+    assert main(cmd) == 0
+    login(client, "dev1", make_account("dev1", "developer", workflows=[seeded.workflow]))
+    page = client.get("/workflows/max-cut/quotes").text
+    offered = re.search(r'<datalist id="targets">(.*?)</datalist>', page, re.S).group(1)
+    assert "provider:" not in offered  # labref is lab's, ref and lab are dev's: none allows dev1
+    refused = ask(client, form_token, target="provider:labref")
+    assert refused.status_code == 403 and 'data-reason="provider_not_allowed"' in refused.text
+    assert "held by lab, who has not allowed dev1" in refused.text
+    assert pending(seeded.home) == []
+
+    with connect(home=seeded.home) as db:
+        db.allow_provider("labref", "lab", account="dev1")
+    assert '<option value="provider:labref">' in client.get("/workflows/max-cut/quotes").text
+    assert ask(client, form_token, target="provider:labref").status_code == 303
+    first, _ = pending(seeded.home)
+    assert first.holder == "lab"
+    yes = {"_token": form_token(client), "seen_unknown": "yes"}
+    assert client.post(f"/quotes/{first.id}/confirm", data=yes).status_code == 303
+    with connect(home=seeded.home) as db:
+        assert db.get_quote(first.id).status is QuoteStatus.PENDING  # awaiting lab: nothing runs
+    row = re.search(
+        rf'<tr id="quote-{first.id}"(.*?)</tr>', client.get("/workflows/max-cut/quotes").text, re.S
+    )
+    assert "awaiting the confirmation of lab (the provider&#39;s holder)" in row.group(1)
+
+    lab = client  # the same browser, logged in as the holder (no role on max-cut)
+    lab.cookies.clear()
+    login(lab, "lab", make_account("lab", "reviewer"))
+    assert lab.get("/workflows/max-cut/quotes").status_code == 403
+    listed = lab.get("/providers/quotes").text
+    assert f'id="quote-{first.id}"' in listed and "dev1" in listed
+    done = lab.post(f"/quotes/{first.id}/confirm", data={"_token": form_token(lab), "seen_unknown": "yes"})
+    assert done.status_code == 303 and done.headers["location"].startswith("/providers/quotes")
+    with connect(home=seeded.home) as db:
+        confirmed = db.get_quote(first.id)
+    assert confirmed.status is QuoteStatus.CONFIRMED
+    assert (confirmed.confirmed_by, confirmed.holder_confirmed_by) == ("dev1", "lab")
