@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from qsolve.workflow import upload
-from tests.conftest import WorkflowDir
+from tests.conftest import SAMPLING_MODULE, WorkflowDir
 from tests.flows.conftest import prefect, qsolve_home  # noqa: F401 - the Prefect harness (honest path)
 from tests.web.conftest import form_token_of
 
@@ -160,6 +160,18 @@ def test_a_folder_without_a_manifest_is_refused(
     nothing_left(home, scratch)
 
 
+def test_both_layouts_of_a_zip_unpack_into_a_private_folder(scratch: Path, wf: WorkflowDir) -> None:
+    for data, name in ((zipped(wf.root, top="tiny"), "tiny"), (zipped(wf.root), upload.DEFAULT_NAME)):
+        with upload.unpacked(data) as folder:
+            assert (
+                folder.name == name
+                and (folder / "manifest.yaml").read_bytes() == wf.path("manifest.yaml").read_bytes()
+            )
+            assert (folder / "examples/a.json").is_file()
+            assert stat.S_IMODE(folder.parent.stat().st_mode) == 0o700 and folder.parent.parent == scratch
+        assert ours(scratch) == []
+
+
 # --- who may submit --------------------------------------------------------------------------------
 
 
@@ -221,6 +233,12 @@ def test_a_developer_submits_and_the_page_reaches_the_report(
     from prefect.settings import PREFECT_API_URL
 
     monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())  # the harness's server, for the child
+    wf.write("workflow.py", SAMPLING_MODULE)  # passes the eight gates, with a noise-model case
+    wf.cases["cases"] = [
+        {"name": "one", "input": {"x": 1}, "target": "fake:fez@1.6", "expect": {"min_fidelity": 0.5}},
+        {"name": "two", "input": {"x": 2}},
+    ]
+    wf.save()
     form = developer.get("/submit")
     assert form.status_code == 200 and 'name="_token"' in form.text
     answer = post(developer, zipped(wf.root))  # the folder's files at the zip's root
