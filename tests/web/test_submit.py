@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import os
 import stat
+import subprocess
 import tempfile
 import time
 import zipfile
@@ -217,6 +218,43 @@ def test_a_submission_page_is_its_accounts(client: TestClient, make_account, log
     assert answer.status_code == 403 and "is not account dev2&#39;s" in answer.text
     assert client.get("/submissions/" + "0" * 32).status_code == 404
     assert client.get("/submissions/..%2F..%2Fetc").status_code == 404
+
+
+def test_a_publication_refusal_and_a_crash_show_as_rejections(developer: TestClient, home: Path) -> None:
+    """The page shows what the flow recorded: a refusal at the publication stage (the rule of who may
+    publish a name, in its one line) as any rejection, with the stages before it passed."""
+    from qsolve.validation.gates import GateResult
+    from qsolve.validation.submission import SubmissionReport
+    from storage.submissions import Submissions
+
+    submissions = Submissions(home)
+    refused = submissions.new("dev1", "hwflow.zip")
+    line = "hwflow: only its developers (dev0) publish a version of it; dev1 is not one"
+    report = SubmissionReport(folder="/tmp/x", workflow="hwflow", version="0.0.1")
+    report.gates = [GateResult(name=f"gate{i}", passed=True, message="ok") for i in range(8)]
+    submissions.finish(refused.id, report=report.fail("publication", [line]))
+    page = developer.get(f"/submissions/{refused.id}")
+    assert page.status_code == 200 and 'data-accepted="no"' in page.text
+    assert 'data-stage="publication"' in page.text and "Rejected at the publication stage" in page.text
+    assert "only its developers (dev0) publish a version of it; dev1 is not one" in page.text
+    assert 'id="workflow-link"' not in page.text and 'http-equiv="refresh"' not in page.text
+
+    crashed = submissions.new("dev1", "wf.zip")
+    submissions.started(crashed.id, os.getpid())
+    assert (
+        'http-equiv="refresh"' in developer.get(f"/submissions/{crashed.id}").text
+    )  # running: this pid lives
+    submissions.finish(crashed.id, crashed="the submission process ended (exit code -9) with no report")
+    assert not submissions.finish(crashed.id, crashed="a second outcome")  # written once
+    page = developer.get(f"/submissions/{crashed.id}")
+    assert 'data-status="crashed"' in page.text and "exit code -9" in page.text
+
+    lost = submissions.new("dev1", "wf.zip")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    submissions.started(lost.id, gone.pid)  # its process ended, no outcome written (killed, say)
+    page = developer.get(f"/submissions/{lost.id}")
+    assert 'data-status="lost"' in page.text and "Ended without a report" in page.text
 
 
 # --- the honest path (runs the real flow, in a process of its own) ---------------------------------
