@@ -72,6 +72,8 @@ class ZipRules:
     top_name_rule: str = ""
     #: a second marker file deeper in the folder is refused
     one_marker: bool = False
+    #: the zip itself, in the refusal of its size: ``a draft's zip`` unless given
+    zip_noun: str = ""
     #: the exception raised: ZipRefused or a subclass of the caller's (its ``(message, entry=)``)
     error: type[ZipRefused] | Any = ZipRefused
 
@@ -87,9 +89,9 @@ def mib(n: int) -> str:
 def check_size(r: ZipRules, data: bytes) -> None:
     """A zip past ``max_zip_bytes`` refused, before anything else is done with it."""
     if len(data) > r.max_zip_bytes:
+        what = r.zip_noun or f"{r.noun}'s zip"
         raise r.refuse(
-            f"the zip is {len(data):,} bytes; {r.noun}'s zip is at most {mib(r.max_zip_bytes)} "
-            "(MAX_ZIP_BYTES)"
+            f"the zip is {len(data):,} bytes; {what} is at most {mib(r.max_zip_bytes)} (MAX_ZIP_BYTES)"
         )
 
 

@@ -51,6 +51,7 @@ def rules() -> ZipRules:
     return ZipRules(
         refused="workflow zip refused",
         noun="a workflow zip",
+        zip_noun="a workflow zip",
         directory="workflow folder",
         folder="workflow folder",
         owner="the workflow's",

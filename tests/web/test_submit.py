@@ -116,7 +116,7 @@ def test_a_body_past_16_mib_is_refused_while_it_is_read(
     token = form_token_of(developer)
     for size, status, said in (
         (upload.MAX_ZIP_BYTES + 70 * 1024, 413, "larger than this server reads (16 MiB)"),  # the body's bound
-        (upload.MAX_ZIP_BYTES + 1, 422, "a workflow zip&#39;s zip is at most 16,777,216 bytes (16 MiB)"),
+        (upload.MAX_ZIP_BYTES + 1, 422, "a workflow zip is at most 16,777,216 bytes (16 MiB)"),
     ):
         big = b"PK" + os.urandom(size - 2)
         answer = developer.post(
