@@ -56,3 +56,49 @@ def start_confirmed(quote_id: str) -> str:
         f"run it: qsolve confirm {quote_id} --yes (with a Prefect server in PREFECT_API_URL, the quote flow "
         "run waiting for it is resumed, or the hardware/hardware deployment run)"
     )
+
+
+def start_submission(home: Any, data: bytes, file_name: str, account: str) -> str:
+    """A workflow folder's zip submitted as ``account`` from the web pages (issue 33, item 2); its
+    submission id, at once. The zip is unpacked by the safe zip reader into a fresh private temporary
+    folder (:class:`~qsolve.workflow.upload.UploadRefused` before anything is recorded or started), the
+    submission recorded (``storage.submissions``), and the submission flow run on it as ``account`` in a
+    child process (``flows.web_submission``), which records the report and removes the folder. A thread of
+    this process waits for the child: should it end without an outcome (killed, say), the submission is
+    recorded as crashed and the folder removed here."""
+    import os
+    import subprocess
+    import sys
+    import threading
+    from pathlib import Path
+
+    from qsolve.home import qsolve_home
+    from qsolve.workflow.upload import remove, unpack
+    from storage.submissions import Submissions
+
+    home = qsolve_home(home).resolve()
+    staged = unpack(data)
+    try:
+        submissions = Submissions(home)
+        request = submissions.new(account, Path(file_name.replace("\\", "/")).name or "workflow.zip")
+        root = Path(__file__).resolve().parents[1]  # the checkout the web process runs, for `-m flows...`
+        child = subprocess.Popen(
+            [sys.executable, "-m", "flows.web_submission", str(home), request.id, str(staged.temporary),
+             str(staged.folder)],
+            cwd=root, env={**os.environ, "QSOLVE_HOME": str(home)}, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    except BaseException:
+        remove(staged.temporary)
+        raise
+    submissions.started(request.id, child.pid)
+
+    def wait() -> None:
+        code = child.wait()
+        if submissions.finish(
+            request.id, crashed=f"the submission process ended (exit code {code}) with no report"
+        ):
+            remove(staged.temporary)
+
+    threading.Thread(target=wait, name=f"qsolve-submission-{request.id[:8]}", daemon=True).start()
+    return request.id

@@ -28,6 +28,8 @@ from tasks.publication import publication_stage
 
 @flow(name="submission", log_prints=True)
 def submission_flow(folder: str, run_history: bool = True, account: str | None = None) -> State:
+    """The submission of ``folder``; ``account``: the account it publishes as (the web pages' logged-in
+    account, ``qsolve submit --account``)."""
     report = SubmissionReport(folder=str(folder))
     if not Path(folder).is_dir():  # a deployment run's parameter, say: named as it is, not as lint codes
         what = "is a file, not a workflow folder" if Path(folder).exists() else "no such folder"
@@ -47,6 +49,7 @@ def submission_flow(folder: str, run_history: bool = True, account: str | None =
 
     validation = gates_report(gates_stage(folder, checks, return_state=True))
     report.gates = validation.gates
+    report.cases = validation.cases
     if validation.sandbox and validation.sandbox.protections:
         report.sandbox = validation.sandbox.protections.summary()
     if not validation.passed:

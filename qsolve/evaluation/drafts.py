@@ -16,17 +16,13 @@ A draft is kept under ``knowledge-drafts/<sha256>/``: ``draft.zip`` (the upload,
 ``knowledge-drafts/`` and renamed into place; the same zip stored again finds it there and returns it
 unchanged. A refused zip leaves nothing behind.
 
-The zip is read by this module, not by :meth:`zipfile.ZipFile.extractall`: :mod:`zipfile` parses the
-central directory and, through :meth:`zipfile.ZipFile.open`, reads each entry's local header, inflates its
-data and checks its CRC-32; the stream is opened with sizes bounded by the entry's region, not the zip's,
-and the bytes are counted as they come out; the sizes the zip states are compared with what came out only
-afterwards, and never used to decide how much to read. Each local header is held to its directory record
-(flags, method, extra field, where its data start), which zipfile does not do. No Prefect, no database.
+The zip is read by :mod:`qsolve.safezip` (as a workflow submitted from the pages is), with a draft's
+rules: :func:`rules` (these bounds, task.md as its folder's marker, only .md and image files). No Prefect,
+no database.
 """
 
 from __future__ import annotations
 
-import copy
 import getpass
 import hashlib
 import io
@@ -35,11 +31,8 @@ import os
 import re
 import shutil
 import stat
-import struct
 import tempfile
-import unicodedata
 import zipfile
-import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -57,6 +50,7 @@ from qsolve.evaluation.knowledge import (
     split_frontmatter,
 )
 from qsolve.home import qsolve_home
+from qsolve.safezip import Reading, ZipRefused, ZipRules, check_size, mib
 
 #: a draft's zip is at most this many bytes (20 MiB)
 MAX_ZIP_BYTES = 20 * 1024 * 1024
@@ -76,30 +70,6 @@ ARCHIVE_DATE_TIME = (1980, 1, 1, 0, 0, 0)
 
 _ID = re.compile(r"^[0-9a-f]{64}$")
 _TASK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
-_DRIVE = re.compile(r"^[A-Za-z]:")
-_CHUNK = 64 * 1024
-_UNBOUNDED = 1 << 62  # a deflated entry's stream, opened with this size, ends where its deflate stream does
-_ENCRYPTED = 0x1 | 0x40  # traditional and strong encryption
-_UTF8_NAME = 0x800
-_UNIX_EXTRA = 0x000D  # PKWARE's Unix extra field: its variable part is a hard or symbolic link's target
-_UNICODE_PATH_EXTRA = 0x7075  # Info-ZIP's Unicode Path field: a second name, which some readers take
-_DATA_DESCRIPTOR = 0x08  # the CRC-32 and sizes follow the data; the local header's may be zero
-#: what may follow an entry's data before the next local header: a data descriptor (APPNOTE 4.3.9), with or
-#: without its signature, of 32-bit or Zip64 sizes; nothing else
-_DESCRIPTOR_LENGTHS = (12, 16, 20, 24)
-#: a name component, and a whole name, in bytes: what file systems take (NAME_MAX), and a bound well under
-#: PATH_MAX for the name beneath the drafts folder
-MAX_NAME_PART_BYTES, MAX_NAME_BYTES = 255, 1024
-_DOS_DIRECTORY = 0x10
-_DOS_REPARSE_POINT = 0x400  # a Windows link (symbolic link or junction)
-_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
-_METHOD_NAMES = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma", 9: "deflate64"}
-_NOT_REGULAR = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-}
 
 
 # --- errors ---------------------------------------------------------------------------------------
@@ -113,7 +83,7 @@ class DraftError(ValueError):
         self.entry = entry
 
 
-class DraftRefused(DraftError):
+class DraftRefused(DraftError, ZipRefused):
     """A zip that is not stored as a draft, and why; nothing of it is left behind."""
 
 
@@ -125,13 +95,32 @@ class DraftOfAnotherTask(DraftError):
     """A draft named for a task it is not a draft of."""
 
 
+def rules() -> ZipRules:
+    """What a draft's zip may hold, with this module's bounds as they are now."""
+    return ZipRules(
+        refused="draft refused",
+        noun="a draft",
+        directory="task directory",
+        folder="task folder",
+        owner="the task's",
+        marker=TASK_FILE,
+        max_zip_bytes=MAX_ZIP_BYTES,
+        max_extracted_bytes=MAX_EXTRACTED_BYTES,
+        max_entries=MAX_ENTRIES,
+        suffixes=ALLOWED_SUFFIXES,
+        suffixes_rule="a draft holds only .md, .png, .jpg, .jpeg and .webp files",
+        top_name=_TASK_NAME,
+        top_name_rule="a task's name (a letter or digit, then letters, digits, '_' or '-')",
+        one_marker=True,
+        error=DraftRefused,
+    )
+
+
 def _refuse(problem: str, entry: str | None = None) -> DraftRefused:
-    where = f"entry {entry!r}: " if entry is not None else ""
-    return DraftRefused(f"draft refused: {where}{problem}", entry=entry)
+    return rules().refuse(problem, entry)
 
 
-def _mib(n: int) -> str:
-    return f"{n:,} bytes ({n / (1024 * 1024):g} MiB)"
+_mib = mib
 
 
 # --- what is stored -------------------------------------------------------------------------------
@@ -182,400 +171,6 @@ class DraftKnowledge:
         return self.knowledge.reference
 
 
-# --- reading the zip: the plan --------------------------------------------------------------------
-
-
-@dataclass
-class _Entry:
-    info: zipfile.ZipInfo
-    name: str  #: the entry's name as the zip writes it
-    relative: PurePosixPath | None  #: inside the task directory; None for the task folder itself
-    folder: bool
-
-
-@dataclass
-class _Plan:
-    entries: list[_Entry]
-    #: the top folder's name; None when task.md lies at the zip's root
-    top: str | None
-    #: the end of each entry's region (the next local header, or the central directory)
-    bounds: dict[int, int]
-
-
-def _extra_fields(extra: bytes) -> list[tuple[int, bytes]]:
-    fields, i = [], 0
-    while i + 4 <= len(extra):
-        kind, size = struct.unpack("<HH", extra[i : i + 4])
-        fields.append((kind, extra[i + 4 : i + 4 + size]))
-        i += 4 + size
-    return fields
-
-
-def _is_link_extra(extra: bytes) -> bool:
-    """PKWARE's Unix extra field (0x000d) with a variable part: the target of a hard or symbolic link."""
-    return any(kind == _UNIX_EXTRA and len(body) > 12 for kind, body in _extra_fields(extra))
-
-
-def _check_extra(extra: bytes, name: str) -> None:
-    """What an entry's extra field may not hold, in its directory record or its local header."""
-    if _is_link_extra(extra):
-        raise _refuse("a link (a Unix extra field names its target); a draft holds no links", name)
-    if any(kind == _UNICODE_PATH_EXTRA for kind, _body in _extra_fields(extra)):
-        raise _refuse(
-            "a second name (Info-ZIP's Unicode Path field, 0x7075); a draft's entries have one name", name
-        )
-
-
-def _check_not_encrypted(flags: int, name: str) -> None:
-    """The record's flags or the local header's."""
-    if flags & _ENCRYPTED:
-        raise _refuse("encrypted; a draft's entries are not encrypted", name)
-
-
-def _check_name(name: str) -> PurePosixPath:
-    """The entry's path, or the reason it lies outside the zip's folder (entries name it)."""
-    if not name:
-        raise _refuse("an empty name", name)
-    if "\x00" in name:
-        raise _refuse("a NUL character in its name", name)
-    if any(unicodedata.category(c) == "Cc" for c in name):
-        raise _refuse("a control character in its name", name)
-    if "\\" in name:
-        raise _refuse("a backslash in its path (a path separator on Windows; a draft's paths use '/')", name)
-    if name.startswith("/"):
-        raise _refuse("an absolute path; a draft's paths are relative to its task folder", name)
-    if _DRIVE.match(name):
-        raise _refuse("a drive letter; a draft's paths are relative to its task folder", name)
-    if ":" in name:
-        raise _refuse("a ':' in its path (a drive or a Windows stream)", name)
-    parts = name.rstrip("/").split("/")
-    if any(p == ".." for p in parts):
-        raise _refuse("'..' in its path, a path outside the task directory", name)
-    if any(p in ("", ".") for p in parts):
-        raise _refuse("an empty or '.' component in its path", name)
-    if len(name.encode("utf-8", errors="replace")) > MAX_NAME_BYTES:
-        raise _refuse(f"a name of more than {MAX_NAME_BYTES} bytes (MAX_NAME_BYTES)", name)
-    if any(len(p.encode("utf-8", errors="replace")) > MAX_NAME_PART_BYTES for p in parts):
-        raise _refuse(
-            f"a part of its path of more than {MAX_NAME_PART_BYTES} bytes (MAX_NAME_PART_BYTES)", name
-        )
-    if "__MACOSX" in parts:
-        raise _refuse("macOS metadata (__MACOSX; zip the folder with `zip -r -X`), not the task's", name)
-    return PurePosixPath(*parts)
-
-
-def _check_kind(info: zipfile.ZipInfo, name: str, folder: bool) -> None:
-    """Links, devices, encryption and compression methods: refused by the entry's own fields."""
-    mode = info.external_attr >> 16
-    kind = stat.S_IFMT(mode)
-    if kind == stat.S_IFLNK:
-        raise _refuse("a symbolic link (its external attributes say so); a draft holds no links", name)
-    _check_extra(info.extra, name)
-    if info.external_attr & _DOS_REPARSE_POINT:
-        raise _refuse("a link (a Windows reparse point); a draft holds no links", name)
-    if kind in _NOT_REGULAR:
-        raise _refuse(f"{_NOT_REGULAR[kind]}, not a file; a draft holds only files and folders", name)
-    if kind == stat.S_IFDIR and not folder:
-        raise _refuse("a folder by its attributes but its name does not end in '/'", name)
-    _check_not_encrypted(info.flag_bits, name)
-    if folder:
-        if info.file_size:
-            raise _refuse("a folder entry that holds data", name)
-        return
-    if info.compress_type not in _METHODS:
-        method = _METHOD_NAMES.get(info.compress_type, f"method {info.compress_type}")
-        raise _refuse(f"compressed with {method}; a draft's entries are stored or deflated", name)
-    suffix = PurePosixPath(name).suffix.lower()
-    if suffix not in ALLOWED_SUFFIXES:
-        what = f"a {suffix} file" if suffix else "a file without a suffix"
-        if PurePosixPath(name).name == ".DS_Store":
-            what = "macOS metadata (zip the folder with `zip -r -X`)"
-        raise _refuse(f"{what}; a draft holds only .md, .png, .jpg, .jpeg and .webp files", name)
-
-
-#: the end of central directory record (APPNOTE 4.3.16): its signature, and the offset of its total count
-_EOCD, _EOCD_TOTAL, _EOCD_SIZE = b"PK\x05\x06", 10, 12
-_CENTRAL = zipfile.stringCentralDir
-
-
-def _entries_at_most(data: bytes) -> None:
-    """Refuse a zip whose end record counts more than MAX_ENTRIES entries before :class:`zipfile.ZipFile`
-    reads its whole central directory (a 20 MiB zip can list some 230,000 entries: seconds and a hundred
-    MiB to parse, for nothing). A zip whose count is not there to read (none, or a Zip64 0xFFFF) is left
-    to zipfile and :func:`_plan`, which count again."""
-    at = data.rfind(_EOCD, max(0, len(data) - 22 - 0xFFFF))
-    if at < 0 or at + 22 > len(data):
-        return
-    total = int.from_bytes(data[at + _EOCD_TOTAL : at + _EOCD_TOTAL + 2], "little")
-    if MAX_ENTRIES < total < 0xFFFF:
-        raise _refuse(f"the zip has {total} entries; a draft holds at most {MAX_ENTRIES} (MAX_ENTRIES)")
-    # zipfile reads the directory by its stated size, whatever the count says: its records are counted by
-    # their signature in that many bytes before the end record (and the Zip64 end records, 76 bytes)
-    size = int.from_bytes(data[at + _EOCD_SIZE : at + _EOCD_SIZE + 4], "little")
-    records = data.count(_CENTRAL, max(0, at - size - 76), at)
-    if records > MAX_ENTRIES:
-        raise _refuse(
-            f"the zip's central directory holds {records} records; a draft holds at most {MAX_ENTRIES} "
-            "entries (MAX_ENTRIES)"
-        )
-
-
-def _plan(zf: zipfile.ZipFile, size: int) -> _Plan:
-    """Every check that needs no extraction: names, kinds, layout, duplicates, overlaps."""
-    infos = zf.infolist()
-    if len(infos) > MAX_ENTRIES:
-        raise _refuse(f"the zip has {len(infos)} entries; a draft holds at most {MAX_ENTRIES} (MAX_ENTRIES)")
-    if not infos:
-        raise _refuse("the zip is empty; a draft is one task directory holding task.md")
-    raw: list[tuple[zipfile.ZipInfo, str, PurePosixPath, bool]] = []
-    for info in infos:
-        name = info.orig_filename
-        folder = name.endswith("/")
-        path = _check_name(name)
-        _check_kind(info, name, folder)
-        raw.append((info, name, path, folder))
-
-    # the layout: one top folder holding task.md, or task.md at the zip's root
-    at_root = [name for _info, name, path, folder in raw if not folder and len(path.parts) == 1]
-    if at_root:
-        top = None
-        if not any(n == TASK_FILE for n in at_root):
-            raise _refuse(
-                f"a file at the zip's root but no {TASK_FILE} there; a draft is one task directory",
-                at_root[0],
-            )
-    else:
-        tops = list(dict.fromkeys(path.parts[0] for _i, _n, path, _f in raw))
-        top = tops[0]
-        if len(tops) > 1:
-            second = next(name for _i, name, path, _f in raw if path.parts[0] != top)
-            raise _refuse(
-                f"a second top folder {PurePosixPath(second).parts[0]!r} beside {top!r}; a draft is one "
-                "task directory",
-                second,
-            )
-        if not _TASK_NAME.match(top):
-            raise _refuse(
-                f"the task folder {top!r} is not a task's name (a letter or digit, then letters, digits, "
-                "'_' or '-')",
-                next(name for _i, name, _p, _f in raw),
-            )
-        if not any(not f and path == PurePosixPath(top, TASK_FILE) for _i, _n, path, f in raw):
-            raise _refuse(f"no {top}/{TASK_FILE}: the zip's one folder is not a task directory")
-
-    entries: list[_Entry] = []
-    seen: dict[str, str] = {}  # a name as one file system or another would take it -> the entry's name
-    files: dict[str, str] = {}
-
-    def key(path: PurePosixPath) -> str:  # case and Unicode form ignored, as some file systems do
-        return unicodedata.normalize("NFC", str(path)).casefold()
-
-    for info, name, path, folder in raw:
-        relative = path if top is None else (PurePosixPath(*path.parts[1:]) if len(path.parts) > 1 else None)
-        if relative is None:  # the task folder's own entry
-            entries.append(_Entry(info, name, None, True))
-            continue
-        if not folder and relative.name.casefold() == TASK_FILE and len(relative.parts) > 1:
-            raise _refuse(f"a second {TASK_FILE}: a draft is one task directory", name)
-        kind = key(relative) + ("/" if folder else "")
-        if kind in seen:
-            same = (
-                "the same name" if seen[kind] == name else f"the same name as {seen[kind]!r} (case ignored)"
-            )
-            raise _refuse(f"a second entry of {same}", name)
-        seen[kind] = name
-        if not folder:
-            files[key(relative)] = name
-        entries.append(_Entry(info, name, relative, folder))
-    for entry in entries:  # a file where another entry needs a folder
-        if entry.relative is None:
-            continue
-        for parent in entry.relative.parents:
-            if key(parent) in files:
-                raise _refuse(f"a file where {entry.name!r} needs a folder", files[key(parent)])
-        if entry.folder and key(entry.relative) in files:
-            raise _refuse(f"a folder of the same name as the file {files[key(entry.relative)]!r}", entry.name)
-
-    # each entry's data lie between its local header and the next one; two entries never share them
-    end_of_entries = min(getattr(zf, "start_dir", size), size)
-    offsets = sorted(e.info.header_offset for e in entries)
-    bounds: dict[int, int] = {}
-    for e in entries:
-        if not 0 <= e.info.header_offset < end_of_entries:
-            raise _corrupt("its local header lies outside the zip's entries", e.name)
-    for i, offset in enumerate(offsets):
-        if i and offset == offsets[i - 1]:
-            names = [e.name for e in entries if e.info.header_offset == offset]
-            raise _refuse(f"its data are those of {names[0]!r} (overlapping entries)", names[1])
-        bounds[offset] = offsets[i + 1] if i + 1 < len(offsets) else end_of_entries
-    return _Plan(entries, top, bounds)
-
-
-# --- reading the zip: extraction ------------------------------------------------------------------
-
-
-class _Budget:
-    """The running total of extracted bytes, against MAX_EXTRACTED_BYTES."""
-
-    def __init__(self) -> None:
-        self.total = 0
-
-    def take(self, n: int, name: str) -> None:
-        self.total += n
-        if self.total > MAX_EXTRACTED_BYTES:
-            raise _refuse(
-                f"the zip extracts to more than {_mib(MAX_EXTRACTED_BYTES)} (MAX_EXTRACTED_BYTES), counted "
-                "while extracting; stopped in this entry",
-                name,
-            )
-
-
-def _corrupt(problem: str, name: str) -> DraftRefused:
-    return _refuse(f"corrupt: {problem}", name)
-
-
-def _data_start(data: bytes, entry: _Entry, end: int) -> tuple[int, tuple[int, int, int] | None]:
-    """Where the entry's data start: after its local header, read with zipfile's own layout of it
-    (``structFileHeader``) and held to the central directory's record, which zipfile does not do beyond the
-    name: a reader that goes by the local header (Info-ZIP's unzip, for one) must find the same file there
-    as this one, for the draft's archive is handed on byte for byte."""
-    info, name = entry.info, entry.name
-    at = info.header_offset
-    if at < 0 or at + zipfile.sizeFileHeader > end:
-        raise _corrupt("its local header lies outside the zip", name)
-    header = struct.unpack_from(zipfile.structFileHeader, data, at)
-    if header[0] != zipfile.stringFileHeader:
-        raise _corrupt("no local header where the directory says it is", name)
-    flags, method, crc, compressed, size, name_length, extra_length = header[3:5] + header[7:12]
-    _check_not_encrypted(flags, name)
-    if method != info.compress_type:
-        raise _corrupt("its local header and the directory give different compression methods", name)
-    encoding = "utf-8" if info.flag_bits & _UTF8_NAME else "cp437"
-    name_at = at + zipfile.sizeFileHeader
-    if data[name_at : name_at + name_length] != name.encode(encoding, errors="replace"):
-        raise _corrupt("its local header names another file than the directory does", name)
-    extra_at = name_at + name_length
-    _check_extra(data[extra_at : extra_at + extra_length], name)
-    start = extra_at + extra_length
-    if start > end:
-        raise _corrupt("its local header runs into the next entry", name)
-    return start, None if flags & _DATA_DESCRIPTOR else (crc, compressed, size)
-
-
-def _agrees(entry: _Entry, stated: tuple[int, int, int] | None) -> None:
-    """The CRC-32 and sizes a local header states (where no data descriptor follows the data) are its
-    record's (a Zip64 header's 0xFFFFFFFF stands for a size in its extra field)."""
-    info = entry.info
-    if stated is None:
-        return
-    crc, compressed, size = stated
-    sizes = ((compressed, info.compress_size), (size, info.file_size))
-    if crc != info.CRC or any(local != record and local != 0xFFFFFFFF for local, record in sizes):
-        raise _corrupt("its local header and the directory give different CRC-32s or sizes", entry.name)
-
-
-def _fits(entry: _Entry, start: int, end: int) -> int:
-    """Where the entry's data end by its stated compressed size, which must lie within its region."""
-    if start + entry.info.compress_size > end:
-        raise _corrupt("its data run past the end of its region (truncated)", entry.name)
-    return start + entry.info.compress_size
-
-
-def _stream(zf: zipfile.ZipFile, entry: _Entry, start: int, end: int) -> tuple[Any, zipfile.ZipInfo]:
-    """The entry's bytes as they come out, through :meth:`zipfile.ZipFile.open` (which reads the local
-    header, checks its name, inflates, and checks the CRC-32 where the data end), opened on a copy of the
-    entry's record whose sizes are its region's, not the zip's: a stored entry's data must fit between
-    ``start`` and ``end`` (the next entry's local header or the central directory); a deflated entry's
-    stream may read that far and gives what its deflate stream holds, whatever size the zip states. So the
-    stated sizes never decide how much is read: the count of what comes out does."""
-    info = entry.info
-    bounded = copy.copy(info)
-    if info.compress_type == zipfile.ZIP_STORED:
-        _fits(entry, start, end)
-        bounded.file_size = info.compress_size
-    else:
-        bounded.compress_size, bounded.file_size = end - start, _UNBOUNDED
-    return zf.open(bounded), bounded
-
-
-def _deflated_length(stream: Any, bounded: zipfile.ZipInfo) -> int | None:
-    """How many compressed bytes a deflated entry's deflate stream took, read at its end off zipfile's
-    stream (CPython's ZipExtFile keeps its decompressor and what it has left to read; zipfile itself
-    stops where the region ends, ended deflate stream or not): None if the deflate stream did not end. On
-    a zipfile that keeps neither, the stated length is taken as it is."""
-    inflate, left = getattr(stream, "_decompressor", None), getattr(stream, "_compress_left", None)
-    if inflate is None or left is None:
-        return bounded.compress_size
-    if not inflate.eof:
-        return None
-    return bounded.compress_size - left - len(inflate.unused_data)
-
-
-def _nothing_after(entry: _Entry, data_end: int, end: int) -> None:
-    """Between an entry's data and the next local header lies nothing, or its data descriptor: bytes a
-    reader that walks local headers in order would read as another entry are not hidden there."""
-    slack = end - data_end
-    if slack and not (entry.info.flag_bits & _DATA_DESCRIPTOR and slack in _DESCRIPTOR_LENGTHS):
-        raise _corrupt(
-            f"{slack:,} bytes between its data and the next entry, which the directory lists as none",
-            entry.name,
-        )
-
-
-def _extract_entry(
-    zf: zipfile.ZipFile, data: bytes, entry: _Entry, end: int, target: Path, budget: _Budget
-) -> int:
-    """Writes one file, counting its bytes as they come out, 64 KiB at a time; the sizes the zip states are
-    compared with what came out only afterwards."""
-    info, name = entry.info, entry.name
-    size, compressed = 0, info.compress_size
-    start, stated = _data_start(data, entry, end)
-    try:
-        stream, bounded = _stream(zf, entry, start, end)
-        with stream, open(target, "xb") as out:
-            while chunk := stream.read(_CHUNK):
-                budget.take(len(chunk), name)
-                size += len(chunk)
-                out.write(chunk)
-            if info.compress_type == zipfile.ZIP_DEFLATED:
-                compressed = _deflated_length(stream, bounded)
-    except (zipfile.BadZipFile, EOFError, UnicodeDecodeError, zlib.error, NotImplementedError) as e:
-        raise _corrupt(f"its local header or data cannot be read ({e})", name) from None
-    if compressed is None:
-        raise _corrupt("its deflated data end before the deflate stream does (truncated)", name)
-    if size != info.file_size or compressed != info.compress_size:
-        raise _corrupt(
-            f"the sizes the zip states ({info.compress_size:,} compressed, {info.file_size:,} extracted) "
-            f"are not its data's ({compressed:,} compressed, {size:,} extracted)",
-            name,
-        )
-    _agrees(entry, stated)
-    _nothing_after(entry, start + compressed, end)
-    return size
-
-
-def _extract(zf: zipfile.ZipFile, data: bytes, plan: _Plan, into: Path) -> int:
-    """Extracts the plan's entries into ``into`` (the task directory's content); the bytes written."""
-    budget = _Budget()
-    into.mkdir()
-    for entry in plan.entries:
-        end = plan.bounds[entry.info.header_offset]
-        if entry.folder:  # never opened: its local header is held to its record here
-            start, stated = _data_start(data, entry, end)
-            data_end = _fits(entry, start, end)  # an empty deflate stream, say
-            _agrees(entry, stated)
-            _nothing_after(entry, data_end, end)
-        if entry.relative is None:
-            continue
-        target = into.joinpath(*entry.relative.parts)
-        if entry.folder:
-            target.mkdir(parents=True, exist_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _extract_entry(zf, data, entry, end, target, budget)
-    return budget.total
-
-
 def _task_named(frontmatter: dict[str, Any]) -> str | None:
     for key in ("name", "task"):
         value = frontmatter.get(key)
@@ -584,7 +179,7 @@ def _task_named(frontmatter: dict[str, Any]) -> str | None:
     return None
 
 
-def _task_of(plan: _Plan, extracted: Path) -> str:
+def _task_of(plan: Reading, extracted: Path) -> str:
     """The draft's task: its folder's name (the frontmatter's name, when it has one, must agree); for
     task.md at the zip's root, the frontmatter's ``name`` (or ``task``)."""
     where = TASK_FILE if plan.top is None else f"{plan.top}/{TASK_FILE}"
@@ -646,37 +241,19 @@ class DraftStore:
     def store(self, data: bytes, file_name: str = "draft.zip", *, uploader: str | None = None) -> Draft:
         """Stores a zip as a draft, or returns the draft it already is; :class:`DraftRefused` otherwise."""
         data = bytes(data)
-        if len(data) > MAX_ZIP_BYTES:
-            raise _refuse(
-                f"the zip is {len(data):,} bytes; a draft's zip is at most {_mib(MAX_ZIP_BYTES)} "
-                "(MAX_ZIP_BYTES)"
-            )
+        r = rules()
+        check_size(r, data)
         draft_id = draft_id_of(data)
         existing = self._find(draft_id)
         if existing is not None:
             return existing
-        _entries_at_most(data)
-        try:
-            zf = zipfile.ZipFile(io.BytesIO(data))
-        except (
-            zipfile.BadZipFile,
-            zipfile.LargeZipFile,
-            NotImplementedError,
-            ValueError,
-            EOFError,
-            struct.error,
-            UnicodeDecodeError,
-            OverflowError,
-        ) as e:
-            raise _refuse(f"not a zip file, or a corrupt one ({e})") from None
-        with zf:  # open while its entries are extracted, through its own streams
-            plan = _plan(zf, len(data))
+        with Reading(r, data) as plan:  # every rule on its directory held before anything is written
             self.root.mkdir(parents=True, exist_ok=True)
             work = Path(tempfile.mkdtemp(prefix=".incoming-", dir=self.root))
             try:
                 staged = work / TASK_FOLDER / ".extracting"
                 staged.parent.mkdir()
-                extracted = _extract(zf, data, plan, staged)
+                extracted = plan.extract(staged)
                 task = _task_of(plan, staged)
                 directory = work / TASK_FOLDER / task
                 staged.rename(directory)
@@ -694,7 +271,7 @@ class DraftStore:
                     warnings=warnings,
                     zip_bytes=len(data),
                     extracted_bytes=extracted,
-                    entries=len(plan.entries),
+                    entries=plan.entries,
                     folder=self.root / draft_id,
                 )
                 (work / META_FILE).write_text(

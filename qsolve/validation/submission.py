@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from qsolve.judging.results import CaseResult
 from qsolve.validation.gates import GateResult
 
 Stage = Literal["lint", "checks", "gates", "publication", "history"]
@@ -100,6 +101,9 @@ class SubmissionReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     rejected_cases: list[str] = Field(default_factory=list)
     gates: list[GateResult] = Field(default_factory=list)
+    cases: list[CaseResult] = Field(
+        default_factory=list
+    )  # the gates' runs of the cases, each with its verdict
     sandbox: str | None = None  # what held in the gates' workflow processes
     published: Published | None = None
     history: HistoryOutcome | None = None

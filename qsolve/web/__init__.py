@@ -14,6 +14,7 @@ evaluation_views  what those pages show of a run, a record and a comparison
 evaluation_diff   the compare page's side-by-side line diff of two texts
 evaluation_style  the evaluation and knowledge pages' own look (/evaluations/style.css)
 knowledge    the knowledge page's prompt preview and draft upload
+submissions  /submit: a developer's workflow zip submitted as that account, and its page to the report
 
 The commands (``qsolve serve``, ``qsolve accounts add|list|token``) are :mod:`qsolve.cli.web`.
 """

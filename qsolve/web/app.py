@@ -1,11 +1,13 @@
 """The web application (issue 16): ``create_app(home)``, one FastAPI app over the same core functions the
 command line uses. ``qsolve serve`` runs it on loopback (``qsolve.cli.web``).
 
-Every error renders through the error page with its status code: a wrong id is a 404 naming it, a form
-or a file that does not read a 400 or 422 saying why, a missing login a 401 linking to the login, a
-missing role or form token a 403. A request body past :data:`MAX_BODY` is refused (413) before it is
-read. Pages carry a Content-Security-Policy (scripts and styles from ``/static`` only), ``nosniff``, a
-same-origin referrer policy (no URL of ours reaches another site), no framing, and are not cached.
+Every error renders through the error page with its status code: a wrong id is a 404 naming it, a form or a
+file that does not read a 400 or 422 saying why, a missing login a 401 linking to the login, a missing role
+or form token a 403. A request body past :data:`MAX_BODY` is refused (413) before it is read, or as soon as
+it passes the bound while it is read; a path of :data:`PATH_LIMITS` has its own bound (a workflow's zip on
+``/submit``: 16 MiB). Pages carry a Content-Security-Policy (scripts and styles from ``/static`` only),
+``nosniff``, a same-origin referrer policy (no URL of ours reaches another site), no framing, and are not
+cached.
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from qsolve.home import qsolve_home
+from qsolve.workflow.upload import MAX_ZIP_BYTES
 
 MAX_BODY = 25 * 1024 * 1024  # a knowledge draft is at most 20 MiB zipped; a job file far less
+#: the paths whose request body has a bound of its own: a workflow's zip and its form (16 MiB and 64 KiB)
+PATH_LIMITS = {"/submit": MAX_ZIP_BYTES + 64 * 1024}
 
 log = logging.getLogger("qsolve.web")
 
@@ -49,18 +54,21 @@ class _TooLarge(StarletteHTTPException):
 
 
 class Guard:
-    """Security headers on every response; a request body past ``limit`` bytes refused with 413."""
+    """Security headers on every response; a request body past ``limit`` bytes (``limits[path]`` on
+    those paths) refused with 413."""
 
-    def __init__(self, app: ASGIApp, limit: int = MAX_BODY) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY, limits: dict[str, int] | None = None) -> None:
+        self.app, self.default = app, limit
+        self.limits = dict(PATH_LIMITS if limits is None else limits)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.limits.get(scope.get("path", ""), self.default)
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            await _refuse_large(scope, send, self.limit)
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await _refuse_large(scope, send, limit)
             return
         seen = 0
         started = False
@@ -70,8 +78,8 @@ class Guard:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge(self.limit)
+                if seen > limit:
+                    raise _TooLarge(limit)
             return message
 
         async def headed(message: Message) -> None:
@@ -90,7 +98,7 @@ class Guard:
             await self.app(scope, counted, headed)
         except _TooLarge:
             if not started:
-                await _refuse_large(scope, send, self.limit)
+                await _refuse_large(scope, send, limit)
 
 
 async def _refuse_large(scope: Scope, send: Send, limit: int) -> None:
@@ -113,7 +121,7 @@ def create_app(home: Path | str | None = None, *, hosts: list[str] | None = None
     """The web pages over ``home`` (default: ``QSOLVE_HOME``, else ``./.qsolve``). ``hosts``: the only
     ``Host`` headers answered (``qsolve serve`` on loopback gives its own names, so that a page of another
     site reaching it through DNS rebinding gets 400); None answers any."""
-    from qsolve.web import evaluations, knowledge, login, quotes, receipts, workflows
+    from qsolve.web import evaluations, knowledge, login, quotes, receipts, submissions, workflows
     from qsolve.web.pages import STATIC, error_page
 
     @contextlib.asynccontextmanager
@@ -131,7 +139,7 @@ def create_app(home: Path | str | None = None, *, hosts: list[str] | None = None
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts)
     app.state.home = qsolve_home(home).resolve()
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
-    for module in (workflows, quotes, receipts, login, evaluations, knowledge):
+    for module in (workflows, quotes, receipts, login, evaluations, knowledge, submissions):
         app.include_router(module.router)
 
     @app.exception_handler(StarletteHTTPException)

@@ -3,6 +3,7 @@
 folder           the folder read into models: manifest, schemas, module, examples, cases (load_workflow)
 reading          the one way in to a submitted folder: every file read beneath it, bounded (issue 22)
 snapshot         the submitted folder read once: what the checks, the gates and publication use
+upload           a workflow folder uploaded as a zip, unpacked by the safe zip reader (qsolve.safezip)
 publication      a version is its content: the canonical listing of the folder, and its digest
 manifest         ``manifest.yaml`` as a pydantic model
 cases            ``benchmarks/cases.yaml``: cases, hardware cases and their expectations
