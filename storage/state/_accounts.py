@@ -81,26 +81,24 @@ class Accounts(Store):
 
     def add_login(self, name: str, roles: Iterable[str], workflows: Iterable[str] = ()) -> str:
         """A login for ``name`` (its credit account opened if need be) with ``roles``; ``developer``
-        needs the workflows it develops. Returns the access token, which is kept nowhere in the clear.
+        with the workflows it develops, or none yet (its first publication makes a name its own). Returns the access token, which is kept nowhere in the clear.
         A name that already has a login raises AccountExists."""
         check_name(name)
         roles, workflows = sorted(set(roles)), sorted(set(workflows))
         unknown = [r for r in roles if r not in ROLES]
         if unknown or not roles:
             raise ValueError(f"roles {unknown or 'none'}: give one or more of {', '.join(ROLES)}")
-        if ("developer" in roles) != bool(workflows):
-            raise ValueError(
-                "a developer develops named workflows: give --workflow NAME with --role developer"
-                if "developer" in roles
-                else "--workflow names a developer's workflows: give --role developer with it"
-            )
+        if workflows and "developer" not in roles:
+            raise ValueError("--workflow names a developer's workflows: give --role developer with it")
         with self._read() as connection:  # refused before an account is opened for it
             refuse_platform_account(connection, name, f"account {name} is given no login")
         self.open_account(name)  # type: ignore[attr-defined] - Ledger's
         token = secrets.token_urlsafe(32)
         created = now()
         rows = [{"role": r, "workflow": ""} for r in roles if r != "developer"]
-        rows += [{"role": "developer", "workflow": w} for w in workflows]
+        # a developer of no workflow yet (its first publication, from /submit, makes it one's): workflow ''
+        if "developer" in roles:
+            rows += [{"role": "developer", "workflow": w} for w in workflows or [""]]
         try:
             with self._write() as connection:
                 refuse_platform_account(connection, name, f"account {name} is given no login")
@@ -291,7 +289,7 @@ def _logins(connection: sa.Connection, name: str | None = None) -> list[LoginAcc
         roles, workflows, _ = found.setdefault(row.account, (set(), set(), row.created_at))
         if row.role is not None:
             roles.add(row.role)
-            if row.role == "developer":
+            if row.role == "developer" and row.workflow:
                 workflows.add(row.workflow)
     return [
         LoginAccount(n, frozenset(roles), frozenset(workflows), created)

@@ -42,12 +42,19 @@ def test_a_second_login_for_a_name_is_refused_and_the_first_still_works(db: Stat
     assert db.check_login("alice", token) is not None
 
 
+def test_a_developer_of_no_workflow_yet_logs_in_and_develops_nothing(db: StateDB) -> None:
+    token = db.add_login("newdev", ["developer"])  # its first publication (from /submit) makes a name its own
+    login = db.check_login("newdev", token)
+    assert login is not None and login.roles == {"developer"} and login.workflows == frozenset()
+    db.publish_version("fresh", "1.0.0", "d" * 64, [], account="newdev")
+    assert db.get_login("newdev").workflows == {"fresh"}
+
+
 @pytest.mark.parametrize(
     ("roles", "workflows", "message"),
     [
         ([], [], "give one or more of"),
         (["owner"], [], "owner"),
-        (["developer"], [], "give --workflow NAME"),
         (["editor"], ["max-cut"], "give --role developer"),
     ],
 )
