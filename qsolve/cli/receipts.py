@@ -370,9 +370,22 @@ def cmd_root_show(args: argparse.Namespace) -> int:
 
 def _key_action(args: argparse.Namespace, command: str, act) -> int:
     from qsolve.receipts.endorsement import StatementRefused
+    from qsolve.receipts.root import ROOT_VARIABLE, NoReceiptRoot, configured_root
     from storage.state import NotFound, connect
 
     if (root := _root_key(args.root, command)) is None:
+        return EXIT_USAGE
+    try:  # a statement by any other root endorses nothing anywhere: never written, never said done
+        configured = configured_root()
+    except NoReceiptRoot as e:
+        print(f"qsolve receipt-key {command}: {e}; the root signs where it is configured", file=sys.stderr)
+        return EXIT_USAGE
+    if root.public_hex != configured:
+        print(
+            f"qsolve receipt-key {command}: {args.root} holds root {root.public_hex[:16]}, not the "
+            f"configured root ({ROOT_VARIABLE} {configured[:16]}): nothing was signed or written",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     with connect() as db:
         try:

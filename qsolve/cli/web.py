@@ -239,7 +239,8 @@ def _roles(login: Any) -> str:
     said = []
     for role in sorted(login.roles):
         if role == "developer":
-            said.append(f"developer of {', '.join(sorted(login.workflows))}" if login.workflows else "developer")
+            of = ", ".join(sorted(login.workflows))
+            said.append(f"developer of {of}" if of else "developer")
         else:
             said.append(role)
     return "; ".join(said) or "no role"

@@ -14,6 +14,9 @@ sets             a set's receipt and its Merkle tree (§8.6)
 trust            trust lists and times (§8.8)
 verifier         the verifier: every reason, as a set;  verdict: what it answers
 reading          verify's inputs read (a time, its allowance), a verdict told plainly: command and page
+endorsement      the host key's proof of possession, the root's endorsement, the root's signed list
+root             the operator's root key: its file, and the public half each machine is configured with
+newest           the newest endorsement of each key this machine has seen (no rollback)
 
 The commands (``qsolve verify``, ``qsolve receipt-key``) are :mod:`qsolve.cli.receipts`.
 """

@@ -5,6 +5,7 @@ reading          the one way in to a submitted folder: every file read beneath i
 snapshot         the submitted folder read once: what the checks, the gates and publication use
 upload           a workflow folder uploaded as a zip, unpacked by the safe zip reader (qsolve.safezip)
 publication      a version is its content: the canonical listing of the folder, and its digest
+semver           versions only go up: semantic versioning's form and precedence (semver.org §11)
 manifest         ``manifest.yaml`` as a pydantic model
 cases            ``benchmarks/cases.yaml``: cases, hardware cases and their expectations
 params           run parameters: the manifest's ``params`` schema, its defaults, the platform's limits

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 
+_NUMBER = r"(?:0|[1-9][0-9]*)"  # ASCII digits only: \d would take any Unicode digit
+_PRE = r"(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
 SEMVER_RE = re.compile(
-    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?"
+    rf"({_NUMBER})\.({_NUMBER})\.({_NUMBER})"
+    rf"(?:-({_PRE}(?:\.{_PRE})*))?"
     r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
 )
 

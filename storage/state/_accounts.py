@@ -81,8 +81,9 @@ class Accounts(Store):
 
     def add_login(self, name: str, roles: Iterable[str], workflows: Iterable[str] = ()) -> str:
         """A login for ``name`` (its credit account opened if need be) with ``roles``; ``developer``
-        with the workflows it develops, or none yet (its first publication makes a name its own). Returns the access token, which is kept nowhere in the clear.
-        A name that already has a login raises AccountExists."""
+        with the workflows it develops, or none yet (its first publication makes a name its own). Returns
+        the access token, which is kept nowhere in the clear. A name that already has a login raises
+        AccountExists."""
         check_name(name)
         roles, workflows = sorted(set(roles)), sorted(set(workflows))
         unknown = [r for r in roles if r not in ROLES]

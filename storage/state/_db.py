@@ -94,6 +94,7 @@ def connect(
     try:
         migrate(engine)
         db = StateDB(engine, settings)
+        db.home = home
         # a home's database (QSOLVE_DATABASE_URL, or its own file, which moves with its folder)
         if not named and (url != own or storage_url() is not None):
             db.bind_storage(storage_identity(home), shared_store())

@@ -20,9 +20,10 @@ Two operator actions, from any machine, each a new endorsement the root signs (`
 
 The columns ``retired_at``, ``revoked_from_ms`` and ``note`` repeat what the root signed, for the host's
 own use (it moves to a new key); no verifier reads them. A database writer can take an endorsement away
-(the key is then not endorsed: a revocation taken away takes the endorsement with it) or put back an
-earlier endorsement of the same key it kept a copy of: it forges none. A reader who must not be rolled
-back holds receipts to the operator's signed list (``qsolve receipt-key --trust-list --root FILE``).
+or put back an earlier endorsement of the same key it kept a copy of: it forges none, and a machine that
+has read the newer statement keeps it (``qsolve.receipts.newest``: every standing here is held to the
+newest endorsement this machine has seen). A reader that never read it and must not be rolled back holds
+receipts to the operator's signed list (``qsolve receipt-key --trust-list --root FILE``).
 
 A key is registered once (its primary key): two processes of a host registering at once agree.
 """
@@ -50,6 +51,7 @@ from qsolve.receipts.endorsement import (
     standing,
 )
 from qsolve.receipts.keys import HostKey
+from qsolve.receipts.newest import newest_standings
 from qsolve.receipts.root import configured_root
 from storage.state._errors import NotFound, StateError
 from storage.state._rows import now, row_of
@@ -160,23 +162,29 @@ class HostKeys(Store):
         """The root endorses the key on its proof of possession (StatementRefused saying why where that
         proof does not hold). A key endorsed already keeps what the root said of it (retired, revoked)."""
         record = self.find_host_key(which)
-        earlier = record.standing(root.public_hex)
-        if earlier.endorsed:
-            return record
-        return self._endorse(record, endorse(root, record.key, record.possession, _now_ms()))
+        earlier = self._newest(record, root)
+        if earlier.endorsed:  # the root's newest word this machine knows, put back where it was taken away
+            if earlier.endorsement == record.endorsement:
+                return record
+            return self._endorse(record, earlier.endorsement)
+        done = self._endorse(record, endorse(root, record.key, record.possession, _now_ms()))
+        self.key_standings(root.public_hex, only=[done.key])  # remembered here (qsolve.receipts.newest)
+        return done
 
     def retire_host_key(self, which: str, root: HostKey, note: str | None = None) -> HostKeyRecord:
         """Retire a key: its holder signs no more with it; what it signed stands (module docstring). The
         root signs it where it endorsed the key; a key it never endorsed is only marked for its host."""
         record = self.find_host_key(which)
-        earlier = record.standing(root.public_hex)
+        earlier = self._newest(record, root)
         at = _now_ms()
         document = None
         if earlier.endorsed:
             document = endorse(
                 root, record.key, record.possession, at, earlier=earlier, retired_ms=at, note=note
             )
-        return self._endorse(record, document, retired=True, note=note)
+        done = self._endorse(record, document, retired=True, note=note)
+        self.key_standings(root.public_hex, only=[done.key])  # remembered here: no rollback past it
+        return done
 
     def revoke_host_key(
         self, which: str, root: HostKey, from_ms: int = 0, note: str | None = None
@@ -187,7 +195,7 @@ class HostKeys(Store):
         if type(from_ms) is not int or not 0 <= from_ms <= 2**53 - 1:
             raise ValueError("a revocation's moment is a whole number of milliseconds from 0 to 2^53 - 1")
         record = self.find_host_key(which)
-        earlier = record.standing(root.public_hex)
+        earlier = self._newest(record, root)
         document = None
         if earlier.endorsed:
             document = endorse(
@@ -199,7 +207,13 @@ class HostKeys(Store):
                 revoked_from_ms=from_ms,
                 note=note,
             )
-        return self._endorse(record, document, retired=True, revoked_from_ms=from_ms, note=note)
+        done = self._endorse(record, document, retired=True, revoked_from_ms=from_ms, note=note)
+        self.key_standings(root.public_hex, only=[done.key])  # remembered here: no rollback past it
+        return done
+
+    def _newest(self, record: HostKeyRecord, root: HostKey) -> Standing:
+        """The key's standing by the newest endorsement of the database's and this machine's (newest)."""
+        return newest_standings([record.standing(root.public_hex)], root.public_hex, self.home)[0]
 
     def _endorse(
         self,
@@ -246,7 +260,10 @@ class HostKeys(Store):
         """Every registered key (or those of ``only``) with its standing under ``root`` (default: the
         configured root, NoReceiptRoot where there is none)."""
         root = root or configured_root()
-        return [(r, r.standing(root)) for r in self.host_keys(only)]
+        records = self.host_keys(only)
+        # each key held to the newest endorsement this machine has seen: a replayed older one is no rollback
+        standings = newest_standings([r.standing(root) for r in records], root, self.home)
+        return list(zip(records, standings, strict=True))
 
     def trust_list(self, root: str | None = None, only: Iterable[str] | None = None) -> dict[str, Any]:
         """The keys the root endorsed as a trust list (``wai.quantum.receipt-keys/1``, §8.8): checked

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from storage.state._accounts import check_name
 from storage.state._errors import NotFound, StateError
+from storage.state._ledger import refuse_platform_account
 from storage.state._rows import now
 from storage.state._store import Store
 from storage.state._tables import account_roles, provider_allowances, provider_owners
@@ -74,7 +76,11 @@ class ProviderOwners(Store):
 
     def hold_provider(self, name: str, holder: str) -> bool:
         """Record ``holder`` as ``name``'s holder: true when this claimed it, false when ``holder`` held it
-        already; ProviderHeld, naming the holder, when another account does (the first to add it wins)."""
+        already; ProviderHeld, naming the holder, when another account does (the first to add it wins).
+        The ledger's own accounts hold nothing (PlatformAccount)."""
+        check_name(holder)
+        with self._read() as connection:
+            refuse_platform_account(connection, holder, f"account {holder} holds no provider")
         self.open_account(holder)  # type: ignore[attr-defined] - Ledger's
         try:
             with self._write() as connection:
@@ -138,6 +144,9 @@ class ProviderOwners(Store):
         kind, grantee = _grantee(account, workflow)
         with self._write() as connection:
             _may_change(connection, name, acting)
+            if kind == "account":  # the ledger's own accounts spend on nothing
+                said = f"account {grantee} is allowed nothing"
+                refuse_platform_account(connection, check_name(grantee), said)
             if connection.dialect.name == "postgresql":
                 from sqlalchemy.dialects.postgresql import insert
             else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Self
 
 import sqlalchemy as sa
@@ -17,6 +18,7 @@ class Store:
     def __init__(self, engine: sa.Engine, settings: CreditSettings | None = None) -> None:
         self.engine = engine
         self._settings = settings  # None: the database's (``_credit_table``), read when asked
+        self.home: Path | None = None  # the home it was opened for (connect): what this machine keeps
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.engine.url.render_as_string(hide_password=True)!r})"

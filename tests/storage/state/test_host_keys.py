@@ -171,6 +171,7 @@ def test_the_root_endorses_nothing_without_the_keys_own_proof(db: StateDB) -> No
 
 
 def test_a_revocation_cleared_in_the_database_leaves_the_key_revoked_or_not_endorsed(db: StateDB) -> None:
+    home = db.home
     db.register_host_key(KEY, "host-a")
     db.endorse_host_key(KEY.public_hex, ROOT)
     job = seal(request(), result(), KEY)
@@ -178,14 +179,25 @@ def test_a_revocation_cleared_in_the_database_leaves_the_key_revoked_or_not_endo
     # the columns a verifier once read, set back: the root's statement still says revoked
     _write(db, host_keys.update().values(revoked_from_ms=None, retired_at=None))
     assert verify_held(job, db) == (False, ["key_revoked"])
-    # the statement taken away: the endorsement goes with it, and the key is not endorsed at all
+    # the statement taken away: elsewhere the key is not endorsed at all (key_untrusted); this machine,
+    # which read the revocation, keeps the root's newest word (qsolve.receipts.newest)
     _write(db, host_keys.update().values(endorsement=None))
+    assert verify_held(job, db) == (False, ["key_revoked"])
+    db.home = None  # a reader that remembers nothing
     assert verify_held(job, db) == (False, ["key_untrusted"])
+    db.home = home
+    # the operator endorsing it anew puts the root's newest word back: revoked still, never in use
+    db.endorse_host_key(KEY.public_hex, ROOT)
+    assert db.key_standings(only=[KEY.public_hex])[0][1].revoked_from_ms == 0
+    db.home = None
+    assert verify_held(job, db) == (False, ["key_revoked"])
+    db.home = home
     # a statement in which the attacker edited the revocation out no longer holds by the root
-    db.endorse_host_key(KEY.public_hex, ROOT)  # the operator endorses it anew (docs: check it first)
     doc = json.loads(db.find_host_key(KEY.public_hex).endorsement)
     doc["statement"]["revoked_from_ms"] = 12345
     _write(db, host_keys.update().values(endorsement=json.dumps(doc)))
+    assert verify_held(job, db) == (False, ["key_revoked"])
+    db.home = None
     assert verify_held(job, db) == (False, ["key_untrusted"])
 
 

@@ -2,7 +2,7 @@
 second developer against names and versions (odd, equal and lower versions), the ledger's own accounts
 given a provider's holding or an allowance, a workflow allowance stretched to another workflow, a lapsed
 quote made to run, a stranger confirming as the holder. What the attacker gets is asserted; where the
-attack succeeds the test is an ``xfail(strict=True)`` FINDING asserting the right behaviour."""
+attack succeeded (a finding, now closed) the test asserts the right behaviour."""
 
 from __future__ import annotations
 
@@ -65,11 +65,6 @@ def test_a_version_that_is_no_semantic_version_is_refused(db: StateDB, odd: str)
         db.get_version("fresh")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING: semver.SEMVER_RE uses \\d, so a version with non-ASCII digits ('1\u0660.0.0', Arabic-"
-    "Indic zero) is taken as a semantic version and ranked 10.0.0; semver.org allows only ASCII 0-9",
-)
 def test_a_version_with_non_ascii_digits_is_no_semantic_version() -> None:
     assert publication_error("1\u0660.0.0") is not None
     assert publication_error("1.0.0-1\u0660") is not None
@@ -128,23 +123,12 @@ def test_the_ledgers_accounts_publish_nothing_and_are_given_no_role(db: StateDB)
     assert db.workflow_developers("hwflow") == ["dev1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING: hold_provider (and `qsolve providers add|claim --holder system`, which only "
-    "check_name's it) makes the ledger's `system` account a provider's holder: a role for an account "
-    "that acts for nobody",
-)
 def test_the_ledgers_system_account_holds_no_provider(db: StateDB) -> None:
     with pytest.raises(PlatformAccount):
         db.hold_provider("labref", "system")
     assert db.provider_holder("labref") is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING: allow_provider takes any grantee: the holder allows `system` and even "
-    "`ledger:mint` (not an account name at all) to spend on its provider; nothing checks the name",
-)
 def test_a_provider_allows_none_of_the_ledgers_accounts(db: StateDB) -> None:
     db.hold_provider("labref", "lab")
     for grantee in ("system", "ledger:mint"):
