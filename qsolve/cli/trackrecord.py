@@ -182,15 +182,16 @@ def cmd_receipts(args: argparse.Namespace) -> int:
 
     with connect() as db:
         try:
-            db.get_run(args.run_id)
+            run = db.get_run(args.run_id)
         except NotFound as e:
             return _fail("receipts", str(e))
         digests = db.run_receipts(args.run_id)
+    what = f"run {args.run_id} ({run.workflow} {run.version}: {run.case_name} on {run.target})"
     if not digests:
-        return _fail("receipts", f"run {args.run_id} sealed no device job (it ran on no device)")
+        return _fail("receipts", f"{what} sealed no device job (it ran on no device)")
     for path in write_receipts(digests, qsolve_home(), Path(args.out)):
         print(path)
-    print(f"{len(digests)} receipts; check each with: qsolve verify FILE", file=sys.stderr)
+    print(f"{len(digests)} receipts of {what}; check each with: qsolve verify FILE", file=sys.stderr)
     return EXIT_OK
 
 
