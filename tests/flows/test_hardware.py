@@ -264,7 +264,9 @@ def test_a_quote_flow_refused_in_progress_ends_failed_naming_why(home, tmp_path,
     add_reference()
     publish(home, tmp_path)
     with connect(home=home) as db:
-        batch, _ = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+        batch, quotes = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+        db.grant("dev", 100)
+        db.confirm_quote(quotes[0].id, "dev")  # a confirmed quote to run: the batch is in progress
     state = quote_flow("hw-max-cut", "dev", target="provider:ref", return_state=True)
     assert state.is_failed() and "in progress" in state.message and batch.id in state.message
 
