@@ -35,16 +35,30 @@ def _rank(s: Standing) -> tuple[int, int, int]:
     return (s.endorsed_ms or 0, s.revoked_from_ms is not None, s.retired_ms is not None)
 
 
+_READ: dict[Path, tuple[tuple[int, int, int], dict[str, str]]] = {}  # per process, by the file's stat
+
+
 def _read(path: Path) -> dict[str, str]:
+    """The file's statements (a copy), read again only when its size, time or inode changed."""
     try:
-        if path.stat().st_size > MAX_BYTES:
-            return {}
+        st = path.stat()
+    except OSError:
+        return {}
+    stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
+    kept = _READ.get(path)
+    if kept is not None and kept[0] == stamp:
+        return dict(kept[1])
+    if st.st_size > MAX_BYTES:
+        return {}
+    try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(value, dict):
         return {}
-    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+    seen = {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+    _READ[path] = (stamp, seen)
+    return dict(seen)
 
 
 def _write(path: Path, seen: dict[str, str]) -> None:
