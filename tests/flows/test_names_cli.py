@@ -25,7 +25,8 @@ def home(tmp_path, monkeypatch):
 
 
 def test_qsolve_quote_prices_the_highest_version_and_names_it(home, tmp_path, capsys) -> None:
-    add_reference()
+    add_reference(holder="dev1")
+    assert main(["providers", "allow", "ref", "--workflow", "hw-max-cut", "--account", "dev1"]) == 0
     publish(home, tmp_path, version="1.10.0")
 
     with connect(home=home) as db:
