@@ -108,8 +108,8 @@ def test_accounts_and_their_roles(home):
         db.add_login("dev", ["developer"], ["max-cut"])
         with pytest.raises(AccountExists):
             db.add_login("dev", ["reviewer"])
-        with pytest.raises(ValueError, match="--workflow"):
-            db.add_login("bob", ["developer"])
+        with pytest.raises(ValueError, match="--role developer"):
+            db.add_login("bob", ["reviewer"], ["max-cut"])
         with pytest.raises(ValueError, match="roles"):
             db.add_login("bob", ["owner"])
         with pytest.raises(ValueError, match="not an account name"):
