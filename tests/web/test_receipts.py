@@ -27,7 +27,8 @@ def test_a_runs_receipts_are_listed_each_verified_and_downloadable(seeded, clien
     out = tmp_path / "out"
     assert main(["receipts", seeded.hardware_run, "--out", str(out)]) == 0
     said = capsys.readouterr().err  # which version's run they seal (issue 33: every receipt names it)
-    assert f"{len(seeded.receipts)} receipts of run {seeded.hardware_run} (max-cut 1.0.0: hardware-single-edge on provider:ref)" in said
+    run = f"run {seeded.hardware_run} (max-cut 1.0.0: hardware-single-edge on provider:ref)"
+    assert f"{len(seeded.receipts)} receipts of {run}" in said
     for digest in seeded.receipts:
         assert f'href="/runs/{seeded.hardware_run}/receipts/{digest}.json"' in page.text
         got = client.get(f"/runs/{seeded.hardware_run}/receipts/{digest}.json")

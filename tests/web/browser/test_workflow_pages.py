@@ -49,7 +49,8 @@ def test_open_a_workflow_page_and_read_its_sections(seeded, live_server, browser
     with page.expect_navigation():
         hardware.locator("td.receipts a").click()
     assert page.locator("#receipts tbody tr").count() == len(seeded.receipts)
-    assert page.locator("#receipts .pass").count() == len(seeded.receipts)
+    assert page.locator("#receipts .pass", has_text="valid").count() == len(seeded.receipts)
+    assert page.locator("#receipts td.key-standing .pass").count() == len(seeded.receipts)  # endorsed keys
     screenshot(page, "run-receipts")
 
     page.goto(f"{live_server}/workflows/max-cut/versions/0.9.0")
