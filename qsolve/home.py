@@ -19,12 +19,13 @@ def qsolve_home(home: Path | str | None = None) -> Path:
 ACCOUNT_VARIABLE = "QSOLVE_ACCOUNT"
 
 
-def local_account() -> str:
-    """The local operator's account, which a command acts for when it names none (``qsolve submit``,
-    ``qsolve quote``, ``qsolve confirm``): ``QSOLVE_ACCOUNT``, else the operating system's user."""
+def local_account(given: str | None = None) -> str:
+    """The account a command acts for: ``given`` (its ``--account``), else the local operator's, which it
+    acts for when it names none (``qsolve submit``, ``quote``, ``confirm``, ``providers``):
+    ``QSOLVE_ACCOUNT``, else the operating system's user."""
     import getpass
 
-    return os.environ.get(ACCOUNT_VARIABLE) or getpass.getuser()
+    return given or os.environ.get(ACCOUNT_VARIABLE) or getpass.getuser()
 
 
 HOST_VARIABLE = "QSOLVE_HOST_NAME"

@@ -163,10 +163,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
         use_server()
         from flows.submission import report_of, submission_flow
-        from qsolve.cli.hardware import _account
+        from qsolve.home import local_account
 
         state = submission_flow(
-            str(root), run_history=not args.no_history, account=_account(args.account), return_state=True
+            str(root), run_history=not args.no_history, account=local_account(args.account), return_state=True
         )
     finally:
         process.close()

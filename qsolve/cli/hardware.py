@@ -22,11 +22,6 @@ from qsolve.hardware.shown import authorises, describe, holder_line, over_limit,
 from qsolve.home import ACCOUNT_VARIABLE, local_account
 
 
-def _account(given: str | None) -> str:
-    """The account a command acts for: the one it names, else the local operator's (``local_account``)."""
-    return given or local_account()
-
-
 def add_commands(subparsers: Any) -> None:
     q = subparsers.add_parser("quote", help="price the hardware cases of a workflow's latest version")
     q.add_argument("name", metavar="NAME")
@@ -59,7 +54,7 @@ def cmd_quote(args: argparse.Namespace) -> int:
 
     with connect() as db:
         try:
-            batch, made = request_quotes(db, args.name, _account(args.account), target=args.target)
+            batch, made = request_quotes(db, args.name, local_account(args.account), target=args.target)
         except (HardwareRefused, BatchInProgress, NotFound, PlatformAccount) as e:
             print(f"qsolve quote: {e}", file=sys.stderr)
             return 1
@@ -107,7 +102,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     from flows.dispatch import start_confirmed
     from storage.state import NotFound, QuoteRefused, QuoteStatus, RunStatus, connect
 
-    account = _account(args.account)
+    account = local_account(args.account)
     with connect() as db:
         try:
             quote = db.get_quote(args.quote)
@@ -236,7 +231,7 @@ def cmd_refuse(args: argparse.Namespace) -> int:
 
     with connect() as db:
         try:
-            refused = db.refuse_quote(args.quote, _account(args.account))
+            refused = db.refuse_quote(args.quote, local_account(args.account))
         except (NotFound, QuoteRefused) as e:
             print(f"qsolve refuse: {e}", file=sys.stderr)
             return 1

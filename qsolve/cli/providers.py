@@ -212,12 +212,12 @@ class _Refused(Exception):
 def _hold(name: str, holder: str | None) -> str:
     """Claim ``name`` for ``holder`` (the local operator by default) in the state database; _Refused when
     another account holds it."""
-    from qsolve.cli.hardware import _account
+    from qsolve.home import local_account
     from qsolve.providers.credentials import NAME_RE
     from storage.state import ProviderHeld, connect
     from storage.state._accounts import check_name
 
-    holder = _account(holder)
+    holder = local_account(holder)
     check_name(holder)
     if not NAME_RE.match(name):
         raise ValueError(
@@ -286,12 +286,12 @@ def cmd_claim(args: argparse.Namespace) -> int:
 
 
 def _allowance(args: argparse.Namespace) -> tuple[str, dict[str, str]] | int:
-    from qsolve.cli.hardware import _account
+    from qsolve.home import local_account
 
     if (args.grantee is None) == (args.workflow is None):
         return _fail(f"providers {args.providers_command}: give one ACCOUNT or one --workflow W")
     named = {"account": args.grantee} if args.grantee is not None else {"workflow": args.workflow}
-    return _account(args.account), named
+    return local_account(args.account), named
 
 
 def _change(args: argparse.Namespace, allow: bool) -> int:
