@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from qsolve.home import qsolve_home
-from qsolve.runtime.janitor import _start_time
+from qsolve.runtime.janitor import start_time
 
 RECORD = "prefect-server.json"
 FOLDER = "prefect"
@@ -73,7 +73,7 @@ class Recorded:
     def alive(self) -> bool:
         return (
             self.host == socket.gethostname()
-            and _start_time(self.pid) == self.started
+            and start_time(self.pid) == self.started
             and not _zombie(self.pid)
         )
 
@@ -183,7 +183,7 @@ def start(
                 start_new_session=True,  # no command's janitor, no Ctrl-C in this terminal stops it
                 close_fds=True,
             )
-        started = _start_time(process.pid)
+        started = start_time(process.pid)
         recorded = Recorded(process.pid, started or 0, port, socket.gethostname(), str(log), _shown(database))
         record_path(home).write_text(json.dumps(asdict(recorded)))
         say(f"starting the Prefect server on {recorded.url} (its database {recorded.database}) ...")

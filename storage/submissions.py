@@ -31,6 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from qsolve.home import host_name, qsolve_home
+from qsolve.runtime.janitor import start_time
 from qsolve.validation.submission import SubmissionReport
 from storage.objects import ObjectStore, storage_of
 
@@ -91,15 +92,6 @@ class Submission(BaseModel):
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), None if none."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 def _alive(process: Process) -> bool:

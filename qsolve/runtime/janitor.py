@@ -42,7 +42,7 @@ def guard() -> Path:
     return folder
 
 
-def _start_time(pid: int) -> int | None:
+def start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -66,7 +66,7 @@ def _descendants(pid: int) -> dict[int, int]:
     todo = _children(pid)
     while todo:
         child = todo.pop()
-        started = _start_time(child)
+        started = start_time(child)
         if child in seen or started is None:
             continue
         seen[child] = started
@@ -91,7 +91,7 @@ def watch(pid: int, folder: Path) -> None:
         os.close(pidfd)
     known.pop(os.getpid(), None)  # the janitor is one of the command's children too
     for child, started in known.items():
-        if _start_time(child) == started:  # still the same process, not a reused pid
+        if start_time(child) == started:  # still the same process, not a reused pid
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(child, signal.SIGKILL)
     time.sleep(0.1)

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 from flows.server import RECORD, Recorded, read_record
-from qsolve.runtime.janitor import _start_time
+from qsolve.runtime.janitor import start_time
 
 QSOLVE = [sys.executable, "-c", "from qsolve.cli import run; run()"]
 
@@ -40,7 +40,7 @@ def flow_runs(url: str) -> list[str]:
 def gone(pid: int, started: int, timeout: float = 30) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _start_time(pid) != started:
+        if start_time(pid) != started:
             return True
         time.sleep(0.2)
     return False
@@ -88,7 +88,7 @@ def test_a_record_of_a_dead_or_foreign_server_is_not_used(tmp_path: Path) -> Non
     dead = subprocess.Popen([sys.executable, "-c", ""])
     dead.wait()
     me = os.getpid()
-    for pid, started, host in ((dead.pid, 1, socket.gethostname()), (me, _start_time(me), "elsewhere")):
+    for pid, started, host in ((dead.pid, 1, socket.gethostname()), (me, start_time(me), "elsewhere")):
         recorded = Recorded(pid, started, 9, host, str(home / "log"), "sqlite")
         (home / RECORD).write_text(json.dumps(recorded.__dict__))
         assert not recorded.alive()
