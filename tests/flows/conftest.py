@@ -27,6 +27,16 @@ def qsolve_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         os.environ["QSOLVE_HOME"] = previous
 
 
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A fresh ``QSOLVE_HOME`` of the test's own, on its own SQLite state, with no keyring."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("QSOLVE_HOME", str(home))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    return home
+
+
 @pytest.fixture(autouse=True)
 def operator_is_dev(monkeypatch: pytest.MonkeyPatch) -> None:
     """The local operator is ``dev``, the account the hardware tests quote as: a provider they add is held

@@ -19,15 +19,6 @@ from tests.flows.hardware_setup import HARDWARE, REPO, QuoteFlowRun, add_referen
 from tests.qsolve.receipts.roots import endorse_all, trust_root
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    monkeypatch.setenv("QSOLVE_HOME", str(home))
-    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
-    return home
-
-
 def test_quote_confirm_run_files_the_row_with_valid_receipts(home, tmp_path):
     add_reference()
     publish(home, tmp_path)

@@ -20,15 +20,6 @@ DEVICE = {"qubits": 8}  # max-cut's hardware case needs more than sly's own two
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    monkeypatch.setenv("QSOLVE_HOME", str(home))
-    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
-    return home
-
-
-@pytest.fixture
 def sly(home, tmp_path):
     """``provider:sly`` added as a process: its configuration file and the file of what it received."""
     config, record = tmp_path / "sly.json", tmp_path / "sly.jsonl"

@@ -28,15 +28,6 @@ from tests.flows.priced_provider import PricedServer, ops, process_command
 JOBS = 10  # max-cut's estimate() for the hardware case: grid 3 squared, maxiter 0, and the final circuit
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    monkeypatch.setenv("QSOLVE_HOME", str(home))
-    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
-    return home
-
-
 @pytest.fixture(params=["process", "http"])
 def trap(request, tmp_path):
     """``provider:trap`` added, over the transport the test is given: ``(price file, record file)``."""

@@ -15,11 +15,7 @@ from tests.flows.hardware_setup import add_reference, publish
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    monkeypatch.setenv("QSOLVE_HOME", str(home))
-    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+def home(home, monkeypatch):
     monkeypatch.setenv("QSOLVE_ACCOUNT", "dev1")  # the local operator's account: the developer here
     return home
 

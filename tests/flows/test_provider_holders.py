@@ -19,15 +19,6 @@ JOBS = 10  # max-cut's estimate() for the hardware case
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    monkeypatch.setenv("QSOLVE_HOME", str(home))
-    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
-    return home
-
-
-@pytest.fixture
 def labref(home, tmp_path):
     """``provider:labref``, held by lab: (price file, record file)."""
     price, record = tmp_path / "price.txt", tmp_path / "received.jsonl"

@@ -11,15 +11,6 @@ from tasks.hardware import request_quotes
 from tests.flows.hardware_setup import add_reference, publish
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    monkeypatch.setenv("QSOLVE_HOME", str(home))
-    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
-    return home
-
-
 @pytest.mark.parametrize("unpriced", [False, True])
 def test_the_form_asks_seen_unknown_cost_only_when_the_cost_is_unknown(home, tmp_path, unpriced) -> None:
     add_reference(*(["--unpriced"] if unpriced else []))
