@@ -9,6 +9,10 @@ no price: every job on ``ibm:`` is of unknown cost, and needs it). The
 methods run in the workflow process; compiling, sending, sealing and scoring are platform code. The
 result is printed like ``qsolve test``'s cases, with the receipts of the provider jobs. Nothing is
 recorded in the track record.
+
+Ctrl-C while a provider job is waited on stops the run: the job is not cancelled, and stays recorded; the
+line printed names its record and ``qsolve providers follow RECORD`` (exit 130). A provider whose
+``describe`` fails, or breaks the protocol, ends the run with one line naming the provider and the rule.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 SPENDS = "on a provider:<name> or ibm:<device> target this can spend money on the provider's account"
+INTERRUPTED = 130  # 128 + SIGINT, as a shell says it
 
 
 def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json: bool) -> int:
@@ -39,11 +44,22 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
         err.print(f"[yellow]{len(matches)} cases are named {case_name}: running cases[{index}][/yellow]")
     backend = None
     if target.startswith("provider:"):
+        from qsolve.providers.errors import ProviderError
         from qsolve.targets import use
         from qsolve.targets.provider import ProviderBackend
         from storage.sessions import provider_session
 
-        backend = ProviderBackend(provider_session(target.split(":", 1)[1], yes=yes))
+        try:
+            session = provider_session(target.split(":", 1)[1], yes=yes)
+        except ProviderError as e:  # a transport that cannot be opened: one line naming the provider
+            print(f"qsolve run: {e}", file=sys.stderr)
+            return 1
+        try:
+            backend = ProviderBackend(session)  # its describe: an error, or an answer breaking a rule
+        except ProviderError as e:
+            session.close()
+            print(f"qsolve run: {e}: nothing was sent", file=sys.stderr)
+            return 1
         use(backend)
     elif target.startswith("ibm:"):
         from qsolve.providers.jobs import Confirmation
@@ -75,9 +91,16 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
             )
         return True
 
+    from qsolve.providers.jobs import Interrupted
+
     limits = Limits.of(workflow.manifest.resources)
     try:
         outcome = run_case_job(root, index, target, limits, approve, on_target=True)
+    except Interrupted as e:  # Ctrl-C while a job was waited on: it stays recorded, never cancelled
+        print(f"qsolve run: {e}", file=sys.stderr)
+        for line in _jobs_text(_jobs_sent(backend), target):
+            print(line, file=sys.stderr)
+        return INTERRUPTED
     finally:
         if backend is not None:
             backend.close()
