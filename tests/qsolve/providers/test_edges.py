@@ -75,41 +75,48 @@ def _default_sigint() -> None:  # the child hears Ctrl-C as a terminal's command
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _submitted(home: Path, proc: subprocess.Popen, bound_s: float = 300.0):
-    """The first job record once it is ``submitted`` (polled in the state database), or the reason there
-    is none: the command ended first, or the bound passed (a failure, never the test's pace)."""
-    end = time.monotonic() + bound_s
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            pytest.fail(f"qsolve run ended ({proc.returncode}) before its job was submitted")
-        with connect(home=home) as db:
-            jobs = db.list_provider_jobs("sly")
-        if jobs and jobs[0].status == "submitted":
-            return jobs[0]
-        time.sleep(0.1)
-    pytest.fail("no job was submitted")
-
-
-def test_ctrl_c_while_waiting_leaves_the_job_recorded_and_says_how_to_follow_it(home, http_sly, capsys):
-    http_sly.behave(status="running")  # every job it takes runs on, never done
+def _interrupted(argv: list[str], ready, bound_s: float = 300.0) -> tuple[object, int, str]:
+    """``qsolve ARGV`` in a process group of its own, sent SIGINT (a terminal's Ctrl-C: the whole group
+    hears it, the platform's worker too) once ``ready()`` gives something other than None: that, the
+    exit code and what it wrote on standard error. The bound is a failure's, never the test's pace."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "qsolve.cli", *RUN, "provider:sly"],
+        [sys.executable, "-m", "qsolve.cli", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=os.environ.copy(),
-        start_new_session=True,  # its own process group, as a terminal's foreground job is
+        start_new_session=True,
         preexec_fn=_default_sigint,  # noqa: PLW1509 - one call, before exec
     )
     try:
-        job = _submitted(home, proc)
-        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole group hears it, the platform's worker too
-        out, err = proc.communicate(timeout=120)
+        end = time.monotonic() + bound_s
+        while (got := ready()) is None:
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"qsolve {argv[0]} ended ({proc.returncode}) before it waited: {proc.stderr.read()}"
+                )
+            if time.monotonic() > end:
+                pytest.fail(f"qsolve {argv[0]} never waited on a job")
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 130, err
+    return got, proc.returncode, err
+
+
+def test_ctrl_c_while_waiting_leaves_the_job_recorded_and_says_how_to_follow_it(home, http_sly, capsys):
+    http_sly.behave(status="running")  # every job it takes runs on, never done
+
+    def submitted():
+        with connect(home=home) as db:
+            jobs = db.list_provider_jobs("sly")
+        return jobs[0] if jobs and jobs[0].status == "submitted" else None
+
+    job, code, err = _interrupted([*RUN, "provider:sly"], submitted)
+    assert code == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     said = [line for line in err.splitlines() if line.startswith("qsolve run: ")]
     assert said == [
@@ -130,6 +137,19 @@ def test_ctrl_c_while_waiting_leaves_the_job_recorded_and_says_how_to_follow_it(
         job.id, "sly", "submitted", job.created_at.isoformat(timespec="seconds"),
         "qsolve", "providers", "follow", job.id,
     ]  # fmt: skip
+
+    asked = http_sly.received("status")  # follow it later, and Ctrl-C that wait too: the same line
+    _, code, err = _interrupted(
+        ["providers", "follow", job.id], lambda: True if http_sly.received("status") > asked else None
+    )
+    assert code == 130 and "Traceback" not in err, err
+    assert err == (
+        f"qsolve: provider sly: interrupted (Ctrl-C) while waiting on job {job.job}; it was not "
+        f"cancelled and is recorded as {job.id}: `qsolve providers follow {job.id}` reads it later\n"
+    )
+    with connect(home=home) as db:
+        assert db.get_provider_job(job.id).status == "submitted"
+    assert http_sly.received("cancel") == 0
 
 
 def test_the_interrupted_line_of_a_submit_that_never_answered(home, process_sly):
