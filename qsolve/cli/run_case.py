@@ -10,20 +10,23 @@ methods run in the workflow process; compiling, sending, sealing and scoring are
 result is printed like ``qsolve test``'s cases, with the receipts of the provider jobs. Nothing is
 recorded in the track record.
 
-Ctrl-C while a provider job is waited on stops the run: the job is not cancelled, and stays recorded; the
-line printed names its record and ``qsolve providers follow RECORD`` (exit 130). A provider whose
+Ctrl-C (or SIGTERM) while a provider job is waited on stops the run: the job is not cancelled, and stays
+recorded; the line printed names its record and ``qsolve providers follow RECORD``, then every job sent
+(exit 130, or 143). A provider whose
 ``describe`` fails, or breaks the protocol, ends the run with one line naming the provider and the rule.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 SPENDS = "on a provider:<name> or ibm:<device> target this can spend money on the provider's account"
-INTERRUPTED = 130  # 128 + SIGINT, as a shell says it
+INTERRUPTED, TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM, as a shell says them
 
 
 def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json: bool) -> int:
@@ -91,17 +94,23 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
             )
         return True
 
-    from qsolve.providers.jobs import Interrupted
+    from qsolve.providers.jobs import SIGTERM, Interrupted, how_stopped
 
     limits = Limits.of(workflow.manifest.resources)
+    previous = _stop_on_sigterm()
     try:
         outcome = run_case_job(root, index, target, limits, approve, on_target=True)
-    except Interrupted as e:  # Ctrl-C while a job was waited on: it stays recorded, never cancelled
-        print(f"qsolve run: {e}", file=sys.stderr)
-        for line in _jobs_text(_jobs_sent(backend), target):
-            print(line, file=sys.stderr)
-        return INTERRUPTED
+    except KeyboardInterrupt as e:  # a job waited on stays recorded, never cancelled; each sent is named
+        how = how_stopped(e)
+        said = str(e) if isinstance(e, Interrupted) else f"interrupted ({how}): {case_name} did not finish"
+        print(f"qsolve run: {said}", file=sys.stderr)
+        if backend is not None:
+            for line in _jobs_text(_jobs_sent(backend), target):
+                print(line, file=sys.stderr)
+        return TERMINATED if how == SIGTERM else INTERRUPTED
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if backend is not None:
             backend.close()
     receipts = [job.path for job in backend.sealed] if backend is not None else []
@@ -134,6 +143,20 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
             if receipts:
                 print(f"  each checks with: qsolve verify {receipts[0]}")
     return 0 if result.passed else 1
+
+
+def _stop_on_sigterm() -> Any:
+    """SIGTERM taken as Ctrl-C is (a ``KeyboardInterrupt`` of ``SIGTERM``), so that a job waited on is
+    named the same way; the handler it replaced, or None off the main thread (none is set there)."""
+    from qsolve.providers.jobs import SIGTERM
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(SIGTERM)
+
+    return signal.signal(signal.SIGTERM, stop)
 
 
 def _jobs_sent(backend: Any) -> list[dict[str, Any]]:

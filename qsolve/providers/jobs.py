@@ -90,16 +90,31 @@ class SubmitIncomplete(JobStopped):
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C (SIGINT) while a command waited on a provider job: still a ``KeyboardInterrupt`` (the
-    command stops, every ``finally`` runs), never a cancel. The job stays recorded as it was (``record``,
-    its state-database id); the message says so and how to follow it later, as a time-out's does."""
+    """Ctrl-C (SIGINT), or SIGTERM where a command turns it into a ``KeyboardInterrupt`` of
+    :data:`SIGTERM` (``qsolve run``), while a command waited on a provider job: still a
+    ``KeyboardInterrupt`` (the command stops, every ``finally`` runs), never a cancel. The job stays
+    recorded as it was (``record``, its state-database id); the message says so and how to follow it
+    later, as a time-out's does. ``code`` is the exit code a shell gives that signal (130, 143)."""
 
-    def __init__(self, message: str, *, record: str) -> None:
+    def __init__(self, message: str, *, record: str, how: str = "Ctrl-C") -> None:
         super().__init__(message)
         self.record = record
+        self.how = how
+        self.code = 143 if how == SIGTERM else 130
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+#: the ``KeyboardInterrupt`` argument of a SIGTERM a command turned into one (``qsolve run``)
+SIGTERM = "SIGTERM"
+
+
+def how_stopped(e: BaseException) -> str:
+    """``SIGTERM`` for the ``KeyboardInterrupt`` a command raised for it, else ``Ctrl-C``."""
+    if isinstance(e, Interrupted):
+        return e.how
+    return SIGTERM if e.args[:1] == (SIGTERM,) else "Ctrl-C"
 
 
 def _interruptible(step: Callable[..., Sealed]) -> Callable[..., Sealed]:
@@ -112,8 +127,9 @@ def _interruptible(step: Callable[..., Sealed]) -> Callable[..., Sealed]:
             return step(self, record, *args, **kwargs)
         except Interrupted:
             raise
-        except KeyboardInterrupt:
-            raise Interrupted(self.interrupted(record), record=record) from None
+        except KeyboardInterrupt as e:
+            how = how_stopped(e)
+            raise Interrupted(self.interrupted(record, how), record=record, how=how) from None
 
     return waits
 
@@ -327,9 +343,9 @@ class ProviderSession:
         self.book.provider_job_done(record, given, digest)
         return Sealed(record, {k: int(v) for k, v in given["counts"].items()}, sealed, digest, path)
 
-    def interrupted(self, record: str) -> str:
-        """What Ctrl-C while waiting on the job ``record`` leaves, in one line: as its record says it is
-        (never cancelled for it), and the command that reads it later."""
+    def interrupted(self, record: str, how: str = "Ctrl-C") -> str:
+        """What Ctrl-C (or ``how``) while waiting on the job ``record`` leaves, in one line: as its record
+        says it is (never cancelled for it), and the command that reads it later."""
         try:
             job = self.book.get_provider_job(record)
         except Exception:  # noqa: BLE001 - the line names the record whatever the book says
@@ -339,16 +355,16 @@ class ProviderSession:
         follow = f"`qsolve providers follow {record}`"
         if status == "submitting":
             return (
-                f"provider {self.name}: interrupted (Ctrl-C) before its submit's answer came; the provider "
+                f"provider {self.name}: interrupted ({how}) before its submit's answer came; the provider "
                 f"may have taken it: recorded as {record}; {follow} says what is known, and only "
                 f"`qsolve providers follow {record} --resubmit --yes` sends it again"
             )
         if status == "submitted":
             return (
-                f"provider {self.name}: interrupted (Ctrl-C) while waiting on job {given}; it was not "
+                f"provider {self.name}: interrupted ({how}) while waiting on job {given}; it was not "
                 f"cancelled and is recorded as {record}: {follow} reads it later"
             )
-        return f"provider {self.name}: interrupted (Ctrl-C); job record {record} is {status}: {follow}"
+        return f"provider {self.name}: interrupted ({how}); job record {record} is {status}: {follow}"
 
     def _estimate(
         self, program: dict[str, Any], shots: int, described: Mapping[str, Any]

@@ -75,10 +75,13 @@ def _default_sigint() -> None:  # the child hears Ctrl-C as a terminal's command
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _interrupted(argv: list[str], ready, bound_s: float = 300.0) -> tuple[object, int, str]:
+def _interrupted(
+    argv: list[str], ready, sig=signal.SIGINT, bound_s: float = 300.0
+) -> tuple[object, int, str]:
     """``qsolve ARGV`` in a process group of its own, sent SIGINT (a terminal's Ctrl-C: the whole group
-    hears it, the platform's worker too) once ``ready()`` gives something other than None: that, the
-    exit code and what it wrote on standard error. The bound is a failure's, never the test's pace."""
+    hears it, the platform's worker too), or ``sig`` to it alone, once ``ready()`` gives something other
+    than None: that, the exit code and what it wrote on standard error. The bound is a failure's, never
+    the test's pace."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "qsolve.cli", *argv],
         stdout=subprocess.PIPE,
@@ -98,7 +101,10 @@ def _interrupted(argv: list[str], ready, bound_s: float = 300.0) -> tuple[object
             if time.monotonic() > end:
                 pytest.fail(f"qsolve {argv[0]} never waited on a job")
             time.sleep(0.1)
-        os.killpg(proc.pid, signal.SIGINT)
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -107,15 +113,20 @@ def _interrupted(argv: list[str], ready, bound_s: float = 300.0) -> tuple[object
     return got, proc.returncode, err
 
 
-def test_ctrl_c_while_waiting_leaves_the_job_recorded_and_says_how_to_follow_it(home, http_sly, capsys):
-    http_sly.behave(status="running")  # every job it takes runs on, never done
+def _submitted(home: Path):
+    """A function that gives the first job record once it is ``submitted``, else None."""
 
     def submitted():
         with connect(home=home) as db:
             jobs = db.list_provider_jobs("sly")
         return jobs[0] if jobs and jobs[0].status == "submitted" else None
 
-    job, code, err = _interrupted([*RUN, "provider:sly"], submitted)
+    return submitted
+
+
+def test_ctrl_c_while_waiting_leaves_the_job_recorded_and_says_how_to_follow_it(home, http_sly, capsys):
+    http_sly.behave(status="running")  # every job it takes runs on, never done
+    job, code, err = _interrupted([*RUN, "provider:sly"], _submitted(home))
     assert code == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     said = [line for line in err.splitlines() if line.startswith("qsolve run: ")]
@@ -147,6 +158,21 @@ def test_ctrl_c_while_waiting_leaves_the_job_recorded_and_says_how_to_follow_it(
         f"qsolve: provider sly: interrupted (Ctrl-C) while waiting on job {job.job}; it was not "
         f"cancelled and is recorded as {job.id}: `qsolve providers follow {job.id}` reads it later\n"
     )
+    with connect(home=home) as db:
+        assert db.get_provider_job(job.id).status == "submitted"
+    assert http_sly.received("cancel") == 0
+
+
+def test_sigterm_while_waiting_names_the_record_too(home, http_sly):
+    """Stopped by SIGTERM (a supervisor's, a container's), qsolve run says what Ctrl-C says: the job is
+    recorded, not cancelled, and followed later (it printed no record id)."""
+    http_sly.behave(status="running")
+    job, code, err = _interrupted([*RUN, "provider:sly"], _submitted(home), signal.SIGTERM)
+    assert code == 143 and "Traceback" not in err, err
+    assert (
+        f"qsolve run: provider sly: interrupted (SIGTERM) while waiting on job {job.job}; it was not "
+        f"cancelled and is recorded as {job.id}: `qsolve providers follow {job.id}` reads it later\n"
+    ) in err
     with connect(home=home) as db:
         assert db.get_provider_job(job.id).status == "submitted"
     assert http_sly.received("cancel") == 0
