@@ -12,8 +12,8 @@ recorded in the track record.
 
 Ctrl-C (or SIGTERM) while a provider job is waited on stops the run: the job is not cancelled, and stays
 recorded; the line printed names its record and ``qsolve providers follow RECORD``, then every job sent
-(exit 130, or 143). A provider whose
-``describe`` fails, or breaks the protocol, ends the run with one line naming the provider and the rule.
+(exit 130, or 143). A provider whose ``describe`` fails, or breaks the protocol, ends the run with one
+line naming the provider and the rule.
 """
 
 from __future__ import annotations
