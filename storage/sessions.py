@@ -3,6 +3,7 @@ keeper of the host's key, blobs as the keeper of sealed jobs. The core takes the
 imports no storage; the front doors and the tasks open a device through here.
 
 provider_session   a ``provider:<name>`` session (``qsolve run``, ``providers follow``, a hardware run)
+opened             a provider's client, a transport that cannot be opened one line naming the provider
 ibm_backend        an ``ibm:<device>`` backend, with the state database of its own
 ask_on_terminal    the person's yes or no at the terminal, for a confirmation
 keeper             a function that keeps a sealed job's text as a blob: its digest and where it is
@@ -54,12 +55,11 @@ def provider_session(
     """A provider session for platform code: its client, the state database as its book, the host's
     key (registered there, a new one made where it was retired), blobs as the keeper of sealed jobs,
     and this run's confirmation (``yes``, or a question when standard input is a terminal)."""
-    from qsolve.providers.connect import open_client
     from qsolve.providers.jobs import Confirmation, ProviderSession
     from storage.state import connect
 
     home = home or qsolve_home()
-    client, entry = open_client(name, home)
+    client, entry = opened(name, home)
     book = connect(home=home)
     return ProviderSession(
         name=name,
@@ -72,6 +72,19 @@ def provider_session(
         tell=_tell,
         run_id=run_id,
     )
+
+
+def opened(name: str, home: Path | None = None):
+    """:func:`~qsolve.providers.connect.open_client`, a transport that cannot be opened (a URL that names
+    a password, say) a one-line :class:`~qsolve.providers.errors.ProviderError` naming the provider."""
+    from qsolve.providers.connect import open_client
+    from qsolve.providers.errors import ProviderError
+    from qsolve.providers.transport import TransportError
+
+    try:
+        return open_client(name, home)
+    except TransportError as e:
+        raise ProviderError(name, "connect", e.code, str(e)) from None
 
 
 def ibm_backend(spec: str, *, home: Path | None = None, **kwargs: Any):

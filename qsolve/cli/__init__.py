@@ -438,6 +438,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"qsolve: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt as e:  # Ctrl-C while a provider job was waited on (providers.jobs.Interrupted)
+        if getattr(e, "record", None) is None:
+            raise
+        print(f"qsolve: {e}", file=sys.stderr)
+        return e.code  # 130: 128 + SIGINT; the job stays recorded, and the line says how to follow it
     except Exception as e:  # a read-only home, a full disk, a corrupt database: one line, exit 2
         from storage.state._faults import fault_line
 

@@ -9,6 +9,7 @@
     qsolve providers allow NAME (ACCOUNT | --workflow W) [--account ACTING]
     qsolve providers disallow NAME (ACCOUNT | --workflow W) [--account ACTING]
     qsolve providers follow JOB [--resubmit] [--yes]
+    qsolve providers jobs [--provider NAME] [--json]
     qsolve providers cancel JOB
     qsolve providers test NAME [--yes]
     qsolve providers reference --stdio | --http ADDR [--unpriced] [--qubits N] [--basis B] [--connectivity C]
@@ -113,6 +114,13 @@ def add_commands(subparsers: Any) -> None:
     x.set_defaults(func=cmd_follow)
 
     x = sub.add_parser(
+        "jobs", help="the provider jobs recorded here: id, provider, state, created, how to follow each"
+    )
+    x.add_argument("--provider", metavar="NAME", help="that provider's jobs only")
+    x.add_argument("--json", action="store_true", help="one JSON array of the records")
+    x.set_defaults(func=cmd_jobs)
+
+    x = sub.add_parser(
         "cancel",
         help="cancel a recorded provider job at its provider (one whose describe says cancels: false "
         "runs on, and is said to)",
@@ -150,6 +158,11 @@ def cmd_add(args: argparse.Namespace) -> int:
         )
     if args.http and command:
         return _fail(f"--http takes no command: {' '.join(command)!r}")
+    if args.http and _names_userinfo(args.http):  # the URL is not echoed: it holds a password
+        return _fail(
+            "--http: the URL names a user or a password (user:pass@); a credential goes through "
+            "--credential-env VAR, the environment variable that holds it, never in the URL"
+        )
     settings = {}
     for item in args.setting:
         key, sep, value = item.partition("=")
@@ -203,6 +216,17 @@ def cmd_add(args: argparse.Namespace) -> int:
         "spend your money on the provider's account"
     )
     return EXIT_OK
+
+
+def _names_userinfo(url: str) -> bool:
+    """Whether ``url`` carries a user or a password (§1: a credential is never where it is printed)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "@" in url
+    return parts.username is not None or parts.password is not None
 
 
 class _Refused(Exception):
@@ -341,14 +365,16 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    from qsolve.providers.connect import open_client
     from qsolve.providers.errors import ProviderError
     from qsolve.providers.registry import RegistryError
+    from storage.sessions import opened
 
     try:
-        client, _ = open_client(args.name)
+        client, _ = opened(args.name)
     except RegistryError as e:
         return _fail(str(e))
+    except ProviderError as e:
+        return _fail(str(e), EXIT_FAILED)
     try:
         described = client.describe()
     except ProviderError as e:
@@ -409,6 +435,38 @@ def cmd_follow(args: argparse.Namespace) -> int:
     finally:
         s.close()
     print(f"provider job {job.id}: done; receipt {sealed.path}")
+    return EXIT_OK
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    """Every provider job the state database records (oldest first), each with the command that follows
+    it: what Ctrl-C, a time-out or a submit that did not complete leave for later."""
+    from storage.state import connect
+
+    with connect() as db:
+        jobs = db.list_provider_jobs(args.provider)
+    rows = [
+        {
+            "id": job.id,
+            "provider": job.provider,
+            "state": str(getattr(job.status, "value", job.status)),
+            "created": job.created_at.isoformat(timespec="seconds"),
+            "job": job.job,
+            "follow": f"qsolve providers follow {job.id}",
+        }
+        for job in jobs
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    if not rows:
+        whose = f" of provider {args.provider}" if args.provider else ""
+        print(f"no provider job{whose} is recorded here")
+        return EXIT_OK
+    width = max(len("PROVIDER"), *(len(r["provider"]) for r in rows))
+    print(f"{'RECORD':32}  {'PROVIDER':{width}}  {'STATE':10}  {'CREATED':25}  FOLLOW")
+    for r in rows:
+        print(f"{r['id']:32}  {r['provider']:{width}}  {r['state']:10}  {r['created']:25}  {r['follow']}")
     return EXIT_OK
 
 

@@ -9,16 +9,24 @@ no price: every job on ``ibm:`` is of unknown cost, and needs it). The
 methods run in the workflow process; compiling, sending, sealing and scoring are platform code. The
 result is printed like ``qsolve test``'s cases, with the receipts of the provider jobs. Nothing is
 recorded in the track record.
+
+Ctrl-C (or SIGTERM) while a provider job is waited on stops the run: the job is not cancelled, and stays
+recorded; the line printed names its record and ``qsolve providers follow RECORD``, then every job sent
+(exit 130, or 143). A provider whose ``describe`` fails, or breaks the protocol, ends the run with one
+line naming the provider and the rule.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 SPENDS = "on a provider:<name> or ibm:<device> target this can spend money on the provider's account"
+INTERRUPTED, TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM, as a shell says them
 
 
 def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json: bool) -> int:
@@ -39,11 +47,22 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
         err.print(f"[yellow]{len(matches)} cases are named {case_name}: running cases[{index}][/yellow]")
     backend = None
     if target.startswith("provider:"):
+        from qsolve.providers.errors import ProviderError
         from qsolve.targets import use
         from qsolve.targets.provider import ProviderBackend
         from storage.sessions import provider_session
 
-        backend = ProviderBackend(provider_session(target.split(":", 1)[1], yes=yes))
+        try:
+            session = provider_session(target.split(":", 1)[1], yes=yes)
+        except ProviderError as e:  # a transport that cannot be opened: one line naming the provider
+            print(f"qsolve run: {e}", file=sys.stderr)
+            return 1
+        try:
+            backend = ProviderBackend(session)  # its describe: an error, or an answer breaking a rule
+        except ProviderError as e:
+            session.close()
+            print(f"qsolve run: {e}: nothing was sent", file=sys.stderr)
+            return 1
         use(backend)
     elif target.startswith("ibm:"):
         from qsolve.providers.jobs import Confirmation
@@ -75,10 +94,23 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
             )
         return True
 
+    from qsolve.providers.jobs import SIGTERM, Interrupted, how_stopped
+
     limits = Limits.of(workflow.manifest.resources)
+    previous = _stop_on_sigterm()
     try:
         outcome = run_case_job(root, index, target, limits, approve, on_target=True)
+    except KeyboardInterrupt as e:  # a job waited on stays recorded, never cancelled; each sent is named
+        how = how_stopped(e)
+        said = str(e) if isinstance(e, Interrupted) else f"interrupted ({how}): {case_name} did not finish"
+        print(f"qsolve run: {said}", file=sys.stderr)
+        if backend is not None:
+            for line in _jobs_text(_jobs_sent(backend), target):
+                print(line, file=sys.stderr)
+        return TERMINATED if how == SIGTERM else INTERRUPTED
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if backend is not None:
             backend.close()
     receipts = [job.path for job in backend.sealed] if backend is not None else []
@@ -111,6 +143,20 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
             if receipts:
                 print(f"  each checks with: qsolve verify {receipts[0]}")
     return 0 if result.passed else 1
+
+
+def _stop_on_sigterm() -> Any:
+    """SIGTERM taken as Ctrl-C is (a ``KeyboardInterrupt`` of ``SIGTERM``), so that a job waited on is
+    named the same way; the handler it replaced, or None off the main thread (none is set there)."""
+    from qsolve.providers.jobs import SIGTERM
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(SIGTERM)
+
+    return signal.signal(signal.SIGTERM, stop)
 
 
 def _jobs_sent(backend: Any) -> list[dict[str, Any]]:

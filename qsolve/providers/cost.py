@@ -94,7 +94,7 @@ def quote_cost(client, description: Mapping[str, Any], *, circuits: int | None, 
             "jobs": circuits,
             "shots_each": each_shots,
             "assumes": assumes,
-            "note": "the provider gives no estimate, and its billing sets no price it states",
+            "note": billing.without_estimate(),
         }
     shown = estimate.shown()
     out: dict[str, Any] = {"jobs": circuits, "shots_each": each_shots, "each": shown, "assumes": assumes}

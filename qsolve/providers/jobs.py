@@ -15,7 +15,7 @@ In this order, and never otherwise:
    provider's id is stored as soon as it is given. A submit that did not complete stays
    ``submitting``: it is never sent again without the person's word (``qsolve providers follow``);
 6. the job is followed to its end (never cancelled because the client stopped waiting: past the
-   wait, the person is told how to follow it later);
+   wait, or on Ctrl-C while it waits (:class:`Interrupted`), the person is told how to follow it later);
 7. its answer is checked (an outcome not of exactly the program's ``bits`` characters of 0 and 1, or
    counts that sum to neither the shots nor ``accepted_shots``, are refused naming the provider and the
    operation, and nothing is sealed), sealed with the host's key (the calibration snapshot the result
@@ -25,6 +25,7 @@ In this order, and never otherwise:
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import json
 import time
@@ -86,6 +87,51 @@ class StillRunning(JobStopped):
 
 class SubmitIncomplete(JobStopped):
     """A submit whose answer never came: the provider may have taken it."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT), or SIGTERM where a command turns it into a ``KeyboardInterrupt`` of
+    :data:`SIGTERM` (``qsolve run``), while a command waited on a provider job: still a
+    ``KeyboardInterrupt`` (the command stops, every ``finally`` runs), never a cancel. The job stays
+    recorded as it was (``record``, its state-database id); the message says so and how to follow it
+    later, as a time-out's does. ``code`` is the exit code a shell gives that signal (130, 143)."""
+
+    def __init__(self, message: str, *, record: str, how: str = "Ctrl-C") -> None:
+        super().__init__(message)
+        self.record = record
+        self.how = how
+        self.code = 143 if how == SIGTERM else 130
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+#: the ``KeyboardInterrupt`` argument of a SIGTERM a command turned into one (``qsolve run``)
+SIGTERM = "SIGTERM"
+
+
+def how_stopped(e: BaseException) -> str:
+    """``SIGTERM`` for the ``KeyboardInterrupt`` a command raised for it, else ``Ctrl-C``."""
+    if isinstance(e, Interrupted):
+        return e.how
+    return SIGTERM if e.args[:1] == (SIGTERM,) else "Ctrl-C"
+
+
+def _interruptible(step: Callable[..., Sealed]) -> Callable[..., Sealed]:
+    """A step of :class:`ProviderSession` that waits on the provider for the job recorded as its first
+    argument: Ctrl-C there becomes :class:`Interrupted`, naming the record and the follow command."""
+
+    @functools.wraps(step)
+    def waits(self: ProviderSession, record: str, *args: Any, **kwargs: Any) -> Sealed:
+        try:
+            return step(self, record, *args, **kwargs)
+        except Interrupted:
+            raise
+        except KeyboardInterrupt as e:
+            how = how_stopped(e)
+            raise Interrupted(self.interrupted(record, how), record=record, how=how) from None
+
+    return waits
 
 
 @dataclass
@@ -209,10 +255,12 @@ class ProviderSession:
             self.tell(why)
         return sealed
 
+    @_interruptible
     def submit(self, record: str, program: dict[str, Any], shots: int, seed: int | None) -> Sealed:
         self.book.provider_job_submitting(record)
         return self._send(record, program, shots, seed)
 
+    @_interruptible
     def submit_again(self, record: str) -> Sealed:
         """Send again a job whose submit did not complete: only on the person's word (the caller's)."""
         job = self.book.provider_job_resubmitting(record)
@@ -234,6 +282,7 @@ class ProviderSession:
         self.book.provider_job_submitted(record, job)
         return self.follow(record)
 
+    @_interruptible
     def follow(self, record: str) -> Sealed:
         """Follow a submitted job to its end, then read, check, seal and keep its counts."""
         from qsolve.receipts.seal import seal
@@ -294,6 +343,29 @@ class ProviderSession:
         self.book.provider_job_done(record, given, digest)
         return Sealed(record, {k: int(v) for k, v in given["counts"].items()}, sealed, digest, path)
 
+    def interrupted(self, record: str, how: str = "Ctrl-C") -> str:
+        """What Ctrl-C (or ``how``) while waiting on the job ``record`` leaves, in one line: as its record
+        says it is (never cancelled for it), and the command that reads it later."""
+        try:
+            job = self.book.get_provider_job(record)
+        except Exception:  # noqa: BLE001 - the line names the record whatever the book says
+            status, given = "unknown", None
+        else:
+            status, given = str(getattr(job.status, "value", job.status)), job.job
+        follow = f"`qsolve providers follow {record}`"
+        if status == "submitting":
+            return (
+                f"provider {self.name}: interrupted ({how}) before its submit's answer came; the provider "
+                f"may have taken it: recorded as {record}; {follow} says what is known, and only "
+                f"`qsolve providers follow {record} --resubmit --yes` sends it again"
+            )
+        if status == "submitted":
+            return (
+                f"provider {self.name}: interrupted ({how}) while waiting on job {given}; it was not "
+                f"cancelled and is recorded as {record}: {follow} reads it later"
+            )
+        return f"provider {self.name}: interrupted ({how}); job record {record} is {status}: {follow}"
+
     def _estimate(
         self, program: dict[str, Any], shots: int, described: Mapping[str, Any]
     ) -> tuple[dict[str, Any], bool]:
@@ -310,8 +382,8 @@ class ProviderSession:
                 shown = {"free": True, "note": "no estimate: the device's billing says it is free"}
                 self.tell(f"provider {self.name}: free (its billing says so; it gives no estimate)")
                 return shown, True
-            shown = {"unknown": "the provider gives no estimate, and its billing sets no price it states"}
-            self.tell(f"provider {self.name}: the cost is unknown (no estimate)")
+            shown = {"unknown": billing.without_estimate()}
+            self.tell(f"provider {self.name}: the cost is unknown ({shown['unknown']})")
             return shown, False
         shown = estimate.shown()
         self.tell(f"provider {self.name}: {estimate_text(shown)}")

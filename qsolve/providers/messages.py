@@ -233,6 +233,20 @@ class Billing(BaseModel):
             return "not free, and no price set: the cost is unknown"
         return f"the cost is unknown ({self.reason})"
 
+    def without_estimate(self) -> str:
+        """Why a job is of unknown cost when its provider gives no estimate (``unsupported``) and this
+        billing is not free: §5.2 ("the client then treats the cost as unknown"), and §7 (only a billing
+        that says free makes such a job free; "every other job, an unknown cost included, is not
+        free")."""
+        if self.kind == "priced":
+            return (
+                f"the provider gives no estimate: its billing prices one {self.unit} at {self.price} "
+                f"{self.currency}, and this job's cost is unknown"
+            )
+        if self.kind == "unpriced":
+            return "the provider gives no estimate, and its billing sets no price"
+        return f"the provider gives no estimate, and its billing states nothing ({self.reason})"
+
 
 _PRICE_KEYS = ("unit", "price", "currency")
 _MISSING: Any = object()

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from qsolve.home import qsolve_home
 from qsolve.providers.credentials import NAME_RE
+from qsolve.providers.errors import REDACTED
 from qsolve.providers.transport import is_loopback
 
 FILE = "providers.yaml"
@@ -64,10 +65,10 @@ class ProviderEntry(BaseModel):
                 raise ValueError("an http provider has a url and no command")
             parts = urlsplit(self.url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ValueError(f"url {self.url!r}: not an http:// or https:// address")
+                raise ValueError(f"url {shown_url(self.url)!r}: not an http:// or https:// address")
             if self.credential and parts.scheme == "http" and not is_loopback(parts.hostname):
                 raise ValueError(
-                    f"url {self.url!r}: a credential goes over https:// only, or to this machine"
+                    f"url {shown_url(self.url)!r}: a credential goes over https:// only, or to this machine"
                 )
         elif not self.command or self.url:
             raise ValueError("a process provider has a command and no url")
@@ -83,7 +84,22 @@ class ProviderEntry(BaseModel):
         return self
 
     def describe_where(self) -> str:
-        return self.url if self.transport == "http" else " ".join(self.command)
+        return shown_url(self.url or "") if self.transport == "http" else " ".join(self.command)
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be printed: a password in it (``http://user:pass@host/``, stored before
+    ``providers add`` refused one) replaced, so no listing or error shows it (§1)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url.rsplit("@", 1)[-1] if "@" in url else url
+    if password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return parts._replace(netloc=f"{user}:{REDACTED}@{host}").geturl()
 
 
 class Registry:

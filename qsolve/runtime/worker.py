@@ -110,6 +110,7 @@ def _serve(requests: int, answers: int, memory_mb: int) -> None:  # pragma: no c
     """The worker's loop: a request (a function of the platform's and its arguments), its answer."""
     code = 0
     try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the platform's: it ends this
         _bound(memory_mb)
         while True:
             head = _read_exact(requests, 8)
