@@ -80,7 +80,8 @@ class ObjectStore:
     def get(self, key: str, *, limit: int | None = None) -> bytes:
         """The object's bytes; FileNotFoundError where there is none. With ``limit``, an object larger
         than ``limit`` bytes is :class:`ObjectTooLarge`, and no more than ``limit`` + 1 bytes of it are
-        ever read."""
+        ever read (a bucket's object is refused on its length before its body is read) and the object is
+        held once: what is returned is the buffer it was read into (``bytes``-like)."""
         raise NotImplementedError
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
@@ -139,7 +140,7 @@ class LocalFolder(ObjectStore):
             size = os.fstat(f.fileno()).st_size
             if size > limit:
                 raise ObjectTooLarge(self.address(key), limit, size)
-            data = f.read(limit + 1)
+            data = f.read(size + 1)
         if len(data) > limit:  # grew since it was measured
             raise ObjectTooLarge(self.address(key), limit)
         return data
@@ -245,12 +246,18 @@ class S3Objects(ObjectStore):
             size = found.meta["size"]
             if size > limit:  # refused on the answer's length: its body is never read
                 raise ObjectTooLarge(self.address(key), limit, size)
-            data = bytearray()
-            for chunk in found.stream(min_chunk_size=min(limit + 1, 8 << 20) or 1):
-                data += chunk
-                if len(data) > limit:  # more than the length said
+            # held once: the answer's chunks copied into one buffer of its length as they arrive (a
+            # bytes-like ``bytearray``; not the client's whole buffer and then a copy of it)
+            data = bytearray(size)
+            at = 0
+            for chunk in found.stream(min_chunk_size=1 << 20):
+                if at + len(chunk) > size:  # more than the length said
                     raise ObjectTooLarge(self.address(key), limit)
-            return bytes(data)
+                data[at : at + len(chunk)] = memoryview(chunk)
+                at += len(chunk)
+            if at != size:
+                raise StorageError(f"{self.address(key)}: {at} of its {size} bytes came")
+            return data
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         import obstore
