@@ -12,6 +12,7 @@ from pathlib import Path
 
 from blake3 import blake3
 
+from storage.bounds import BLOB_BYTES
 from storage.objects import ObjectStore, ObjectTooLarge, storage_of
 
 FOLDER = "blobs"
@@ -54,9 +55,10 @@ class BlobStore:
             return False
 
     def get(self, digest: str, *, limit: int | None = None) -> bytes:
-        """The blob's bytes, checked against its name. With ``limit`` (its recorded size, or the bound for
-        its kind), a larger object is :class:`ObjectTooLarge` and never read past the bound."""
-        data = self.store.get(self.key(digest), limit=limit)
+        """The blob's bytes, checked against its name. ``limit`` is its recorded size or the bound of its
+        kind (``storage.bounds``; without one, the largest blob's, ``BLOB_BYTES``): a larger object is
+        :class:`ObjectTooLarge` and never read past the bound."""
+        data = self.store.get(self.key(digest), limit=BLOB_BYTES if limit is None else limit)
         if blake3(data).hexdigest() != digest:
             raise ValueError(f"blob {digest} does not match its name")
         return data
