@@ -57,6 +57,9 @@ class ObjectTooLarge(StorageError):
     def __str__(self) -> str:
         return self.args[0]
 
+    def __reduce__(self) -> tuple:  # a task's error crosses processes (Prefect pickles it) whole
+        return (type(self), (self.address, self.limit, self.size))
+
 
 @dataclass(frozen=True)
 class Listed:

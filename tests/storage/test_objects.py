@@ -268,6 +268,9 @@ def test_a_bounded_get_stops_at_its_bound_with_one_line_naming_the_object(store)
     said = str(refused.value)
     assert "\n" not in said and store.address("blobs/ab/ten") in said and "9 bytes" in said
     assert isinstance(refused.value, StorageError)
+    import pickle
+
+    assert str(pickle.loads(pickle.dumps(refused.value))) == said  # as a task's error crosses processes
     with pytest.raises(FileNotFoundError):
         store.get("blobs/ab/none", limit=9)
     store.create("blobs/ab/empty", b"")
