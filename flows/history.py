@@ -26,6 +26,7 @@ from qsolve.validation.submission import HistoryOutcome, NotRun
 from qsolve.workflow.folder import load_workflow
 from qsolve.workflow.publication import unpack
 from storage.blobs import BlobStore
+from storage.bounds import ARCHIVE_BYTES
 from storage.maintenance import file_runs
 from storage.state import Claim, ClaimStatus, Lease, StageLost, StateDB, Version, connect, qsolve_home
 from tasks.history import history_case
@@ -38,7 +39,12 @@ def history_flow(workflow: str, version: str | None = None, again: bool = False)
     home = qsolve_home()
     with connect() as db, tempfile.TemporaryDirectory(prefix="qsolve-history-") as tmp:
         v = db.get_version(workflow, version)
-        folder = unpack(BlobStore(home).get(v.digest), Path(tmp) / "workflow")
+        try:
+            archive = BlobStore(home).get(v.digest, limit=db.blob_limit(v.digest, ARCHIVE_BYTES))
+        except (OSError, ValueError) as e:  # gone, too large, not its digest: one line, no traceback
+            return HistoryOutcome(status="skipped", message=f"{v.workflow} {v.version}: its archive: {e}")
+        folder = unpack(archive, Path(tmp) / "workflow")
+        del archive
         wf = load_workflow(folder)
         cases = wf.cases.cases
         with Lease(db) as lease, stopping() as stop:

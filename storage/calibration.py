@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from qsolve.calibration.task_result import FigureRef, TaskResult
+from storage.bounds import FIGURE_BYTES
 
 
 class Blobs(Protocol):
     def put(self, data: bytes) -> str: ...
-    def get(self, digest: str) -> bytes: ...
+    def get(self, digest: str, *, limit: int | None = None) -> bytes: ...
 
 
 class FigureMissing(LookupError):
@@ -48,14 +49,16 @@ class CalibrationStore:
 
     def record_all(self, batch: Iterable[tuple[TaskResult, Mapping[str, bytes]]]) -> list[TaskResult]:
         """Every result of ``batch`` in one transaction, after all their figures are stored."""
-        ready = [self._with_blobs(result, figures) for result, figures in batch]
+        sizes: dict[str, int] = {}
+        ready = [self._with_blobs(result, figures, sizes) for result, figures in batch]
+        self.db.record_blob_sizes(sizes)  # so that a read of each stops at its size (storage.bounds)
         return self.db.record_task_results(ready)
 
     def figure_bytes(self, figure: FigureRef) -> bytes:
         if figure.blob is None:
             raise FigureMissing(f"figure {figure.name} ({figure.sha256[:12]}) was never stored")
         try:
-            data = self.blobs.get(figure.blob)
+            data = self.blobs.get(figure.blob, limit=self.db.blob_limit(figure.blob, FIGURE_BYTES))
         except (OSError, ValueError) as e:
             raise FigureMissing(f"figure {figure.name}: blob {figure.blob[:12]} does not read: {e}") from e
         if hashlib.sha256(data).hexdigest() != figure.sha256:
@@ -71,7 +74,9 @@ class CalibrationStore:
     def latest(self, task: str, chip: str) -> list[TaskResult]:
         return self.db.latest_task_results(task, chip)
 
-    def _with_blobs(self, result: TaskResult, figures: Mapping[str, bytes]) -> TaskResult:
+    def _with_blobs(
+        self, result: TaskResult, figures: Mapping[str, bytes], sizes: dict[str, int]
+    ) -> TaskResult:
         stored = []
         for figure in result.figures:
             data = figures.get(figure.sha256)
@@ -82,7 +87,9 @@ class CalibrationStore:
                 continue
             if hashlib.sha256(data).hexdigest() != figure.sha256:
                 raise FigureMissing(f"{result.task} {result.qid}: figure {figure.name} is not its SHA-256")
-            stored.append(figure.model_copy(update={"blob": self.blobs.put(data)}))
+            blob = self.blobs.put(data)
+            sizes[blob] = len(data)
+            stored.append(figure.model_copy(update={"blob": blob}))
         return result.model_copy(update={"figures": stored})
 
 

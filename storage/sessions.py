@@ -20,12 +20,16 @@ from qsolve.home import qsolve_home
 from storage.blobs import BlobStore
 
 
-def keeper(home: Path) -> Callable[[str], tuple[str, str]]:
-    """Keep a sealed job's text as a blob of ``home``'s store: its digest and where it is."""
+def keeper(home: Path, book: Any = None) -> Callable[[str], tuple[str, str]]:
+    """Keep a sealed job's text as a blob of ``home``'s store: its digest and where it is; its size
+    recorded in ``book`` (the state database), where given, so that a read of it stops there."""
     blobs = BlobStore(home)
 
     def keep(text: str) -> tuple[str, str]:
-        digest = blobs.put(text.encode("utf-8"))
+        data = text.encode("utf-8")
+        digest = blobs.put(data)
+        if book is not None:
+            book.record_blob_sizes({digest: len(data)})
         return digest, blobs.where(digest)
 
     return keep
@@ -67,7 +71,7 @@ def provider_session(
         client=client,
         book=book,
         signer=book.signing_key(home, tell=_tell),
-        keep=keeper(home),
+        keep=keeper(home, book),
         confirmation=Confirmation(yes=yes, ask=ask_on_terminal() if not yes else None),
         tell=_tell,
         run_id=run_id,
@@ -96,7 +100,7 @@ def ibm_backend(spec: str, *, home: Path | None = None, **kwargs: Any):
     home = qsolve_home(home)
     book = connect(home=home)
     try:
-        return open_ibm(spec, book=book, keep=keeper(home), home=home, **kwargs)
+        return open_ibm(spec, book=book, keep=keeper(home, book), home=home, **kwargs)
     except BaseException:
         book.close()
         raise

@@ -68,10 +68,11 @@ def run_folder(version: Version, target: str | None = None, home: Path | None = 
     on ``target`` when given): so the sandbox runs ``hardware_cases[i]`` as ``cases[i]``."""
     from qsolve.workflow.publication import unpack
     from storage.blobs import BlobStore
+    from storage.bounds import ARCHIVE_BYTES
 
     home = home or qsolve_home()
     with tempfile.TemporaryDirectory(prefix="qsolve-hardware-") as tmp:
-        folder = unpack(BlobStore(home).get(version.digest), Path(tmp) / "workflow")
+        folder = unpack(BlobStore(home).get(version.digest, limit=ARCHIVE_BYTES), Path(tmp) / "workflow")
         cases = [dict(c) | ({"target": target} if target else {}) for c in version.hardware_cases]
         (folder / CASES).write_text(json.dumps({"cases": cases, "hardware_cases": []}, indent=1))
         yield folder

@@ -29,6 +29,7 @@ def publish(checks: SubmissionChecks, account: str | None = None) -> Publication
     BlobStore(qsolve_home()).put(packed)
     try:
         with connect() as db:
+            db.record_blob_sizes({digest: len(packed)})  # a read of it stops there (storage.bounds)
             version, created = db.publish_version(
                 manifest.name,
                 manifest.version,

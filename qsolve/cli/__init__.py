@@ -249,11 +249,14 @@ def cmd_history(args: argparse.Namespace) -> int:
     if isinstance(outcome, BaseException):
         print(f"qsolve: the history stage failed: {type(outcome).__name__}: {outcome}", file=sys.stderr)
         return EXIT_FAILED
+    if outcome.status == "skipped" and not args.json:  # its archive did not read: one line, nothing run
+        print(f"qsolve: the history stage failed: {outcome.message}", file=sys.stderr)
+        return EXIT_FAILED
     if args.json:
         print(json.dumps(outcome.model_dump(mode="json")))
     else:
         print("\n".join(outcome.lines()))
-    return EXIT_FAILED if outcome.status == "in progress" else EXIT_OK
+    return EXIT_FAILED if outcome.status in ("in progress", "skipped") else EXIT_OK
 
 
 def cmd_maintenance(args: argparse.Namespace) -> int:

@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 elif row.error:
                     print(f"  {row.error}")
                 return 0 if row.status == "done" else 1
-            sealed = collect(args.record, book=db, keep=keeper(qsolve_home()))
+            sealed = collect(args.record, book=db, keep=keeper(qsolve_home(), db))
         print(f"IBM job {args.record}: done; receipt {sealed.path}")
         return 0
     except QsolveError as e:

@@ -515,7 +515,7 @@ def _follow_ibm(job: Any) -> int:
         )
     try:
         with connect() as db:
-            sealed = collect(job.id, book=db, keep=keeper(qsolve_home()))
+            sealed = collect(job.id, book=db, keep=keeper(qsolve_home(), db))
     except QsolveError as e:
         return _fail(str(e), EXIT_FAILED)
     print(f"provider job {job.id}: done; receipt {sealed.path}")

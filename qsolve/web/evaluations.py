@@ -31,6 +31,7 @@ from qsolve.web import evaluation_views as views
 from qsolve.web.evaluation_style import STYLESHEET
 from qsolve.web.pages import db, error_page, home, render, state_db
 from qsolve.web.people import Account, check_form, require
+from storage.bounds import FIGURE_BYTES
 
 router = APIRouter()
 
@@ -147,7 +148,7 @@ def _figure_data(state, store, record, sha256: str) -> tuple[bytes, str] | str:
     try:
         if kept is not None:
             blob, media_type = kept
-            data = store.blobs.get(blob)
+            data = store.blobs.get(blob, limit=state.blob_limit(blob, FIGURE_BYTES))
         else:
             result = store.get(record.task_result_id)
             ref = next((f for f in result.figures if f.sha256 == sha256), None)

@@ -22,12 +22,15 @@ from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import HTMLResponse, Response
 
 from qsolve.web.pages import db, home, render
+from storage.bounds import RECEIPT_BYTES, RECEIPT_PAGE_BYTES, bound
+from storage.objects import ObjectTooLarge
 
 router = APIRouter()
 
 #: what this surface reads of a job (§8.4 lets each surface say): 8 MiB, and the command's count of values;
-#: a longer job is ``too_large``. (``qsolve verify`` reads up to ``VERIFY_LIMITS.bytes`` from a file.)
-PAGE_READS_BYTES = 8 * 1024 * 1024
+#: a longer job is ``too_large``. (``qsolve verify`` reads up to ``VERIFY_LIMITS.bytes`` from a file.) A
+#: run's stored receipts are read to this bound too, or to their recorded size (``storage.bounds``).
+PAGE_READS_BYTES = RECEIPT_PAGE_BYTES
 
 
 def page_limits():
@@ -70,6 +73,7 @@ def run_receipts(request: Request, run_id: str) -> HTMLResponse:
     with db(request) as state:
         run = state.get_run(run_id)  # NotFound: 404 naming it
         digests = state.run_receipts(run_id)
+        sizes = state.blob_sizes(digests)
         trust, no_root = state.page_trust_list()
         standings = {} if no_root else {r.key: s for r, s in state.key_standings()}
     held = HeldTo(trust=TrustList.from_value(trust))
@@ -77,7 +81,10 @@ def run_receipts(request: Request, run_id: str) -> HTMLResponse:
     listed = []
     for digest in digests:
         try:
-            data = blobs.get(digest)
+            data = blobs.get(digest, limit=_page_limit(sizes.get(digest)))
+        except ObjectTooLarge as e:
+            listed.append({"digest": digest, "missing": True, "too_large": _too_large(e)})
+            continue
         except (OSError, ValueError, KeyError):
             listed.append({"digest": digest, "missing": True})
             continue
@@ -94,14 +101,30 @@ def receipt_file(request: Request, run_id: str, digest: str) -> Response:
     with db(request) as state:
         state.get_run(run_id)  # NotFound: 404 naming it
         digests = state.run_receipts(run_id)
+        recorded = state.blob_size(digest) if digest in digests else None
     if digest not in digests:
         raise HTTPException(404, f"run {run_id} has no receipt {digest[:80]}")
-    data = BlobStore(home(request)).get(digest)
+    try:
+        data = BlobStore(home(request)).get(digest, limit=_page_limit(recorded))
+    except ObjectTooLarge as e:
+        raise HTTPException(413, f"receipt {digest}: {_too_large(e)}") from None
     return Response(
-        data,
+        bytes(data),
         media_type="application/json",
         headers={"content-disposition": f'attachment; filename="{digest}.json"'},
     )
+
+
+def _page_limit(recorded: int | None) -> int:
+    """What a page reads of a stored receipt for anyone: its recorded size, never past this surface's
+    bound (a longer one is not read at all)."""
+    return min(bound(recorded, RECEIPT_BYTES), PAGE_READS_BYTES)
+
+
+def _too_large(e: ObjectTooLarge) -> str:
+    """The refusal as a page says it: the bound, never the store's address (a path of the server's)."""
+    found = f"{e.size} bytes" if e.size is not None else "longer"
+    return f"{found}, more than the {e.limit} bytes this page reads"
 
 
 @router.get("/verify", response_class=HTMLResponse)

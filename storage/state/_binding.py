@@ -64,9 +64,12 @@ def _marker_token(store: S3Objects, proposed: str) -> str:
 
 def _read_marker(store: S3Objects) -> str | None:
     """The token in ``store``'s marker; None where there is no marker or it holds none."""
+    from storage.bounds import MARKER_BYTES
+    from storage.objects import ObjectTooLarge
+
     try:
-        text = store.get(MARKER)[:200].decode("ascii", "replace").strip()
-    except FileNotFoundError:
+        text = store.get(MARKER, limit=MARKER_BYTES)[:200].decode("ascii", "replace").strip()
+    except (FileNotFoundError, ObjectTooLarge):  # a larger object is not a marker qsolve wrote
         return None
     return text if TOKEN.fullmatch(text) else None
 

@@ -23,6 +23,7 @@ from qsolve.workflow.semver import order_key, precedence, publication_error
 from storage.objects import shared_store, storage_url
 from storage.state._accounts import Accounts, check_name, developers_of, is_admin
 from storage.state._binding import Binding, storage_identity
+from storage.state._blob_sizes import BlobSizes
 from storage.state._calibration import CalibrationResults
 from storage.state._config import DATABASE_URL_VARIABLE, CreditSettings, legacy_credit_sources, qsolve_home
 from storage.state._credit_table import CreditTable
@@ -232,12 +233,13 @@ class StateDB(
     ProviderOwners,
     Binding,
     TrackRecordFiles,
+    BlobSizes,
 ):
     """Versions, runs, history stages and leases, credit accounts and the ledger, hardware quote
     batches (``_quotes``), provider jobs, calibration task results, and what every machine shares: the
     credit settings, the hosts' receipt keys, which host holds which provider, which account holds it and
     whom it allows (``_provider_owners``); the track record's files
-    (``_trackrecord_files``). A context manager."""
+    (``_trackrecord_files``); every blob's size (``_blob_sizes``). A context manager."""
 
     # versions
 

@@ -403,6 +403,16 @@ evaluation_assets = sa.Table(
     sa.Column("created_at", UTCDateTime, nullable=False),
 )
 
+# issue 34, item 4: every blob's size with its digest, so that a read stops at it (migration 0016)
+
+blob_sizes = sa.Table(
+    "blob_sizes",
+    metadata,
+    sa.Column("digest", sa.String(64), primary_key=True),  # the blob's name: BLAKE3 of its bytes
+    sa.Column("bytes", sa.BigInteger, nullable=False),
+    sa.Column("recorded_at", UTCDateTime, nullable=False),
+)
+
 # People of the web pages (issue 16): a login on a user's credit account, its roles, its sessions. Tokens
 # and session ids are kept only as their SHA-256; the form token is the one a session's pages carry.
 account_roles = sa.Table(

@@ -65,12 +65,15 @@ def published(name: str, home: Path | str | None = None, *, state: StateDB | Non
         version = state.get_version(name)
     except NotFound:
         return Published(None, None, trust)
-    return Published(version.version, published_workflow(version.digest, where), trust)
+    from storage.bounds import ARCHIVE_BYTES
+
+    limit = state.blob_limit(version.digest, ARCHIVE_BYTES)
+    return Published(version.version, published_workflow(version.digest, where, limit), trust)
 
 
-def published_workflow(digest: str, home: Path | str | None = None) -> Any:
-    """The workflow published as blob ``digest`` of ``home``, loaded; None when it does not load (the
-    page shows without it rather than not at all)."""
+def published_workflow(digest: str, home: Path | str | None = None, limit: int | None = None) -> Any:
+    """The workflow published as blob ``digest`` of ``home``, loaded; None when it does not load or is
+    larger than ``limit`` (the page shows without it rather than not at all)."""
     from qsolve.home import qsolve_home
     from qsolve.workflow.folder import load_workflow
     from qsolve.workflow.publication import unpack
@@ -78,7 +81,9 @@ def published_workflow(digest: str, home: Path | str | None = None) -> Any:
 
     try:
         with tempfile.TemporaryDirectory(prefix="qsolve-page-") as tmp:
-            return load_workflow(unpack(BlobStore(qsolve_home(home)).get(digest), Path(tmp) / "workflow"))
+            return load_workflow(
+                unpack(BlobStore(qsolve_home(home)).get(digest, limit=limit), Path(tmp) / "workflow")
+            )
     except Exception:  # noqa: BLE001 - the page shows without it rather than not at all
         return None
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from storage.bounds import RECEIPT_BYTES, RECEIPT_PAGE_BYTES
+
 
 class RowReceipts(BaseModel):
     """What a hardware row's receipts say."""
@@ -43,7 +45,7 @@ def check_row(receipt_digest: str, home: Path, trust: dict[str, Any] | None = No
     verified = measured = unendorsed = 0
     for digest in digests:
         try:
-            text = blobs.get(digest)
+            text = blobs.get(digest, limit=RECEIPT_PAGE_BYTES)  # a page's bound (storage.bounds)
         except (OSError, ValueError, KeyError):
             continue
         verdict = verify(text, held=held)
@@ -72,7 +74,9 @@ def receipt_classes(digests: list[str], home: Path) -> list[str | None]:
     out: list[str | None] = []
     for digest in digests:
         try:
-            accuracy = json.loads(blobs.get(digest)).get("result", {}).get("accuracy", {})
+            accuracy = (
+                json.loads(blobs.get(digest, limit=RECEIPT_BYTES)).get("result", {}).get("accuracy", {})
+            )
         except (OSError, ValueError, KeyError, AttributeError):
             out.append(None)
             continue
@@ -89,6 +93,6 @@ def write_receipts(digests: list[str], home: Path, out: Path) -> list[Path]:
     written = []
     for digest in digests:
         path = out / f"{digest}.json"
-        path.write_bytes(blobs.get(digest))
+        path.write_bytes(blobs.get(digest, limit=RECEIPT_BYTES))
         written.append(path)
     return written
