@@ -12,12 +12,16 @@ mended (``xfail(strict=True)``).
 - ``EVALUATION_STALE_AFTER_SECONDS`` and ``EVALUATION_HEARTBEAT_SECONDS`` past what a timedelta or a wait
   holds (1e300, 1e10) pass the check "before a run is stored": ``evaluations list`` is then a traceback,
   a stored run cannot be executed, and the heartbeat's thread dies;
-- Ctrl-C while ``qsolve providers test`` waits on a job it submitted names no job at all.
+- Ctrl-C while ``qsolve providers test`` waits on a job it submitted names no job at all;
+- the checker sends §4's ``0 ≤ m`` and ``k ≤ 32`` to one gate per basis only: a provider that takes a
+  ``zz`` at ``[-1, 2]``, an ``xx`` or a ``prx`` phase at ``[1, 33]`` (tests/qsolve/providers/bent.py,
+  ``lax-angle``) passes it.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from pathlib import Path
 
@@ -244,3 +248,45 @@ def test_a_heartbeat_past_a_wait_is_refused_or_beats(eval_home, monkeypatch):
             return
         execute_run(store.db, store, run.id)
     assert died == [], died
+
+
+# ---- the checker: every angle rule of §4 on every gate (item 3) ---------------------------------------
+
+BENT = [sys.executable, str(REPO / "tests" / "qsolve" / "providers" / "bent.py")]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: §4's 0 ≤ m and k ≤ 32 are checked on one gate per basis only (rz, prx's first angle, "
+    "gpi): a provider that takes zz at [-1, 2], or xx at [1, 33], passes the checker; issue 38 item 3: "
+    "angle bounds for every gate of every basis",
+)
+@pytest.mark.parametrize(
+    ("basis", "lax", "gate"),
+    [
+        ("gpizz", "zz:angle [-1, 2]", {"gate": "zz", "qubits": [0, 1], "turns": [[-1, 2]]}),
+        ("prxrzxx", "xx:angle [1, 33]", {"gate": "xx", "qubits": [0, 1], "turns": [[1, 33]]}),
+        ("prxcz", "prx:turns.1: angle [1, 33]", {"gate": "prx", "qubits": [0], "turns": [[0, 0], [1, 33]]}),
+    ],
+    ids=["zz-negative", "xx-exponent-past-32", "prx-phase-exponent-past-32"],
+)
+def test_a_provider_taking_one_gates_angle_out_of_range_fails_the_checker(
+    home, capsys, monkeypatch, basis, lax, gate
+):
+    monkeypatch.setenv("BENT_BASIS", basis)
+    argv = ["providers", "add", "lax", "--env", "BENT_BASIS", "--process", "--", *BENT, "--stdio"]
+    assert main([*argv, "lax-angle", lax]) == 0
+    from qsolve.providers.connect import open_client
+
+    client = open_client("lax")[0]
+    try:  # the provider does take that program, which §4 says it MUST refuse invalid
+        program = {"format": "wai.native/1", "basis": basis, "bits": 1, "gates": [gate]}
+        program["measure"] = [{"qubit": 0, "bit": 0}]
+        message = {"protocol": "wai.quantum.provider/1", "op": "estimate", "shots": 10, "program": program}
+        assert client.raw(message).get("ok") is True
+    finally:
+        client.close()
+    capsys.readouterr()
+    code = main(["providers", "test", "lax"])
+    out = capsys.readouterr().out
+    assert code == 1, out  # the provider takes an angle §4 says it MUST refuse invalid
