@@ -155,6 +155,24 @@ def test_a_providers_file_that_is_not_yaml_is_refused_without_its_password(home,
     assert printed.err.count("\n") == 1, printed.err
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: providers add --http 'http:user:PW@host/' (no slashes, which WHATWG parsers and "
+    "browsers read as http://user:PW@host/) is refused with the URL quoted whole, its password in the "
+    "error (§1: a credential never in an answer the host prints)",
+)
+@pytest.mark.parametrize(
+    "form", ["http:u:{pw}@127.0.0.1:9/", "http:/u:{pw}@127.0.0.1:9/", "http:\\\\u:{pw}@127.0.0.1:9/"]
+)
+def test_a_url_without_its_slashes_is_refused_without_its_password(home, capsys, form):
+    capsys.readouterr()
+    assert main(["providers", "add", "lab", "--http", form.format(pw=PASSWORD)]) == 2
+    printed = capsys.readouterr()
+    assert printed.err.count("\n") == 1
+    assert PASSWORD not in printed.out + printed.err, printed.err
+    assert not (home / "providers.yaml").exists()
+
+
 # ---- Ctrl-C while the checker waits on a job ----------------------------------------------------------
 
 
