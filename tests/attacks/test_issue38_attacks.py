@@ -117,6 +117,27 @@ def test_providers_follow_prints_a_many_line_status_error_in_one_line(home, http
     assert err.count("\n") == 1, err
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: a provider's job id holding a newline splits qsolve run's Ctrl-C line in two, and the "
+    "provider writes a line of its own in qsolve's voice ('qsolve run: ...'); issue 38 item 4: the "
+    "interrupted line names the record and the follow command, and every provider error is one line",
+)
+def test_a_job_id_of_two_lines_cannot_split_the_interrupted_line(home, http_sly):
+    from tests.qsolve.providers.test_edges import _submitted
+
+    forged = "s-1\nqsolve run: the job finished; nothing is left to follow"
+    http_sly.behave(
+        raw={"submit": json.dumps({"ok": True, "job": forged}), "status": '{"ok": true, "status": "running"}'}
+    )
+    job, code, err = _interrupted(RUN, _submitted(home))
+    assert code == 130, err
+    said = [line for line in err.splitlines() if line.startswith("qsolve run: ")]
+    assert len(said) == 1, err
+    assert f"recorded as {job.id}" in said[0] and f"qsolve providers follow {job.id}" in said[0]
+    assert "nothing is left to follow" not in err.replace(said[0], ""), err
+
+
 # ---- no credential in what the host prints (item 4, §1) ---------------------------------------------
 
 
