@@ -17,6 +17,9 @@ from qsolve.workflow.manifest import Metric
 
 MATCHES = "Matches the best classical answer"
 BELOW = "Below the best classical answer"
+#: the track record's verdict of a row with nothing compared (a method crashed, no usable objective): never
+#: null, so that ``verdict = MATCHES`` in an analyst's SQL is false for it, not unknown
+NOT_COMPARED = "Not compared: no answer to compare"
 GAP_SLACK = 1e-9
 MIN_COVERAGE = 0.9
 WILSON_Z = 1.959963984540054  # 95%

@@ -26,7 +26,9 @@ from .builders import EXPECTED, EXPECTED_CARDS, scenario
 from .test_analyst import SCENARIO_VERSIONS, analyst
 
 RUN_VIEWS = sorted({*EXPECTED, "filed_rows", "latest_candidates"})  # the views with a run_id
-EVERY_VIEW = sorted({*RUN_VIEWS, "versions", "workflow_cards", "on_devices", "method_objectives"})
+EVERY_VIEW = sorted(
+    {*RUN_VIEWS, "versions", "workflow_cards", "on_devices", "method_objectives", "nondeterministic"}
+)
 GLOB = re.compile(r"[*?\[\]{}]")
 
 
@@ -142,7 +144,8 @@ def test_the_duckdb_1x_command_line_reads_the_database_and_runs_the_sql_file(hom
     cli = cli1()
     file_scenario(home)
     counts = " UNION ALL ".join(f"SELECT '{v}' AS view, count(*) AS n FROM {v}" for v in EVERY_VIEW)
-    want = {v: len(EXPECTED[v]) for v in EXPECTED} | {"workflow_cards": 2, "versions": 3}
+    want = {v: len(EXPECTED[v]) for v in EXPECTED}
+    want |= {"workflow_cards": 2, "versions": 3, "nondeterministic": 0}
     database = str(home / "trackrecord.duckdb")
     got = {
         r["view"]: r["n"] for r in cli_json(cli, "-readonly", database, "-json", "-c", counts, cwd=tmp_path)
