@@ -50,6 +50,7 @@ def submission_flow(folder: str, run_history: bool = True, account: str | None =
     validation = gates_report(gates_stage(folder, checks, return_state=True))
     report.gates = validation.gates
     report.cases = validation.cases
+    report.warnings = [*report.warnings, *validation.case_warnings]  # never a verdict changed
     if validation.sandbox and validation.sandbox.protections:
         report.sandbox = validation.sandbox.protections.summary()
     if not validation.passed:

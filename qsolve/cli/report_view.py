@@ -41,6 +41,9 @@ class Progress:
                 f"  [{event['index'] + 1}/{event['total']}] {_text(event['name'])}: {verdict} ({took:.1f} s)",
                 soft_wrap=True,
             )
+            for w in event.get("warnings") or []:
+                said = f"    [yellow]warning:[/yellow] {_text(w)}"
+                self.console.print(said, soft_wrap=True, highlight=False)
         elif kind == "stopped":  # the time limit: the job ends here
             why = _text(event["why"])
             self.console.print(f"  [red]stopped[/red]: {why}", soft_wrap=True, highlight=False)
@@ -119,6 +122,8 @@ def show(report: ValidationReport, console: Console) -> None:
         if report.metric_note:
             console.print(f"[dim]accuracy: {report.metric_note}[/dim]", highlight=False)
         console.print("[dim]verdict: matches / is below the best classical answer (the reference)[/dim]")
+        for w in report.case_warnings:
+            console.print(f"[yellow]warning:[/yellow] {_text(w)}", highlight=False)
     if report.gates:
         table = Table(title="Gates", title_justify="left")
         table.add_column("gate")

@@ -56,17 +56,29 @@ class ValidationReport(BaseModel):
     def passed(self) -> bool:
         return self.checks.ok and bool(self.gates) and all(g.passed for g in self.gates)
 
+    @property
+    def case_warnings(self) -> list[str]:
+        """What the cases' numbers say may be wrong (a zero baseline, the quantum method beating the
+        reference), each naming its case; they never change a verdict."""
+        return case_warnings(self.cases)
+
     def to_json(self) -> dict[str, Any]:
-        """The object of DESIGN.md §5, with the sandbox's isolation added."""
+        """The object of DESIGN.md §5, with the sandbox's isolation and the warnings added."""
         return {
             "workflow": self.workflow,
             "version": self.version,
             "target": self.target,
             "checks": {"ok": self.checks.ok, "errors": self.checks.errors},
+            "warnings": [*self.checks.warnings, *self.case_warnings],
             "gates": [g.model_dump(mode="json") for g in self.gates],
             "cases": [c.summary() for c in self.cases],
             "sandbox": self.sandbox.model_dump(mode="json", exclude={"log_tail"}) if self.sandbox else None,
         }
+
+
+def case_warnings(cases: list[CaseResult]) -> list[str]:
+    """Each case's warnings as ``<case> on <target>: <warning>``."""
+    return [f"{c.name} on {c.target}: {w}" for c in cases for w in c.warnings]
 
 
 def validate(
