@@ -26,7 +26,7 @@ from .damaged import found_damaged, leave_out_damaged, read_failure
 from .errors import UnknownWorkflow
 from .layout import Layout
 from .row import COLUMNS, TrackRecordRow
-from .views import Sources, attach, create_views, parquet_source, reading, session
+from .views import Sources, attach, create_views, parquet_source, reading, session, sql_text
 
 ROW_COLUMNS = ", ".join(name for name, _, _ in COLUMNS)
 
@@ -92,6 +92,19 @@ class WorkflowPage(BaseModel):
     earlier_results: list[EarlierResult]
     nondeterministic: list[Nondeterministic] = []  # the version's cases whose rounds differ (issue 37)
 
+    def none_said(self) -> str:
+        """How many track-record rows have no accuracy, and why: ``2 rows have none: the baseline is 0
+        in 1, nothing compared in 1``."""
+        from qsolve.judging.deciding import NOT_COMPARED, ZERO_BASELINE
+
+        rows = [r for r in self.track_record if r.accuracy is None]
+        zero = sum(1 for r in rows if any(w.startswith(ZERO_BASELINE) for w in r.warnings))
+        nothing = sum(1 for r in rows if r.verdict == NOT_COMPARED)
+        why = [f"the baseline is 0 in {zero}"] * bool(zero)
+        why += [f"nothing compared in {nothing}"] * bool(nothing)
+        n = len(rows)
+        return f"{n} {'row has' if n == 1 else 'rows have'} none" + (f": {', '.join(why)}" if why else "")
+
 
 def page(
     name: str,
@@ -135,15 +148,11 @@ def page(
             "SELECT passed, total, headline_accuracy, without_accuracy FROM workflow_cards"
         ).fetchall()
         passed, total, headline, without = card[0] if card else (0, 0, None, 0)
-        flagged = con.execute(
-            "SELECT * EXCLUDE (workflow, version) FROM nondeterministic WHERE workflow = ? AND version = ?"
-            " ORDER BY case_name, target, seed, params",
-            [name, shown],
-        )
-        columns = [d[0] for d in flagged.description]
-        nondeterministic = [
-            Nondeterministic(**dict(zip(columns, r, strict=True))) for r in flagged.fetchall()
-        ]
+        flagged = con.sql(  # through Arrow: Python's own times would need pytz (DuckDB 1.5)
+            f"SELECT * EXCLUDE (workflow, version) FROM nondeterministic WHERE version = {sql_text(shown)}"
+            " ORDER BY case_name, target, seed, params"
+        ).to_arrow_table()
+        nondeterministic = [Nondeterministic(**r) for r in flagged.to_pylist()]
         return WorkflowPage(
             workflow=name,
             version=shown,
@@ -199,11 +208,7 @@ def render_page(p: WorkflowPage, console: Console | None = None) -> None:
         " (current)" if p.version == p.current_version else f" (current: {p.current_version})"
     )
     head = Text.assemble((p.workflow, "bold"), " ", shown)
-    none = (
-        f"; {p.without_accuracy} had none: the baseline is 0, no relative accuracy"
-        if p.without_accuracy
-        else ""
-    )
+    none = f"; {p.none_said()}" if p.without_accuracy else ""
     if p.headline_accuracy is None:
         headline = f"Headline accuracy: none yet (no track-record row with an accuracy{none})"
     else:
