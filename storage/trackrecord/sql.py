@@ -144,8 +144,8 @@ def run_sql(sql: str, home: Path | str | None = None, *, timeout: float | None =
             raise QueryLimit(sql, said, "memory") from None
         except duckdb.PermissionException as e:
             folder = f"{Layout(home).home.resolve()}/trackrecord/"
-            said = f"{str(e).strip()} (qsolve query reads only the track record's files: name them by absolute "
-            said += f"path, {folder}*.parquet, or read the views: rows, current, track_record, ...)"
+            said = f"{str(e).strip()} (qsolve query reads only the track record's files: name them by "
+            said += f"absolute path, {folder}*.parquet, or read the views: rows, current, track_record, ...)"
             raise QueryFailed(sql, said) from None
         except duckdb.Error as e:
             raise QueryFailed(sql, str(e).strip()) from None
