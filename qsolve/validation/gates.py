@@ -204,13 +204,17 @@ def _method_difference(first: CaseResult, again: CaseResult) -> str | None:
         other = twice.get(m.name)
         if other is None:
             continue
-        for what in ("objective", "claimed", "solution", "unavailable"):
+        for what in ("objective", "claimed", "solution", "unavailable", "details"):
             x, y = getattr(m, what), getattr(other, what)
             if not numbers_close(x, y):
-                if what == "solution":
-                    return f"method {m.name}'s {_first_difference(x, y, 'solution')}"
+                if what in ("solution", "details"):
+                    return f"method {m.name}'s {_first_difference(x, y, what)}"
                 shown = "objective" if what == "claimed" else what
                 return f"method {m.name}'s {shown}: {_short(x)} then {_short(y)}"
+        sent = [[c.model_dump(mode="json") for c in r.circuits] for r in (m, other)]
+        if not numbers_close(*sent):  # the same answer from other circuits: a random angle, say
+            where = _first_difference(*sent, "circuits")
+            return f"method {m.name}'s circuits differ, the same answer or not: {where}"
     return None
 
 

@@ -125,6 +125,21 @@ def test_reproducible_names_the_first_differing_value_of_a_solution(wf: Workflow
     assert gate.message.startswith("one ran again with method greedy's solution.bits[1]: '"), gate.message
 
 
+def test_reproducible_names_the_circuits_of_a_method_whose_answer_stays(wf: WorkflowDir) -> None:
+    """It named a platform number (``different result at fidelity``): now the method whose circuits
+    differ, and ctx.rng."""
+    random_angle = MODULE.replace(
+        "    qc.x(0)\n    qc.measure_all()\n    ctx.sample([qc, qc]",
+        "    import os\n    qc.rx(0.5 + 2 * int.from_bytes(os.urandom(4)) / 2**32, 0)\n    qc.measure_all()\n    ctx.sample([qc, qc]",
+    )
+    assert random_angle != MODULE
+    gate = gates_of(wf, random_angle, cases=[{"name": "one", "input": {"x": 1}}])["reproducible"]
+    assert not gate.passed
+    assert gate.message.startswith("one ran again with method quantum's circuits differ, the same answer or "
+                                   "not: circuits[0].fidelity: "), gate.message
+    assert gate.message.endswith("never from an unseeded generator, the clock or the order of a set")
+
+
 def test_a_job_stopped_after_a_case_ran_still_reports_the_run_gates(wf: WorkflowDir) -> None:
     """The seed adds reproducible and estimate_honest when at least one case ran to a result: a time
     limit reached during the second run leaves them failing with its reason, never dropped."""
