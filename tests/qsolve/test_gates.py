@@ -130,7 +130,8 @@ def test_reproducible_names_the_circuits_of_a_method_whose_answer_stays(wf: Work
     differ, and ctx.rng."""
     random_angle = MODULE.replace(
         "    qc.x(0)\n    qc.measure_all()\n    ctx.sample([qc, qc]",
-        "    import os\n    qc.rx(0.5 + 2 * int.from_bytes(os.urandom(4)) / 2**32, 0)\n    qc.measure_all()\n    ctx.sample([qc, qc]",
+        "    import os\n    qc.rx(0.5 + 2 * int.from_bytes(os.urandom(4)) / 2**32, 0)\n"
+        "    qc.measure_all()\n    ctx.sample([qc, qc]",
     )
     assert random_angle != MODULE
     gate = gates_of(wf, random_angle, cases=[{"name": "one", "input": {"x": 1}}])["reproducible"]
