@@ -145,6 +145,14 @@ def synthetic(start: int, n: int, total: int, rng: np.random.Generator) -> pa.Ta
     }
     columns["methods"] = _methods(columns["quantum"], columns["baseline"], rng)
     columns["measured"] = pa.array(hardware)
+    expect = (
+        '{"max_abs_error":null,"max_gap":0.0,"max_two_qubit_gates":null,"min_fidelity":0.97,'
+        '"min_postselection":null}'
+    )
+    columns["expect"] = pa.array([expect]).take(pa.array(np.zeros(n, dtype=np.int64)))
+    columns["reason"] = columns["message"]
+    no_warnings = pa.array(np.zeros(n + 1, dtype=np.int32))
+    columns["warnings"] = pa.ListArray.from_arrays(no_warnings, pa.array([], pa.string()))
     table = pa.table(columns)
     fidelity = table.column("fidelity")
     table = table.set_column(

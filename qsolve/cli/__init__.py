@@ -209,7 +209,7 @@ def _submitted(args: argparse.Namespace, report) -> int:
         )
         if store is None:
             sql = f"select * from track_record where workflow = '{name}'"
-            print(f'  duckdb {home / "trackrecord.duckdb"} "{sql}"')
+            print(f'  duckdb -readonly {home / "trackrecord.duckdb"} "{sql}"')
         else:
             print("  qsolve views-sql > views.sql   (the views for your own DuckDB, with httpfs)")
     return EXIT_OK if report.accepted else EXIT_FAILED

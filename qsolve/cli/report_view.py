@@ -41,6 +41,9 @@ class Progress:
                 f"  [{event['index'] + 1}/{event['total']}] {_text(event['name'])}: {verdict} ({took:.1f} s)",
                 soft_wrap=True,
             )
+            for w in event.get("warnings") or []:
+                said = f"    [yellow]warning:[/yellow] {_text(w)}"
+                self.console.print(said, soft_wrap=True, highlight=False)
         elif kind == "stopped":  # the time limit: the job ends here
             why = _text(event["why"])
             self.console.print(f"  [red]stopped[/red]: {why}", soft_wrap=True, highlight=False)
@@ -81,7 +84,7 @@ def case_table(cases) -> Table:
     ):
         table.add_column(col, overflow="fold")  # a narrow terminal wraps a name, never cuts it
     for c in cases:
-        result = _result(c.passed, c.why())
+        result = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]"  # why: below (print_cases)
         acc = (
             ""
             if c.accuracy is None
@@ -105,6 +108,15 @@ def case_table(cases) -> Table:
     return table
 
 
+def print_cases(cases, console: Console) -> None:
+    """The case table, then why each case that failed did, one line each below it: a message in a
+    column of its own wrapped into 15 characters."""
+    console.print(case_table(cases))
+    for c in cases:
+        if not c.passed:
+            console.print(f"  {_text(c.name)}: {_result(False, c.why())}", soft_wrap=True, highlight=False)
+
+
 def show(report: ValidationReport, console: Console) -> None:
     name = report.workflow or report.folder or "the workflow folder"
     console.print(f"[bold]{name}[/bold] {report.version or ''} on {report.target}".replace("  ", " "))
@@ -115,10 +127,12 @@ def show(report: ValidationReport, console: Console) -> None:
     for w in report.checks.warnings:
         console.print(f"[yellow]warning:[/yellow] {_text(w)}", highlight=False)
     if report.cases:
-        console.print(case_table(report.cases))
+        print_cases(report.cases, console)
         if report.metric_note:
             console.print(f"[dim]accuracy: {report.metric_note}[/dim]", highlight=False)
         console.print("[dim]verdict: matches / is below the best classical answer (the reference)[/dim]")
+        for w in report.case_warnings:
+            console.print(f"[yellow]warning:[/yellow] {_text(w)}", highlight=False)
     if report.gates:
         table = Table(title="Gates", title_justify="left")
         table.add_column("gate")

@@ -126,10 +126,10 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
     if as_json:
         print(json.dumps({"case": result.summary(), "receipts": receipts, "jobs": jobs}, indent=2))
     else:
-        from qsolve.cli.report_view import case_table
+        from qsolve.cli.report_view import print_cases
 
         console = Console(width=None if sys.stdout.isatty() else 140)
-        console.print(case_table([result]))
+        print_cases([result], console)
         if backend is not None:
             label = _label(
                 backend.description if target.startswith("ibm:") else backend.session.description()

@@ -17,6 +17,9 @@ from qsolve.workflow.manifest import Metric
 
 MATCHES = "Matches the best classical answer"
 BELOW = "Below the best classical answer"
+#: the track record's verdict of a row with nothing compared (a method crashed, no usable objective): never
+#: null, so that ``verdict = MATCHES`` in an analyst's SQL is false for it, not unknown
+NOT_COMPARED = "Not compared: no answer to compare"
 GAP_SLACK = 1e-9
 MIN_COVERAGE = 0.9
 WILSON_Z = 1.959963984540054  # 95%
@@ -188,9 +191,32 @@ def _above(x: float, bound: float, decimals: int = 4) -> str:
 
 @dataclass(frozen=True)
 class Comparison:
-    accuracy: float
+    """The accuracy (``None`` where the seed's formula is undefined: a zero baseline of a relative
+    metric, ``why_none`` saying so), its plus-or-minus and the verdict. An accuracy is in [0, 1]."""
+
+    accuracy: float | None
     accuracy_pm: float | None
     verdict: str
+    why_none: str | None = None
+
+
+#: why a relative accuracy is undefined: ``(q - r) / abs(r)`` at ``r = 0``
+ZERO_BASELINE = "the baseline is 0: no relative accuracy"
+ZERO_BASELINE_FIX = (
+    "add a constant to evaluate so that the reference's objective is not 0, or set metric.tolerance_abs"
+)
+BEATS_REFERENCE_HINT = (
+    "is `reference` exact, and is `evaluate` lower-is-better (a maximisation returns the negative)?"
+)
+
+
+def zero_baseline(metric: Metric, r: float) -> bool:
+    """Whether the baseline leaves the seed's relative accuracy undefined."""
+    return metric.kind != "error_rate" and abs(r) < 1e-12
+
+
+def _unit(x: float) -> float:
+    return min(max(x, 0.0), 1.0)
 
 
 def wilson_interval(rate: float, n: int, z: float = WILSON_Z) -> tuple[float, float]:
@@ -206,7 +232,7 @@ def compare(metric: Metric, q: float, r: float, stderr: float | None, n_test: in
     tol_abs = metric.tolerance_abs
     scale = max(abs(r), 1e-12)
     if metric.kind == "error_rate":
-        accuracy = 1 - q
+        accuracy = _unit(1 - q)
         bound = r + metric.tolerance + (tol_abs or 0.0)
         pm = low = None
         if n_test:
@@ -215,12 +241,46 @@ def compare(metric: Metric, q: float, r: float, stderr: float | None, n_test: in
         matches = q <= bound or (low is not None and low <= bound)
         return Comparison(accuracy, pm, MATCHES if matches else BELOW)
     worse = (q - r) / scale
-    accuracy = 1 - abs(worse) if metric.kind == "relative_error" else 1 - max(worse, 0.0)
+    raw = 1 - abs(worse) if metric.kind == "relative_error" else 1 - max(worse, 0.0)
     pm = stderr / scale if stderr is not None else None
     matches = (
-        accuracy >= 1 - metric.tolerance - 1e-12
+        raw >= 1 - metric.tolerance - 1e-12
         or (tol_abs is not None and abs(q - r) <= tol_abs)
         or (stderr is not None and stderr <= abs(r) / 4 and abs(q - r) <= 2 * stderr)
         or (metric.kind == "relative_gap" and q <= r)
     )
-    return Comparison(accuracy, pm, MATCHES if matches else BELOW)
+    if zero_baseline(metric, r):  # the seed's formula divides by 0: no number, and the reason
+        why = ZERO_BASELINE + (
+            f" (the verdict compares abs error {_num(abs(q - r))} with tolerance_abs {_num(tol_abs)})"
+            if tol_abs is not None
+            else ""
+        )
+        return Comparison(None, None, MATCHES if matches else BELOW, why)
+    return Comparison(_unit(raw), pm, MATCHES if matches else BELOW)
+
+
+def beats_reference(metric: Metric, q: float, r: float, stderr: float | None) -> bool:
+    """Whether the quantum objective ``q`` is better (lower) than the reference's ``r`` by more than
+    the metric's tolerance, its ``tolerance_abs`` and twice the quantum method's ``stderr``: a
+    reference the guide asks to be exact was beaten, or ``evaluate`` has the wrong sign."""
+    if metric.kind == "error_rate":
+        allowed = metric.tolerance + (metric.tolerance_abs or 0.0)
+    else:
+        allowed = max(metric.tolerance * abs(r), metric.tolerance_abs or 0.0)
+    allowed = max(allowed, 2 * stderr if stderr is not None else 0.0, 1e-9 * max(1.0, abs(r)))
+    return r - q > allowed
+
+
+def case_warnings(metric: Metric, quantum: MethodOutcome, q: float, r: float) -> list[str]:
+    """What the numbers of a compared case say may be wrong with the workflow, never changing its
+    verdict: a zero baseline (no relative accuracy), the quantum method beating the reference."""
+    out = []
+    if zero_baseline(metric, r):
+        left_out = "so this case has none and is left out of the headline"
+        out.append(f"{ZERO_BASELINE}, {left_out}: {ZERO_BASELINE_FIX}")
+    if beats_reference(metric, q, r, quantum.stderr):
+        out.append(
+            f"quantum method {quantum.name} beat the reference: {_claim(q)} against {_claim(r)} "
+            f"(lower is better), beyond the tolerance; {BEATS_REFERENCE_HINT}"
+        )
+    return out

@@ -103,6 +103,11 @@ class CaseResult(BaseModel):
     #: why the quantum method or the reference gave nothing to compare, when the message is the seed's
     #: "no headline metric": "method vqe failed: ZeroDivisionError: field is zero (workflow.py:41)"
     cause: str | None = None
+    #: the ``expect`` the case was judged by, every key written out (null for a case that raised first)
+    expect: dict[str, Any] | None = None
+    #: what the numbers say may be wrong with the workflow, never changing the verdict: a baseline of 0
+    #: (no relative accuracy), the quantum method beating the reference beyond its tolerance
+    warnings: list[str] = Field(default_factory=list)
     methods: list[MethodOutcome] = Field(default_factory=list)
     ran: bool = True  # False when the case raised before it had a result
     result_hash: str = ""
@@ -117,6 +122,7 @@ class CaseResult(BaseModel):
             params=case.params,
             passed=False,
             message=f"FAIL {message}",
+            expect=case.expect.model_dump(mode="json"),
             ran=False,
         ).with_hash()
 

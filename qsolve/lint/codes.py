@@ -143,6 +143,14 @@ CODES: tuple[Code, ...] = (
         "Define the function or fix the name.",
     ),
     Code(
+        "W043",
+        "a function cannot take its arguments (a warning)",
+        "A method, `evaluate` or `estimate` has parameters that cannot take what the platform passes: "
+        "a method `(input, params, ctx)`, `evaluate(input, solution)`, `estimate(input, params)`. "
+        "Every case would fail at `qsolve test`.",
+        "Give the function exactly those parameters, in that order (`def qaoa(input, params, ctx)`).",
+    ),
+    Code(
         "E050",
         "benchmarks/cases.yaml missing",
         "The workflow has no `benchmarks/cases.yaml`.",

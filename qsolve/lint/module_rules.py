@@ -1,4 +1,5 @@
-"""Lint of the workflow module by its syntax tree; workflow code is never imported (E040 to E042)."""
+"""Lint of the workflow module by its syntax tree; workflow code is never imported (E040 to E042, and
+the warning W043: a function the platform calls that cannot take the arguments it is given)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ def module(root: Path, manifest: Manifest | None) -> Iterator[Issue]:
     if "evaluate" not in names:
         yield Issue(label, "no top-level `evaluate(input, solution)`", code="E041")
     declared = {m.function_name for m in manifest.methods} | {"evaluate", "estimate"}
+    yield from arity(label, tree, manifest)
     for method in manifest.methods:
         if method.function_name not in names:
             yield Issue(
@@ -54,3 +56,36 @@ def module(root: Path, manifest: Manifest | None) -> Iterator[Issue]:
                 + did_you_mean(method.function_name, sorted(n for n in names if n not in declared)),
                 code="E042",
             )
+
+
+#: what the platform passes each function, positionally
+CALLED_WITH = {"evaluate": ("input", "solution"), "estimate": ("input", "params")}
+METHOD_ARGUMENTS = ("input", "params", "ctx")
+
+
+def takes(fn: ast.FunctionDef | ast.AsyncFunctionDef, n: int) -> bool:
+    """Whether ``fn`` can be called with ``n`` positional arguments and nothing else."""
+    a = fn.args
+    positional = len(a.posonlyargs) + len(a.args)
+    required = positional - len(a.defaults)
+    kw_required = sum(1 for d in a.kw_defaults if d is None)
+    return required <= n and (positional >= n or a.vararg is not None) and kw_required == 0
+
+
+def arity(label: str, tree: ast.Module, manifest: Manifest) -> Iterator[Issue]:
+    """W043: a method, ``evaluate`` or ``estimate`` defined at the top level whose parameters cannot take
+    what the platform passes (``def qaoa(input, ctx)`` fails every case at ``qsolve test``)."""
+    wanted = {m.function_name: METHOD_ARGUMENTS for m in manifest.methods} | CALLED_WITH
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in wanted:
+            args = wanted[node.name]
+            if not takes(node, len(args)):
+                a = node.args
+                has = ", ".join(x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs))
+                yield Issue(
+                    label,
+                    f"{node.name}({has}) at line {node.lineno} cannot be called as "
+                    f"{node.name}({', '.join(args)}): the platform passes these {len(args)} arguments",
+                    code="W043",
+                    severity="warning",
+                )

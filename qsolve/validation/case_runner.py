@@ -11,7 +11,15 @@ import time
 from typing import Any
 
 from qsolve.errors import WorkflowProcessFailed
-from qsolve.judging.deciding import Evidence, broken_bound, compare, first_failure, gap, meets_expect
+from qsolve.judging.deciding import (
+    Evidence,
+    broken_bound,
+    case_warnings,
+    compare,
+    first_failure,
+    gap,
+    meets_expect,
+)
 from qsolve.judging.quantum_context import QuantumContext
 from qsolve.judging.results import CaseResult, MethodOutcome, quality
 from qsolve.runtime.worker import SchemaStopped
@@ -158,6 +166,7 @@ def decide(
     message = first_failure(Evidence(outcomes, quantum, baseline, case.expect, qual))
     cause = None if message is None or message.startswith("method ") else cause_of(quantum, baseline)
     numbers: dict[str, Any] = {}
+    warned: list[str] = []
     passed = False
     if quantum.usable and baseline.usable:
         q, r = quantum.objective, baseline.objective
@@ -173,6 +182,7 @@ def decide(
             "accuracy_pm": cmp.accuracy_pm,
             "verdict": cmp.verdict,
         }
+        warned = case_warnings(manifest.metric, quantum, q, r)
         passed = message is None and meets_expect(case.expect, q, r)
         numbers["bound"] = None if message else broken_bound(case.expect, q, r)
     sent = [c for o in outcomes for c in o.circuits]
@@ -191,6 +201,8 @@ def decide(
         shots=sum(c.shots for c in sent),
         methods=outcomes,
         cause=cause,
+        expect=case.expect.model_dump(mode="json"),
+        warnings=warned,
         **numbers,
     ).with_hash()
 

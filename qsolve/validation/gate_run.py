@@ -110,7 +110,8 @@ def run_gates(
             inputs.results.append(result)
             ran.append(case)
             emit({"event": "result", "index": i, "total": len(cases), "name": case.name,
-                  "passed": result.passed, "message": result.message, "why": result.why()})
+                  "passed": result.passed, "message": result.message, "why": result.why(),
+                  "warnings": result.warnings})
         first = next((c for c, r in zip(ran, inputs.results, strict=True) if r.ran), None)
         if first is not None:
             now = f"{first.name} (its second run, for reproducible)"

@@ -2,7 +2,8 @@
 
 The first five read the workflow; the last three judge its cases' runs. ``reproducible`` and
 ``estimate_honest`` are added only when at least one case ran to a result, so a workflow whose every
-case raises shows six gates. All must pass to publish.
+case raises shows six gates; a job stopped at its time limit after a case ran still shows them, failing
+with that reason where they could not be judged. All must pass to publish.
 """
 
 from __future__ import annotations
@@ -168,7 +169,8 @@ def reproducible(g: GateInputs) -> GateResult:
     """Re-running the first case that ran gives the same result hash, or numbers equal up to 1e-8."""
     first, again = g.first_ran, g.rerun
     if again is None:
-        return GateResult(name="reproducible", passed=False, message=f"{first.name} was not run again")
+        why = f": {g.died}" if g.died else ""
+        return GateResult(name="reproducible", passed=False, message=f"{first.name} was not run again{why}")
     if again.result_hash == first.result_hash:
         return GateResult(
             name="reproducible", passed=True, message=f"{first.name} ran again with the same result hash"
@@ -180,12 +182,40 @@ def reproducible(g: GateInputs) -> GateResult:
             passed=True,
             message=f"{first.name} ran again with every number equal up to 1e-8",
         )
-    where = _first_difference(a, b)
+    where = _method_difference(first, again) or f"a different result at {_first_difference(a, b)}"
     return GateResult(
         name="reproducible",
         passed=False,
-        message=f"{first.name} ran again with a different result at {where}",
+        message=f"{first.name} ran again with {where}; {RNG_HINT}",
     )
+
+
+RNG_HINT = (
+    "a method's randomness must come from ctx.rng (seeded by the case's seed), never from an unseeded "
+    "generator, the clock or the order of a set"
+)
+
+
+def _method_difference(first: CaseResult, again: CaseResult) -> str | None:
+    """The first method whose own values differ between two runs: its objective, then its solution
+    (``method qaoa's objective -86 then -89``); ``None`` when every method's are equal."""
+    twice = {m.name: m for m in again.methods}
+    for m in first.methods:
+        other = twice.get(m.name)
+        if other is None:
+            continue
+        for what in ("objective", "claimed", "solution", "unavailable", "details"):
+            x, y = getattr(m, what), getattr(other, what)
+            if not numbers_close(x, y):
+                if what in ("solution", "details"):
+                    return f"method {m.name}'s {_first_difference(x, y, what)}"
+                shown = "objective" if what == "claimed" else what
+                return f"method {m.name}'s {shown}: {_short(x)} then {_short(y)}"
+        sent = [[c.model_dump(mode="json") for c in r.circuits] for r in (m, other)]
+        if not numbers_close(*sent):  # the same answer from other circuits: a random angle, say
+            where = _first_difference(*sent, "circuits")
+            return f"method {m.name}'s circuits differ, the same answer or not: {where}"
+    return None
 
 
 def _first_difference(a: Any, b: Any, path: str = "") -> str:
@@ -208,6 +238,10 @@ def _short(v: Any) -> str:
 def estimate_honest(g: GateInputs) -> GateResult:
     """``estimate()`` within a factor of two of the circuits and shots the case sent (0.5 to 2.0)."""
     first = g.first_ran
+    if g.died and g.estimate is None and g.estimate_error is None:
+        return GateResult(
+            name="estimate_honest", passed=False, message=f"{first.name}'s estimate was not asked: {g.died}"
+        )
     if first.circuits == 0:  # the seed: it passes with a note when the run sent no circuits, whatever
         return GateResult(  # estimate() said or raised
             name="estimate_honest",
@@ -258,6 +292,6 @@ RUN_GATES: tuple[Callable[[GateInputs], GateResult], ...] = (reproducible, estim
 def judge(g: GateInputs) -> list[GateResult]:
     """Every gate, in the seed's order."""
     gates = [gate(g) for gate in STATIC_GATES] + [cases_pass(g)]
-    if g.first_ran is not None and not g.died:
+    if g.first_ran is not None:  # the seed: when at least one case ran, even if the job then stopped
         gates += [gate(g) for gate in RUN_GATES]
     return gates

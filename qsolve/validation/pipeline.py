@@ -56,17 +56,39 @@ class ValidationReport(BaseModel):
     def passed(self) -> bool:
         return self.checks.ok and bool(self.gates) and all(g.passed for g in self.gates)
 
+    @property
+    def case_warnings(self) -> list[str]:
+        """What the cases' numbers say may be wrong (a zero baseline, the quantum method beating the
+        reference), each naming its case; they never change a verdict."""
+        return case_warnings(self.cases)
+
     def to_json(self) -> dict[str, Any]:
-        """The object of DESIGN.md §5, with the sandbox's isolation added."""
+        """The object of DESIGN.md §5, with the sandbox's isolation and the warnings added."""
         return {
             "workflow": self.workflow,
             "version": self.version,
             "target": self.target,
             "checks": {"ok": self.checks.ok, "errors": self.checks.errors},
+            "warnings": [*self.checks.warnings, *self.case_warnings],
             "gates": [g.model_dump(mode="json") for g in self.gates],
             "cases": [c.summary() for c in self.cases],
             "sandbox": self.sandbox.model_dump(mode="json", exclude={"log_tail"}) if self.sandbox else None,
         }
+
+
+def _manifest_alone(root: Path):
+    """The manifest, where it reads though the workflow as a whole did not; else None."""
+    from qsolve.workflow.folder import load_manifest
+
+    try:
+        return load_manifest(Path(root))
+    except Exception:  # noqa: BLE001 - the checks' errors say what is wrong
+        return None
+
+
+def case_warnings(cases: list[CaseResult]) -> list[str]:
+    """Each case's warnings as ``<case> on <target>: <warning>``."""
+    return [f"{c.name} on {c.target}: {w}" for c in cases for w in c.warnings]
 
 
 def validate(
@@ -94,11 +116,12 @@ def run_gates(
     ``require_confinement`` (the platform's flows): no workflow code runs without the full boundary;
     the gates then fail naming what was missing."""
     wf = checks.workflow
+    named = wf.manifest if wf else _manifest_alone(root)  # a case file that fails: still its name
     report = ValidationReport(
-        workflow=wf.name if wf else None,
-        version=wf.version if wf else None,
+        workflow=named.name if named else None,
+        version=named.version if named else None,
         target=target,
-        folder=str(root),
+        folder=str(Path(root).resolve()),
         metric_note=wf.manifest.metric.note if wf else None,
         checks=ChecksSummary(ok=checks.ok, errors=checks.errors, warnings=checks.warnings),
     )

@@ -153,6 +153,7 @@ def version_page(request: Request, name: str, version: str) -> HTMLResponse:
 
 def _show(request: Request, name: str, version: str | None) -> HTMLResponse:
     from qsolve.web.people import current_account
+    from storage.trackrecord.workflow_page import warnings as page_warnings
 
     p, checked, said = workflow_page(request, name, version)
     account = current_account(request)
@@ -164,7 +165,7 @@ def _show(request: Request, name: str, version: str | None) -> HTMLResponse:
         p=p,
         published=published_dates(request, name, p.versions),
         checked=checked,
-        warnings=said,
+        warnings=[*said, *page_warnings(p)],
         matches=matches,
         with_accuracy=with_accuracy,
         charts=histories(p),

@@ -4,7 +4,14 @@
 A run that failed for platform reasons (``platform_error``, ``backend_unavailable``, ``run_too_large``,
 ``insufficient_credits``, ``unsupported_target``, ``cancelled``) says nothing about the workflow and is
 never a row; a run that failed because of the workflow is a row with ``passed`` false and the status
-``failed``, ``crash`` or ``timeout`` ("How they run", step 5).
+``failed``, ``crash`` or ``timeout`` ("How they run", step 5). A case whose quantum method or reference
+crashed (its seed message ``method x failed: ...``, nothing compared) is a ``crash`` too.
+
+Schema 3 (issue 37) adds what a failure needs to be understood from the row alone: ``expect`` (the
+bounds the case was judged by, as JSON text), ``reason`` (why it failed: the seed's message, or the
+comparison it broke, ``gap 0.3 > max_gap 0``; never null when it failed) and ``warnings`` (what the
+numbers say may be wrong, never changing the verdict); and a row with nothing compared has the verdict
+``NOT_COMPARED``, never null.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from qsolve.judging.deciding import NOT_COMPARED
 from qsolve.judging.results import CaseResult, MethodOutcome, canonical_json, to_json_value
 
 from .errors import NotRecorded
@@ -37,7 +45,9 @@ PLATFORM_FAILURES: tuple[str, ...] = (
     "unsupported_target",
     "cancelled",
 )
-SCHEMA_VERSION = "2"  # 2: every method's objective (``methods``) and ``measured`` (issue 23)
+#: 2: every method's objective (``methods``) and ``measured`` (issue 23); 3: ``expect``, ``reason``,
+#: ``warnings``, and a verdict never null (issue 37)
+SCHEMA_VERSION = "3"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 #: one entry of ``methods``: a method's name, kind (``quantum`` or ``classical``), its objective (lower is
@@ -90,6 +100,9 @@ COLUMNS: tuple[tuple[str, pa.DataType, bool], ...] = (
     ("receipt_digest", pa.string(), False),
     ("methods", METHODS_TYPE, False),
     ("measured", pa.bool_(), False),
+    ("expect", pa.string(), True),
+    ("reason", pa.string(), True),
+    ("warnings", pa.list_(pa.string()), False),
 )
 
 SCHEMA = pa.schema(
@@ -153,7 +166,7 @@ class TrackRecordRow(BaseModel):
     abs_error: float | None = None
     accuracy: float | None = None
     accuracy_pm: float | None = None
-    verdict: str | None = None
+    verdict: str = NOT_COMPARED  # never null: NOT_COMPARED where nothing was compared
     fidelity: float | None = None
     coverage: float | None = None
     postselection: float | None = None
@@ -168,11 +181,27 @@ class TrackRecordRow(BaseModel):
     receipt_digest: str = ""  # empty until device receipts exist
     methods: list[MethodObjective] = []  # every method's objective, in the order the case ran them
     measured: bool = False  # a device measured the counts (not sim-, fake: or a simulator's)
+    expect: str | None = None  # the case's expect as canonical JSON text, every key written out
+    reason: str | None = None  # why it failed ("gap 0.3 > max_gap 0"); null when it passed
+    warnings: list[str] = []  # what the numbers say may be wrong; the verdict stays as judged
 
     @field_validator("recorded_at")
     @classmethod
     def _utc(cls, v: datetime) -> datetime:
         return v.astimezone(UTC)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _never_null(cls, data: Any) -> Any:
+        """A verdict and, for a failed row, a reason, whoever builds the row: what SQL reads never
+        mistakes a row with nothing compared for a match, nor a failure for one without a reason."""
+        if isinstance(data, dict) and (data.get("verdict") is None or data.get("reason") is None):
+            data = dict(data)
+            if data.get("verdict") is None:
+                data["verdict"] = NOT_COMPARED
+            if data.get("reason") is None and data.get("passed") is False:
+                data["reason"] = data.get("message") or data.get("status")
+        return data
 
     @model_validator(mode="after")
     def _status_agrees(self) -> TrackRecordRow:
@@ -235,7 +264,7 @@ class TrackRecordRow(BaseModel):
         if status in PLATFORM_FAILURES:
             raise NotRecorded(run_id, status)
         if status is None:
-            status = "passed" if result.passed else "failed"
+            status = "passed" if result.passed else "crash" if crashed(result) else "failed"
         if status not in STATUSES:
             raise ValueError(f"run {run_id}: unknown status {status!r} (one of {', '.join(STATUSES)})")
         if status != "passed" and result.passed:
@@ -274,7 +303,25 @@ class TrackRecordRow(BaseModel):
             result_hash=result.result_hash,
             methods=[MethodObjective.of(m) for m in result.methods],
             measured=measured_of(result.target),
+            expect=canonical_json(result.expect).decode() if result.expect is not None else None,
+            reason=None if status == "passed" else failure_reason(result, status),
+            warnings=result.warnings,
         )
+
+
+def crashed(result: CaseResult) -> bool:
+    """Whether nothing was compared because the quantum method or the reference crashed (its
+    unavailable reason is the seed's ``failed: ...``)."""
+    headline = [m for m in result.methods if m.kind == "quantum" or m.name == "reference"]
+    failed = any(m.unavailable is not None and m.unavailable.startswith("failed:") for m in headline)
+    return result.verdict is None and failed
+
+
+def failure_reason(result: CaseResult, status: str) -> str:
+    """Why a row failed, never empty: the seed's message (or what it stands for, ``cause``), else the
+    bound its numbers broke (``gap 0.3 > max_gap 0``), else its status."""
+    why = (result.cause or result.message or result.bound or "").removeprefix("FAIL ").strip()
+    return why or status
 
 
 def params_text(params: dict[str, Any]) -> str:
@@ -289,6 +336,7 @@ def to_table(rows: Iterable[TrackRecordRow]) -> pa.Table:
     # Times as microseconds since 1970: Arrow converts aware datetimes through pandas, a slow import.
     columns["recorded_at"] = [_micros(t) for t in columns["recorded_at"]]
     columns["methods"] = [[m.model_dump() for m in ms] for ms in columns["methods"]]
+    columns["warnings"] = [list(w) for w in columns["warnings"]]
     arrays = [pa.array(columns[name], typ) for name, typ, _ in COLUMNS]
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
@@ -337,6 +385,8 @@ __all__ = [
     "STATUSES",
     "TrackRecordRow",
     "conform",
+    "crashed",
+    "failure_reason",
     "from_table",
     "measured_of",
     "params_text",

@@ -107,10 +107,14 @@ def run_sql(sql: str, home: Path | str | None = None, *, timeout: float | None =
 
         timer = threading.Timer(timeout, stop) if timeout else None
         try:
-            for i, statement in enumerate(con.extract_statements(sql), start=1):
+            statements = con.extract_statements(sql)
+            for i, statement in enumerate(statements, start=1):
                 kind = statement.type.name
                 if kind not in READING:
-                    raise QueryFailed(sql, f"qsolve query only reads: statement {i} is {kind}, not a SELECT")
+                    raise QueryFailed(sql, f"qsolve query only reads: statement {i} is {_said(statement)}")
+            if len(statements) != 1:  # '' ran nothing and exited 0; "select 1; select 2" showed only 2
+                got = "no statement" if not statements else f"{len(statements)} statements"
+                raise QueryFailed(sql, f"qsolve query runs one SELECT at a time: got {got}")
             if timer is not None:
                 timer.start()
             for attempt in range(2):
@@ -138,6 +142,11 @@ def run_sql(sql: str, home: Path | str | None = None, *, timeout: float | None =
             raise_it = f"{MEMORY_VARIABLE} raises it, e.g. {MEMORY_VARIABLE}=50%"
             said = f"over its memory limit of {shown} ({why}); {raise_it}"
             raise QueryLimit(sql, said, "memory") from None
+        except duckdb.PermissionException as e:
+            folder = f"{Layout(home).home.resolve()}/trackrecord/"
+            said = f"{str(e).strip()} (qsolve query reads only the track record's files: name them by "
+            said += f"absolute path, {folder}*.parquet, or read the views: rows, current, track_record, ...)"
+            raise QueryFailed(sql, said) from None
         except duckdb.Error as e:
             raise QueryFailed(sql, str(e).strip()) from None
         finally:
@@ -146,6 +155,16 @@ def run_sql(sql: str, home: Path | str | None = None, *, timeout: float | None =
                 if timer.ident is not None:  # started: wait for it, so no interrupt meets a closed connection
                     timer.join()
             con.close()
+
+
+def _said(statement: Any) -> str:
+    """What a refused statement is, as its author wrote it: ``INSTALL``, which DuckDB types as LOAD; an
+    extension is never loaded here (open ``trackrecord.duckdb`` in DuckDB itself for that)."""
+    kind = statement.type.name
+    words = str(getattr(statement, "query", "")).split()
+    word = words[0].upper() if words and words[0].isalpha() else kind
+    hint = " (no extension loads here: open trackrecord.duckdb in DuckDB itself)" if kind == "LOAD" else ""
+    return f"{word}, not a SELECT{hint}"
 
 
 def query(

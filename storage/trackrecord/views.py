@@ -17,7 +17,10 @@ and ``QSOLVE_HOME/trackrecord.sql``, the views as plain SQL.
     earlier_results       what the page keeps as history: older rows of the current version's sim- and
                           fake: cases, and device rows a newer run of the same case and target replaced
     method_objectives     one row per current row and method: its name, kind, objective, availability
-    workflow_cards        per workflow: passed and total on sim- targets, headline accuracy (the median)
+    workflow_cards        per workflow: passed and total on sim- targets, headline accuracy (the median
+                          over the rows with one) and how many rows had none (a zero baseline)
+    nondeterministic      per case, version, target, seed and params run on sim- or fake: targets: the
+                          rounds (runs) whose result hashes differ, when they do (issue 37)
 
 "Latest" is the greatest ``recorded_at``, ties broken by ``run_id``. A workflow's current version is its
 newest published one, known from rows alone as the version whose first row was recorded last: a version's
@@ -69,6 +72,7 @@ VIEWS_VERSION = f"{SCHEMA_VERSION}.4"  # bump when a definition changes: stale d
 GROUP = "workflow, version, case_name, target"
 COPY_ORDER = "recorded_at DESC, result_hash DESC, filename DESC, file_row_number DESC"
 LATEST_ORDER = "recorded_at DESC, run_id DESC, result_hash DESC"
+ROUND_ORDER = "recorded_at, run_id"
 SIM = "starts_with(target, 'sim-')"
 FAKE = "starts_with(target, 'fake:')"
 HARDWARE = f"NOT ({SIM} OR {FAKE})"
@@ -199,9 +203,22 @@ def definitions(sources: Sources, version: str | None = None) -> list[tuple[str,
             "workflow_cards",
             "SELECT v.workflow, v.version AS current_version,"
             " count(t.run_id) FILTER (WHERE t.passed) AS passed, count(t.run_id) AS total,"
-            " median(t.accuracy) AS headline_accuracy"
+            " median(t.accuracy) AS headline_accuracy,"
+            " count(t.run_id) FILTER (WHERE t.accuracy IS NULL) AS without_accuracy"
             " FROM versions v LEFT JOIN track_record t USING (workflow, version)"
             " WHERE v.is_current GROUP BY v.workflow, v.version",
+        ),
+        (
+            "nondeterministic",
+            "SELECT workflow, version, case_name, target, seed, params,"
+            " count(DISTINCT result_hash) AS result_hashes, count(*) AS runs,"
+            f" list(run_id ORDER BY {ROUND_ORDER}) AS run_ids,"
+            f" list(recorded_at ORDER BY {ROUND_ORDER}) AS rounds,"
+            f" list(result_hash ORDER BY {ROUND_ORDER}) AS hashes,"
+            f" list(passed ORDER BY {ROUND_ORDER}) AS passed"
+            f" FROM rows WHERE ({SIM} OR {FAKE}) AND result_hash <> ''"
+            " GROUP BY workflow, version, case_name, target, seed, params"
+            " HAVING count(DISTINCT result_hash) > 1",
         ),
     ]
 

@@ -13,6 +13,7 @@ until replaced).
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -25,7 +26,7 @@ from .damaged import found_damaged, leave_out_damaged, read_failure
 from .errors import UnknownWorkflow
 from .layout import Layout
 from .row import COLUMNS, TrackRecordRow
-from .views import Sources, attach, create_views, parquet_source, reading, session
+from .views import Sources, attach, create_views, parquet_source, reading, session, sql_text
 
 ROW_COLUMNS = ", ".join(name for name, _, _ in COLUMNS)
 
@@ -34,6 +35,35 @@ class EarlierResult(TrackRecordRow):
     """An older row, with the section whose case and target it is an earlier result of."""
 
     section: str
+
+
+class Nondeterministic(BaseModel):
+    """A case whose runs with the same input (its version), params, target and seed gave different
+    result hashes (the ``nondeterministic`` view): the rounds, oldest first."""
+
+    model_config = ConfigDict(frozen=True)
+
+    case_name: str
+    target: str
+    seed: int
+    params: str
+    result_hashes: int
+    runs: int
+    run_ids: list[str]
+    rounds: list[datetime]
+    hashes: list[str]
+    passed: list[bool]
+
+    def sentence(self) -> str:
+        shown = ", ".join(
+            f"{t.strftime('%Y-%m-%d %H:%M')} {'pass' if ok else 'FAIL'} {h[:8]}"
+            for t, ok, h in zip(self.rounds, self.passed, self.hashes, strict=True)
+        )
+        return (
+            f"{self.case_name} on {self.target} (seed {self.seed}, params {self.params}) is not "
+            f"reproducible: {self.result_hashes} result hashes over {self.runs} rounds ({shown}); "
+            "a method's randomness must come from ctx.rng"
+        )
 
 
 class WorkflowPage(BaseModel):
@@ -45,7 +75,8 @@ class WorkflowPage(BaseModel):
     version: str  # the version the page shows
     current_version: str  # the newest published version (views.py says how it is known)
     versions: list[str]  # every recorded version, oldest first
-    headline_accuracy: float | None  # the median accuracy over the track-record rows
+    headline_accuracy: float | None  # the median accuracy over the track-record rows that have one
+    without_accuracy: int = 0  # track-record rows with none (a zero baseline: no relative accuracy)
     metric_note: str | None = None  # the manifest's metric.note: what qualifies that accuracy
     #: run id -> the bound a failing row's numbers broke ("gap 0.0189 > max_gap 0"), where its case's
     #: expect is known (its message is null then, as the seed has it)
@@ -59,6 +90,20 @@ class WorkflowPage(BaseModel):
     on_hardware: list[TrackRecordRow]  # rows whose counts a device measured
     on_simulators: list[TrackRecordRow] = []  # device targets whose counts were simulated (issue 23)
     earlier_results: list[EarlierResult]
+    nondeterministic: list[Nondeterministic] = []  # the version's cases whose rounds differ (issue 37)
+
+    def none_said(self) -> str:
+        """How many track-record rows have no accuracy, and why: ``2 rows have none: the baseline is 0
+        in 1, nothing compared in 1``."""
+        from qsolve.judging.deciding import NOT_COMPARED, ZERO_BASELINE
+
+        rows = [r for r in self.track_record if r.accuracy is None]
+        zero = sum(1 for r in rows if any(w.startswith(ZERO_BASELINE) for w in r.warnings))
+        nothing = sum(1 for r in rows if r.verdict == NOT_COMPARED)
+        why = [f"the baseline is 0 in {zero}"] * bool(zero)
+        why += [f"nothing compared in {nothing}"] * bool(nothing)
+        n = len(rows)
+        return f"{n} {'row has' if n == 1 else 'rows have'} none" + (f": {', '.join(why)}" if why else "")
 
 
 def page(
@@ -99,14 +144,23 @@ def page(
         shown = version or current
         if shown != newest:
             create_views(con, scoped, temp=True, version=shown)
-        card = con.execute("SELECT passed, total, headline_accuracy FROM workflow_cards").fetchall()
-        passed, total, headline = card[0] if card else (0, 0, None)
+        card = con.execute(
+            "SELECT passed, total, headline_accuracy, without_accuracy FROM workflow_cards"
+        ).fetchall()
+        passed, total, headline, without = card[0] if card else (0, 0, None, 0)
+        flagged = con.sql(  # through Arrow: Python's own times would need pytz (DuckDB 1.5)
+            f"SELECT * EXCLUDE (workflow, version) FROM nondeterministic WHERE version = {sql_text(shown)}"
+            " ORDER BY case_name, target, seed, params"
+        ).to_arrow_table()
+        nondeterministic = [Nondeterministic(**r) for r in flagged.to_pylist()]
         return WorkflowPage(
             workflow=name,
             version=shown,
             current_version=current,
             versions=known,
             headline_accuracy=headline,
+            without_accuracy=without or 0,
+            nondeterministic=nondeterministic,
             metric_note=metric_note,
             passed=passed,
             total=total,
@@ -154,18 +208,20 @@ def render_page(p: WorkflowPage, console: Console | None = None) -> None:
         " (current)" if p.version == p.current_version else f" (current: {p.current_version})"
     )
     head = Text.assemble((p.workflow, "bold"), " ", shown)
+    none = f"; {p.none_said()}" if p.without_accuracy else ""
     if p.headline_accuracy is None:
-        headline = "Headline accuracy: none yet (no track-record row with an accuracy)"
+        headline = f"Headline accuracy: none yet (no track-record row with an accuracy{none})"
     else:
         n = sum(1 for r in p.track_record if r.accuracy is not None)
-        headline = f"Headline accuracy {percent(p.headline_accuracy)} (median of {n} track-record rows)"
+        headline = f"Headline accuracy {percent(p.headline_accuracy)} (median of {n} track-record rows{none})"
     matches = sum(1 for r in p.track_record if r.verdict and r.verdict.startswith("Matches"))
     summary = (
         f"{headline}; {p.passed} of {p.total} cases passed on sim- targets; "
         f"{matches} of {p.total} match the best classical answer"
     )
     note = [Text(f"The accuracy: {p.metric_note}", style="dim")] if p.metric_note else []
-    console.print(Group(head, Text(summary), *note))
+    warned = [Text(f"warning: {w}", style="yellow") for w in warnings(p)]
+    console.print(Group(head, Text(summary), *note, *warned))
     _section(console, "Track record", p.track_record, _TRACK)
     _section(console, "Noise-model estimate (not in the headline)", p.noise_model_estimate, _NOISE)
     _section(
@@ -182,6 +238,15 @@ def render_page(p: WorkflowPage, console: Console | None = None) -> None:
             _hardware_columns(p.current_version),
         )
     _section(console, "Earlier results", p.earlier_results, _EARLIER)
+
+
+def warnings(p: WorkflowPage) -> list[str]:
+    """What the page warns of, never changing a verdict: each warning of its current rows (sim- and
+    fake:), once per case and target, and each case whose rounds gave different result hashes."""
+    out = []
+    for r in [*p.track_record, *p.noise_model_estimate]:
+        out += [f"{r.case_name} on {r.target}: {w}" for w in r.warnings]
+    return out + [n.sentence() for n in p.nondeterministic]
 
 
 def percent(x: float | None, pm: float | None = None) -> str:
@@ -202,7 +267,7 @@ def _result(r: TrackRecordRow) -> Text:
     if r.passed:
         return Text("pass", style="green")
     label = "FAIL" if r.status == "failed" else r.status.upper()
-    why = r.message or _BOUNDS.get(r.run_id)
+    why = r.message or _BOUNDS.get(r.run_id) or r.reason
     return Text(label + (f": {why}" if why else ""), style="red")
 
 

@@ -108,7 +108,60 @@ def test_reproducible_fails_on_a_result_that_changes_between_runs(wf: WorkflowDi
     wf.save()
     gate = gates_of(wf, noisy, cases=[{"name": "one", "input": {"x": 1}}])["reproducible"]
     assert not gate.passed
-    assert gate.message.startswith("one ran again with a different result at methods[2].objective: -")
+    assert gate.message.startswith("one ran again with method greedy's objective: -")  # its own value
+    assert "then -" in gate.message and "must come from ctx.rng" in gate.message
+
+
+def test_reproducible_names_the_first_differing_value_of_a_solution(wf: WorkflowDir) -> None:
+    flaky = (
+        "def greedy(input, params, ctx):\n    import os\n"
+        "    return MethodResult(-1.0, solution={'x': 1, 'bits': [0, os.urandom(8).hex()]})\n"
+    )
+    wf.manifest["methods"].append({"name": "greedy", "kind": "classical"})
+    wf.save()
+    module = MODULE.replace("return -float(solution[\"x\"])", "return -float(solution['x'])")
+    gate = gates_of(wf, module + "\n\n" + flaky, cases=[{"name": "one", "input": {"x": 1}}])["reproducible"]
+    assert not gate.passed
+    assert gate.message.startswith("one ran again with method greedy's solution.bits[1]: '"), gate.message
+
+
+def test_reproducible_names_the_circuits_of_a_method_whose_answer_stays(wf: WorkflowDir) -> None:
+    """It named a platform number (``different result at fidelity``): now the method whose circuits
+    differ, and ctx.rng."""
+    random_angle = MODULE.replace(
+        "    qc.x(0)\n    qc.measure_all()\n    ctx.sample([qc, qc]",
+        "    import os\n    qc.rx(0.5 + 2 * int.from_bytes(os.urandom(4)) / 2**32, 0)\n"
+        "    qc.measure_all()\n    ctx.sample([qc, qc]",
+    )
+    assert random_angle != MODULE
+    gate = gates_of(wf, random_angle, cases=[{"name": "one", "input": {"x": 1}}])["reproducible"]
+    assert not gate.passed
+    assert gate.message.startswith("one ran again with method quantum's circuits differ, the same answer or "
+                                   "not: circuits[0].fidelity: "), gate.message
+    assert gate.message.endswith("never from an unseeded generator, the clock or the order of a set")
+
+
+def test_a_job_stopped_after_a_case_ran_still_reports_the_run_gates(wf: WorkflowDir) -> None:
+    """The seed adds reproducible and estimate_honest when at least one case ran to a result: a time
+    limit reached during the second run leaves them failing with its reason, never dropped."""
+    from qsolve.errors import OutOfTime
+
+    wf.write("workflow.py", MODULE)
+    wf.cases["cases"] = [{"name": "one", "input": {"x": 1}}]
+    wf.save()
+
+    def start() -> ModuleCode:
+        return ModuleCode.load(wf.path("workflow.py"))
+
+    def out_of_time() -> ModuleCode:
+        raise OutOfTime("the sandbox job was stopped at its time limit of 300 s")
+
+    inputs = run_gates(wf.root, "sim-cpu", None, lambda e: None, start, out_of_time)
+    gates = {g.name: g for g in judge(inputs)}
+    assert len(gates) == 8 and gates["cases_pass"].message.startswith("the sandbox job was stopped")
+    for name in ("reproducible", "estimate_honest"):
+        assert not gates[name].passed
+        assert "stopped at its time limit of 300 s in case one (its second run" in gates[name].message
 
 
 def test_module_state_does_not_carry_into_the_second_run(wf: WorkflowDir) -> None:

@@ -335,3 +335,49 @@ def test_a_broken_bound_is_shown_beside_the_value_and_never_reads_as_met() -> No
     assert broken_bound(Expect(max_abs_error=0.1), 1.1, 1.0) is None
     assert broken_bound(Expect(max_gap=0.01), -0.990001, -1.0) is None
     assert broken_bound(Expect(max_gap=0.01), -0.98999, -1.0) == "gap 0.01001 > max_gap 0.01"
+
+
+def test_a_zero_baseline_has_no_relative_accuracy_and_says_why() -> None:
+    """Issue 37: the seed's accuracy divides by abs(r); at r = 0 it is undefined, never -4e12."""
+    for kind in ("relative_gap", "relative_error"):
+        c = compare(Metric(kind=kind), 4.0, 0.0, None, None)
+        assert (c.accuracy, c.accuracy_pm, c.verdict) == (None, None, BELOW)
+        assert c.why_none == "the baseline is 0: no relative accuracy"
+    c = compare(Metric(tolerance_abs=100), 4.0, 0.0, None, None)  # the verdict by the absolute difference
+    assert c.accuracy is None and c.verdict == MATCHES
+    assert c.why_none.endswith("(the verdict compares abs error 4 with tolerance_abs 100)")
+    assert compare(Metric(), 0.0, 0.0, None, None).verdict == MATCHES  # no worse than the baseline
+
+
+def test_an_accuracy_is_never_outside_0_to_1() -> None:
+    assert compare(Metric(), 30.0, 10.0, None, None).accuracy == 0.0  # three times worse: 1 - 2 is clamped
+    assert compare(Metric(kind="relative_error"), -35.0, -10.0, None, None).accuracy == 0.0
+    assert compare(Metric(kind="error_rate"), 1.5, 0.1, None, None).accuracy == 0.0
+
+
+def test_warnings_never_change_the_verdict(wf: WorkflowDir) -> None:
+    """A sign mistake (the quantum method 'beats' an exact reference) and a zero baseline are warned
+    of in the case's result; its pass, message and verdict stay the seed's."""
+    better = "    ctx.sample([x_circuit()], 100)\n    return MethodResult(-2.0, solution={'x': 2})"
+    r = run(wf, better)
+    assert (r.passed, r.message, r.verdict) == (True, None, MATCHES)
+    assert r.expect == {"max_gap": 0.0, "max_abs_error": None, "min_fidelity": None,
+                        "min_postselection": None, "max_two_qubit_gates": None}
+    assert r.warnings == [
+        "quantum method quantum beat the reference: -2 against -1 (lower is better), beyond the tolerance; "
+        "is `reference` exact, and is `evaluate` lower-is-better (a maximisation returns the negative)?"
+    ]
+    assert run(wf, SAMPLE_AND_ANSWER).warnings == []
+    zero = "    ctx.sample([x_circuit()], 100)\n    return MethodResult(0.0, solution={'x': 0})"
+    r = run(wf, zero.replace("0.0", "4.0").replace("'x': 0", "'x': -4"), {"max_abs_error": 100},
+            extra="\n\ndef reference(input, params, ctx):\n    return MethodResult(0.0, solution={'x': 0})\n")
+    assert (r.passed, r.accuracy, r.gap) == (True, None, 4e12)  # the seed's gap, and no accuracy
+    assert r.warnings[0].startswith("the baseline is 0: no relative accuracy, so this case has none")
+    assert "set metric.tolerance_abs" in r.warnings[0]
+
+
+def test_the_reason_of_each_failure_is_kept() -> None:
+    from qsolve.judging.deciding import broken_bound
+
+    assert broken_bound(Expect(max_gap=0.0), -0.7, -1.0) == "gap 0.3 > max_gap 0"
+    assert broken_bound(Expect(max_abs_error=0.1), -0.5, -1.0) == "abs error 0.5 > max_abs_error 0.1"

@@ -79,3 +79,27 @@ def test_the_metric_note_is_shown_beside_the_accuracy(wf) -> None:
     out = io.StringIO()
     show(report, Console(file=out, width=200))
     assert "accuracy: Q" in out.getvalue()
+
+
+def test_the_heading_names_the_workflow_when_only_its_case_file_fails_the_checks(wf, monkeypatch) -> None:
+    """It said ``. on sim-cpu`` for ``qsolve test .`` (issue 37): the manifest still names it."""
+    from qsolve.cli.report_view import show
+    from qsolve.validation.pipeline import validate
+
+    wf.write("benchmarks/cases.yaml", "cases:\n  - name: one\n    input: {x: 1}\n    expect: {max_gapp: 0}\n")
+    monkeypatch.chdir(wf.root)
+    out = io.StringIO()
+    report = validate(wf.root.relative_to(wf.root.parent).parent / ".")
+    show(report, Console(file=out, width=200))
+    assert out.getvalue().splitlines()[0] == f"{wf.manifest['name']} {wf.manifest['version']} on sim-cpu"
+
+
+def test_a_case_message_is_not_wrapped_into_a_narrow_column() -> None:
+    from qsolve.cli.report_view import print_cases
+    from qsolve.judging.results import CaseResult
+
+    why = "method qaoa failed: ZeroDivisionError: division by zero in a rather long message (workflow.py:41)"
+    one = CaseResult(name="one", target="sim-cpu", seed=1, params={}, passed=False, message=why)
+    out = io.StringIO()
+    print_cases([one], Console(file=out, width=80, color_system=None))
+    assert f"  one: FAIL {why}\n" in out.getvalue()  # one line below the table, however narrow

@@ -236,12 +236,32 @@ def test_each_mistake_gets_its_code(wf: WorkflowDir, mutate, code: str, loc: str
 
 
 def test_every_code_is_tested_and_documented() -> None:
-    tested = {c[2] for c in CASES}
+    tested = {c[2] for c in CASES} | {"W043"}  # the warning: test_a_method_that_cannot_take_its_arguments
     catalogue = {c.code for c in CODES}
     assert catalogue == tested
     doc = (REPO / "docs" / "lint-codes.md").read_text()
-    documented = set(re.findall(r"^## (E\d{3})\b", doc, re.M))
+    documented = set(re.findall(r"^## ([EW]\d{3})\b", doc, re.M))
     assert documented == catalogue
+
+
+def test_a_method_that_cannot_take_its_arguments_is_warned_of(wf: WorkflowDir) -> None:
+    """Issue 37: ``def qaoa(input, ctx)`` failed every case at qsolve test with lint silent."""
+    wf.write(
+        "workflow.py",
+        "def evaluate(input, solution, *, exact): ...\n"
+        "def quantum(input, ctx): ...\n"
+        "def reference(input, params, ctx, extra=1, *more, **kw): ...\n"
+        "def estimate(*args): ...\n",
+    )
+    report = lint(wf.root)
+    assert report.ok  # a warning: the gates give the verdict
+    said = [str(i) for i in report.issues]
+    assert said == [
+        "W043 workflow.py: evaluate(input, solution, exact) at line 1 cannot be called as "
+        "evaluate(input, solution): the platform passes these 2 arguments",
+        "W043 workflow.py: quantum(input, ctx) at line 2 cannot be called as quantum(input, params, ctx): "
+        "the platform passes these 3 arguments",
+    ]
 
 
 def test_lint_never_checks_the_content_of_cases(wf: WorkflowDir) -> None:

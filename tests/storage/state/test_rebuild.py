@@ -175,39 +175,51 @@ def test_the_command_rebuilds_without_prefect(tmp_path, monkeypatch, capsys):
     assert run_ids(home) == ids
 
 
-def as_schema_v1(folder: Path) -> None:
-    """Make ``folder`` what a qsolve of track-record schema 1 wrote: its files without ``methods`` and
-    ``measured``, their metadata saying 1, and ``schema-v1.parquet`` instead of ``schema-v2.parquet``."""
+#: what each older track-record schema lacked of this one's columns
+OLDER_SCHEMAS = {
+    "1": ["methods", "measured", "expect", "reason", "warnings"],
+    "2": ["expect", "reason", "warnings"],  # issue 37 added them
+}
+
+
+def as_older_schema(folder: Path, old: str) -> None:
+    """Make ``folder`` what a qsolve of track-record schema ``old`` wrote: its files without the columns
+    added since, their metadata saying ``old``, and ``schema-v<old>.parquet`` instead of this one's."""
     import pyarrow.parquet as pq
 
     for path in sorted(folder.glob("*.parquet")):
-        table = pq.read_table(path).drop_columns(["methods", "measured"])
-        table = table.replace_schema_metadata({b"qsolve.trackrecord.schema": b"1"})
-        name = "schema-v1.parquet" if path.name.startswith("schema-") else path.name
+        table = pq.read_table(path).drop_columns(OLDER_SCHEMAS[old])
+        table = table.replace_schema_metadata({b"qsolve.trackrecord.schema": old.encode()})
+        name = f"schema-v{old}.parquet" if path.name.startswith("schema-") else path.name
         path.unlink()
         pq.write_table(table, folder / name, compression="zstd")
 
 
-def test_a_home_of_schema_v1_upgrades_through_the_maintenance_pass(db, version, tmp_path):
+@pytest.mark.parametrize("old", sorted(OLDER_SCHEMAS))
+def test_a_home_of_an_older_schema_upgrades_through_the_maintenance_pass(db, version, tmp_path, old):
+    from storage.trackrecord.row import SCHEMA_VERSION
+
     home = tmp_path / "home"
     ids = filed_home(db, version, home)
     layout = Layout(home)
-    old = sorted(p.name for p in layout.folder.glob("*.parquet"))
-    as_schema_v1(layout.folder)
-    layout.database.unlink()  # as a qsolve of schema 1 built it: its views are another version's
+    old_names = sorted(p.name for p in layout.folder.glob("*.parquet"))
+    as_older_schema(layout.folder, old)
+    layout.database.unlink()  # as an older qsolve built it: its views are another version's
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert run_sql("SELECT run_id FROM rows", home).num_rows == 0  # the v1 files left out, set aside
+        assert run_sql("SELECT run_id FROM rows", home).num_rows == 0  # the old files left out, set aside
     said = sorted(str(w.message) for w in caught if w.category is TrackRecordWarning)
-    assert len(said) == len(old) and "schema-v1.parquet: not a name qsolve gives its files" in said[-1]
-    assert all("track-record schema 1, not 2: an older qsolve wrote it" in w for w in said[:-1])
+    assert len(said) == len(old_names)
+    assert f"schema-v{old}.parquet: not a name qsolve gives its files" in said[-1]
+    newer = f"track-record schema {old}, not {SCHEMA_VERSION}: an older qsolve wrote it"
+    assert all(newer in w for w in said[:-1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         lost = maintenance.refile_lost_runs(db, home).runs
     assert sorted(lost) == ids  # every run filed again from the state database
     aside = sorted(p.name for p in (layout.folder / "left-out").iterdir())
-    assert aside == sorted([*(n for n in old if not n.startswith("schema-")), "schema-v1.parquet"])
-    assert (layout.folder / "schema-v2.parquet").exists()
+    assert aside == sorted([*(n for n in old_names if not n.startswith("schema-")), f"schema-v{old}.parquet"])
+    assert (layout.folder / f"schema-v{SCHEMA_VERSION}.parquet").exists()
     assert run_ids(home) == ids and run_ids(home, "current") == ids
     methods = run_sql("SELECT DISTINCT method, kind FROM method_objectives ORDER BY 1", home).to_pylist()
     assert methods == [{"method": "qaoa", "kind": "quantum"}, {"method": "reference", "kind": "classical"}]

@@ -71,6 +71,9 @@ def test_query_to_files(filed, tmp_path, capsys):
         ("SELEC 1", "syntax error"),
         ("SELECT nope FROM rows", "nope"),
         ("SELECT * FROM no_such_view", "no_such_view"),
+        ("", "qsolve query runs one SELECT at a time: got no statement"),
+        ("select 1; select 2", "qsolve query runs one SELECT at a time: got 2 statements"),
+        ("SELECT * FROM read_parquet('trackrecord/*.parquet')", "name them by absolute path"),
     ],
 )
 def test_bad_sql_exits_2_with_the_reason(filed, capsys, sql, message):
@@ -143,7 +146,7 @@ def test_reading_an_empty_home_creates_nothing(home, capsys):
         ("COPY (SELECT 1) TO '{home}/trackrecord/rows-forged.parquet'", "statement 1 is COPY"),
         ("SELECT 1; COPY current TO '{home}/x.csv'", "statement 2 is COPY"),
         ("ATTACH '{home}/other.db'", "statement 1 is ATTACH"),
-        ("INSTALL httpfs", "statement 1 is"),
+        ("INSTALL httpfs", "statement 1 is INSTALL, not a SELECT (no extension loads here"),
         ("LOAD httpfs", "statement 1 is LOAD"),
         ("CREATE TABLE t AS SELECT 1", "statement 1 is CREATE"),
         ("SET enable_external_access = true", "statement 1 is SET"),

@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from qsolve.judging.deciding import BELOW
 from storage.trackrecord import file_rows
 
 from .builders import row, scenario
@@ -49,7 +50,15 @@ def analyst(tmp_path_factory: pytest.TempPathFactory):
         row("r30", version="1.1.0", case="ring-6-with-chord", minute=26, accuracy=0.9),
         row("r31", version="1.1.0", case="ring-6-with-chord", recorded_at=datetime.now(UTC)),
     ]
-    file_rows([*scenario(), *ring], home)
+    # issue 37: a zero baseline (no accuracy, a warning) and a case whose two rounds differ
+    honest = [
+        row("h1", workflow="honest", case="zero", accuracy=None, verdict=BELOW, methods=[],
+            warnings=["the baseline is 0: no relative accuracy, so this case has none"]),
+        row("h2", workflow="honest", case="flaky", minute=1, methods=[], passed=False, message=None,
+            reason="gap 0.3 > max_gap 0", expect='{"max_abs_error":null,"max_gap":0.0}'),
+        row("h3", workflow="honest", case="flaky", minute=2, methods=[]),
+    ]
+    file_rows([*scenario(), *ring, *honest], home)
     con = duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True)
     yield con
     con.close()
@@ -103,3 +112,27 @@ def test_hardware_against_simulator(analyst):
     ]
     kinds = answer(analyst, "Which device targets measured")
     assert ("provider:reference", False, 1) in kinds and ("ibm:ibm_fez", True, 1) in kinds
+
+
+def test_every_failure_has_its_reason(analyst):
+    """Issue 37: "failure messages, most frequent first" put NULL on top; a reason is never null."""
+    reasons = answer(analyst, "Failure reasons")
+    assert reasons and all(reason is not None for reason, _ in reasons)
+    assert ("gap 0.3 > max_gap 0", 1) in reasons
+    failed = answer(analyst, "Which runs failed and why")
+    mine = [r[:7] for r in failed if r[0] == "honest"]
+    assert mine == [("honest", "1.0.0", "flaky", "sim-cpu", "failed", "gap 0.3 > max_gap 0", "0.0")]
+
+
+def test_a_crash_is_not_a_match(analyst):
+    """qubo's current sim- rows include a crash: bool_and over its verdicts is false, not true."""
+    assert dict(answer(analyst, "Does every current sim- case")) == {
+        "honest": False, "max-cut": False, "qubo": False
+    }
+
+
+def test_warnings_and_rounds_that_differ(analyst):
+    warned = answer(analyst, "Warnings of the current rows")
+    assert [w[:3] for w in warned] == [("honest", "1.0.0", "zero")]
+    flagged = {(r[0], r[2]): r for r in answer(analyst, "Cases whose rounds gave different results")}
+    assert flagged[("honest", "flaky")][5:7] == (2, 2) and flagged[("honest", "flaky")][-1] == [False, True]

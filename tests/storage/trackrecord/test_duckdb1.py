@@ -18,7 +18,7 @@ import duckdb
 import pytest
 
 from qsolve.cli.trackrecord import add_commands
-from storage.trackrecord import TrackRecordWarning, compact, ensure_views, file_rows
+from storage.trackrecord import TrackRecordWarning, compact, connect, ensure_views, file_rows
 from storage.trackrecord.layout import Layout
 from tests.duckdb15 import cli1, python1
 
@@ -26,7 +26,9 @@ from .builders import EXPECTED, EXPECTED_CARDS, scenario
 from .test_analyst import SCENARIO_VERSIONS, analyst
 
 RUN_VIEWS = sorted({*EXPECTED, "filed_rows", "latest_candidates"})  # the views with a run_id
-EVERY_VIEW = sorted({*RUN_VIEWS, "versions", "workflow_cards", "on_devices", "method_objectives"})
+EVERY_VIEW = sorted(
+    {*RUN_VIEWS, "versions", "workflow_cards", "on_devices", "method_objectives", "nondeterministic"}
+)
 GLOB = re.compile(r"[*?\[\]{}]")
 
 
@@ -142,7 +144,11 @@ def test_the_duckdb_1x_command_line_reads_the_database_and_runs_the_sql_file(hom
     cli = cli1()
     file_scenario(home)
     counts = " UNION ALL ".join(f"SELECT '{v}' AS view, count(*) AS n FROM {v}" for v in EVERY_VIEW)
-    want = {v: len(EXPECTED[v]) for v in EXPECTED} | {"workflow_cards": 2, "versions": 3}
+    want = {v: len(EXPECTED[v]) for v in EXPECTED}
+    want |= {"workflow_cards": 2, "versions": 3}
+    with connect(home) as con:  # the scenario's rounds of one case differ (each row its own hash)
+        want["nondeterministic"] = con.sql("SELECT count(*) FROM nondeterministic").fetchone()[0]
+    assert want["nondeterministic"] > 0
     database = str(home / "trackrecord.duckdb")
     got = {
         r["view"]: r["n"] for r in cli_json(cli, "-readonly", database, "-json", "-c", counts, cwd=tmp_path)

@@ -73,6 +73,7 @@ def test_views_work_with_no_files_and_typed_columns(home):
         "on_hardware",
         "earlier_results",
         "workflow_cards",
+        "nondeterministic",
     ]:
         assert con.sql(f"SELECT count(*) FROM {view}").fetchall() == [(0,)]
     types = dict(con.sql("SELECT column_name, column_type FROM (DESCRIBE current)").fetchall())

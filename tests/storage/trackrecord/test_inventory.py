@@ -26,6 +26,7 @@ from storage.trackrecord import (
     page,
     views,
 )
+from storage.trackrecord.row import COLUMNS
 
 from .builders import row
 from .test_analyst import analyst, as_a_new_process
@@ -98,7 +99,7 @@ BAD: dict[str, tuple[Callable[[Path], Path], str]] = {
     "an empty file": (empty, "not a Parquet file"),
     "other columns": (
         other_columns,
-        "missing workflow, version, case_name, target and 27 more; others: score",
+        f"missing workflow, version, case_name, target and {len(COLUMNS) - 5} more; others: score",
     ),
     "other types": (other_types, "shots is string, not int64"),
     "no qsolve metadata": (not_by_qsolve, "qsolve did not write it"),

@@ -18,6 +18,7 @@ from storage.objects import storage_of
 from storage.state import connect
 from storage.trackrecord import TrackRecordWarning, compact, file_rows, page
 from storage.trackrecord.analyst import analyst_sql
+from storage.trackrecord.row import SCHEMA_VERSION
 from storage.trackrecord.sql import run_sql
 from tests.duckdb15 import httpfs1
 from tests.s3server import KEY_ID, SECRET
@@ -47,7 +48,7 @@ def test_the_views_read_the_bucket_as_they_read_a_folder(bucket, home):
         assert ids(home, view) == EXPECTED[view], view
     assert not (home / "trackrecord").exists() and not (home / "trackrecord.duckdb").exists()
     names = objects(home)
-    assert "schema-v2.parquet" in names and sum(n.startswith("h-") for n in names) == 1
+    assert f"schema-v{SCHEMA_VERSION}.parquet" in names and sum(n.startswith("h-") for n in names) == 1
 
 
 def test_filing_the_same_runs_from_two_homes_makes_one_object(bucket, tmp_path):
