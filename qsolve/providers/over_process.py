@@ -34,7 +34,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qsolve.providers.errors import redact
 from qsolve.providers.transport import (
@@ -45,6 +45,9 @@ from qsolve.providers.transport import (
     encode_message,
     parse_answer,
 )
+
+if TYPE_CHECKING:
+    from qsolve.sandbox.program import Confinement
 
 CREDENTIAL_ENV = "WAI_PROVIDER_CREDENTIAL"
 #: what a program needs to start, passed on from this process's environment when set (and every LC_*)
@@ -159,9 +162,14 @@ class ProcessTransport:
         log_path: str | Path | None = None,
         log_chars: int = LOG_CHARS,
         max_line: int = MAX_ANSWER_BYTES,
+        confinement: Confinement | None = None,
+        home: Path | None = None,
     ) -> None:
         """``env`` is where the allowed variables are read from (this process's environment when not
-        given), and ``pass_env`` the names of the person's own variables passed on besides."""
+        given), and ``pass_env`` the names of the person's own variables passed on besides.
+        ``confinement``: run the program confined (:mod:`qsolve.sandbox.program`), seeing nothing of
+        ``home`` (``QSOLVE_HOME``) or the keychain; ``None`` runs it as the host's user, as a test's
+        stand-in does."""
         if isinstance(argv, str | bytes) or not argv or not all(isinstance(a, str) for a in argv):
             raise TransportError("a process provider is a program and its arguments: a list of strings")
         self.argv = tuple(argv)
@@ -175,6 +183,11 @@ class ProcessTransport:
             secrets=(self.credential,), max_chars=log_chars, path=Path(log_path) if log_path else None
         )
         self._proc: subprocess.Popen[bytes] | None = None
+        self._confinement = confinement
+        self._home = home
+        self._confined: Any = None  # qsolve.sandbox.program.Started, once started confined
+        #: what held of its confinement, once started confined (``missing``: what did not)
+        self.confined: dict[str, Any] | None = None
         self._stderr_thread: threading.Thread | None = None
         self._buffer = bytearray()
         self._broken: str | None = None
@@ -217,6 +230,8 @@ class ProcessTransport:
 
     def _start(self) -> None:
         self._scratch = tempfile.mkdtemp(prefix="qsolve-provider-")  # owner-only (0700)
+        if self._confinement is not None:
+            return self._start_confined(self._confinement)
         env = provider_environment(
             self._source, self._pass_env, scratch=self._scratch, credential=self.credential
         )
@@ -239,6 +254,47 @@ class ProcessTransport:
             raise TransportError(
                 f"the provider program {self.argv[0]!r} did not start: {exc.strerror or exc}"
             ) from None
+        self._started()
+
+    def _start_confined(self, confinement: Confinement) -> None:
+        """Start the program in its own confinement (:mod:`qsolve.sandbox.program`); refuse to run it
+        where the kernel gave less, unless its entry accepted that."""
+        from qsolve.home import qsolve_home
+        from qsolve.sandbox import program
+
+        assert self._scratch is not None
+        scratch = os.path.join(self._scratch, "scratch")
+        os.mkdir(scratch, 0o700)
+        env = provider_environment(self._source, self._pass_env, scratch=scratch, credential=self.credential)
+        home = self._home or qsolve_home()
+        try:
+            read = program.readable(list(self.argv), list(confinement.read), home)
+            started = program.start(
+                list(self.argv),
+                env=env,
+                read=read,
+                scratch=scratch,
+                require=not confinement.accept_unconfined,
+                cwd=str(self._cwd) if self._cwd else None,
+                memory_mb=confinement.memory_mb,
+            )
+        except (OSError, program.Refused) as exc:
+            self._broken = f"it did not start: {exc}"
+            self._remove_scratch()
+            raise TransportError(f"the provider program {self.argv[0]!r} did not start: {exc}") from None
+        self._proc, self._confined, self.confined = started.proc, started, started.held
+        if started.missing and not confinement.accept_unconfined:
+            self._broken = "the kernel cannot confine it here"
+            self._kill()
+            raise TransportError(
+                f"the provider program {self.argv[0]!r} cannot be confined on this machine ("
+                + "; ".join(started.missing)
+                + "): it was not run; qsolve providers add NAME --accept-unconfined NAME ... accepts that"
+            )
+        self._started()
+
+    def _started(self) -> None:
+        assert self._proc is not None
         assert self._proc.stdin is not None and self._proc.stderr is not None
         os.set_blocking(self._proc.stdin.fileno(), False)
         self._stderr_thread = threading.Thread(
@@ -351,6 +407,8 @@ class ProcessTransport:
                     proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5.0)
+        if self._confined is not None:  # every process it started, a new session's too, and its cgroup
+            self._confined.end()
         self._reap()
         self._remove_scratch()
 
@@ -394,6 +452,10 @@ class ProcessTransport:
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(Exception):
                 os.killpg(proc.pid, signal.SIGKILL)
+        confined = getattr(self, "_confined", None)
+        if confined is not None:
+            with contextlib.suppress(Exception):
+                confined.end()
         scratch = getattr(self, "_scratch", None)
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)

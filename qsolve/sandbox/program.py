@@ -1,0 +1,408 @@
+"""A provider's program, confined (issue 35): built from the sandbox's parts, as a workflow process is.
+
+The platform starts ``python -m qsolve.sandbox.program PLAN`` in place of the program (:func:`start`):
+between fork and exec it joins a memory and a pids cgroup of its own (:mod:`qsolve.runtime.cgroups`)
+and takes new PID, mount, IPC, UTS and cgroup namespaces (never a network namespace: a provider may need
+its device). The launcher forks once, so that its child is the first process of the new PID namespace,
+and the child, in this order:
+
+1. builds a root of its own (:mod:`qsolve.sandbox.rootfs`): the runtime and the system's libraries, the
+   files a resolver and TLS need, the program and the files its arguments name, the paths its entry
+   allows (``--allow-read``), read-only; its scratch folder (``HOME``, ``TMPDIR``) a ``tmpfs``; a ``/proc``
+   of its own PID namespace, where no other process is. Never ``QSOLVE_HOME``, the keychain's files,
+   another provider's credential or another process's ``/proc/PID/environ``;
+2. leaves root for ``nobody`` (:mod:`qsolve.sandbox.privileges`); the program it runs keeps no
+   capability;
+3. Landlock: reads only those paths, writes only its scratch folder, signals and abstract unix sockets
+   scoped to itself (TCP left open);
+4. seccomp: every call but tracing or reading another process, namespaces, mounts, files by handle and
+   the kernel's own large interfaces (:func:`qsolve.sandbox.seccomp.install_program`);
+5. writes what held (one JSON line) on a descriptor the exec closes, and runs the program with the
+   environment it was given (``WAI_PROVIDER_CREDENTIAL`` its own credential and no other).
+
+The program is the first process of its PID namespace: when it ends, the kernel ends every process it
+started, a child in a session of its own too; the launcher's first process dies with the platform's
+client (``PR_SET_PDEATHSIG``), and the program with it; the cgroup is emptied and removed when the client
+closes the transport. Where the kernel gives less, :attr:`Started.missing` says what, and the program
+does not run unless its entry accepted that by name (``qsolve providers add NAME ... --accept-unconfined
+NAME``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import signal
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWCGROUP = 0x20000000, 0x02000000
+#: tried in this order until one is granted (no network namespace: the program may need its device)
+NAMESPACES = (
+    CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP,
+    CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC,
+    CLONE_NEWPID,
+)
+#: the memory a provider's program may hold, with everything it starts (its cgroup's, on top of
+#: :data:`qsolve.runtime.cgroups.RUNTIME_MB`)
+MEMORY_MB = 1024
+SCRATCH_MB = 64
+#: what every provider's program may read besides its own: the runtime, the system's libraries, what a
+#: resolver and TLS read (its device may be across the network)
+SYSTEM_READ = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/nsswitch.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/dev/null",
+    "/dev/urandom",
+    "/dev/zero",
+    "/sys/devices/system/cpu",
+    "/proc",  # its own PID namespace's: no other process is in it
+)
+WRITE = ("/dev/null",)
+UNPRIVILEGED = 65534
+HOSTNAME = "qsolve-provider"
+PR_SET_PDEATHSIG = 1
+REFUSED_EXIT = 126
+
+
+class Refused(ValueError):
+    """A path a provider's program may not be given: one that is, holds or lies in a protected folder."""
+
+
+def protected(home: Path) -> list[Path]:
+    """What no provider's program sees: ``QSOLVE_HOME`` (its keys, its credentials folder, the state)
+    and the keychain's files."""
+    user = Path.home()
+    keychains = [user / ".local/share/keyrings", user / ".local/share/python_keyring", user / ".gnupg"]
+    return [p.resolve() for p in (home, *keychains)]
+
+
+def check_readable(path: str | Path, home: Path) -> str:
+    """``path`` as an absolute path, or :class:`Refused` naming it: one that is or holds ``QSOLVE_HOME``
+    or the keychain's files, or lies in one."""
+    real = Path(path).expanduser().resolve()
+    for guarded in protected(home):
+        if real == guarded or guarded.is_relative_to(real) or real.is_relative_to(guarded):
+            raise Refused(
+                f"{path}: a provider's program may not read it: it is, holds or lies in {guarded} "
+                "(QSOLVE_HOME or the keychain)"
+            )
+    return str(Path(path).expanduser().absolute())
+
+
+def runtime_paths() -> set[str]:
+    """The Python runtime this platform runs on, and its packages (a provider is often a Python script)."""
+    import sysconfig
+
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
+    paths |= {p for p in sys.path if p.endswith("-packages")}
+    paths.add(str(Path(__file__).resolve().parents[1]))  # the qsolve package: `-m qsolve.providers.reference`
+    for folder in [p for p in sys.path if p.endswith("-packages")]:  # packages installed editable: sources
+        for finder in Path(folder).glob("__editable___*_finder.py"):
+            text = finder.read_text(errors="replace")
+            paths |= set(re.findall(r"'(/[^']+)'", text.partition("MAPPING")[2].partition("\n")[0]))
+    return paths
+
+
+def readable(argv: list[str], allowed: list[str], home: Path) -> list[str]:
+    """What the program may read: :data:`SYSTEM_READ`, the runtime, the program itself and each file its
+    arguments name, and ``allowed`` (each checked: :func:`check_readable`, :class:`Refused` if not).
+    Nothing that is, holds or lies in a protected folder, whatever named it."""
+    import shutil
+
+    paths = [check_readable(p, home) for p in allowed]
+    found = shutil.which(argv[0]) if os.sep not in argv[0] else argv[0]
+    named = [found] if found else []
+    named += [a for a in argv[1:] if a.startswith(("/", "./", "../")) or os.sep in a]
+    out = set(paths)
+    for candidate in [*named, *runtime_paths(), *SYSTEM_READ]:
+        if not os.path.exists(candidate):
+            continue
+        if candidate in named and os.path.isdir(candidate):
+            continue  # a folder its arguments name is read only if its entry allows it (--allow-read)
+        try:
+            out.add(check_readable(candidate, home))
+        except Refused:
+            continue  # never shown, whatever named it
+    return sorted(out)
+
+
+# ---- the platform's side ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How a provider's program is confined: what its entry lets it read besides the runtime, and
+    whether it may run where the kernel cannot confine it (its entry accepted that by name)."""
+
+    read: tuple[str, ...] = ()
+    accept_unconfined: bool = False
+    memory_mb: int = MEMORY_MB
+
+
+@dataclass
+class Started:
+    """A confined program as started: its process (the launcher's first), its cgroup, what held."""
+
+    proc: Any
+    cgroup: Any
+    held: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def missing(self) -> list[str]:
+        return list(self.held.get("missing", ["it said nothing of what held"]))
+
+    def end(self) -> None:
+        """Kill everything the program started, in any session, and remove its cgroup."""
+        import contextlib
+
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.cgroup.remove()
+
+
+def _prepare(cgroup_fds: list[int]):
+    """Between fork and exec: its cgroups (before its cgroup namespace), then its namespaces."""
+    from qsolve.runtime import cgroups
+
+    unshare = ctypes.CDLL(None, use_errno=True).unshare  # looked up before the fork
+
+    def apply() -> None:
+        cgroups.join(cgroup_fds)
+        for flags in NAMESPACES:
+            if unshare(flags) == 0:
+                break
+
+    return apply
+
+
+def start(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    read: list[str],
+    scratch: str,
+    require: bool,
+    cwd: str | None = None,
+    memory_mb: int = MEMORY_MB,
+    probe: bool = False,
+    wait_s: float = 30.0,
+) -> Started:
+    """Start ``argv`` confined (or, with ``probe``, only confine the launcher and say what held); standard
+    input, output and error are pipes, as for an unconfined program. Returns once the launcher said what
+    held (the program is running then, unless ``require`` and something is missing, or ``probe``)."""
+    import select
+    import subprocess
+    import time
+
+    from qsolve.runtime import cgroups
+
+    cgroup = cgroups.Cgroup.make()
+    cgroup.limit(memory_mb)
+    joining = cgroup.joining()
+    status_r, status_w = os.pipe()
+    plan = {
+        "argv": list(argv),
+        "read": read,
+        "write": [*WRITE, scratch],
+        "scratch": scratch,
+        "require": require,
+        "probe": probe,
+        "status_fd": status_w,
+        "cwd": cwd,
+        "host_ns": {k: _ns("self", k) for k in ("mnt", "pid")},
+        "threads_counted": cgroup.counts_threads,
+        "pythonpath": env.get("PYTHONPATH"),
+    }
+    launcher_env = dict(env) | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    try:
+        proc = subprocess.Popen(  # noqa: S603 - a list, no shell
+            [sys.executable, "-s", "-m", "qsolve.sandbox.program", json.dumps(plan)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=launcher_env,
+            cwd=scratch,
+            bufsize=0,
+            close_fds=True,
+            pass_fds=(status_w,),
+            start_new_session=True,
+            preexec_fn=_prepare(joining),
+        )
+    except BaseException:
+        os.close(status_r)
+        cgroup.remove()
+        raise
+    finally:
+        os.close(status_w)
+        for fd in joining:
+            os.close(fd)
+    started = Started(proc, cgroup)
+    data, until = b"", time.monotonic() + wait_s
+    try:
+        while len(data) < 1 << 16:
+            left = until - time.monotonic()
+            if left <= 0 or not select.select([status_r], [], [], left)[0]:
+                break
+            chunk = os.read(status_r, 1 << 16)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(status_r)
+    try:
+        started.held = json.loads(data.split(b"\n", 1)[0]) if data else {}
+    except ValueError:
+        started.held = {}
+    if not isinstance(started.held, dict):
+        started.held = {}
+    return started
+
+
+def _ns(pid: int | str, kind: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/{kind}")
+    except OSError:
+        return None
+
+
+# ---- the launcher ----------------------------------------------------------------------------------
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _first_process(status_fd: int) -> None:
+    """Fork: the child goes on (the first process of the new PID namespace); this process waits for it
+    and ends as it ended."""
+    _die_with_parent()
+    pid = os.fork()
+    if pid == 0:
+        _die_with_parent()
+        return
+    for fd in (0, 1, status_fd):
+        os.close(fd)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except ChildProcessError:
+            os._exit(1)
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def confine(plan: dict[str, Any]) -> dict[str, Any]:
+    """Confine this process as this module says; what held (``missing``: what did not)."""
+    from qsolve.sandbox import landlock, privileges, rootfs, seccomp
+
+    held: dict[str, Any] = {"missing": [], "namespaces": []}
+    missing = held["missing"]
+    host = plan.get("host_ns") or {}
+    if os.getpid() == 1 and _ns("self", "pid") != host.get("pid"):
+        held["namespaces"].append("pid")
+    else:
+        missing.append("no PID namespace of its own: it could see and reach other processes")
+    own_mounts = _ns("self", "mnt") not in (None, host.get("mnt"))
+    if own_mounts:
+        held["namespaces"].append("mnt")
+    root = os.geteuid() == 0
+    scratch = plan["scratch"]
+    held["own_root"] = False
+    if root and own_mounts:
+        new_root = os.path.join(os.path.dirname(os.path.abspath(scratch)), "root")
+        try:
+            os.makedirs(new_root, exist_ok=True)
+            rootfs.make_root(new_root, plan["read"], plan["write"], scratch, SCRATCH_MB, UNPRIVILEGED)
+            rootfs.name_host(HOSTNAME)
+            held["own_root"] = True
+        except Exception as e:
+            missing.append(f"no filesystem of its own: {e}")
+    elif root:
+        missing.append("no filesystem of its own: no mount namespace of its own")
+    else:
+        missing.append("no filesystem of its own: only root can build it")
+    try:
+        if root:
+            if not held["own_root"]:
+                os.chown(scratch, UNPRIVILEGED, UNPRIVILEGED)
+            privileges.drop_root(UNPRIVILEGED, UNPRIVILEGED)
+        held["uid"] = os.geteuid()
+    except Exception as e:
+        missing.append(f"could not leave root: {e}")
+        held["uid"] = os.geteuid()
+    if held["uid"] == 0:
+        missing.append("runs as root")
+    try:
+        held["landlock_abi"] = abi = landlock.restrict(plan["read"], plan["write"], network=True)
+        if abi < 6:
+            missing.append(f"Landlock ABI {abi}: its signals and abstract sockets are not scoped to it")
+    except Exception as e:
+        missing.append(f"no Landlock: {e}")
+    try:
+        seccomp.install_program()
+        held["seccomp"] = True
+    except Exception as e:
+        missing.append(f"no seccomp filter: {e}")
+    if not plan.get("threads_counted"):
+        missing.append("no cgroup of its own: its memory and processes are not bounded")
+    return held
+
+
+def main(args: list[str]) -> None:
+    plan = json.loads(args[0])
+    status_fd = int(plan["status_fd"])
+    os.set_inheritable(status_fd, False)  # the exec closes it: the platform then reads its end
+    _first_process(status_fd)
+    held = confine(plan)
+    refused = plan["probe"] or (plan["require"] and bool(held["missing"]))
+    os.write(status_fd, json.dumps(held).encode() + b"\n")
+    if refused:
+        os._exit(0 if plan["probe"] else REFUSED_EXIT)
+    env = dict(os.environ)
+    if plan.get("pythonpath") is None:
+        env.pop("PYTHONPATH", None)
+    else:
+        env["PYTHONPATH"] = plan["pythonpath"]
+    try:
+        os.chdir(plan.get("cwd") or plan["scratch"])
+    except OSError:
+        os.chdir(plan["scratch"])
+    argv = plan["argv"]
+    try:
+        os.execvpe(argv[0], argv, env)
+    except OSError as e:
+        os.write(2, f"qsolve: the provider program {argv[0]!r} did not start: {e.strerror}\n".encode())
+        os._exit(127)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
