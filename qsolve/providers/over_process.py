@@ -268,11 +268,12 @@ class ProcessTransport:
         env = provider_environment(self._source, self._pass_env, scratch=scratch, credential=self.credential)
         home = self._home or qsolve_home()
         try:
-            read = program.readable(list(self.argv), list(confinement.read), home)
+            read, write = program.readable(list(self.argv), list(confinement.read), home)
             started = program.start(
                 list(self.argv),
                 env=env,
                 read=read,
+                write=write,
                 scratch=scratch,
                 require=not confinement.accept_unconfined,
                 cwd=str(self._cwd) if self._cwd else None,

@@ -7,14 +7,17 @@ its device). The launcher forks once, so that its child is the first process of 
 and the child, in this order:
 
 1. builds a root of its own (:mod:`qsolve.sandbox.rootfs`): the runtime and the system's libraries, the
-   files a resolver and TLS need, the program and the files its arguments name, the paths its entry
-   allows (``--allow-read``), read-only; its scratch folder (``HOME``, ``TMPDIR``) a ``tmpfs``; a ``/proc``
+   files a resolver and TLS need, the program, and the paths its entry allows (``--allow-read``),
+   read-only; the paths its arguments name that exist (its jobs' folder, its log) writable, unless they
+   are the system's or the runtime's; its scratch folder (``HOME``, ``TMPDIR``) a ``tmpfs``; a ``/proc``
    of its own PID namespace, where no other process is. Never ``QSOLVE_HOME``, the keychain's files,
-   another provider's credential or another process's ``/proc/PID/environ``;
-2. leaves root for ``nobody`` (:mod:`qsolve.sandbox.privileges`); the program it runs keeps no
-   capability;
-3. Landlock: reads only those paths, writes only its scratch folder, signals and abstract unix sockets
-   scoped to itself (TCP left open);
+   another provider's credential or another process's ``/proc/PID/environ``, whatever names them;
+2. leaves root for ``nobody`` (:mod:`qsolve.sandbox.privileges`) keeping, across its exec, only the
+   capabilities to read and write past the files' modes (``CAP_DAC_READ_SEARCH``, ``CAP_DAC_OVERRIDE``):
+   what it reaches is its root's and Landlock's to say, as for a workflow process; none to trace,
+   signal, mount or administer anything;
+3. Landlock: reads only those paths, writes only its scratch folder and its named paths, signals and
+   abstract unix sockets scoped to itself (TCP left open);
 4. seccomp: every call but tracing or reading another process, namespaces, mounts, files by handle and
    the kernel's own large interfaces (:func:`qsolve.sandbox.seccomp.install_program`);
 5. writes what held (one JSON line) on a descriptor the exec closes, and runs the program with the
@@ -30,6 +33,7 @@ NAME``).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -125,27 +129,36 @@ def runtime_paths() -> set[str]:
     return paths
 
 
-def readable(argv: list[str], allowed: list[str], home: Path) -> list[str]:
-    """What the program may read: :data:`SYSTEM_READ`, the runtime, the program itself and each file its
-    arguments name, and ``allowed`` (each checked: :func:`check_readable`, :class:`Refused` if not).
-    Nothing that is, holds or lies in a protected folder, whatever named it."""
+def readable(argv: list[str], allowed: list[str], home: Path) -> tuple[list[str], list[str]]:
+    """``(read, write)``: what the program may read, and write. It reads :data:`SYSTEM_READ`, the runtime,
+    the program itself and ``allowed`` (each checked: :func:`check_readable`, :class:`Refused` if not);
+    it reads and writes each path its arguments name that exists (its jobs' folder, its log), unless
+    that is the system's or the runtime's (then only reads). Nothing that is, holds or lies in a
+    protected folder, whatever named it."""
     import shutil
 
-    paths = [check_readable(p, home) for p in allowed]
     found = shutil.which(argv[0]) if os.sep not in argv[0] else argv[0]
-    named = [found] if found else []
-    named += [a for a in argv[1:] if a.startswith(("/", "./", "../")) or os.sep in a]
-    out = set(paths)
-    for candidate in [*named, *runtime_paths(), *SYSTEM_READ]:
+    named = [a for a in argv[1:] if a.startswith(("/", "./", "../")) or os.sep in a]
+    fixed = [p for p in [*runtime_paths(), *SYSTEM_READ] if os.path.exists(p)]
+    read = {check_readable(p, home) for p in allowed}
+    write: set[str] = set()
+    for candidate in [*([found] if found else []), *fixed]:
+        with contextlib.suppress(Refused):
+            read.add(check_readable(candidate, home))
+    roots = [Path(p).resolve() for p in fixed]
+    for candidate in named:
         if not os.path.exists(candidate):
             continue
-        if candidate in named and os.path.isdir(candidate):
-            continue  # a folder its arguments name is read only if its entry allows it (--allow-read)
         try:
-            out.add(check_readable(candidate, home))
+            path = check_readable(candidate, home)
         except Refused:
             continue  # never shown, whatever named it
-    return sorted(out)
+        real = Path(path).resolve()
+        if any(real == r or real.is_relative_to(r) or r.is_relative_to(real) for r in roots):
+            read.add(path)
+        else:
+            write.add(path)
+    return sorted(read - write), sorted(write)
 
 
 # ---- the platform's side ----------------------------------------------------------------------------
@@ -204,6 +217,7 @@ def start(
     read: list[str],
     scratch: str,
     require: bool,
+    write: list[str] | None = None,
     cwd: str | None = None,
     memory_mb: int = MEMORY_MB,
     probe: bool = False,
@@ -225,7 +239,7 @@ def start(
     plan = {
         "argv": list(argv),
         "read": read,
-        "write": [*WRITE, scratch],
+        "write": [*WRITE, *(write or []), scratch],
         "scratch": scratch,
         "require": require,
         "probe": probe,
@@ -278,6 +292,30 @@ def start(
     if not isinstance(started.held, dict):
         started.held = {}
     return started
+
+
+def probe(argv: list[str], allowed: list[str], home: Path) -> list[str]:
+    """What the kernel cannot give a provider's program here (nothing: it runs confined), found by
+    confining the launcher as it would be and running nothing (``qsolve providers add``). The paths
+    ``allowed`` are checked first (:class:`Refused`)."""
+    import shutil
+    import tempfile
+
+    read, write = readable(argv, allowed, home)
+    tmp = tempfile.mkdtemp(prefix="qsolve-provider-")
+    try:
+        scratch = os.path.join(tmp, "scratch")
+        os.mkdir(scratch, 0o700)
+        started = start(
+            argv, env={"PATH": os.defpath}, read=read, write=write, scratch=scratch, require=True, probe=True
+        )
+        try:
+            started.proc.communicate(timeout=30)
+        finally:
+            started.end()
+        return started.missing
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _ns(pid: int | str, kind: str) -> str | None:
@@ -354,7 +392,9 @@ def confine(plan: dict[str, Any]) -> dict[str, Any]:
         if root:
             if not held["own_root"]:
                 os.chown(scratch, UNPRIVILEGED, UNPRIVILEGED)
-            privileges.drop_root(UNPRIVILEGED, UNPRIVILEGED)
+            # kept across its exec: what it may read and write is its root's and Landlock's to say
+            dac = (privileges.CAP_DAC_READ_SEARCH, privileges.CAP_DAC_OVERRIDE)
+            privileges.drop_root(UNPRIVILEGED, UNPRIVILEGED, ambient=dac)
         held["uid"] = os.geteuid()
     except Exception as e:
         missing.append(f"could not leave root: {e}")
