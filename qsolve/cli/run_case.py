@@ -76,6 +76,8 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
         return True
 
     limits = Limits.of(workflow.manifest.resources)
+    if hasattr(backend, "hold_to"):  # a provider job's wait is the job's time (issue 35)
+        backend.hold_to(limits.timeout_s)
     try:
         outcome = run_case_job(root, index, target, limits, approve, on_target=True)
     finally:

@@ -274,6 +274,7 @@ class ProcessTransport:
                 env=env,
                 read=read,
                 write=write,
+                hidden=[str(h) for h in program.protected(home)],
                 scratch=scratch,
                 require=not confinement.accept_unconfined,
                 cwd=str(self._cwd) if self._cwd else None,
@@ -351,8 +352,12 @@ class ProcessTransport:
         searched = 0
         while True:
             end = self._buffer.find(b"\n", searched)
+            if end > self._max_line:
+                self._fail(
+                    TransportProtocolError(f"the provider wrote a line longer than {self._max_line} bytes")
+                )
             if end >= 0:
-                line = bytes(self._buffer[:end])
+                line = bytes(memoryview(self._buffer)[:end])  # one copy, not two
                 del self._buffer[: end + 1]
                 return line
             searched = len(self._buffer)
@@ -363,7 +368,7 @@ class ProcessTransport:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 self._fail(TransportTimeout(f"no answer within {timeout:g} s: the provider was ended"))
-            chunk = os.read(fd, CHUNK)
+            chunk = os.read(fd, min(CHUNK, self._max_line + 1 - len(self._buffer)))  # never past the bound
             if not chunk:
                 self._fail(
                     TransportError(f"the provider process ended before it answered ({self._exit_status()})")

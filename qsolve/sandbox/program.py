@@ -136,6 +136,7 @@ def readable(argv: list[str], allowed: list[str], home: Path) -> tuple[list[str]
     that is the system's or the runtime's (then only reads). Nothing that is, holds or lies in a
     protected folder, whatever named it."""
     import shutil
+    import tempfile
 
     found = shutil.which(argv[0]) if os.sep not in argv[0] else argv[0]
     named = [a for a in argv[1:] if a.startswith(("/", "./", "../")) or os.sep in a]
@@ -146,18 +147,23 @@ def readable(argv: list[str], allowed: list[str], home: Path) -> tuple[list[str]
         with contextlib.suppress(Refused):
             read.add(check_readable(candidate, home))
     roots = [Path(p).resolve() for p in fixed]
+    shared = {Path(p).resolve() for p in ("/", "/tmp", "/var/tmp", "/dev/shm", "/home", "/var", Path.home())}
+    shared.add(Path(tempfile.gettempdir()).resolve())
     for candidate in named:
-        if not os.path.exists(candidate):
-            continue
-        try:
-            path = check_readable(candidate, home)
-        except Refused:
-            continue  # never shown, whatever named it
-        real = Path(path).resolve()
+        if not os.path.exists(candidate):  # one it makes: its folder, unless a folder every program shares
+            parent = Path(candidate).absolute().parent
+            if not parent.is_dir() or parent.resolve() in shared:
+                continue
+            candidate = str(parent)
+        real = Path(candidate).resolve()
         if any(real == r or real.is_relative_to(r) or r.is_relative_to(real) for r in roots):
-            read.add(path)
-        else:
-            write.add(path)
+            with contextlib.suppress(Refused):
+                read.add(check_readable(candidate, home))
+        elif not any(g.is_relative_to(real) and g != real for g in protected(home)):
+            with contextlib.suppress(Refused):
+                write.add(check_readable(candidate, home))
+        elif real.resolve() not in shared:  # it holds QSOLVE_HOME: bound with that folder hidden
+            write.add(str(Path(candidate).absolute()))
     return sorted(read - write), sorted(write)
 
 
@@ -218,6 +224,7 @@ def start(
     scratch: str,
     require: bool,
     write: list[str] | None = None,
+    hidden: list[str] | None = None,
     cwd: str | None = None,
     memory_mb: int = MEMORY_MB,
     probe: bool = False,
@@ -248,6 +255,7 @@ def start(
         "host_ns": {k: _ns("self", k) for k in ("mnt", "pid")},
         "threads_counted": cgroup.counts_threads,
         "pythonpath": env.get("PYTHONPATH"),
+        "hidden": list(hidden or []),
     }
     launcher_env = dict(env) | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     try:
@@ -306,8 +314,16 @@ def probe(argv: list[str], allowed: list[str], home: Path) -> list[str]:
     try:
         scratch = os.path.join(tmp, "scratch")
         os.mkdir(scratch, 0o700)
+        hidden = [str(h) for h in protected(home)]
         started = start(
-            argv, env={"PATH": os.defpath}, read=read, write=write, scratch=scratch, require=True, probe=True
+            argv,
+            env={"PATH": os.defpath},
+            read=read,
+            write=write,
+            hidden=hidden,
+            scratch=scratch,
+            require=True,
+            probe=True,
         )
         try:
             started.proc.communicate(timeout=30)
@@ -379,7 +395,8 @@ def confine(plan: dict[str, Any]) -> dict[str, Any]:
         new_root = os.path.join(os.path.dirname(os.path.abspath(scratch)), "root")
         try:
             os.makedirs(new_root, exist_ok=True)
-            rootfs.make_root(new_root, plan["read"], plan["write"], scratch, SCRATCH_MB, UNPRIVILEGED)
+            hidden = plan.get("hidden") or []
+            rootfs.make_root(new_root, plan["read"], plan["write"], scratch, SCRATCH_MB, UNPRIVILEGED, hidden)
             rootfs.name_host(HOSTNAME)
             held["own_root"] = True
         except Exception as e:
@@ -401,8 +418,17 @@ def confine(plan: dict[str, Any]) -> dict[str, Any]:
         held["uid"] = os.geteuid()
     if held["uid"] == 0:
         missing.append("runs as root")
+    read, write = plan["read"], plan["write"]
+    if not held["own_root"]:  # nothing hides what a folder holds: no folder that holds a hidden one
+        hidden = [os.path.realpath(h) for h in plan.get("hidden") or []]
+
+        def clear(path: str) -> bool:
+            real = os.path.realpath(path)
+            return not any(h == real or h.startswith(real.rstrip("/") + "/") for h in hidden)
+
+        read, write = [p for p in read if clear(p)], [p for p in write if clear(p)]
     try:
-        held["landlock_abi"] = abi = landlock.restrict(plan["read"], plan["write"], network=True)
+        held["landlock_abi"] = abi = landlock.restrict(read, write, network=True)
         if abi < 6:
             missing.append(f"Landlock ABI {abi}: its signals and abstract sockets are not scoped to it")
     except Exception as e:

@@ -266,7 +266,8 @@ def install_program() -> None:
             if number < 0:
                 return
             array = (_ArgCmp * len(conditions))(*conditions) if conditions else None
-            _check(lib.seccomp_rule_add_array(ctx, action, number, len(conditions), array), f"a rule for {name}")
+            added = lib.seccomp_rule_add_array(ctx, action, number, len(conditions), array)
+            _check(added, f"a rule for {name}")
 
         for name in PROGRAM_DENIED:
             rule(name, _fail_with(errno.ENOSYS) if name == "clone3" else eperm)
