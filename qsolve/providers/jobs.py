@@ -266,10 +266,10 @@ class ProviderSession:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    still = f"still {status.status}" if status is not None else "not asked"
+                    still = status.status if status is not None else "submitted"
                     raise StillRunning(
-                        f"provider {self.name}: job {job.job} is {still} at {limit}; it was not cancelled: "
-                        f"`qsolve providers follow {record}` reads it later",
+                        f"provider {self.name}: job {job.job} is still {still} after {limit}; it was not "
+                        f"cancelled: `qsolve providers follow {record}` reads it later",
                         record=record,
                     )
                 status = self._status(job.job, left)

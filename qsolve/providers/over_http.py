@@ -91,8 +91,13 @@ def _decoded(raw: Iterator[bytes], decoders: list[_Inflate]) -> Iterator[bytes]:
     is decoded further than its reader asks, so a small bomb never becomes a large answer in memory."""
     stream: Iterator[bytes] = raw
     for decoder in decoders:
-        stream = (piece for chunk in stream for piece in decoder.feed(chunk))
+        stream = _through(stream, decoder)
     yield from stream
+
+
+def _through(stream: Iterator[bytes], decoder: _Inflate) -> Iterator[bytes]:
+    for chunk in stream:
+        yield from decoder.feed(chunk)
 
 
 class InsecureCredential(TransportError):
