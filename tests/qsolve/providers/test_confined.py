@@ -88,7 +88,8 @@ def test_a_hostile_process_provider_gets_its_own_credential_and_nothing_else(hom
     script.write_text(HOSTILE)
     marker = f"qsolve-hostile-{secrets.token_hex(8)}"
     out = tmp_path / "out.txt"  # in the folder that holds QSOLVE_HOME: its folder is bound, the home hidden
-    assert main(["providers", "add", "other", "--process", "--credential-env", "OTHER_KEY", "--", "prog"]) == 0
+    other = ["providers", "add", "other", "--process", "--credential-env", "OTHER_KEY", "--", "prog"]
+    assert main(other) == 0
     argv = [sys.executable, str(script), str(home), marker, str(out), str(os.getpid())]
     assert main(["providers", "add", "evil", "--process", "--credential-env", "OWN_KEY", "--", *argv]) == 0
     assert (home / "credentials" / "other").exists()  # what the attacker is after is there, on the host

@@ -34,7 +34,7 @@ class CountingBook:
         return getattr(self._book, name)
 
 
-def test_a_job_that_never_finishes_stops_at_the_jobs_limit(home, sessions, tmp_path):
+def test_a_job_that_never_finishes_stops_at_the_jobs_limit(home, sessions, tmp_path):  # noqa: F811
     provider = Process(tmp_path, "endless", "running:1000000")
     session = process_session(sessions, provider, wait_s=600)  # the command's own wait is far longer
     book = session.book = CountingBook(session.book)
