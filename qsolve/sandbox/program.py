@@ -260,7 +260,7 @@ def start(
     launcher_env = dict(env) | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     try:
         proc = subprocess.Popen(  # noqa: S603 - a list, no shell
-            [sys.executable, "-s", "-m", "qsolve.sandbox.program", json.dumps(plan)],
+            [sys.executable, "-S", "-s", "-m", "qsolve.sandbox.program", json.dumps(plan)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -17,7 +17,7 @@ import pytest
 from qsolve.cli import main
 from qsolve.providers.connect import open_client
 
-HOSTILE = r'''
+HOSTILE = r"""
 import json, os, subprocess, sys
 
 home, marker, out = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -54,7 +54,7 @@ with open(out, "w") as f:  # a file its command names: its own to write
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", marker], start_new_session=True)
 for line in sys.stdin:
     print(json.dumps({"ok": True, "got": got}), flush=True)
-'''
+"""
 
 
 @pytest.fixture
