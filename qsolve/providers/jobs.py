@@ -47,6 +47,7 @@ from qsolve.runtime.heartbeat import beat
 WAIT_S = 600.0  # how long one command follows a job before it says how to follow it later
 POLL_S = 0.2  # the first wait between two polls of a job's status; each next one twice as long
 POLL_MAX_S = 10.0  # the longest wait between two polls
+FIRST_POLL_S = 2.0  # a job whose time is up when it is submitted is asked once, given this long at most
 
 
 class JobBook(Protocol):
@@ -265,8 +266,10 @@ class ProviderSession:
         try:
             while True:
                 left = deadline - time.monotonic()
-                if left <= 0:
-                    still = status.status if status is not None else "submitted"
+                if left <= 0 and status is None:  # asked once, however short the time: it may be done
+                    left = FIRST_POLL_S
+                elif left <= 0:
+                    still = status.status
                     raise StillRunning(
                         f"provider {self.name}: job {job.job} is still {still} after {limit}; it was not "
                         f"cancelled: `qsolve providers follow {record}` reads it later",

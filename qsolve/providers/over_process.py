@@ -199,7 +199,16 @@ class ProcessTransport:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        """The provider program's process id, as this host sees it (confined: the launcher's child)."""
+        if self._proc is None:
+            return None
+        if self._confined is not None:
+            try:
+                children = Path(f"/proc/{self._proc.pid}/task/{self._proc.pid}/children").read_text().split()
+                return int(children[0]) if children else None
+            except (OSError, ValueError):
+                return None
+        return self._proc.pid
 
     def log(self) -> str:
         """The provider's standard error so far (its last characters), the credential taken out."""
