@@ -16,7 +16,10 @@ import os
 import stat
 from collections.abc import Iterable
 from functools import cache
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # not imported at run time: a provider's launcher starts faster without pathlib
+    from pathlib import Path
 
 
 class ConfinementError(OSError):

@@ -11,7 +11,6 @@ import ctypes
 import errno
 import os
 from functools import cache
-from pathlib import Path
 
 from qsolve.sandbox.landlock import ConfinementError
 
@@ -60,7 +59,8 @@ def _prctl2(option: int, arg: int, arg2: int) -> None:
 
 def _last_cap() -> int:
     try:
-        return int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            return int(f.read())
     except (OSError, ValueError):
         return CAP_LAST_CAP_FALLBACK
 

@@ -1,10 +1,10 @@
 """A provider's program, confined (issue 35): built from the sandbox's parts, as a workflow process is.
 
-The platform starts ``python -m qsolve.sandbox.program PLAN`` in place of the program (:func:`start`):
+The platform starts ``python -m qsolve.sandbox.launcher PLAN`` in place of the program (:func:`start`):
 between fork and exec it joins a memory and a pids cgroup of its own (:mod:`qsolve.runtime.cgroups`)
 and takes new PID, mount, IPC, UTS and cgroup namespaces (never a network namespace: a provider may need
-its device). The launcher forks once, so that its child is the first process of the new PID namespace,
-and the child, in this order:
+its device). The launcher (:mod:`qsolve.sandbox.launcher`) forks once, so that its child is the first
+process of the new PID namespace, and the child, in this order:
 
 1. builds a root of its own (:mod:`qsolve.sandbox.rootfs`): the runtime and the system's libraries, the
    files a resolver and TLS need, the program, and the paths its entry allows (``--allow-read``),
@@ -41,6 +41,7 @@ import re
 import signal
 import sys
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,6 @@ NAMESPACES = (
 #: the memory a provider's program may hold, with everything it starts (its cgroup's, on top of
 #: :data:`qsolve.runtime.cgroups.RUNTIME_MB`)
 MEMORY_MB = 1024
-SCRATCH_MB = 64
 #: what every provider's program may read besides its own: the runtime, the system's libraries, what a
 #: resolver and TLS read (its device may be across the network)
 SYSTEM_READ = (
@@ -84,10 +84,6 @@ SYSTEM_READ = (
     "/proc",  # its own PID namespace's: no other process is in it
 )
 WRITE = ("/dev/null",)
-UNPRIVILEGED = 65534
-HOSTNAME = "qsolve-provider"
-PR_SET_PDEATHSIG = 1
-REFUSED_EXIT = 126
 
 
 class Refused(ValueError):
@@ -115,7 +111,8 @@ def check_readable(path: str | Path, home: Path) -> str:
     return str(Path(path).expanduser().absolute())
 
 
-def runtime_paths() -> set[str]:
+@cache
+def runtime_paths() -> frozenset[str]:
     """The Python runtime this platform runs on, and its packages (a provider is often a Python script)."""
     import sysconfig
 
@@ -126,7 +123,7 @@ def runtime_paths() -> set[str]:
         for finder in Path(folder).glob("__editable___*_finder.py"):
             text = finder.read_text(errors="replace")
             paths |= set(re.findall(r"'(/[^']+)'", text.partition("MAPPING")[2].partition("\n")[0]))
-    return paths
+    return frozenset(paths)
 
 
 def readable(argv: list[str], allowed: list[str], home: Path) -> tuple[list[str], list[str]]:
@@ -238,6 +235,7 @@ def start(
     import time
 
     from qsolve.runtime import cgroups
+    from qsolve.sandbox.launcher import namespace
 
     cgroup = cgroups.Cgroup.make()
     cgroup.limit(memory_mb)
@@ -252,7 +250,7 @@ def start(
         "probe": probe,
         "status_fd": status_w,
         "cwd": cwd,
-        "host_ns": {k: _ns("self", k) for k in ("mnt", "pid")},
+        "host_ns": {k: namespace("self", k) for k in ("mnt", "pid")},
         "threads_counted": cgroup.counts_threads,
         "pythonpath": env.get("PYTHONPATH"),
         "hidden": list(hidden or []),
@@ -260,7 +258,7 @@ def start(
     launcher_env = dict(env) | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     try:
         proc = subprocess.Popen(  # noqa: S603 - a list, no shell
-            [sys.executable, "-S", "-s", "-m", "qsolve.sandbox.program", json.dumps(plan)],
+            [sys.executable, "-S", "-s", "-m", "qsolve.sandbox.launcher", json.dumps(plan)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -332,143 +330,3 @@ def probe(argv: list[str], allowed: list[str], home: Path) -> list[str]:
         return started.missing
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _ns(pid: int | str, kind: str) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/{kind}")
-    except OSError:
-        return None
-
-
-# ---- the launcher ----------------------------------------------------------------------------------
-
-
-def _die_with_parent() -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def _first_process(status_fd: int) -> None:
-    """Fork: the child goes on (the first process of the new PID namespace); this process waits for it
-    and ends as it ended."""
-    _die_with_parent()
-    pid = os.fork()
-    if pid == 0:
-        _die_with_parent()
-        return
-    for fd in (0, 1, status_fd):
-        os.close(fd)
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except ChildProcessError:
-            os._exit(1)
-        except InterruptedError:
-            continue
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        if sig not in (signal.SIGKILL, signal.SIGSTOP):
-            signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-
-
-def confine(plan: dict[str, Any]) -> dict[str, Any]:
-    """Confine this process as this module says; what held (``missing``: what did not)."""
-    from qsolve.sandbox import landlock, privileges, rootfs, seccomp
-
-    held: dict[str, Any] = {"missing": [], "namespaces": []}
-    missing = held["missing"]
-    host = plan.get("host_ns") or {}
-    if os.getpid() == 1 and _ns("self", "pid") != host.get("pid"):
-        held["namespaces"].append("pid")
-    else:
-        missing.append("no PID namespace of its own: it could see and reach other processes")
-    own_mounts = _ns("self", "mnt") not in (None, host.get("mnt"))
-    if own_mounts:
-        held["namespaces"].append("mnt")
-    root = os.geteuid() == 0
-    scratch = plan["scratch"]
-    held["own_root"] = False
-    if root and own_mounts:
-        new_root = os.path.join(os.path.dirname(os.path.abspath(scratch)), "root")
-        try:
-            os.makedirs(new_root, exist_ok=True)
-            hidden = plan.get("hidden") or []
-            rootfs.make_root(new_root, plan["read"], plan["write"], scratch, SCRATCH_MB, UNPRIVILEGED, hidden)
-            rootfs.name_host(HOSTNAME)
-            held["own_root"] = True
-        except Exception as e:
-            missing.append(f"no filesystem of its own: {e}")
-    elif root:
-        missing.append("no filesystem of its own: no mount namespace of its own")
-    else:
-        missing.append("no filesystem of its own: only root can build it")
-    try:
-        if root:
-            if not held["own_root"]:
-                os.chown(scratch, UNPRIVILEGED, UNPRIVILEGED)
-            # kept across its exec: what it may read and write is its root's and Landlock's to say
-            dac = (privileges.CAP_DAC_READ_SEARCH, privileges.CAP_DAC_OVERRIDE)
-            privileges.drop_root(UNPRIVILEGED, UNPRIVILEGED, ambient=dac)
-        held["uid"] = os.geteuid()
-    except Exception as e:
-        missing.append(f"could not leave root: {e}")
-        held["uid"] = os.geteuid()
-    if held["uid"] == 0:
-        missing.append("runs as root")
-    read, write = plan["read"], plan["write"]
-    if not held["own_root"]:  # nothing hides what a folder holds: no folder that holds a hidden one
-        hidden = [os.path.realpath(h) for h in plan.get("hidden") or []]
-
-        def clear(path: str) -> bool:
-            real = os.path.realpath(path)
-            return not any(h == real or h.startswith(real.rstrip("/") + "/") for h in hidden)
-
-        read, write = [p for p in read if clear(p)], [p for p in write if clear(p)]
-    try:
-        held["landlock_abi"] = abi = landlock.restrict(read, write, network=True)
-        if abi < 6:
-            missing.append(f"Landlock ABI {abi}: its signals and abstract sockets are not scoped to it")
-    except Exception as e:
-        missing.append(f"no Landlock: {e}")
-    try:
-        seccomp.install_program()
-        held["seccomp"] = True
-    except Exception as e:
-        missing.append(f"no seccomp filter: {e}")
-    if not plan.get("threads_counted"):
-        missing.append("no cgroup of its own: its memory and processes are not bounded")
-    return held
-
-
-def main(args: list[str]) -> None:
-    plan = json.loads(args[0])
-    status_fd = int(plan["status_fd"])
-    os.set_inheritable(status_fd, False)  # the exec closes it: the platform then reads its end
-    _first_process(status_fd)
-    held = confine(plan)
-    refused = plan["probe"] or (plan["require"] and bool(held["missing"]))
-    os.write(status_fd, json.dumps(held).encode() + b"\n")
-    if refused:
-        os._exit(0 if plan["probe"] else REFUSED_EXIT)
-    env = dict(os.environ)
-    if plan.get("pythonpath") is None:
-        env.pop("PYTHONPATH", None)
-    else:
-        env["PYTHONPATH"] = plan["pythonpath"]
-    try:
-        os.chdir(plan.get("cwd") or plan["scratch"])
-    except OSError:
-        os.chdir(plan["scratch"])
-    argv = plan["argv"]
-    try:
-        os.execvpe(argv[0], argv, env)
-    except OSError as e:
-        os.write(2, f"qsolve: the provider program {argv[0]!r} did not start: {e.strerror}\n".encode())
-        os._exit(127)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
