@@ -1,5 +1,5 @@
 """What a confined process provider adds to a provider job (issue 35): the reference provider as a local
-process, unconfined (as before) and confined (:mod:`qsolve.sandbox.program`), one job each way in turn:
+process, unconfined (as before) and confined (:mod:`qsolve.providers.confined`), one job each way in turn:
 start, ``describe``, ``estimate``, ``submit``, ``status``, ``result``, close. ``qsolve run`` on a process
 provider starts its program once, so the difference of the medians is what confinement adds per run.
 
@@ -20,8 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from qsolve.providers.client import ProviderClient  # noqa: E402
+from qsolve.providers.confined import Confinement  # noqa: E402
 from qsolve.providers.over_process import ProcessTransport  # noqa: E402
-from qsolve.sandbox.program import Confinement  # noqa: E402
 
 REFERENCE = [sys.executable, "-m", "qsolve.providers.reference", "--stdio"]
 PROBE = {

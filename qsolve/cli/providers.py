@@ -234,7 +234,7 @@ def _confinable(args: argparse.Namespace, command: list[str]) -> list[str] | int
     """What the kernel cannot give the provider's program here (issue 35): nothing, or what the
     operator accepted by naming the provider again (``--accept-unconfined NAME``); else the refusal."""
     from qsolve.home import qsolve_home
-    from qsolve.sandbox import program
+    from qsolve.providers import confined as program
 
     if args.accept_unconfined is not None and args.accept_unconfined != args.name:
         return _fail(f"--accept-unconfined {args.accept_unconfined}: name the provider itself, {args.name}")

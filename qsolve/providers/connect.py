@@ -1,7 +1,7 @@
 """A provider opened from ``providers.yaml``: its transport, its credential from the store (handed to
 that transport only), and a client that names it in every error. A process provider gets the
 allowlisted environment of :func:`~qsolve.providers.over_process.provider_environment`, with the
-variables its entry's ``env`` names, and runs confined (:mod:`qsolve.sandbox.program`): it reads only
+variables its entry's ``env`` names, and runs confined (:mod:`qsolve.providers.confined`): it reads only
 the runtime, its command's files and its entry's ``allow_read``."""
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def open_client(
 
         transport = HttpTransport(entry.url, credential=credential)
     else:
+        from qsolve.providers.confined import Confinement
         from qsolve.providers.over_process import ProcessTransport
-        from qsolve.sandbox.program import Confinement
 
         logs = home / "providers" / "logs"
         logs.mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,7 @@ from qsolve.providers.transport import (
 )
 
 if TYPE_CHECKING:
-    from qsolve.sandbox.program import Confinement
+    from qsolve.providers.confined import Confinement
 
 CREDENTIAL_ENV = "WAI_PROVIDER_CREDENTIAL"
 #: what a program needs to start, passed on from this process's environment when set (and every LC_*)
@@ -167,7 +167,7 @@ class ProcessTransport:
     ) -> None:
         """``env`` is where the allowed variables are read from (this process's environment when not
         given), and ``pass_env`` the names of the person's own variables passed on besides.
-        ``confinement``: run the program confined (:mod:`qsolve.sandbox.program`), seeing nothing of
+        ``confinement``: run the program confined (:mod:`qsolve.providers.confined`), seeing nothing of
         ``home`` (``QSOLVE_HOME``) or the keychain; ``None`` runs it as the host's user, as a test's
         stand-in does."""
         if isinstance(argv, str | bytes) or not argv or not all(isinstance(a, str) for a in argv):
@@ -185,7 +185,7 @@ class ProcessTransport:
         self._proc: subprocess.Popen[bytes] | None = None
         self._confinement = confinement
         self._home = home
-        self._confined: Any = None  # qsolve.sandbox.program.Started, once started confined
+        self._confined: Any = None  # qsolve.providers.confined.Started, once started confined
         #: what held of its confinement, once started confined (``missing``: what did not)
         self.confined: dict[str, Any] | None = None
         self._stderr_thread: threading.Thread | None = None
@@ -266,10 +266,10 @@ class ProcessTransport:
         self._started()
 
     def _start_confined(self, confinement: Confinement) -> None:
-        """Start the program in its own confinement (:mod:`qsolve.sandbox.program`); refuse to run it
+        """Start the program in its own confinement (:mod:`qsolve.providers.confined`); refuse to run it
         where the kernel gave less, unless its entry accepted that."""
         from qsolve.home import qsolve_home
-        from qsolve.sandbox import program
+        from qsolve.providers import confined as program
 
         assert self._scratch is not None
         scratch = os.path.join(self._scratch, "scratch")

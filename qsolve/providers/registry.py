@@ -58,7 +58,7 @@ class ProviderEntry(BaseModel):
     credential: bool = False
     env: tuple[str, ...] = ()
     #: what a process provider's confined program may read besides the runtime and the files its command
-    #: names (``--allow-read``); never QSOLVE_HOME or the keychain (:mod:`qsolve.sandbox.program`)
+    #: names (``--allow-read``); never QSOLVE_HOME or the keychain (:mod:`qsolve.providers.confined`)
     allow_read: tuple[str, ...] = ()
     #: the operator accepted, by the provider's name, to run it where the kernel cannot confine it
     accept_unconfined: bool = False

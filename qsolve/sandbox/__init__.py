@@ -9,9 +9,8 @@
     rootfs.py     the filesystem made for it, in its own mount namespace
     landlock.py, seccomp.py, privileges.py   the kernel's parts: Landlock, seccomp, uid and capabilities
     guard.py      audit hooks: friendly early errors in the workflow process, not the boundary
-    program.py    a process provider's program confined from the same parts (issue 35): what it may
-                  read and write, its cgroup, starting it (start), and probing what the kernel gives
-    launcher.py   what runs before that program (python -m qsolve.sandbox.launcher): confines, then execs
+    launcher.py   a process provider's program confined from the same parts (python -m
+                  qsolve.sandbox.launcher; the platform's side is qsolve.providers.confined)
 
 The gates job run in it is :mod:`qsolve.validation.jobs`; the platform's own bounded work (a forked
 worker) and the processes' cgroups are :mod:`qsolve.runtime`. The names load on first use: the workflow

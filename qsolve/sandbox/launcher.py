@@ -1,6 +1,6 @@
 """A provider's program started confined: ``python -S -s -m qsolve.sandbox.launcher PLAN`` (issue 35).
 
-The platform's side, what the plan holds and why, is :mod:`qsolve.sandbox.program`. This module runs
+The platform's side, what the plan holds and why, is :mod:`qsolve.providers.confined`. This module runs
 before the program: it forks so that its child is the first process of the PID namespace the platform
 gave it, confines that child (its own root, ``nobody``, Landlock, seccomp), writes what held as one
 JSON line on the plan's status descriptor, and runs the program in it. It imports only the standard

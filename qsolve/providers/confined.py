@@ -1,4 +1,6 @@
-"""A provider's program, confined (issue 35): built from the sandbox's parts, as a workflow process is.
+"""A process provider's program, confined (issue 35): built from the sandbox's parts, as a workflow
+process is (the parts run in the launcher, :mod:`qsolve.sandbox.launcher`, started by name: nothing of
+the sandbox is imported here).
 
 The platform starts ``python -m qsolve.sandbox.launcher PLAN`` in place of the program (:func:`start`):
 between fork and exec it joins a memory and a pids cgroup of its own (:mod:`qsolve.runtime.cgroups`)
@@ -235,7 +237,6 @@ def start(
     import time
 
     from qsolve.runtime import cgroups
-    from qsolve.sandbox.launcher import namespace
 
     cgroup = cgroups.Cgroup.make()
     cgroup.limit(memory_mb)
@@ -250,7 +251,7 @@ def start(
         "probe": probe,
         "status_fd": status_w,
         "cwd": cwd,
-        "host_ns": {k: namespace("self", k) for k in ("mnt", "pid")},
+        "host_ns": {k: os.readlink(f"/proc/self/ns/{k}") for k in ("mnt", "pid")},
         "threads_counted": cgroup.counts_threads,
         "pythonpath": env.get("PYTHONPATH"),
         "hidden": list(hidden or []),
