@@ -17,6 +17,7 @@ held, and the decoded ones once.
 
 from __future__ import annotations
 
+import mmap
 import threading
 import time
 import zlib
@@ -154,15 +155,21 @@ class HttpTransport:
                             "only a 200 response carries an answer"
                         )
                     decoders = _decoders(response.headers.get_list("content-encoding", split_commas=True))
-                    answer = bytearray()
-                    for chunk in _decoded(response.iter_raw(CHUNK), decoders):
-                        if len(answer) + len(chunk) > MAX_ANSWER_BYTES:
-                            raise TransportProtocolError(
-                                f"the answer is longer than {MAX_ANSWER_BYTES} bytes (decoded)"
-                            )
-                        if time.monotonic() > deadline:
-                            raise TransportTimeout(f"the answer did not arrive whole within {timeout:g} s")
-                        answer += chunk
+                    # its pages are taken only as the answer fills them, and never copied as it grows
+                    with mmap.mmap(-1, MAX_ANSWER_BYTES + CHUNK) as buffer:
+                        size = 0
+                        for chunk in _decoded(response.iter_raw(CHUNK), decoders):
+                            if size + len(chunk) > MAX_ANSWER_BYTES:
+                                raise TransportProtocolError(
+                                    f"the answer is longer than {MAX_ANSWER_BYTES} bytes (decoded)"
+                                )
+                            if time.monotonic() > deadline:
+                                raise TransportTimeout(
+                                    f"the answer did not arrive whole within {timeout:g} s"
+                                )
+                            buffer[size : size + len(chunk)] = chunk
+                            size += len(chunk)
+                        answer = buffer[:size]
             except httpx.TimeoutException:
                 raise TransportTimeout(f"no answer within {timeout:g} s") from None
             except httpx.HTTPError as exc:
