@@ -275,7 +275,7 @@ class ProviderSession:
                         f"cancelled: `qsolve providers follow {record}` reads it later",
                         record=record,
                     )
-                status = self._status(job.job, left)
+                status = self._status(job.job, left, record)
                 polls += 1
                 if status.status == "done":
                     break
@@ -321,7 +321,7 @@ class ProviderSession:
         self.book.provider_job_done(record, given, digest)
         return Sealed(record, {k: int(v) for k, v in given["counts"].items()}, sealed, digest, path)
 
-    def _status(self, job: str, left: float):
+    def _status(self, job: str, left: float, record: str):
         """The job's status, its exchange given no longer than ``left`` seconds (nor its own time-out)."""
         timeout = self.client.timeout
         self.client.timeout = max(0.05, min(timeout, left))
@@ -330,8 +330,10 @@ class ProviderSession:
         except ProviderError as e:
             if e.code == "timeout" and left < timeout:
                 raise StillRunning(
-                    f"provider {self.name}: no status of job {job} by {self._wait_until()[1]}; it was not "
-                    "cancelled: `qsolve providers follow` reads it later"
+                    f"provider {self.name}: no status of job {job} within the time left of "
+                    f"{self._wait_until()[1]}; it was not cancelled: `qsolve providers follow {record}` "
+                    "reads it later",
+                    record=record,
                 ) from None
             raise
         finally:
