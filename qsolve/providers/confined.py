@@ -10,8 +10,10 @@ process of the new PID namespace, and the child, in this order:
 
 1. builds a root of its own (:mod:`qsolve.sandbox.rootfs`): the runtime and the system's libraries, the
    files a resolver and TLS need, the program, and the paths its entry allows (``--allow-read``),
-   read-only; the paths its arguments name that exist (its jobs' folder, its log) writable, unless they
-   are the system's or the runtime's; its scratch folder (``HOME``, ``TMPDIR``) a ``tmpfs``; a ``/proc``
+   read-only; the paths its arguments name that exist (its jobs' folder, its log), or the folder of one
+   it will make (not ``/``, ``/tmp`` or a home), writable, unless they are the system's or the runtime's,
+   with ``QSOLVE_HOME`` covered by an empty folder where it lies in one (:func:`readable`); its scratch
+   folder (``HOME``, ``TMPDIR``) a ``tmpfs``; a ``/proc``
    of its own PID namespace, where no other process is. Never ``QSOLVE_HOME``, the keychain's files,
    another provider's credential or another process's ``/proc/PID/environ``, whatever names them;
 2. leaves root for ``nobody`` (:mod:`qsolve.sandbox.privileges`) keeping, across its exec, only the
