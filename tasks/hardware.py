@@ -405,6 +405,7 @@ def run_quote(
     ``progress`` is told how many device jobs have run, after each."""
     from qsolve.runtime.stopping import why_of
     from qsolve.targets import use
+    from qsolve.validation.jobs import Limits
     from qsolve.workflow.cases import Case
     from qsolve.workflow.folder import load_workflow
     from storage.state import Lease
@@ -437,6 +438,8 @@ def run_quote(
                     run.id, RunStatus.FAILED, reason=FailureReason.BACKEND_UNAVAILABLE, detail=str(e)
                 )
                 return _outcome(db, quote, home)
+            if hasattr(device, "hold_to"):  # a provider job's wait is the job's time (issue 35)
+                device.hold_to(Limits.of(wf.manifest.resources).timeout_s)
             use(metered(device, spend))
             try:
                 run_case(

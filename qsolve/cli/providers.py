@@ -3,7 +3,7 @@
     qsolve providers add NAME --http URL [--credential-env VAR] [--timeout S] [--setting K=V ...]
         [--holder ACCOUNT]
     qsolve providers add NAME --process [--credential-env VAR] [--env NAME ...] [--timeout S]
-        [--holder ACCOUNT] -- COMMAND ARG...
+        [--allow-read PATH ...] [--accept-unconfined NAME] [--holder ACCOUNT] -- COMMAND ARG...
     qsolve providers list | remove NAME | describe NAME
     qsolve providers claim NAME [--holder ACCOUNT]
     qsolve providers allow NAME (ACCOUNT | --workflow W) [--account ACTING]
@@ -64,6 +64,19 @@ def add_commands(subparsers: Any) -> None:
         metavar="NAME",
         help="pass this environment variable on to a process provider (a non-secret one of your own; "
         "its credential goes as WAI_PROVIDER_CREDENTIAL, and nothing else of qsolve's environment does)",
+    )
+    a.add_argument(
+        "--allow-read",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="what a process provider's confined program may read besides the runtime and the files its "
+        "command names (never QSOLVE_HOME or the keychain)",
+    )
+    a.add_argument(
+        "--accept-unconfined",
+        metavar="NAME",
+        help="run this process provider, named again, where the kernel cannot confine its program",
     )
     a.add_argument(
         "--holder",
@@ -174,6 +187,9 @@ def cmd_add(args: argparse.Namespace) -> int:
             f"--env {args.credential_env}: that is the credential's variable; the credential reaches the "
             "provider as WAI_PROVIDER_CREDENTIAL only"
         )
+    confined = _confinable(args, command) if args.process else None
+    if isinstance(confined, int):
+        return confined
     secret = None
     if args.credential_env:
         value = os.environ.get(args.credential_env)
@@ -189,6 +205,8 @@ def cmd_add(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
             credential=secret is not None,
             env=tuple(dict.fromkeys(args.env)),
+            allow_read=tuple(dict.fromkeys(args.allow_read)),
+            accept_unconfined=bool(confined),
         )
         registry = Registry()
         holder = _hold(args.name, args.holder)  # claimed before anything is written here
@@ -210,6 +228,13 @@ def cmd_add(args: argparse.Namespace) -> int:
         given = ", ".join(("PATH, LANG, LC_*, TZ, a scratch HOME and TMPDIR", *entry.env))
         given += ", WAI_PROVIDER_CREDENTIAL" if stored else ""
         print(f"  its environment: {given}; nothing else")
+        print(
+            "  it runs NOT CONFINED, as you accepted: " + "; ".join(confined)
+            if confined
+            else "  it runs confined: its own processes, the runtime, its command's files"
+            + "".join(f", {p}" for p in entry.allow_read)
+            + "; never QSOLVE_HOME, the keychain or another provider's credential"
+        )
     print(
         f"  next: qsolve providers test {args.name}: its first job is §6's probe (an X on qubit 0, every "
         "qubit measured: its counts all land on …01); jobs run only when free, or with --yes, which can "
@@ -227,6 +252,27 @@ def _names_userinfo(url: str) -> bool:
     except ValueError:
         return "@" in url
     return parts.username is not None or parts.password is not None
+
+
+def _confinable(args: argparse.Namespace, command: list[str]) -> list[str] | int:
+    """What the kernel cannot give the provider's program here (issue 35): nothing, or what the
+    operator accepted by naming the provider again (``--accept-unconfined NAME``); else the refusal."""
+    from qsolve.home import qsolve_home
+    from qsolve.providers import confined as program
+
+    if args.accept_unconfined is not None and args.accept_unconfined != args.name:
+        return _fail(f"--accept-unconfined {args.accept_unconfined}: name the provider itself, {args.name}")
+    try:
+        missing = program.probe(command, args.allow_read, qsolve_home())
+    except (program.Refused, OSError) as e:
+        return _fail(f"--allow-read {e}" if isinstance(e, program.Refused) else f"cannot confine it: {e}")
+    if missing and args.accept_unconfined is None:
+        return _fail(
+            f"the kernel cannot confine provider {args.name}'s program here ({'; '.join(missing)}): it would "
+            f"see what you see; add it with --accept-unconfined {args.name} to run it so anyway",
+            EXIT_FAILED,
+        )
+    return missing
 
 
 class _Refused(Exception):

@@ -97,6 +97,8 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
     from qsolve.providers.jobs import SIGTERM, Interrupted, how_stopped
 
     limits = Limits.of(workflow.manifest.resources)
+    if hasattr(backend, "hold_to"):  # a provider job's wait is the job's time (issue 35)
+        backend.hold_to(limits.timeout_s)
     previous = _stop_on_sigterm()
     try:
         outcome = run_case_job(root, index, target, limits, approve, on_target=True)

@@ -7,6 +7,8 @@ messages           the six operations' requests and answers; billing, estimates 
 cost               a provider's own price for a run's jobs, asked of its estimate and shown beside credits
 errors             ProviderError: every failure names the provider and the operation, credentials out
 transport          what a transport is; over_http (one URL, POST, Bearer) and over_process (JSON lines)
+confined           a process provider's program confined (its own PID namespace and root, nobody, Landlock,
+                   seccomp, a cgroup): what it may read and write, starting it, probing the kernel
 client             ProviderClient: the six operations over a transport
 reference          the reference provider around qiskit-aer's exact simulator (reference_options: its flags)
 credentials        the keychain where one answers, else an owner-only file

@@ -1,7 +1,8 @@
 """A provider opened from ``providers.yaml``: its transport, its credential from the store (handed to
 that transport only), and a client that names it in every error. A process provider gets the
 allowlisted environment of :func:`~qsolve.providers.over_process.provider_environment`, with the
-variables its entry's ``env`` names."""
+variables its entry's ``env`` names, and runs confined (:mod:`qsolve.providers.confined`): it reads only
+the runtime, its command's files and its entry's ``allow_read``."""
 
 from __future__ import annotations
 
@@ -34,12 +35,18 @@ def open_client(
 
         transport = HttpTransport(entry.url, credential=credential)
     else:
+        from qsolve.providers.confined import Confinement
         from qsolve.providers.over_process import ProcessTransport
 
         logs = home / "providers" / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         transport = ProcessTransport(
-            entry.command, credential=credential, pass_env=entry.env, log_path=logs / f"{name}.log"
+            entry.command,
+            credential=credential,
+            pass_env=entry.env,
+            log_path=logs / f"{name}.log",
+            confinement=Confinement(read=entry.allow_read, accept_unconfined=entry.accept_unconfined),
+            home=home,
         )
     client = ProviderClient(
         name, transport, settings=entry.settings or None, credential=credential, timeout=entry.timeout_s

@@ -46,7 +46,9 @@ from qsolve.providers.sealing import (
 from qsolve.runtime.heartbeat import beat
 
 WAIT_S = 600.0  # how long one command follows a job before it says how to follow it later
-POLL_S = 0.2
+POLL_S = 0.2  # the first wait between two polls of a job's status; each next one twice as long
+POLL_MAX_S = 10.0  # the longest wait between two polls
+FIRST_POLL_S = 2.0  # a job whose time is up when it is submitted is asked once, given this long at most
 
 
 class JobBook(Protocol):
@@ -57,7 +59,7 @@ class JobBook(Protocol):
     def provider_job_submitting(self, job_id): ...
     def provider_job_resubmitting(self, job_id): ...
     def provider_job_submitted(self, job_id, job): ...
-    def provider_job_polled(self, job_id): ...
+    def provider_job_polled(self, job_id, count=1): ...
     def provider_job_done(self, job_id, answer, receipt): ...
     def provider_job_ended(self, job_id, status, error): ...
 
@@ -178,6 +180,9 @@ class ProviderSession:
     confirmation: Confirmation
     tell: Callable[[str], None] = print
     wait_s: float = WAIT_S
+    #: the job's own time limit, when the session runs for one (:meth:`hold_to`): no wait goes past it
+    limit_s: float | None = None
+    deadline: float | None = None  # time.monotonic() at which the job's limit is reached
     run_id: str | None = None
     authority: Any = None  # a quote's confirmation (qsolve.providers.cost.Authority), held to at each job
     records: list[str] = field(default_factory=list)  # the record of each job of this session, in order
@@ -191,6 +196,18 @@ class ProviderSession:
         """The provider's client and the book closed."""
         self.client.close()
         self.book.close()
+
+    def hold_to(self, limit_s: float) -> None:
+        """Wait on a provider job no longer than the job's own limit, ``limit_s`` seconds from now (issue
+        35): ``qsolve run``, a hardware run and the quote flow's runs each set theirs."""
+        self.limit_s, self.deadline = float(limit_s), time.monotonic() + float(limit_s)
+
+    def _wait_until(self) -> tuple[float, str]:
+        """When following a job stops, and the limit that says so, as the person is told it."""
+        until, said = time.monotonic() + self.wait_s, f"{self.wait_s:g} s"
+        if self.deadline is not None and self.deadline <= until:
+            until, said = self.deadline, f"the job's time limit of {self.limit_s:g} s"
+        return until, said
 
     def description(self) -> dict[str, Any]:
         if self._description is None:
@@ -292,28 +309,38 @@ class ProviderSession:
             raise JobStopped(f"provider job {record} is {job.status}: there is nothing to follow")
         if why := other_device(self.name, self.description(), job.description):
             raise JobStopped(f"{why}: job {record} was not asked of it", record=record)
-        deadline = time.monotonic() + self.wait_s
-        polls = job.polls
-        while True:
-            status = self.client.status(job.job)
-            polls += 1
-            self.book.provider_job_polled(record)
-            if status.status == "done":
-                break
-            if status.status in ("failed", "cancelled"):
-                why = f"provider {self.name}: job {job.job} {status.status}" + (
-                    f": {status.reason}" if status.reason else ""
-                )
-                self.book.provider_job_ended(record, status.status, why)
-                raise JobStopped(why + ": nothing was sealed", record=record)
-            if time.monotonic() > deadline:
-                raise StillRunning(
-                    f"provider {self.name}: job {job.job} is still {status.status} after {self.wait_s:g} s; "
-                    f"it was not cancelled: `qsolve providers follow {record}` reads it later",
-                    record=record,
-                )
-            beat()  # a poll, bounded by its deadline: progress that keeps the run's lease
-            time.sleep(POLL_S)
+        deadline, limit = self._wait_until()
+        polls, pause = job.polls, POLL_S
+        status = None
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 and status is None:  # asked once, however short the time: it may be done
+                    left = FIRST_POLL_S
+                elif left <= 0:
+                    still = status.status
+                    raise StillRunning(
+                        f"provider {self.name}: job {job.job} is still {still} after {limit}; it was not "
+                        f"cancelled: `qsolve providers follow {record}` reads it later",
+                        record=record,
+                    )
+                status = self._status(job.job, left, record)
+                polls += 1
+                if status.status == "done":
+                    break
+                if status.status in ("failed", "cancelled"):
+                    why = f"provider {self.name}: job {job.job} {status.status}" + (
+                        f": {status.reason}" if status.reason else ""
+                    )
+                    self.book.provider_job_ended(record, status.status, why)
+                    raise JobStopped(why + ": nothing was sealed", record=record)
+                beat()  # a poll, bounded by its deadline: progress that keeps the run's lease
+                # backoff: 0.2 s, then twice as long each time up to POLL_MAX_S, never past the limit
+                time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
+                pause = min(pause * 2, POLL_MAX_S)
+        finally:
+            if polls > job.polls:  # one write for the whole wait, not one a poll
+                self.book.provider_job_polled(record, polls - job.polls)
         try:
             answer = self.client.result(job.job, job.shots, bits=_bits(job.program))
         except ProviderError as e:
@@ -365,6 +392,24 @@ class ProviderSession:
                 f"cancelled and is recorded as {record}: {follow} reads it later"
             )
         return f"provider {self.name}: interrupted ({how}); job record {record} is {status}: {follow}"
+
+    def _status(self, job: str, left: float, record: str):
+        """The job's status, its exchange given no longer than ``left`` seconds (nor its own time-out)."""
+        timeout = self.client.timeout
+        self.client.timeout = max(0.05, min(timeout, left))
+        try:
+            return self.client.status(job)
+        except ProviderError as e:
+            if e.code == "timeout" and left < timeout:
+                raise StillRunning(
+                    f"provider {self.name}: no status of job {job} within the time left of "
+                    f"{self._wait_until()[1]}; it was not cancelled: `qsolve providers follow {record}` "
+                    "reads it later",
+                    record=record,
+                ) from None
+            raise
+        finally:
+            self.client.timeout = timeout
 
     def _estimate(
         self, program: dict[str, Any], shots: int, described: Mapping[str, Any]

@@ -9,13 +9,19 @@ refuses to be built so, before anything connects.
 
 Every read has the time-out of the exchange, and the whole answer must arrive within it too, so a
 provider that drips bytes cannot hold the client; the answer has at most
-:data:`~qsolve.providers.transport.MAX_ANSWER_BYTES`.
+:data:`~qsolve.providers.transport.MAX_ANSWER_BYTES`, counted as it is decoded (issue 35): an answer in
+a content encoding (gzip, deflate, nested as ``gzip, gzip``) is decoded here, :data:`CHUNK` bytes a
+step through every coding, and refused the moment it passes the bound; the compressed bytes are never
+held, and the decoded ones once.
 """
 
 from __future__ import annotations
 
+import mmap
 import threading
 import time
+import zlib
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,6 +36,69 @@ from qsolve.providers.transport import (
     is_loopback,
     parse_answer,
 )
+
+#: the most bytes read or decoded at a time: an answer is never decoded past its bound in one step
+CHUNK = 1 << 16
+#: what the client takes (``Accept-Encoding``) and decodes itself, bounded (:func:`_decoded`)
+ENCODINGS = ("gzip", "deflate")
+
+
+class _Inflate:
+    """One content coding's decoder (gzip or deflate) that gives at most :data:`CHUNK` bytes a step."""
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding
+        self._wbits = 16 + zlib.MAX_WBITS if coding in ("gzip", "x-gzip") else zlib.MAX_WBITS
+        self._z = zlib.decompressobj(self._wbits)
+        self._started = False
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        while data:
+            try:
+                out = self._z.decompress(data, CHUNK)
+            except zlib.error:
+                if self.coding == "deflate" and not self._started:  # a raw deflate stream, as some send
+                    self._wbits, self._started = -zlib.MAX_WBITS, True
+                    self._z = zlib.decompressobj(self._wbits)
+                    continue
+                raise TransportProtocolError(f"the answer is not valid {self.coding}") from None
+            self._started = True
+            if out:
+                yield out
+            data = self._z.unconsumed_tail
+            if self._z.eof:
+                data = self._z.unused_data
+                if data:  # gzip's next member
+                    self._z = zlib.decompressobj(self._wbits)
+
+
+def _decoders(codings: list[str]) -> list[_Inflate]:
+    """The decoders of ``Content-Encoding``, outermost first (the codings are applied in the order
+    named, so they are undone from the last); one the client does not take is refused."""
+    out = []
+    for coding in reversed([c.strip().lower() for c in codings if c.strip()]):
+        if coding == "identity":
+            continue
+        if coding not in ("gzip", "x-gzip", "deflate"):
+            raise TransportProtocolError(
+                f"the answer is in the content encoding {coding[:40]!r}, which the client does not take"
+            )
+        out.append(_Inflate(coding))
+    return out
+
+
+def _decoded(raw: Iterator[bytes], decoders: list[_Inflate]) -> Iterator[bytes]:
+    """The answer's bytes as they are decoded, through every coding, :data:`CHUNK` at a time: nothing
+    is decoded further than its reader asks, so a small bomb never becomes a large answer in memory."""
+    stream: Iterator[bytes] = raw
+    for decoder in decoders:
+        stream = _through(stream, decoder)
+    yield from stream
+
+
+def _through(stream: Iterator[bytes], decoder: _Inflate) -> Iterator[bytes]:
+    for chunk in stream:
+        yield from decoder.feed(chunk)
 
 
 class InsecureCredential(TransportError):
@@ -64,7 +133,11 @@ class HttpTransport:
 
     def exchange(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         body = encode_message(message)
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "Accept-Encoding": ", ".join(ENCODINGS),
+        }
         if self.credential:
             headers["Authorization"] = f"Bearer {self.credential}"
         with self._lock:
@@ -81,21 +154,27 @@ class HttpTransport:
                             f"HTTP {response.status_code}{' ' + reason if reason else ''}: "
                             "only a 200 response carries an answer"
                         )
-                    chunks, size = [], 0
-                    for chunk in response.iter_bytes():
-                        size += len(chunk)
-                        if size > MAX_ANSWER_BYTES:
-                            raise TransportProtocolError(
-                                f"the answer is longer than {MAX_ANSWER_BYTES} bytes"
-                            )
-                        if time.monotonic() > deadline:
-                            raise TransportTimeout(f"the answer did not arrive whole within {timeout:g} s")
-                        chunks.append(chunk)
+                    decoders = _decoders(response.headers.get_list("content-encoding", split_commas=True))
+                    # its pages are taken only as the answer fills them, and never copied as it grows
+                    with mmap.mmap(-1, MAX_ANSWER_BYTES + CHUNK) as buffer:
+                        size = 0
+                        for chunk in _decoded(response.iter_raw(CHUNK), decoders):
+                            if size + len(chunk) > MAX_ANSWER_BYTES:
+                                raise TransportProtocolError(
+                                    f"the answer is longer than {MAX_ANSWER_BYTES} bytes (decoded)"
+                                )
+                            if time.monotonic() > deadline:
+                                raise TransportTimeout(
+                                    f"the answer did not arrive whole within {timeout:g} s"
+                                )
+                            buffer[size : size + len(chunk)] = chunk
+                            size += len(chunk)
+                        answer = buffer[:size]
             except httpx.TimeoutException:
                 raise TransportTimeout(f"no answer within {timeout:g} s") from None
             except httpx.HTTPError as exc:
                 raise TransportError(f"{type(exc).__name__}: {exc}") from None
-        return parse_answer(b"".join(chunks), (self.credential,))
+        return parse_answer(answer, (self.credential,))
 
     def close(self) -> None:
         with self._lock:

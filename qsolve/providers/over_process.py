@@ -34,7 +34,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qsolve.providers.errors import redact
 from qsolve.providers.transport import (
@@ -45,6 +45,9 @@ from qsolve.providers.transport import (
     encode_message,
     parse_answer,
 )
+
+if TYPE_CHECKING:
+    from qsolve.providers.confined import Confinement
 
 CREDENTIAL_ENV = "WAI_PROVIDER_CREDENTIAL"
 #: what a program needs to start, passed on from this process's environment when set (and every LC_*)
@@ -159,9 +162,14 @@ class ProcessTransport:
         log_path: str | Path | None = None,
         log_chars: int = LOG_CHARS,
         max_line: int = MAX_ANSWER_BYTES,
+        confinement: Confinement | None = None,
+        home: Path | None = None,
     ) -> None:
         """``env`` is where the allowed variables are read from (this process's environment when not
-        given), and ``pass_env`` the names of the person's own variables passed on besides."""
+        given), and ``pass_env`` the names of the person's own variables passed on besides.
+        ``confinement``: run the program confined (:mod:`qsolve.providers.confined`), seeing nothing of
+        ``home`` (``QSOLVE_HOME``) or the keychain; ``None`` runs it as the host's user, as a test's
+        stand-in does."""
         if isinstance(argv, str | bytes) or not argv or not all(isinstance(a, str) for a in argv):
             raise TransportError("a process provider is a program and its arguments: a list of strings")
         self.argv = tuple(argv)
@@ -175,6 +183,11 @@ class ProcessTransport:
             secrets=(self.credential,), max_chars=log_chars, path=Path(log_path) if log_path else None
         )
         self._proc: subprocess.Popen[bytes] | None = None
+        self._confinement = confinement
+        self._home = home
+        self._confined: Any = None  # qsolve.providers.confined.Started, once started confined
+        #: what held of its confinement, once started confined (``missing``: what did not)
+        self.confined: dict[str, Any] | None = None
         self._stderr_thread: threading.Thread | None = None
         self._buffer = bytearray()
         self._broken: str | None = None
@@ -186,7 +199,16 @@ class ProcessTransport:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        """The provider program's process id, as this host sees it (confined: the launcher's child)."""
+        if self._proc is None:
+            return None
+        if self._confined is not None:
+            try:
+                children = Path(f"/proc/{self._proc.pid}/task/{self._proc.pid}/children").read_text().split()
+                return int(children[0]) if children else None
+            except (OSError, ValueError):
+                return None
+        return self._proc.pid
 
     def log(self) -> str:
         """The provider's standard error so far (its last characters), the credential taken out."""
@@ -217,6 +239,8 @@ class ProcessTransport:
 
     def _start(self) -> None:
         self._scratch = tempfile.mkdtemp(prefix="qsolve-provider-")  # owner-only (0700)
+        if self._confinement is not None:
+            return self._start_confined(self._confinement)
         env = provider_environment(
             self._source, self._pass_env, scratch=self._scratch, credential=self.credential
         )
@@ -239,6 +263,49 @@ class ProcessTransport:
             raise TransportError(
                 f"the provider program {self.argv[0]!r} did not start: {exc.strerror or exc}"
             ) from None
+        self._started()
+
+    def _start_confined(self, confinement: Confinement) -> None:
+        """Start the program in its own confinement (:mod:`qsolve.providers.confined`); refuse to run it
+        where the kernel gave less, unless its entry accepted that."""
+        from qsolve.home import qsolve_home
+        from qsolve.providers import confined as program
+
+        assert self._scratch is not None
+        scratch = os.path.join(self._scratch, "scratch")
+        os.mkdir(scratch, 0o700)
+        env = provider_environment(self._source, self._pass_env, scratch=scratch, credential=self.credential)
+        home = self._home or qsolve_home()
+        try:
+            read, write = program.readable(list(self.argv), list(confinement.read), home)
+            started = program.start(
+                list(self.argv),
+                env=env,
+                read=read,
+                write=write,
+                hidden=[str(h) for h in program.protected(home)],
+                scratch=scratch,
+                require=not confinement.accept_unconfined,
+                cwd=str(self._cwd) if self._cwd else None,
+                memory_mb=confinement.memory_mb,
+            )
+        except (OSError, program.Refused) as exc:
+            self._broken = f"it did not start: {exc}"
+            self._remove_scratch()
+            raise TransportError(f"the provider program {self.argv[0]!r} did not start: {exc}") from None
+        self._proc, self._confined, self.confined = started.proc, started, started.held
+        if started.missing and not confinement.accept_unconfined:
+            self._broken = "the kernel cannot confine it here"
+            self._kill()
+            raise TransportError(
+                f"the provider program {self.argv[0]!r} cannot be confined on this machine ("
+                + "; ".join(started.missing)
+                + "): it was not run; qsolve providers add NAME --accept-unconfined NAME ... accepts that"
+            )
+        self._started()
+
+    def _started(self) -> None:
+        assert self._proc is not None
         assert self._proc.stdin is not None and self._proc.stderr is not None
         os.set_blocking(self._proc.stdin.fileno(), False)
         self._stderr_thread = threading.Thread(
@@ -294,8 +361,12 @@ class ProcessTransport:
         searched = 0
         while True:
             end = self._buffer.find(b"\n", searched)
+            if end > self._max_line:
+                self._fail(
+                    TransportProtocolError(f"the provider wrote a line longer than {self._max_line} bytes")
+                )
             if end >= 0:
-                line = bytes(self._buffer[:end])
+                line = bytes(memoryview(self._buffer)[:end])  # one copy, not two
                 del self._buffer[: end + 1]
                 return line
             searched = len(self._buffer)
@@ -306,7 +377,7 @@ class ProcessTransport:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 self._fail(TransportTimeout(f"no answer within {timeout:g} s: the provider was ended"))
-            chunk = os.read(fd, CHUNK)
+            chunk = os.read(fd, min(CHUNK, self._max_line + 1 - len(self._buffer)))  # never past the bound
             if not chunk:
                 self._fail(
                     TransportError(f"the provider process ended before it answered ({self._exit_status()})")
@@ -351,6 +422,8 @@ class ProcessTransport:
                     proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5.0)
+        if self._confined is not None:  # every process it started, a new session's too, and its cgroup
+            self._confined.end()
         self._reap()
         self._remove_scratch()
 
@@ -394,6 +467,10 @@ class ProcessTransport:
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(Exception):
                 os.killpg(proc.pid, signal.SIGKILL)
+        confined = getattr(self, "_confined", None)
+        if confined is not None:
+            with contextlib.suppress(Exception):
+                confined.end()
         scratch = getattr(self, "_scratch", None)
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)

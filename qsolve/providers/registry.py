@@ -9,6 +9,7 @@ provider process gets (``over_process.provider_environment``).
         transport: process
         command: [python, -m, qsolve.providers.reference, --stdio]
         env: [LAB_REGION]       # the person's own non-secret variables it is given
+        allow_read: [/opt/lab]  # what its confined program may read besides the runtime (--allow-read)
         settings: {}
         timeout_s: 60
       lab:
@@ -57,6 +58,11 @@ class ProviderEntry(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
     credential: bool = False
     env: tuple[str, ...] = ()
+    #: what a process provider's confined program may read besides the runtime and the files its command
+    #: names (``--allow-read``); never QSOLVE_HOME or the keychain (:mod:`qsolve.providers.confined`)
+    allow_read: tuple[str, ...] = ()
+    #: the operator accepted, by the provider's name, to run it where the kernel cannot confine it
+    accept_unconfined: bool = False
 
     @model_validator(mode="after")
     def _where(self) -> ProviderEntry:
@@ -74,6 +80,11 @@ class ProviderEntry(BaseModel):
             raise ValueError("a process provider has a command and no url")
         if self.env and self.transport != "process":
             raise ValueError("env: only a process provider is given variables")
+        if (self.allow_read or self.accept_unconfined) and self.transport != "process":
+            raise ValueError("allow_read, accept_unconfined: only a process provider's program is confined")
+        for path in self.allow_read:
+            if not path.startswith("/"):
+                raise ValueError(f"allow_read: {path!r} is not an absolute path")
         from qsolve.providers.over_process import OWN_ENV
 
         for name in self.env:

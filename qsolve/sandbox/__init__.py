@@ -9,6 +9,8 @@
     rootfs.py     the filesystem made for it, in its own mount namespace
     landlock.py, seccomp.py, privileges.py   the kernel's parts: Landlock, seccomp, uid and capabilities
     guard.py      audit hooks: friendly early errors in the workflow process, not the boundary
+    launcher.py   a process provider's program confined from the same parts (python -m
+                  qsolve.sandbox.launcher; the platform's side is qsolve.providers.confined)
 
 The gates job run in it is :mod:`qsolve.validation.jobs`; the platform's own bounded work (a forked
 worker) and the processes' cgroups are :mod:`qsolve.runtime`. The names load on first use: the workflow

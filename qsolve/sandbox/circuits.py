@@ -68,6 +68,23 @@ def decode(text: str) -> list:
     return circuits
 
 
+def widest(text: str) -> tuple[int, int] | None:
+    """``(index, qubits)`` of the widest circuit of a batch, from its headers alone (nothing is built);
+    ``None`` for a batch that does not read (:func:`decode` then says why)."""
+    if len(text) > MAX_BATCH_BYTES * 4 // 3 + 4:
+        return None
+    try:
+        found = headers(base64.b64decode(text, validate=True))
+    except (binascii.Error, ValueError):
+        return None
+    return max(enumerate(h.num_qubits for h in found), key=lambda x: x[1], default=None)
+
+
+def state_vector_bytes(qubits: int) -> int:
+    """What one state vector of ``qubits`` qubits holds: 2**qubits amplitudes of 16 bytes."""
+    return 16 << qubits
+
+
 def headers(data: bytes) -> list[Header]:
     """Every circuit's header, read with QPY's own formats, each within :data:`LIMITS`."""
     from qiskit.qpy import common, formats

@@ -16,7 +16,10 @@ import os
 import stat
 from collections.abc import Iterable
 from functools import cache
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # not imported at run time: a provider's launcher starts faster without pathlib
+    from pathlib import Path
 
 
 class ConfinementError(OSError):
@@ -121,10 +124,11 @@ def _threads() -> int:
         return 1  # no /proc: nothing to tell, the caller's word stands
 
 
-def restrict(read: Iterable[str | Path], write: Iterable[str | Path]) -> int:
+def restrict(read: Iterable[str | Path], write: Iterable[str | Path], *, network: bool = False) -> int:
     """Confine this process (irreversibly) to reading ``read`` and writing ``write``; deny all TCP
-    bind/connect and, from ABI 6, signals and abstract unix sockets beyond itself. Paths that do not
-    exist are skipped. Returns the ABI in force."""
+    bind/connect (unless ``network``: a provider's program may need its device) and, from ABI 6, signals
+    and abstract unix sockets beyond itself. Paths that do not exist are skipped. Returns the ABI in
+    force."""
     abi = abi_version()
     numbers = _numbers()
     if abi < 1 or numbers is None:
@@ -138,7 +142,7 @@ def restrict(read: Iterable[str | Path], write: Iterable[str | Path]) -> int:
     fs = handled_fs(abi)
     attr = _RulesetAttr(handled_access_fs=fs)
     size = 8
-    if abi >= 4:
+    if abi >= 4 and not network:
         attr.handled_access_net = ACCESS_NET_BIND_TCP | ACCESS_NET_CONNECT_TCP
         size = 16
     if abi >= 6:

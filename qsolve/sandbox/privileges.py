@@ -11,7 +11,6 @@ import ctypes
 import errno
 import os
 from functools import cache
-from pathlib import Path
 
 from qsolve.sandbox.landlock import ConfinementError
 
@@ -21,7 +20,8 @@ PR_SET_PDEATHSIG, PR_GET_PDEATHSIG = 1, 2
 PR_SET_KEEPCAPS = 8
 PR_CAPBSET_DROP = 24
 PR_CAP_AMBIENT = 47
-PR_CAP_AMBIENT_CLEAR_ALL = 4
+PR_CAP_AMBIENT_RAISE, PR_CAP_AMBIENT_CLEAR_ALL = 2, 4
+CAP_DAC_OVERRIDE = 1
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 NOBODY = 65534
 
@@ -50,9 +50,17 @@ def _prctl(option: int, arg: int = 0, what: str = "prctl") -> None:
         raise ConfinementError(code, f"{what} failed: {os.strerror(code)}")
 
 
+def _prctl2(option: int, arg: int, arg2: int) -> None:
+    args = (ctypes.c_ulong(a) for a in (arg, arg2, 0, 0))
+    if _libc().prctl(ctypes.c_int(option), *args) != 0:
+        code = ctypes.get_errno()
+        raise ConfinementError(code, f"raising ambient capability {arg2} failed: {os.strerror(code)}")
+
+
 def _last_cap() -> int:
     try:
-        return int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            return int(f.read())
     except (OSError, ValueError):
         return CAP_LAST_CAP_FALLBACK
 
@@ -68,17 +76,20 @@ def capabilities() -> dict[str, int]:
     return caps
 
 
-def drop_root(uid: int = NOBODY, gid: int = NOBODY) -> int | None:
+def drop_root(uid: int = NOBODY, gid: int = NOBODY, *, ambient: tuple[int, ...] = ()) -> int | None:
     """When running as root, become ``uid``/``gid`` for good keeping only CAP_DAC_READ_SEARCH (effective
-    and permitted; bounding set reduced to it; no inheritable or ambient). Returns the new uid, or
-    ``None`` (having done nothing) when not root. The parent-death signal, which the kernel clears on a
-    change of credentials, is set again as it was."""
+    and permitted; bounding set reduced to it; no inheritable or ambient), and the capabilities of
+    ``ambient`` besides, kept as ambient ones too: a program it then runs has them (a provider's
+    program: where it may read and write is its own root's and Landlock's to say, not the files'
+    modes). Returns the new uid, or ``None`` (having done nothing) when not root. The parent-death
+    signal, which the kernel clears on a change of credentials, is set again as it was."""
     if os.geteuid() != 0:
         return None
     death_signal = ctypes.c_int(0)
     _prctl(PR_GET_PDEATHSIG, ctypes.addressof(death_signal), "PR_GET_PDEATHSIG")
+    kept_caps = {CAP_DAC_READ_SEARCH, *ambient}
     for cap in range(_last_cap() + 1):
-        if cap == CAP_DAC_READ_SEARCH:
+        if cap in kept_caps:
             continue
         try:
             _prctl(PR_CAPBSET_DROP, cap, f"dropping capability {cap} from the bounding set")
@@ -93,13 +104,16 @@ def drop_root(uid: int = NOBODY, gid: int = NOBODY) -> int | None:
         os.setresuid(uid, uid, uid)
     except OSError as e:
         raise ConfinementError(e.errno, f"cannot become uid {uid}, gid {gid}: {e.strerror}") from None
-    keep = 1 << CAP_DAC_READ_SEARCH
+    keep = sum(1 << cap for cap in kept_caps)
+    inherit = sum(1 << cap for cap in ambient)
     header = _CapHeader(version=LINUX_CAPABILITY_VERSION_3, pid=0)
-    data = (_CapData * 2)(_CapData(effective=keep, permitted=keep, inheritable=0), _CapData())
+    data = (_CapData * 2)(_CapData(effective=keep, permitted=keep, inheritable=inherit), _CapData())
     if _libc().capset(ctypes.byref(header), data) != 0:
         code = ctypes.get_errno()
         raise ConfinementError(code, f"capset failed: {os.strerror(code)}")
     _prctl(PR_SET_KEEPCAPS, 0, "PR_SET_KEEPCAPS")
+    for cap in ambient:
+        _prctl2(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap)
     _prctl(PR_SET_PDEATHSIG, death_signal.value, "PR_SET_PDEATHSIG")
     caps = capabilities()
     kept = caps["CapEff"] == caps["CapPrm"] == keep and caps["CapBnd"] | keep == keep

@@ -79,11 +79,19 @@ def _mount_point(root: str, path: str, directory: bool) -> str:
 
 
 def make_root(
-    new_root: str, read: Iterable[str], write: Iterable[str], scratch: str, scratch_mb: int, uid: int
+    new_root: str,
+    read: Iterable[str],
+    write: Iterable[str],
+    scratch: str,
+    scratch_mb: int,
+    uid: int,
+    hidden: Iterable[str] = (),
 ) -> list[str]:
     """Build the root in the empty folder ``new_root`` and make it this process's root, for good. Paths
     of ``read`` are bound read-only, those of ``write`` writable (``scratch`` becomes a ``tmpfs`` of
-    ``scratch_mb`` MiB owned by ``uid``). Returns the mount points, as the process now sees them."""
+    ``scratch_mb`` MiB owned by ``uid``); each folder of ``hidden`` that lies in a bound one is covered by
+    an empty read-only ``tmpfs`` (a provider's folder may hold ``QSOLVE_HOME``). Returns the mount
+    points, as the process now sees them."""
     read, write = [os.path.abspath(p) for p in read], [os.path.abspath(p) for p in write]
     scratch = os.path.abspath(scratch)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the host's namespace
@@ -97,6 +105,12 @@ def make_root(
         flags = MS_REMOUNT | MS_BIND | SAFE | (0 if real in writable else MS_RDONLY)
         _mount(None, target, None, flags | (0 if real in DEVICES else MS_NODEV))
         points.append(real)
+    for path in sorted({os.path.realpath(h) for h in hidden}):
+        if os.path.isdir(path) and any(path.startswith(b + "/") for b in binds):
+            _mount(
+                "tmpfs", new_root + path, "tmpfs", SAFE | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k,mode=0"
+            )
+            points.append(path)
     for path, real in links.items():
         if not os.path.lexists(new_root + path):
             os.makedirs(os.path.dirname(new_root + path), exist_ok=True)

@@ -234,4 +234,49 @@ def install(*, allow_threads: bool = True) -> None:
         lib.seccomp_release(ctx)
 
 
-__all__ = ["ALLOWED", "DENIED", "available", "install"]
+#: what a provider's program may not call (:func:`install_program`): every other call is its own. It may
+#: start processes, run programs and open sockets (its device may be across the network), but never reach
+#: into another process, make or enter a namespace, mount, open a file by handle (past the paths Landlock
+#: checks) or use the kernel's own large interfaces
+#: (changing identity is left to the kernel: as ``nobody`` with no capability it has none to change to)
+PROGRAM_MAY = (
+    "fork", "vfork", "execve", "execveat", "socket", "set_tid_address", "flock", "pidfd_open",
+    "pidfd_send_signal", "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups", "setfsuid",
+    "setfsgid", "capset",
+)  # fmt: skip
+PROGRAM_DENIED = tuple(name for name in DENIED if name not in PROGRAM_MAY) + ("clone3",)
+
+
+def install_program() -> None:
+    """Load, for good, the filter of a provider's program (issue 35): every call allowed but those of
+    :data:`PROGRAM_DENIED` (EPERM; ``clone3`` ENOSYS, so that the C library falls back to ``clone``,
+    whose flags seccomp reads) and ``clone`` with any namespace of its own."""
+    lib = _library()
+    if lib is None:
+        raise ConfinementError(errno.ENOENT, "seccomp: libseccomp (libseccomp.so.2) cannot be loaded")
+    ctx = lib.seccomp_init(SCMP_ACT_ALLOW)
+    if not ctx:
+        raise ConfinementError(errno.ENOMEM, "seccomp: seccomp_init failed")
+    try:
+        eperm = _fail_with(errno.EPERM)
+
+        def rule(name: str, action: int, *conditions: _ArgCmp) -> None:
+            number = lib.seccomp_syscall_resolve_name(name.encode())
+            if number < 0:
+                return
+            array = (_ArgCmp * len(conditions))(*conditions) if conditions else None
+            added = lib.seccomp_rule_add_array(ctx, action, number, len(conditions), array)
+            _check(added, f"a rule for {name}")
+
+        for name in PROGRAM_DENIED:
+            rule(name, _fail_with(errno.ENOSYS) if name == "clone3" else eperm)
+        for flag in CLONE_NAMESPACES:
+            rule("clone", eperm, _masked(0, flag, flag))
+        rule("ioctl", eperm, _masked(1, 0xFFFFFFFF, TIOCSTI))
+        _check(lib.seccomp_load(ctx), "seccomp_load")
+    finally:
+        lib.seccomp_release(ctx)
+
+
+__all__ = ["ALLOWED", "DENIED", "PROGRAM_DENIED", "available", "install", "install_program"]

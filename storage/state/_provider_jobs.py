@@ -89,12 +89,13 @@ class ProviderJobs(Store):
         """A submit that did not complete, sent again on the person's word: ``submitting`` once more."""
         return self._move(job_id, {S.SUBMITTING}, status=S.SUBMITTING.value)
 
-    def provider_job_polled(self, job_id: str) -> ProviderJob:
+    def provider_job_polled(self, job_id: str, count: int = 1) -> ProviderJob:
+        """``count`` more polls of its status: one write for a whole wait, never one a poll."""
         with self._write() as connection:
             connection.execute(
                 provider_jobs.update()
                 .where(provider_jobs.c.id == job_id)
-                .values(polls=provider_jobs.c.polls + 1)
+                .values(polls=provider_jobs.c.polls + int(count))
             )
             return _job(_row(connection, job_id))
 

@@ -1,0 +1,335 @@
+"""A process provider's program, confined (issue 35): built from the sandbox's parts, as a workflow
+process is (the parts run in the launcher, :mod:`qsolve.sandbox.launcher`, started by name: nothing of
+the sandbox is imported here).
+
+The platform starts ``python -m qsolve.sandbox.launcher PLAN`` in place of the program (:func:`start`):
+between fork and exec it joins a memory and a pids cgroup of its own (:mod:`qsolve.runtime.cgroups`)
+and takes new PID, mount, IPC, UTS and cgroup namespaces (never a network namespace: a provider may need
+its device). The launcher (:mod:`qsolve.sandbox.launcher`) forks once, so that its child is the first
+process of the new PID namespace, and the child, in this order:
+
+1. builds a root of its own (:mod:`qsolve.sandbox.rootfs`): the runtime and the system's libraries, the
+   files a resolver and TLS need, the program, and the paths its entry allows (``--allow-read``),
+   read-only; the paths its arguments name that exist (its jobs' folder, its log), or the folder of one
+   it will make (not ``/``, ``/tmp`` or a home), writable, unless they are the system's or the runtime's,
+   with ``QSOLVE_HOME`` covered by an empty folder where it lies in one (:func:`readable`); its scratch
+   folder (``HOME``, ``TMPDIR``) a ``tmpfs``; a ``/proc``
+   of its own PID namespace, where no other process is. Never ``QSOLVE_HOME``, the keychain's files,
+   another provider's credential or another process's ``/proc/PID/environ``, whatever names them;
+2. leaves root for ``nobody`` (:mod:`qsolve.sandbox.privileges`) keeping, across its exec, only the
+   capabilities to read and write past the files' modes (``CAP_DAC_READ_SEARCH``, ``CAP_DAC_OVERRIDE``):
+   what it reaches is its root's and Landlock's to say, as for a workflow process; none to trace,
+   signal, mount or administer anything;
+3. Landlock: reads only those paths, writes only its scratch folder and its named paths, signals and
+   abstract unix sockets scoped to itself (TCP left open);
+4. seccomp: every call but tracing or reading another process, namespaces, mounts, files by handle and
+   the kernel's own large interfaces (:func:`qsolve.sandbox.seccomp.install_program`);
+5. writes what held (one JSON line) on a descriptor the exec closes, and runs the program with the
+   environment it was given (``WAI_PROVIDER_CREDENTIAL`` its own credential and no other).
+
+The program is the first process of its PID namespace: when it ends, the kernel ends every process it
+started, a child in a session of its own too; the launcher's first process dies with the platform's
+client (``PR_SET_PDEATHSIG``), and the program with it; the cgroup is emptied and removed when the client
+closes the transport. Where the kernel gives less, :attr:`Started.missing` says what, and the program
+does not run unless its entry accepted that by name (``qsolve providers add NAME ... --accept-unconfined
+NAME``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import re
+import signal
+import sys
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWCGROUP = 0x20000000, 0x02000000
+#: tried in this order until one is granted (no network namespace: the program may need its device)
+NAMESPACES = (
+    CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP,
+    CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC,
+    CLONE_NEWPID,
+)
+#: the memory a provider's program may hold, with everything it starts (its cgroup's, on top of
+#: :data:`qsolve.runtime.cgroups.RUNTIME_MB`)
+MEMORY_MB = 1024
+#: what every provider's program may read besides its own: the runtime, the system's libraries, what a
+#: resolver and TLS read (its device may be across the network)
+SYSTEM_READ = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/nsswitch.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/dev/null",
+    "/dev/urandom",
+    "/dev/zero",
+    "/sys/devices/system/cpu",
+    "/proc",  # its own PID namespace's: no other process is in it
+)
+WRITE = ("/dev/null",)
+
+
+class Refused(ValueError):
+    """A path a provider's program may not be given: one that is, holds or lies in a protected folder."""
+
+
+def protected(home: Path) -> list[Path]:
+    """What no provider's program sees: ``QSOLVE_HOME`` (its keys, its credentials folder, the state)
+    and the keychain's files."""
+    user = Path.home()
+    keychains = [user / ".local/share/keyrings", user / ".local/share/python_keyring", user / ".gnupg"]
+    return [p.resolve() for p in (home, *keychains)]
+
+
+def check_readable(path: str | Path, home: Path) -> str:
+    """``path`` as an absolute path, or :class:`Refused` naming it: one that is or holds ``QSOLVE_HOME``
+    or the keychain's files, or lies in one."""
+    real = Path(path).expanduser().resolve()
+    for guarded in protected(home):
+        if real == guarded or guarded.is_relative_to(real) or real.is_relative_to(guarded):
+            raise Refused(
+                f"{path}: a provider's program may not read it: it is, holds or lies in {guarded} "
+                "(QSOLVE_HOME or the keychain)"
+            )
+    return str(Path(path).expanduser().absolute())
+
+
+@cache
+def runtime_paths() -> frozenset[str]:
+    """The Python runtime this platform runs on, and its packages (a provider is often a Python script)."""
+    import sysconfig
+
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
+    paths |= {p for p in sys.path if p.endswith("-packages")}
+    paths.add(str(Path(__file__).resolve().parents[1]))  # the qsolve package: `-m qsolve.providers.reference`
+    for folder in [p for p in sys.path if p.endswith("-packages")]:  # packages installed editable: sources
+        for finder in Path(folder).glob("__editable___*_finder.py"):
+            text = finder.read_text(errors="replace")
+            paths |= set(re.findall(r"'(/[^']+)'", text.partition("MAPPING")[2].partition("\n")[0]))
+    return frozenset(paths)
+
+
+def readable(argv: list[str], allowed: list[str], home: Path) -> tuple[list[str], list[str]]:
+    """``(read, write)``: what the program may read, and write. It reads :data:`SYSTEM_READ`, the runtime,
+    the program itself and ``allowed`` (each checked: :func:`check_readable`, :class:`Refused` if not);
+    it reads and writes each path its arguments name that exists (its jobs' folder, its log), unless
+    that is the system's or the runtime's (then only reads). Nothing that is, holds or lies in a
+    protected folder, whatever named it."""
+    import shutil
+    import tempfile
+
+    found = shutil.which(argv[0]) if os.sep not in argv[0] else argv[0]
+    named = [a for a in argv[1:] if a.startswith(("/", "./", "../")) or os.sep in a]
+    fixed = [p for p in [*runtime_paths(), *SYSTEM_READ] if os.path.exists(p)]
+    read = {check_readable(p, home) for p in allowed}
+    write: set[str] = set()
+    for candidate in [*([found] if found else []), *fixed]:
+        with contextlib.suppress(Refused):
+            read.add(check_readable(candidate, home))
+    roots = [Path(p).resolve() for p in fixed]
+    shared = {Path(p).resolve() for p in ("/", "/tmp", "/var/tmp", "/dev/shm", "/home", "/var", Path.home())}
+    shared.add(Path(tempfile.gettempdir()).resolve())
+    for candidate in named:
+        if not os.path.exists(candidate):  # one it makes: its folder, unless a folder every program shares
+            parent = Path(candidate).absolute().parent
+            if not parent.is_dir() or parent.resolve() in shared:
+                continue
+            candidate = str(parent)
+        real = Path(candidate).resolve()
+        if any(real == r or real.is_relative_to(r) or r.is_relative_to(real) for r in roots):
+            with contextlib.suppress(Refused):
+                read.add(check_readable(candidate, home))
+        elif not any(g.is_relative_to(real) and g != real for g in protected(home)):
+            with contextlib.suppress(Refused):
+                write.add(check_readable(candidate, home))
+        elif real.resolve() not in shared:  # it holds QSOLVE_HOME: bound with that folder hidden
+            write.add(str(Path(candidate).absolute()))
+    return sorted(read - write), sorted(write)
+
+
+# ---- the platform's side ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How a provider's program is confined: what its entry lets it read besides the runtime, and
+    whether it may run where the kernel cannot confine it (its entry accepted that by name)."""
+
+    read: tuple[str, ...] = ()
+    accept_unconfined: bool = False
+    memory_mb: int = MEMORY_MB
+
+
+@dataclass
+class Started:
+    """A confined program as started: its process (the launcher's first), its cgroup, what held."""
+
+    proc: Any
+    cgroup: Any
+    held: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def missing(self) -> list[str]:
+        return list(self.held.get("missing", ["it said nothing of what held"]))
+
+    def end(self) -> None:
+        """Kill everything the program started, in any session, and remove its cgroup."""
+        import contextlib
+
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.cgroup.remove()
+
+
+def _prepare(cgroup_fds: list[int]):
+    """Between fork and exec: its cgroups (before its cgroup namespace), then its namespaces."""
+    from qsolve.runtime import cgroups
+
+    unshare = ctypes.CDLL(None, use_errno=True).unshare  # looked up before the fork
+
+    def apply() -> None:
+        cgroups.join(cgroup_fds)
+        for flags in NAMESPACES:
+            if unshare(flags) == 0:
+                break
+
+    return apply
+
+
+def start(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    read: list[str],
+    scratch: str,
+    require: bool,
+    write: list[str] | None = None,
+    hidden: list[str] | None = None,
+    cwd: str | None = None,
+    memory_mb: int = MEMORY_MB,
+    probe: bool = False,
+    wait_s: float = 30.0,
+) -> Started:
+    """Start ``argv`` confined (or, with ``probe``, only confine the launcher and say what held); standard
+    input, output and error are pipes, as for an unconfined program. Returns once the launcher said what
+    held (the program is running then, unless ``require`` and something is missing, or ``probe``)."""
+    import select
+    import subprocess
+    import time
+
+    from qsolve.runtime import cgroups
+
+    cgroup = cgroups.Cgroup.make()
+    cgroup.limit(memory_mb)
+    joining = cgroup.joining()
+    status_r, status_w = os.pipe()
+    plan = {
+        "argv": list(argv),
+        "read": read,
+        "write": [*WRITE, *(write or []), scratch],
+        "scratch": scratch,
+        "require": require,
+        "probe": probe,
+        "status_fd": status_w,
+        "cwd": cwd,
+        "host_ns": {k: os.readlink(f"/proc/self/ns/{k}") for k in ("mnt", "pid")},
+        "threads_counted": cgroup.counts_threads,
+        "pythonpath": env.get("PYTHONPATH"),
+        "hidden": list(hidden or []),
+    }
+    launcher_env = dict(env) | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    try:
+        proc = subprocess.Popen(  # noqa: S603 - a list, no shell
+            [sys.executable, "-S", "-s", "-m", "qsolve.sandbox.launcher", json.dumps(plan)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=launcher_env,
+            cwd=scratch,
+            bufsize=0,
+            close_fds=True,
+            pass_fds=(status_w,),
+            start_new_session=True,
+            preexec_fn=_prepare(joining),
+        )
+    except BaseException:
+        os.close(status_r)
+        cgroup.remove()
+        raise
+    finally:
+        os.close(status_w)
+        for fd in joining:
+            os.close(fd)
+    started = Started(proc, cgroup)
+    data, until = b"", time.monotonic() + wait_s
+    try:
+        while len(data) < 1 << 16:
+            left = until - time.monotonic()
+            if left <= 0 or not select.select([status_r], [], [], left)[0]:
+                break
+            chunk = os.read(status_r, 1 << 16)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(status_r)
+    try:
+        started.held = json.loads(data.split(b"\n", 1)[0]) if data else {}
+    except ValueError:
+        started.held = {}
+    if not isinstance(started.held, dict):
+        started.held = {}
+    return started
+
+
+def probe(argv: list[str], allowed: list[str], home: Path) -> list[str]:
+    """What the kernel cannot give a provider's program here (nothing: it runs confined), found by
+    confining the launcher as it would be and running nothing (``qsolve providers add``). The paths
+    ``allowed`` are checked first (:class:`Refused`)."""
+    import shutil
+    import tempfile
+
+    read, write = readable(argv, allowed, home)
+    tmp = tempfile.mkdtemp(prefix="qsolve-provider-")
+    try:
+        scratch = os.path.join(tmp, "scratch")
+        os.mkdir(scratch, 0o700)
+        hidden = [str(h) for h in protected(home)]
+        started = start(
+            argv,
+            env={"PATH": os.defpath},
+            read=read,
+            write=write,
+            hidden=hidden,
+            scratch=scratch,
+            require=True,
+            probe=True,
+        )
+        try:
+            started.proc.communicate(timeout=30)
+        finally:
+            started.end()
+        return started.missing
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,131 @@
+"""Issue 35, item 1: a process provider's program runs confined. A hostile program reads what it can of
+the host (``/proc/PPID/environ``, ``QSOLVE_HOME/keys``, the credentials folder, another provider's
+credential, the host's environment), tries to signal the host and leaves a child in a session of its own:
+it gets its own credential and nothing else, and nothing it started outlives its client."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from qsolve.cli import main
+from qsolve.providers.connect import open_client
+
+HOSTILE = r"""
+import json, os, subprocess, sys
+
+home, marker, out = sys.argv[1], sys.argv[2], sys.argv[3]
+
+def read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read(4096).decode("latin-1")
+    except OSError as e:
+        return f"refused: {e.strerror}"
+
+def listing(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError as e:
+        return f"refused: {e.strerror}"
+
+got = {"pid": os.getpid(), "uid": os.getuid(), "procs": listing("/proc")}
+got["parent_environ"] = read(f"/proc/{os.getppid()}/environ")
+got["environs"] = [read(f"/proc/{p}/environ") for p in os.listdir("/proc") if p.isdigit()]
+got["home"] = listing(home)
+got["keys"] = [read(os.path.join(home, "keys", n)) for n in ("host.key", "seed")]
+got["credentials"] = listing(os.path.join(home, "credentials"))
+got["other"] = read(os.path.join(home, "credentials", "other"))
+got["env"] = dict(os.environ)
+try:
+    os.kill(int(sys.argv[4]), 0)
+    got["signal"] = "reached the host"
+except OSError as e:
+    got["signal"] = f"refused: {e.strerror}"
+with open(out, "w") as f:  # a file its command names: its own to write
+    f.write("written")
+# a child in a session of its own, which would outlive its parent
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", marker], start_new_session=True)
+for line in sys.stdin:
+    print(json.dumps({"ok": True, "got": got}), flush=True)
+"""
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / "keys").mkdir(parents=True)
+    (home / "keys" / "seed").write_text("HOST-SEED-SECRET")
+    monkeypatch.setenv("QSOLVE_HOME", str(home))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "HOST-BUCKET-SECRET")
+    monkeypatch.setenv("QISKIT_IBM_TOKEN", "HOST-IBM-SECRET")
+    monkeypatch.setenv("OTHER_KEY", "OTHER-PROVIDER-SECRET")
+    monkeypatch.setenv("OWN_KEY", "ITS-OWN-CREDENTIAL")
+    return home
+
+
+def _running(marker: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_hostile_process_provider_gets_its_own_credential_and_nothing_else(home, tmp_path):
+    script = tmp_path / "hostile.py"
+    script.write_text(HOSTILE)
+    marker = f"qsolve-hostile-{secrets.token_hex(8)}"
+    out = tmp_path / "out.txt"  # in the folder that holds QSOLVE_HOME: its folder is bound, the home hidden
+    other = ["providers", "add", "other", "--process", "--credential-env", "OTHER_KEY", "--", "prog"]
+    assert main(other) == 0
+    argv = [sys.executable, str(script), str(home), marker, str(out), str(os.getpid())]
+    assert main(["providers", "add", "evil", "--process", "--credential-env", "OWN_KEY", "--", *argv]) == 0
+    assert (home / "credentials" / "other").exists()  # what the attacker is after is there, on the host
+    client, _ = open_client("evil")
+    try:
+        got = client.transport.exchange({"protocol": "wai.quantum.provider/1", "op": "describe"}, 30)["got"]
+        assert client.transport.confined["missing"] == []
+    finally:
+        client.close()
+    seen = json.dumps(got)
+    for secret in ("HOST-SEED-SECRET", "HOST-BUCKET-SECRET", "HOST-IBM-SECRET", "OTHER-PROVIDER-SECRET"):
+        assert secret not in seen
+    assert got["env"]["WAI_PROVIDER_CREDENTIAL"] == "ITS-OWN-CREDENTIAL"  # its own, as §2.2 says
+    assert got["pid"] == 1 and got["procs"].count("1") == 1  # its own PID namespace: no other process
+    assert not [p for p in got["procs"] if p.isdigit() and int(p) > 10]
+    assert got["uid"] == 65534
+    assert got["home"] in ([], "refused: Permission denied")  # hidden: an empty folder
+    assert got["credentials"] == "refused: No such file or directory"
+    assert got["signal"] == "refused: No such process"  # the host's pid is not in its namespace
+    assert out.read_text() == "written"
+    until = time.monotonic() + 10
+    while _running(marker) and time.monotonic() < until:
+        time.sleep(0.05)
+    assert _running(marker) == []  # its child in a new session ended with it
+
+
+def test_its_program_may_not_be_given_qsolve_home_or_the_keychain(home, tmp_path, capsys):
+    argv = ["providers", "add", "x", "--process", "--allow-read"]
+    for path in (home / "keys", home, tmp_path, Path.home(), Path("/")):
+        assert main([*argv, str(path), "--", sys.executable, "-c", "pass"]) == 2
+        err = capsys.readouterr().err
+        assert "a provider's program may not read it" in err and len(err.strip().splitlines()) == 1
+    assert not (home / "providers.yaml").exists()
+
+
+def test_accepting_it_unconfined_names_the_provider(home, capsys):
+    argv = ["providers", "add", "x", "--process", "--accept-unconfined", "y", "--", sys.executable]
+    assert main(argv) == 2
+    assert "--accept-unconfined y: name the provider itself, x" in capsys.readouterr().err

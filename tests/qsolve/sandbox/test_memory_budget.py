@@ -1,0 +1,56 @@
+"""Issue 35, item 4: one job, one memory budget. A 28-qubit circuit sent through ``ctx.sample`` (a few
+hundred bytes) made the platform's worker hold 4.29 GB for the job's whole time, outside the workflow
+process's cgroup. Now a batch whose widest circuit's state vector cannot fit the job's memory budget is
+refused before anything is built: the case fails at once, naming the circuit's width and the budget."""
+
+from __future__ import annotations
+
+import time
+
+from qsolve.validation.jobs import Limits, run_job
+from qsolve.workflow.manifest import Resources
+from tests.conftest import WorkflowDir
+
+MODULE = """\
+from qiskit import QuantumCircuit
+from qsolve import MethodResult
+
+
+def evaluate(input, solution):
+    return -1.0
+
+
+def reference(input, params, ctx):
+    return MethodResult(-1.0)
+
+
+def quantum(input, params, ctx):
+    qc = QuantumCircuit({width})
+    qc.h(range({width}))
+    qc.measure_all()
+    ctx.sample([qc], 10)
+    return MethodResult(-1.0)
+"""
+
+
+def run(wf: WorkflowDir, width: int, memory_mb: int):
+    wf.write("workflow.py", MODULE.format(width=width))
+    wf.cases["cases"] = [{"name": "one", "input": {"x": 1}}]
+    wf.save()
+    return run_job(wf.root, "sim-cpu", None, Resources(), limits=Limits(timeout_s=120, memory_mb=memory_mb))
+
+
+def test_a_circuit_whose_state_vector_cannot_fit_the_budget_fails_the_case_at_once(wf: WorkflowDir) -> None:
+    began = time.monotonic()
+    outcome = run(wf, 28, 2048)
+    took = time.monotonic() - began
+    text = repr(outcome.report) + repr(outcome.died)
+    assert "circuit 0 of a batch is 28 qubits wide: its state vector needs 4 GiB" in text
+    assert "more than the job's memory budget of 2048 MB" in text
+    assert took < 60  # at once: nothing simulated (it ran 300 s, holding 4.29 GB, before)
+
+
+def test_a_circuit_that_fits_is_simulated(wf: WorkflowDir) -> None:
+    outcome = run(wf, 3, 256)
+    assert outcome.died is None, outcome.died
+    assert "qubits wide" not in repr(outcome.report)
