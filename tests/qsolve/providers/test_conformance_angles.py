@@ -1,9 +1,9 @@
 """The checker's checks added by issue 38 (item 3): an angle out of range for every angle of every gate of
 every basis of §4, by each of its rules (``[m, k]`` with ``m`` past ``2^k − 1``, ``m`` below 0, ``k`` past
-32; in ``prxrzxx`` an ``xx`` past ¼ of a turn and a ``prx`` past ½), each a vector of its own, each against a provider written for the test that takes
-exactly that one program (tests/qsolve/providers/bent.py, ``lax-angle``); and a ``cancel`` answered
-``unsupported`` accepted with or without ``cancels`` in describe (§5.1, §5.6, §9), its vectors read as
-they say."""
+32; in ``prxrzxx`` an ``xx`` past ¼ of a turn and a ``prx`` past ½), each a vector of its own, each
+against a provider written for the test that takes exactly that one program
+(tests/qsolve/providers/bent.py, ``lax-angle``); and a ``cancel`` answered ``unsupported`` accepted with
+or without ``cancels`` in describe (§5.1, §5.6, §9), its vectors read as they say."""
 
 from __future__ import annotations
 
