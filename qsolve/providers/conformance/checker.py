@@ -56,6 +56,7 @@ from typing import Any, Literal
 
 from qiskit import QuantumCircuit
 
+from qsolve.errors import shown
 from qsolve.providers.device import BASES, NoBasis
 from qsolve.providers.errors import ProviderError, job_shown, redact
 from qsolve.providers.messages import (
@@ -310,7 +311,7 @@ class Checker:
     # ---- output ------------------------------------------------------------------------------------
 
     def add(self, name: str, status: Status, detail: str) -> None:
-        check = Check(name, status, redact(" ".join(detail.split()), self._secrets))
+        check = Check(name, status, shown(redact(" ".join(detail.split()), self._secrets)))  # one line
         self.checks.append(check)
         self.emit(check.line())
 
