@@ -162,7 +162,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 def cmd_add(args: argparse.Namespace) -> int:
     from qsolve.providers.credentials import CredentialStore, Secret
-    from qsolve.providers.registry import ProviderEntry, Registry, RegistryError
+    from qsolve.providers.registry import ProviderEntry, Registry, RegistryError, names_userinfo
 
     command = [c for c in args.command if c != "--"] if args.command[:1] == ["--"] else args.command
     if args.process and not command:
@@ -171,7 +171,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         )
     if args.http and command:
         return _fail(f"--http takes no command: {' '.join(command)!r}")
-    if args.http and _names_userinfo(args.http):  # the URL is not echoed: it holds a password
+    if args.http and names_userinfo(args.http):  # the URL is not echoed: it holds a password
         return _fail(
             "--http: the URL names a user or a password (user:pass@); a credential goes through "
             "--credential-env VAR, the environment variable that holds it, never in the URL"
@@ -241,17 +241,6 @@ def cmd_add(args: argparse.Namespace) -> int:
         "spend your money on the provider's account"
     )
     return EXIT_OK
-
-
-def _names_userinfo(url: str) -> bool:
-    """Whether ``url`` carries a user or a password (§1: a credential is never where it is printed)."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "@" in url
-    return parts.username is not None or parts.password is not None
 
 
 def _confinable(args: argparse.Namespace, command: list[str]) -> list[str] | int:
@@ -444,9 +433,12 @@ def cmd_follow(args: argparse.Namespace) -> int:
         except NotFound as e:
             return _fail(str(e))
     if job.status in ("done", "failed", "cancelled"):
-        print(f"provider job {job.id} ({job.provider}, its id {job.job or 'never given'}): {job.status}")
+        from qsolve.errors import shown
+        from qsolve.providers.errors import job_shown
+
+        print(f"provider job {job.id} ({job.provider}, its id {job_shown(job.job)}): {job.status}")
         if job.error:
-            print(f"  {job.error}")
+            print(f"  {shown(job.error)}")
         if job.receipt:
             from storage.blobs import BlobStore
             from storage.state import qsolve_home

@@ -188,8 +188,10 @@ def _jobs_text(jobs: list[dict[str, Any]], target: str) -> list[str]:
     if not jobs:
         return [f"no provider job was sent to {target}"]
     lines = [f"{len(jobs)} provider job(s) sent to {target}:"]
+    from qsolve.providers.errors import job_shown
+
     for job in jobs:
-        given = job["job"] or "never given"
+        given = job_shown(job["job"])
         line = f"  job record {job['record']} (the provider's id {given}): {job['status']}"
         if job["status"] != "done":
             line += f"; qsolve providers follow {job['record']}"

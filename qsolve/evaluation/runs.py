@@ -41,14 +41,21 @@ class RunRefused(QsolveError):
     """A run that cannot be requested or executed as asked; the message says why."""
 
 
-#: each setting's default, and whether it is a whole number
-SETTINGS = {CONCURRENCY_VARIABLE: (2, True), HEARTBEAT_VARIABLE: (30, False), STALE_VARIABLE: (1800, False)}
+#: each setting's default, whether it is a whole number, and the most it may be: 64 records at a time,
+#: a heartbeat at least every hour, a run taken as interrupted after at most a week without one (past
+#: these a wait or a date overflows: a heartbeat's thread dies, a read of the runs fails)
+SETTINGS = {
+    CONCURRENCY_VARIABLE: (2, True, 64),
+    HEARTBEAT_VARIABLE: (30, False, 3600),
+    STALE_VARIABLE: (1800, False, 7 * 24 * 3600),
+}
 
 
 def _number(name: str) -> float:
     """The setting ``name`` from the environment, or its default; a value that is not a number above 0
-    (for ``EVALUATION_CONCURRENCY``, a whole number of at least 1) is refused, naming it and the rule."""
-    default, whole = SETTINGS[name]
+    (for ``EVALUATION_CONCURRENCY``, a whole number of at least 1), or one past its most, is refused,
+    naming it and the rule."""
+    default, whole, most = SETTINGS[name]
     text = os.environ.get(name)
     if not text:
         return default
@@ -59,6 +66,9 @@ def _number(name: str) -> float:
     if not math.isfinite(value) or value <= 0 or (whole and not value.is_integer()):
         rule = "a whole number of at least 1" if whole else "a number of seconds above 0"
         raise RunRefused(f"{name}={text!r} is not {rule} (default {default})")
+    if value > most:
+        unit = "" if whole else " seconds"
+        raise RunRefused(f"{name}={text!r} is past the most it may be, {most}{unit} (default {default})")
     return value
 
 

@@ -2,7 +2,9 @@
 
 Every error names the provider (the person's name for it) and the operation, and never quotes a
 credential: :func:`redact` takes the credential out of anything a provider said before it is raised,
-since a hostile or careless provider may echo it back.
+since a hostile or careless provider may echo it back. Every error is one line: what a provider said
+(a message holding its own traceback, say) has its control characters escaped (``\\n``, ``\\r``) where
+the error is formed, and a provider's id for a job is printed as :func:`job_shown` gives it.
 
     ProviderError            ``provider ref: submit: unauthorized: wrong token``
     └── code                 §3's codes, as the provider answered them, or the client's own:
@@ -15,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from qsolve.errors import QsolveError
+from qsolve.errors import QsolveError, shown
 
 #: the codes a provider answers with (§3)
 PROVIDER_CODES = (
@@ -61,12 +63,29 @@ def redact_value(value: Any, secrets: Iterable[str | None]) -> Any:
     return walk(value)
 
 
+#: how much of an id that does not print as given is shown (``qsolve providers jobs --json`` has it whole)
+SHOWN_ID = 24
+
+
+def job_shown(job: str | None) -> str:
+    """A provider's id for a job as it is printed (§5.3: any string the provider chose): as given when
+    every character of it prints; otherwise the ``repr`` of its first :data:`SHOWN_ID` characters (quoted,
+    control characters escaped) and its length, so an id cannot start a line of its own, nor speak in
+    qsolve's voice at length, wherever it is printed."""
+    if job is None:
+        return "never given"
+    if job and job.isprintable() and job.strip() == job:
+        return job
+    return repr(job) if len(job) <= SHOWN_ID else f"{job[:SHOWN_ID]!r}… ({len(job)} characters)"
+
+
 class ProviderError(QsolveError):
     """A provider operation that did not give its answer.
 
     ``provider`` is the person's name for the provider, ``op`` the operation (``describe`` …
     ``cancel``, or ``connect``), ``code`` one of :data:`CODES`, and ``detail`` what went wrong, a
-    credential already taken out of it. ``str(e)`` is ``provider NAME: OP: CODE: DETAIL``.
+    credential already taken out of it and its control characters escaped, so the error is one line
+    whatever the provider said. ``str(e)`` is ``provider NAME: OP: CODE: DETAIL``.
     """
 
     def __init__(
@@ -79,10 +98,10 @@ class ProviderError(QsolveError):
         secrets: Iterable[str | None] = (),
     ) -> None:
         keep = tuple(s for s in secrets if s)
-        self.provider = redact(provider, keep)
-        self.op = redact(op, keep)
+        self.provider = shown(redact(provider, keep))
+        self.op = shown(redact(op, keep))
         self.code = code if code in CODES else "internal"
-        self.detail = redact(detail, keep)
+        self.detail = shown(redact(detail, keep))
         super().__init__(redact(f"provider {self.provider}: {self.op}: {self.code}: {self.detail}", keep))
 
     def __reduce__(self):  # picklable across processes, as the plain fields it is built from

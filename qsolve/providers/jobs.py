@@ -35,8 +35,8 @@ from typing import Any, Protocol
 
 from qiskit import QuantumCircuit
 
-from qsolve.errors import QsolveError
-from qsolve.providers.errors import ProviderError
+from qsolve.errors import QsolveError, shown
+from qsolve.providers.errors import ProviderError, job_shown
 from qsolve.providers.sealing import (
     compiled_member,
     describe_digest,
@@ -65,10 +65,11 @@ class JobBook(Protocol):
 
 
 class JobStopped(QsolveError):
-    """A provider job that did not give counts; the message says why and what to do."""
+    """A provider job that did not give counts; the message says why and what to do, on one line (what
+    the provider said in it, a job's id or a status's reason, its control characters escaped)."""
 
     def __init__(self, message: str, *, record: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(shown(message))
         self.record = record
 
 
@@ -378,7 +379,7 @@ class ProviderSession:
         except Exception:  # noqa: BLE001 - the line names the record whatever the book says
             status, given = "unknown", None
         else:
-            status, given = str(getattr(job.status, "value", job.status)), job.job
+            status, given = str(getattr(job.status, "value", job.status)), job_shown(job.job)
         follow = f"`qsolve providers follow {record}`"
         if status == "submitting":
             return (

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from qsolve.errors import shown
 from qsolve.home import qsolve_home
 from qsolve.providers.credentials import NAME_RE
 from qsolve.providers.errors import REDACTED
@@ -98,19 +99,52 @@ class ProviderEntry(BaseModel):
         return shown_url(self.url or "") if self.transport == "http" else " ".join(self.command)
 
 
-def shown_url(url: str) -> str:
-    """``url`` as it may be printed: a password in it (``http://user:pass@host/``, stored before
-    ``providers add`` refused one) replaced, so no listing or error shows it (§1)."""
+#: a URL as a WHATWG reader (a browser; httpx) reads an http(s) one: its scheme, the slashes and
+#: backslashes after it (any number, or none), its authority up to the first of / \\ ? #, and the rest
+_URL = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*:[/\\]*)(?P<authority>[^/\\?#]*)(?P<rest>.*)", re.S)
+#: a query's values and a fragment as they are printed: either may carry a key (``?api_key=...``)
+HIDDEN = "[hidden]"
+
+
+def _parts(url: str) -> tuple[str, str, str]:
+    """``(scheme and slashes, authority, the rest)`` as a WHATWG reader splits ``url``: tabs and new lines
+    taken out, and control characters and spaces around it; with no scheme, the authority is what comes
+    before the first of / \\ ? #."""
+    text = re.sub(r"[\t\n\r]", "", url).strip("\x00- ")
+    if m := _URL.fullmatch(text):
+        return m["head"], m["authority"], m["rest"]
+    authority = re.split(r"[/\\?#]", text, maxsplit=1)[0]
+    return "", authority, text[len(authority) :]
+
+
+def names_userinfo(url: str) -> bool:
+    """Whether ``url`` carries a user or a password (``user:pass@``, ``TOKEN@``) however it is written:
+    as urlsplit reads it, or as a WHATWG reader does (``http:u:pw@host/``, ``http:\\\\u:pw@host/``), or
+    with no scheme at all. ``providers add`` refuses such a URL (§1: a credential goes through
+    ``--credential-env``)."""
+    if "@" in _parts(url)[1]:
+        return True
     try:
         parts = urlsplit(url)
-        password = parts.password
+        return parts.username is not None or parts.password is not None
     except ValueError:
-        return url.rsplit("@", 1)[-1] if "@" in url else url
-    if password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return parts._replace(netloc=f"{user}:{REDACTED}@{host}").geturl()
+        return "@" in url
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be printed (§1: a credential never in what the host prints): its userinfo
+    (``user:pass@``, ``TOKEN@``, as a WHATWG reader finds it; one stored before ``providers add``
+    refused it) replaced by :data:`~qsolve.providers.errors.REDACTED`, each item of its query
+    (``?api_key=...``) and its fragment by :data:`HIDDEN`, its control characters escaped."""
+    head, authority, rest = _parts(url)
+    if "@" in authority:
+        authority = f"{REDACTED}@{authority.rsplit('@', 1)[1]}"
+    path, hash_, _ = rest.partition("#")
+    path, question, query = path.partition("?")
+    if query:
+        items = (item.partition("=") for item in query.split("&"))
+        query = "&".join(f"{k}={HIDDEN}" if sep else HIDDEN for k, sep, _ in items)
+    return shown(f"{head}{authority}{path}{question}{query}{hash_}{HIDDEN if hash_ else ''}")
 
 
 class Registry:
@@ -125,8 +159,10 @@ class Registry:
             return {}
         try:
             doc = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as e:
-            raise RegistryError(f"{self.path}: not YAML: {e}") from None
+        except yaml.YAMLError as e:  # its text quotes the line, which may hold a URL's password
+            mark = getattr(e, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+            raise RegistryError(f"{self.path}: not YAML{where}") from None
         entries = doc.get("providers", {}) if isinstance(doc, dict) else None
         if not isinstance(entries, dict):
             raise RegistryError(f"{self.path}: providers: not a mapping of names to providers")

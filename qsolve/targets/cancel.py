@@ -41,7 +41,9 @@ def cancel_job(book: Any, record: str, *, home: Path | None = None) -> Cancel:
     from qsolve.errors import RecordStateError
 
     job = book.get_provider_job(record)
-    who = f"provider job {record} ({job.provider}, its id {job.job or 'never given'})"
+    from qsolve.providers.errors import job_shown
+
+    who = f"provider job {record} ({job.provider}, its id {job_shown(job.job)})"
     if job.status in ENDED:
         return Cancel(record, True, f"{who}: already {job.status}: nothing to cancel")
     try:
@@ -69,8 +71,9 @@ def cancel_run(book: Any, run_id: str, *, home: Path | None = None) -> list[Canc
 
 
 def _cancel_provider(book: Any, job: Any, who: str, home: Path | None) -> Cancel:
+    from qsolve.errors import shown
     from qsolve.providers.connect import open_client
-    from qsolve.providers.errors import ProviderError
+    from qsolve.providers.errors import ProviderError, job_shown
     from qsolve.providers.jobs import other_device
 
     if job.description.get("cancels") is False:
@@ -97,9 +100,9 @@ def _cancel_provider(book: Any, job: Any, who: str, home: Path | None) -> Cancel
         return Cancel(job.id, True, f"{who}: cancelled")
     if answer.status == "failed":
         reason = f": {answer.reason}" if answer.reason else ""
-        why = f"provider {job.provider}: job {job.job} failed{reason}"
+        why = shown(f"provider {job.provider}: job {job_shown(job.job)} failed{reason}")
         book.provider_job_ended(job.id, "failed", why)
-        return Cancel(job.id, True, f"{who}: it had failed ({answer.reason or 'no reason given'})")
+        return Cancel(job.id, True, shown(f"{who}: it had failed ({answer.reason or 'no reason given'})"))
     return Cancel(
         job.id,
         True,

@@ -1,6 +1,6 @@
 """A tester's attacks on issue 38 as merged (items 1 to 4), from the seeds (calibration-evaluation.md,
-quantum-provider-protocol.md) and the issue's own promises, each a finding that fails today and passes once
-mended (``xfail(strict=True)``).
+quantum-provider-protocol.md) and the issue's own promises, each a finding that failed as merged (a strict
+xfail then) and passes since it was mended (i38-fix: the markers taken off, the assertions kept).
 
 - a provider's error ``message`` of many lines (a traceback pasted in) is printed as many lines by
   ``qsolve run`` (its describe), ``qsolve providers describe`` and ``qsolve providers follow``: the issue
@@ -67,11 +67,6 @@ def http_sly(home):
 # ---- every provider error one line (item 4) -----------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a describe error whose message has newlines is printed by qsolve run as many lines "
-    "(the provider's traceback included); issue 38 item 4: every provider error is one line",
-)
 @pytest.mark.parametrize("breaks", ["\n", "\r"], ids=["newline", "carriage-return"])
 def test_a_describe_error_of_many_lines_ends_qsolve_run_in_one_line(home, http_sly, capsys, breaks):
     http_sly.behave(raw={"describe": _error(MANY_LINES.replace("\n", breaks))})
@@ -83,11 +78,6 @@ def test_a_describe_error_of_many_lines_ends_qsolve_run_in_one_line(home, http_s
     assert http_sly.received("submit") == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: qsolve providers describe prints a provider's many-line error message as many lines; "
-    "issue 38 item 4: every provider error is one line",
-)
 def test_providers_describe_prints_a_many_line_error_in_one_line(home, http_sly, capsys):
     http_sly.behave(raw={"describe": _error(MANY_LINES)})
     capsys.readouterr()
@@ -97,11 +87,6 @@ def test_providers_describe_prints_a_many_line_error_in_one_line(home, http_sly,
     assert err.count("\n") == 1, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: qsolve providers follow prints a status error whose message has newlines as many "
-    "lines; issue 38 item 4: every provider error is one line",
-)
 def test_providers_follow_prints_a_many_line_status_error_in_one_line(home, http_sly, capsys):
     http_sly.behave(status="running")
     session = http_sly.session()
@@ -118,12 +103,6 @@ def test_providers_follow_prints_a_many_line_status_error_in_one_line(home, http
     assert err.count("\n") == 1, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a provider's job id holding a newline splits qsolve run's Ctrl-C line in two, and the "
-    "provider writes a line of its own in qsolve's voice ('qsolve run: ...'); issue 38 item 4: the "
-    "interrupted line names the record and the follow command, and every provider error is one line",
-)
 def test_a_job_id_of_two_lines_cannot_split_the_interrupted_line(home, http_sly):
     from tests.qsolve.providers.test_edges import _submitted
 
@@ -142,11 +121,6 @@ def test_a_job_id_of_two_lines_cannot_split_the_interrupted_line(home, http_sly)
 # ---- no credential in what the host prints (item 4, §1) ---------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a stored URL whose userinfo is a user alone (http://TOKEN@host/) is printed whole by "
-    "providers list; issue 38: userinfo is refused at add and redacted in list (§1)",
-)
 def test_a_stored_url_with_a_user_alone_is_not_printed(home, capsys):
     home.mkdir(parents=True)
     (home / "providers.yaml").write_text(
@@ -155,15 +129,10 @@ def test_a_stored_url_with_a_user_alone_is_not_printed(home, capsys):
     capsys.readouterr()
     assert main(["providers", "list"]) == 0
     listed = capsys.readouterr()
-    assert listed.out.startswith("lab  http  ")
+    assert listed.out.startswith("lab  http  http://[credential redacted]@127.0.0.1:9/  ")
     assert TOKEN not in listed.out + listed.err, listed.out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a providers.yaml that is not YAML makes providers list quote the line, the URL's "
-    "password in it, over several lines (§1: a credential never in an answer the host prints)",
-)
 def test_a_providers_file_that_is_not_yaml_is_refused_without_its_password(home, capsys):
     home.mkdir(parents=True)
     (home / "providers.yaml").write_text(
@@ -173,16 +142,11 @@ def test_a_providers_file_that_is_not_yaml_is_refused_without_its_password(home,
     assert main(["providers", "list"]) == 2
     printed = capsys.readouterr()
     assert "not YAML" in printed.err
+    assert printed.err.rstrip().endswith("providers.yaml: not YAML (line 2, column 54)"), printed.err
     assert PASSWORD not in printed.out + printed.err, printed.err
     assert printed.err.count("\n") == 1, printed.err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: providers add --http 'http:user:PW@host/' (no slashes, which WHATWG parsers and "
-    "browsers read as http://user:PW@host/) is refused with the URL quoted whole, its password in the "
-    "error (§1: a credential never in an answer the host prints)",
-)
 @pytest.mark.parametrize(
     "form", ["http:u:{pw}@127.0.0.1:9/", "http:/u:{pw}@127.0.0.1:9/", "http:\\\\u:{pw}@127.0.0.1:9/"]
 )
@@ -191,6 +155,7 @@ def test_a_url_without_its_slashes_is_refused_without_its_password(home, capsys,
     assert main(["providers", "add", "lab", "--http", form.format(pw=PASSWORD)]) == 2
     printed = capsys.readouterr()
     assert printed.err.count("\n") == 1
+    assert "the URL names a user or a password" in printed.err, printed.err
     assert PASSWORD not in printed.out + printed.err, printed.err
     assert not (home / "providers.yaml").exists()
 
@@ -198,11 +163,6 @@ def test_a_url_without_its_slashes_is_refused_without_its_password(home, capsys,
 # ---- Ctrl-C while the checker waits on a job ----------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: Ctrl-C while qsolve providers test waits on a job it submitted prints only "
-    "'interrupted' (exit 1): the job, never cancelled, is neither recorded nor named; issue 38 item 4",
-)
 def test_ctrl_c_while_the_checker_waits_names_the_job_left_running(home, http_sly):
     http_sly.behave(status="running")  # every job it takes runs on
     _, code, err = _interrupted(
@@ -214,6 +174,10 @@ def test_ctrl_c_while_the_checker_waits_names_the_job_left_running(home, http_sl
     assert http_sly.received("submit") >= 1 and http_sly.received("cancel") == 0
     # the job the provider took is named (its id, s-1 …, or a record to follow), as qsolve run names it
     assert "s-1" in err or any(r.id in err for r in recorded), err
+    # in one line, as the checker's Ctrl-C ends (130, as qsolve run's), never cancelled (§5.7)
+    said = [line for line in err.splitlines() if line.startswith("qsolve providers test: interrupted")]
+    assert len(said) == 1 and "job s-1 (programs/probe)" in said[0] and "not cancelled" in said[0], err
+    assert code == 130, err
 
 
 # ---- EVALUATION_* settings (item 2) -------------------------------------------------------------------
@@ -236,24 +200,14 @@ def eval_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: EVALUATION_STALE_AFTER_SECONDS=1e300 passes the settings check, and evaluations list "
-    "is then a traceback (OverflowError); issue 38 item 2: read back without a traceback",
-)
 def test_a_stale_after_past_a_timedelta_is_read_past_without_a_traceback(eval_home, monkeypatch, capsys):
     monkeypatch.setenv("EVALUATION_STALE_AFTER_SECONDS", "1e300")
     capsys.readouterr()
     assert main(["evaluations", "list"]) == 0
-    assert "EVALUATION_STALE_AFTER_SECONDS" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "EVALUATION_STALE_AFTER_SECONDS" in err and "Traceback" not in err and err.count("\n") == 1, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: EVALUATION_STALE_AFTER_SECONDS=1e300 passes check_settings, a run is stored, and "
-    "execute_run then fails with OverflowError (the run never starts); issue 38 item 2: bad values "
-    "refused before a run is stored",
-)
 def test_a_stale_after_past_a_timedelta_is_refused_before_a_run_is_stored(eval_home, monkeypatch):
     from qsolve.evaluation.runs import RunRefused, RunRequest, execute_run, request_run
     from storage.calibration import open_store
@@ -268,11 +222,6 @@ def test_a_stale_after_past_a_timedelta_is_refused_before_a_run_is_stored(eval_h
         assert execute_run(store.db, store, run.id).status.value == "completed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: EVALUATION_HEARTBEAT_SECONDS=1e10 passes check_settings, and the run's heartbeat "
-    "thread dies at once (OverflowError: a wait that long is past the platform's); issue 38 item 2",
-)
 def test_a_heartbeat_past_a_wait_is_refused_or_beats(eval_home, monkeypatch):
     from qsolve.evaluation.runs import RunRefused, RunRequest, execute_run, request_run
     from storage.calibration import open_store
@@ -295,12 +244,6 @@ def test_a_heartbeat_past_a_wait_is_refused_or_beats(eval_home, monkeypatch):
 BENT = [sys.executable, str(REPO / "tests" / "qsolve" / "providers" / "bent.py")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: §4's 0 ≤ m and k ≤ 32 are checked on one gate per basis only (rz, prx's first angle, "
-    "gpi): a provider that takes zz at [-1, 2], or xx at [1, 33], passes the checker; issue 38 item 3: "
-    "angle bounds for every gate of every basis",
-)
 @pytest.mark.parametrize(
     ("basis", "lax", "gate"),
     [

@@ -11,7 +11,9 @@ provider-v1.json the vectors, written by qsolve from §9: messages and their cod
 One line per check (``pass``, ``FAIL``, ``skip``: not run, ``n/a``: not for this device), then a summary.
 Exit 0 exactly when every check passes (``n/a`` is not a failure; a check not run is not a pass: a program
 not run for its cost fails the run until ``--yes`` allows the spend), 1 otherwise, 2 for an unknown
-provider. Nothing printed holds the provider's credential.
+provider, 130 on Ctrl-C: the checker keeps no record of its jobs, so the line names each job it sent whose
+end it did not see, by the provider's id, and cancels none (§5.7: a job is not cancelled only because its
+client stopped waiting). Nothing printed holds the provider's credential.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from qsolve.providers.conformance.checker import NOT_RUN_COST, Checker, load_vec
 
 __all__ = ["NOT_RUN_COST", "Checker", "load_vectors", "run_checks"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def run_checks(name: str, *, yes: bool) -> int:
@@ -57,7 +59,14 @@ def run_checks(name: str, *, yes: bool) -> int:
     try:
         checker.run()
     except KeyboardInterrupt:
-        print("qsolve providers test: interrupted", file=sys.stderr)
-        return EXIT_FAILED
+        left = checker.left_running()
+        said = (
+            f"; left at {name}, not cancelled (§5.7) and recorded nowhere here: {'; '.join(left)}: it may "
+            "run on there, and be billed"
+            if left
+            else "; no job it sent runs on"
+        )
+        print(f"qsolve providers test: interrupted (Ctrl-C){said}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print(checker.summary())
     return EXIT_OK if checker.passed else EXIT_FAILED

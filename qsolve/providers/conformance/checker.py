@@ -56,8 +56,9 @@ from typing import Any, Literal
 
 from qiskit import QuantumCircuit
 
+from qsolve.errors import shown
 from qsolve.providers.device import BASES, NoBasis
-from qsolve.providers.errors import ProviderError, redact
+from qsolve.providers.errors import ProviderError, job_shown, redact
 from qsolve.providers.messages import (
     AnswerRefused,
     Description,
@@ -304,11 +305,13 @@ class Checker:
     _secrets: tuple[str, ...] = ()
     #: (which credential, the operation) for each answer that quoted a credential
     _quoted: list[tuple[str, str]] = field(default_factory=list)
+    #: the programs whose submit went out, in order (what Ctrl-C may leave at the provider)
+    _sent: list[_Program] = field(default_factory=list)
 
     # ---- output ------------------------------------------------------------------------------------
 
     def add(self, name: str, status: Status, detail: str) -> None:
-        check = Check(name, status, redact(" ".join(detail.split()), self._secrets))
+        check = Check(name, status, shown(redact(" ".join(detail.split()), self._secrets)))  # one line
         self.checks.append(check)
         self.emit(check.line())
 
@@ -328,6 +331,18 @@ class Checker:
     @property
     def passed(self) -> bool:
         return bool(self.checks) and all(c.status in ("pass", "n/a") for c in self.checks)
+
+    def left_running(self) -> list[str]:
+        """Each job the checker sent whose end it did not see (what Ctrl-C leaves at the provider, never
+        cancelled for it, §5.7): ``job J (programs/NAME)``, or a submit whose answer never came."""
+        left = []
+        for p in self._sent:
+            name = f"programs/{p.vector['name']}"
+            if p.job is None and p.ended is None:
+                left.append(f"the submit of {name}, whose answer never came (the provider may have taken it)")
+            elif p.job is not None and p.ended not in ("done", "failed", "cancelled"):
+                left.append(f"job {job_shown(p.job)} ({name})")
+        return left
 
     # ---- the client --------------------------------------------------------------------------------
 
@@ -735,9 +750,11 @@ class Checker:
     def _run_program(self, name: str, p: _Program) -> dict[str, int] | None:
         program, shots = p.program, self._shots(p)
         assert program is not None
+        self._sent.append(p)
         try:
             p.job = self.call(lambda c: c.submit(program, shots, seed=SEED))
         except (ProviderError, Stopped) as e:
+            p.ended = "not taken"  # refused, or not sent: nothing of it runs on
             self.add(name, "skip" if isinstance(e, Stopped) else "FAIL", f"submit: {e}")
             return None
         try:

@@ -24,7 +24,7 @@ from qsolve.evaluation.evaluate import checkout_commit, evaluate, evaluator, loa
 from qsolve.evaluation.examples import examples_of
 from qsolve.evaluation.knowledge import read_task
 from qsolve.evaluation.prompts import MAX_IMAGES, preview_task
-from qsolve.evaluation.runs import RunRequest, execute_run, request_run
+from qsolve.evaluation.runs import SETTINGS, RunRequest, execute_run, request_run
 from storage.calibration import open_store
 from storage.state._tables import evaluation_records
 from tests.qsolve.calibration.calibration_runs import made
@@ -245,6 +245,25 @@ def test_a_bad_setting_is_refused_before_a_run_is_stored(home, monkeypatch, caps
         assert store.db.list_evaluation_runs() == []
         with pytest.raises(Exception, match=name):
             request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"))
+        assert store.db.list_evaluation_runs() == []
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "most"),
+    [
+        ("EVALUATION_CONCURRENCY", "65", "64"),
+        ("EVALUATION_HEARTBEAT_SECONDS", "1e10", "3600 seconds"),  # past a wait: the heartbeat would die
+        ("EVALUATION_STALE_AFTER_SECONDS", "1e300", "604800 seconds"),  # past a timedelta, or a date
+    ],
+)
+def test_a_setting_past_its_most_is_refused_before_a_run_is_stored(
+    home, monkeypatch, capsys, name, value, most
+):
+    monkeypatch.setenv(name, value)
+    assert main(["evaluate", "--task", "CheckT1", "--chip", "fake:fez"]) == 2
+    said = f"{name}={value!r} is past the most it may be, {most} (default {SETTINGS[name][0]})"
+    assert capsys.readouterr().err == f"qsolve: {said}\n"
+    with open_store(home) as store:
         assert store.db.list_evaluation_runs() == []
 
 

@@ -1,9 +1,9 @@
-"""The checker's checks added by issue 38 (item 3): an angle out of range for every gate of every basis
-of §4 (``[m, k]`` with ``0 ≤ m < 2^k`` and ``k ≤ 32``; in ``prxrzxx`` an ``xx`` past ¼ of a turn and a
-``prx`` past ½), each a vector of its own, each against a provider written for the test that takes
-exactly that one program (tests/qsolve/providers/bent.py, ``lax-angle``); and a ``cancel`` answered
-``unsupported`` accepted with or without ``cancels`` in describe (§5.1, §5.6, §9), its vectors read as
-they say."""
+"""The checker's checks added by issue 38 (item 3): an angle out of range for every angle of every gate of
+every basis of §4, by each of its rules (``[m, k]`` with ``m`` past ``2^k − 1``, ``m`` below 0, ``k`` past
+32; in ``prxrzxx`` an ``xx`` past ¼ of a turn and a ``prx`` past ½), each a vector of its own, each
+against a provider written for the test that takes exactly that one program
+(tests/qsolve/providers/bent.py, ``lax-angle``); and a ``cancel`` answered ``unsupported`` accepted with
+or without ``cancels`` in describe (§5.1, §5.6, §9), its vectors read as they say."""
 
 from __future__ import annotations
 
@@ -35,6 +35,23 @@ ANGLES = {
     "program-xx-angle-out-of-range",
     "program-xx-past-quarter-turn",
     "program-prx-past-half-turn",
+    # each angle of §4 sent m below 0 and k past 32 too (the attack of tests/attacks/test_issue38_attacks.py)
+    "program-prx-phase-negative",
+    "program-prx-phase-exponent-out-of-range",
+    "program-prx-turn-negative",
+    "program-prx-turn-exponent-out-of-range",
+    "program-gpi2-angle-negative",
+    "program-gpi2-angle-exponent-out-of-range",
+    "program-zz-angle-negative",
+    "program-zz-angle-exponent-out-of-range",
+    "program-xx-angle-negative",
+    "program-xx-angle-exponent-out-of-range",
+}
+#: §4's three rules of an angle [m, k], each broken by some vector on every angle of every gate
+RULES = {
+    "m past 2^k − 1": lambda m, k: m >= 2**k,
+    "m below 0": lambda m, k: m < 0,
+    "k past 32": lambda m, k: k > 32,
 }
 
 
@@ -47,8 +64,9 @@ def home(tmp_path, monkeypatch):
 
 
 def test_every_angle_of_every_gate_of_every_basis_has_a_vector_out_of_its_range():
-    """Each (basis, gate, angle) of §4 is sent an angle past ``2^k − 1`` by some vector."""
-    covered: set[tuple[str, str, int]] = set()
+    """Each (basis, gate, angle) of §4 is sent, by some vector, an angle that breaks each of §4's three
+    rules (``m`` past ``2^k − 1``, ``m`` below 0, ``k`` past 32), that rule alone."""
+    covered: set[tuple[str, str, str, int]] = set()
     by_name = {m["name"]: m for m in VECTORS["messages"]}
     assert set(by_name) >= ANGLES
     for name in ANGLES:
@@ -56,10 +74,15 @@ def test_every_angle_of_every_gate_of_every_basis_has_a_vector_out_of_its_range(
         for basis, gates in by_name[name]["gates_by_basis"].items():
             assert len(gates) == 1
             for i, (m, k) in enumerate(gates[0]["turns"]):
-                if not 0 <= m < 2**k or k > 32:
-                    covered.add((basis, gates[0]["gate"], i))
+                broken = [rule for rule, breaks in RULES.items() if breaks(m, k)]
+                assert len(broken) <= 1, (name, basis, broken)
+                covered |= {(rule, basis, gates[0]["gate"], i) for rule in broken}
     wanted = {
-        (basis, gate, i) for basis, gates in BASES.items() for gate in gates for i in range(GATES[gate][1])
+        (rule, basis, gate, i)
+        for rule in RULES
+        for basis, gates in BASES.items()
+        for gate in gates
+        for i in range(GATES[gate][1])
     }
     assert wanted - covered == set()
     assert by_name["program-xx-past-quarter-turn"]["gates_by_basis"] == {
@@ -94,6 +117,16 @@ def test_the_reference_refuses_every_angle_vector_in_each_basis(home, capsys, ba
         ("prxrzxx", "xx:angle [5, 2]", "program-xx-angle-out-of-range"),
         ("prxrzxx", "xx:takes 0 to ¼ of a turn", "program-xx-past-quarter-turn"),
         ("prxrzxx", "prx:takes 0 to ½ of a turn", "program-prx-past-half-turn"),
+        ("prxcz", "prx:gates.0.turns.1: angle [-1, 2]", "program-prx-phase-negative"),
+        ("prxrzxx", "prx:gates.0.turns.1: angle [1, 33]", "program-prx-phase-exponent-out-of-range"),
+        ("prxrzxx", "prx:gates.0.turns.0: angle [-1, 2]", "program-prx-turn-negative"),
+        ("prxrzxx", "prx:gates.0.turns.0: angle [1, 33]", "program-prx-turn-exponent-out-of-range"),
+        ("gpizz", "gpi2:angle [-1, 2]", "program-gpi2-angle-negative"),
+        ("gpizz", "gpi2:angle [1, 33]", "program-gpi2-angle-exponent-out-of-range"),
+        ("gpizz", "zz:angle [-1, 2]", "program-zz-angle-negative"),
+        ("gpizz", "zz:angle [1, 33]", "program-zz-angle-exponent-out-of-range"),
+        ("prxrzxx", "xx:angle [-1, 2]", "program-xx-angle-negative"),
+        ("prxrzxx", "xx:angle [1, 33]", "program-xx-angle-exponent-out-of-range"),
     ],
 )
 def test_a_provider_that_takes_one_angle_out_of_range_fails_that_check_alone(

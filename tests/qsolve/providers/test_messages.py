@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from qsolve.providers.errors import ProviderError, redact, redact_value
+from qsolve.providers.errors import ProviderError, job_shown, redact, redact_value
 from qsolve.providers.messages import (
     PROTOCOL,
     AnswerRefused,
@@ -391,3 +391,23 @@ def test_provider_error_names_provider_and_op_and_redacts():
     assert redact_value({"s3cr3t": ["x s3cr3t", 1]}, ["s3cr3t"]) == {
         "[credential redacted]": ["x [credential redacted]", 1]
     }
+
+
+def test_a_provider_error_is_one_line_whatever_the_provider_wrote():
+    """Issue 38: a message holding new lines, a carriage return or a terminal escape is folded where the
+    error is formed, the credential taken out first; and it survives a pickle as it was."""
+    import pickle
+
+    e = ProviderError("ref", "describe", "internal", "down\nTraceback s3cr3t\r\x1b[2J", secrets=["s3cr3t"])
+    assert str(e) == "provider ref: describe: internal: down\\nTraceback [credential redacted]\\r\\x1b[2J"
+    assert pickle.loads(pickle.dumps(e)) == e and str(pickle.loads(pickle.dumps(e))) == str(e)
+
+
+def test_a_job_id_is_printed_as_given_only_when_all_of_it_prints():
+    assert job_shown("ref-0123abcd") == "ref-0123abcd"
+    assert job_shown("arn:aws:braket:us-east-1:123456789012:quantum-task/" + "f" * 36).endswith("f" * 36)
+    assert job_shown(None) == "never given"
+    assert job_shown("s-1\n") == "'s-1\\n'"
+    assert job_shown(" s-1") == "' s-1'" and job_shown("") == "''"
+    forged = "s-1\nqsolve run: the job finished; nothing is left to follow"
+    assert job_shown(forged) == "'s-1\\nqsolve run: the job '… (59 characters)"

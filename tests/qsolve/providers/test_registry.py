@@ -42,3 +42,32 @@ def test_an_unknown_provider_lists_the_known_ones(tmp_path: Path) -> None:
     Registry(tmp_path).put("ref", ProviderEntry(transport="process", command=("x",)))
     with pytest.raises(RegistryError, match="no provider named 'lab' .*; known: ref"):
         Registry(tmp_path).get("lab")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://lab.example/wai", "https://lab.example/wai"),
+        ("http://TOKEN@127.0.0.1:9/", "http://[credential redacted]@127.0.0.1:9/"),
+        ("http://u:PW@h/x?api_key=KEY&region=eu#KEY",
+         "http://[credential redacted]@h/x?api_key=[hidden]&region=[hidden]#[hidden]"),
+        ("http:u:PW@127.0.0.1:9/", "http:[credential redacted]@127.0.0.1:9/"),
+        ("http:\\\\u:PW@127.0.0.1:9/", "http:\\\\[credential redacted]@127.0.0.1:9/"),
+        ("http://h/?KEY", "http://h/?[hidden]"),
+        ("http://h/users/a@b", "http://h/users/a@b"),
+        ("http://h/\x1b[2J", "http://h/\\x1b[2J"),
+    ],
+)  # fmt: skip
+def test_a_url_is_printed_without_its_userinfo_query_values_or_fragment(url: str, shown: str) -> None:
+    """§1: a credential never in an answer the host prints: a user alone may be a token, a query a key."""
+    from qsolve.providers.registry import names_userinfo, shown_url
+
+    assert shown_url(url) == shown
+    assert names_userinfo(url) == ("@" in url.split("/users/")[0])
+
+
+def test_a_file_that_is_not_yaml_names_the_line_and_column_and_quotes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "providers.yaml").write_text("providers:\n  lab: {url: 'http://u:PW@h/' transport: http}\n")
+    with pytest.raises(RegistryError) as e:
+        Registry(tmp_path).load()
+    assert str(e.value) == f"{tmp_path / 'providers.yaml'}: not YAML (line 2, column 31)"
