@@ -290,7 +290,7 @@ def _dripped_headers(handler) -> None:
 @pytest.mark.xfail(
     strict=True,
     reason="finding: an answer's headers are read under httpx's per-read time-out alone: headers dripped "
-    "a few bytes at a time hold the client past its time-out as long as they drip (forever, if they never end)",
+    "a few bytes at a time hold the client past its time-out while they drip (forever if they never end)",
 )
 def test_an_answer_whose_headers_drip_is_still_held_to_its_time_out(endpoint):
     transport = HttpTransport(endpoint(_dripped_headers))
