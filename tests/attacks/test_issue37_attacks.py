@@ -351,3 +351,49 @@ def quantum(input, params, ctx):
     assert reproducible.message.startswith("one ran again with method quantum's stderr: "), (
         reproducible.message
     )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: with metric.tolerance_abs set, a zero baseline's result never says the verdict came "
+    "from tolerance_abs (Comparison.why_none is dropped) and its warning says to set tolerance_abs",
+)
+def test_a_zero_baseline_judged_by_tolerance_abs_says_so(wf: WorkflowDir) -> None:
+    import json
+
+    wf.write(
+        "workflow.py",
+        """\
+from qiskit import QuantumCircuit
+from qsolve import MethodResult
+
+
+def evaluate(input, solution):
+    return float(solution["v"])
+
+
+def reference(input, params, ctx):
+    return MethodResult(0.0, solution={"v": 0})
+
+
+def quantum(input, params, ctx):
+    qc = QuantumCircuit(1)
+    qc.x(0)
+    qc.measure_all()
+    ctx.sample([qc], 100)
+    return MethodResult(4.0, solution={"v": 4})
+""",
+    )
+    wf.write("schemas/output.json", {"type": "object"})
+    wf.manifest["metric"] = {"kind": "relative_gap", "tolerance": 0.0, "tolerance_abs": 5.0}
+    wf.cases["cases"] = [{"name": "zero", "input": {"x": 0}, "expect": {"max_abs_error": 5}}]
+    wf.save()
+    workflow = load_workflow(wf.root)
+    (case,) = workflow.cases.cases
+    result = run_case(
+        workflow.manifest, ModuleCode(load_module(workflow.module_path)), case, case.input, "sim-cpu"
+    )
+    assert (result.accuracy, result.verdict) == (None, MATCHES)  # by tolerance_abs: abs error 4 <= 5
+    said = json.dumps(result.summary())  # what qsolve test --json prints of the case
+    assert "tolerance_abs 5" in said, said  # the issue: "the absolute difference judged by tolerance_abs"
+    assert not any(w.endswith("or set metric.tolerance_abs") for w in result.warnings), result.warnings
