@@ -15,6 +15,10 @@ that fails today and passes once mended (``xfail(strict=True)``).
 - with a zero baseline and a relative ``tolerance``, a quantum objective a hair above 0 is judged a match by
   the relative rule, whose accuracy is undefined there (the docs: the verdict is then decided by
   ``tolerance_abs``, or ``q <= r`` for ``relative_gap``);
+- with ``metric.tolerance_abs`` set, a zero baseline's result never says its verdict came from
+  ``tolerance_abs`` (``Comparison.why_none`` is computed and dropped), and its warning says to set it;
+- a method random only in its ``stderr`` fails ``reproducible`` naming a platform number
+  (``accuracy_pm``), not the method's own value;
 - the web list's card shows the headline without saying how many rows had none, and "no accuracy yet" for
   a workflow whose every row has a zero baseline;
 - W043's message of a keyword-only ``ctx`` reads ``quantum(input, params, ctx) ... cannot be called as
