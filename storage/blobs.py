@@ -12,7 +12,7 @@ from pathlib import Path
 
 from blake3 import blake3
 
-from storage.objects import ObjectStore, storage_of
+from storage.objects import ObjectStore, ObjectTooLarge, storage_of
 
 FOLDER = "blobs"
 
@@ -40,19 +40,23 @@ class BlobStore:
         does not give these bytes back."""
         digest = blake3(data).hexdigest()
         key = self.key(digest)
-        if not self.store.create(key, data) and not self._holds(key, digest):
+        if not self.store.create(key, data) and not self._holds(key, digest, len(data)):
             self.store.delete(key)
             self.store.create(key, data)
         return digest
 
-    def _holds(self, key: str, digest: str) -> bool:
+    def _holds(self, key: str, digest: str, size: int) -> bool:
+        """Whether ``key`` holds the ``size`` bytes named ``digest``; an object larger than that does not
+        (and is never read past ``size`` + 1 bytes)."""
         try:
-            return blake3(self.store.get(key)).hexdigest() == digest
-        except FileNotFoundError:
+            return blake3(self.store.get(key, limit=size)).hexdigest() == digest
+        except (FileNotFoundError, ObjectTooLarge):
             return False
 
-    def get(self, digest: str) -> bytes:
-        data = self.store.get(self.key(digest))
+    def get(self, digest: str, *, limit: int | None = None) -> bytes:
+        """The blob's bytes, checked against its name. With ``limit`` (its recorded size, or the bound for
+        its kind), a larger object is :class:`ObjectTooLarge` and never read past the bound."""
+        data = self.store.get(self.key(digest), limit=limit)
         if blake3(data).hexdigest() != digest:
             raise ValueError(f"blob {digest} does not match its name")
         return data

@@ -2,7 +2,9 @@
 S3-compatible object store named by ``QSOLVE_STORAGE_URL=s3://BUCKET/PREFIX``. The one seam the blobs
 (``storage.blobs``) and the track record's files (``storage.trackrecord.shared``) both write through.
 
-    ObjectStore   the interface: create (never overwrites), get, get_range, head, listing, delete
+    ObjectStore   the interface: create (never overwrites), get (bounded), get_range, head, listing,
+                  delete
+    ObjectTooLarge  an object larger than its reader's bound: one line, the object never held
     LocalFolder   a folder: whole files (a temporary file, fsync, a hard link: never over another)
     S3Objects     S3 through obstore: a create is a PUT with ``If-None-Match: *``
     storage_of    the store of a home: ``QSOLVE_STORAGE_URL``, else the home's own folder
@@ -42,6 +44,20 @@ class StorageError(OSError):
     """The object store refused or failed: one line, naming the address (never a credential)."""
 
 
+class ObjectTooLarge(StorageError):
+    """An object larger than the bound its reader set: one line naming its address and the bound. The
+    read stopped at the bound (a folder's file is measured first; a bucket's object by its answer's
+    length, its body never read past the bound), so the refusal never holds the object."""
+
+    def __init__(self, address: str, limit: int, size: int | None = None) -> None:
+        self.address, self.limit, self.size = address, limit, size
+        found = f"{size} bytes" if size is not None else "more bytes"
+        super().__init__(f"{address}: {found}, more than the {limit} bytes it may have; not read")
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
 @dataclass(frozen=True)
 class Listed:
     """One object: its key (relative to the store's root), size, and what changes when it does (a
@@ -61,8 +77,10 @@ class ObjectStore:
         """Write ``key`` whole unless it exists; whether this call made it. Never overwrites."""
         raise NotImplementedError
 
-    def get(self, key: str) -> bytes:
-        """The object's bytes; FileNotFoundError where there is none."""
+    def get(self, key: str, *, limit: int | None = None) -> bytes:
+        """The object's bytes; FileNotFoundError where there is none. With ``limit``, an object larger
+        than ``limit`` bytes is :class:`ObjectTooLarge`, and no more than ``limit`` + 1 bytes of it are
+        ever read."""
         raise NotImplementedError
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
@@ -114,8 +132,17 @@ class LocalFolder(ObjectStore):
                 tmp.unlink()
         return True
 
-    def get(self, key: str) -> bytes:
-        return self._path(key).read_bytes()
+    def get(self, key: str, *, limit: int | None = None) -> bytes:
+        if limit is None:
+            return self._path(key).read_bytes()
+        with open(self._path(key), "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > limit:
+                raise ObjectTooLarge(self.address(key), limit, size)
+            data = f.read(limit + 1)
+        if len(data) > limit:  # grew since it was measured
+            raise ObjectTooLarge(self.address(key), limit)
+        return data
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         with open(self._path(key), "rb") as f:
@@ -208,11 +235,22 @@ class S3Objects(ObjectStore):
             return False
         return True
 
-    def get(self, key: str) -> bytes:
+    def get(self, key: str, *, limit: int | None = None) -> bytes:
         import obstore
 
         with _translated(self.address(key), where=self):
-            return bytes(obstore.get(self.store, key).bytes())
+            found = obstore.get(self.store, key)
+            if limit is None:
+                return bytes(found.bytes())
+            size = found.meta["size"]
+            if size > limit:  # refused on the answer's length: its body is never read
+                raise ObjectTooLarge(self.address(key), limit, size)
+            data = bytearray()
+            for chunk in found.stream(min_chunk_size=min(limit + 1, 8 << 20) or 1):
+                data += chunk
+                if len(data) > limit:  # more than the length said
+                    raise ObjectTooLarge(self.address(key), limit)
+            return bytes(data)
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         import obstore

@@ -255,3 +255,30 @@ def test_a_timeout_that_does_not_read_is_one_line_naming_the_variable(silent_sto
         S3Objects("s3://qsolve-silent/p").get("blobs/x")
     said = str(caught.value)
     assert said == f"QSOLVE_STORAGE_TIMEOUT_S={value!r}: a number of seconds from 0.1 to 3600", said
+
+
+def test_a_bounded_get_stops_at_its_bound_with_one_line_naming_the_object(store):
+    from storage.objects import ObjectTooLarge
+
+    store.create("blobs/ab/ten", b"0123456789")
+    assert store.get("blobs/ab/ten", limit=10) == b"0123456789"
+    assert store.get("blobs/ab/ten", limit=10**9) == b"0123456789"
+    with pytest.raises(ObjectTooLarge) as refused:
+        store.get("blobs/ab/ten", limit=9)
+    said = str(refused.value)
+    assert "\n" not in said and store.address("blobs/ab/ten") in said and "9 bytes" in said
+    assert isinstance(refused.value, StorageError)
+    with pytest.raises(FileNotFoundError):
+        store.get("blobs/ab/none", limit=9)
+    store.create("blobs/ab/empty", b"")
+    assert store.get("blobs/ab/empty", limit=0) == b""
+
+
+def test_a_blob_read_with_its_size_as_bound_refuses_a_larger_object(store, tmp_path):
+    from storage.objects import ObjectTooLarge
+
+    blobs = BlobStore(tmp_path / "home", store)
+    digest = blobs.put(b"a receipt")
+    assert blobs.get(digest, limit=9) == blobs.get(digest) == b"a receipt"
+    with pytest.raises(ObjectTooLarge):
+        blobs.get(digest, limit=8)
