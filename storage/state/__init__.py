@@ -24,6 +24,7 @@ _holders    which host's workers hold which provider (a Prefect work queue each)
 _provider_owners  which account holds each provider, and whom it allows (accounts, workflows' quotes)
 _binding    the storage the database was first used with; claims (one machine at a time)
 _trackrecord_files  the track record's data files by name and content: what a pass trusts
+_trackrecord_log  the track record's signed append-only log and its live set: what readers read
 _errors     the error tree
 """
 
