@@ -174,6 +174,11 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def cmd_views_sql(args: argparse.Namespace) -> int:
+    with _warnings_on_stderr("views-sql"):
+        return _views_sql(args)
+
+
+def _views_sql(args: argparse.Namespace) -> int:
     import os
 
     from storage.trackrecord.layout import Layout
@@ -184,8 +189,13 @@ def cmd_views_sql(args: argparse.Namespace) -> int:
         from storage.trackrecord.analyst import analyst_sql
 
         text = analyst_sql(layout.store, credentials=args.credentials)
-    else:
-        views = definitions(Sources.globbed(layout.folder))
+    else:  # the recorded files, checked now, by absolute path (no glob: docs/trackrecord.md)
+        from dataclasses import replace
+
+        from storage.trackrecord.views import reading
+
+        files = replace(reading(layout), schema_file=layout.schema_file)
+        views = definitions(Sources.of(files))
         text = "".join(f"CREATE OR REPLACE VIEW {name} AS {select};\n" for name, select in views)
     if args.output is None:
         sys.stdout.write(text)

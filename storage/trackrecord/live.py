@@ -38,6 +38,9 @@ CHANGED = (
 )
 
 _objects: dict[tuple, str] = {}  # an object's digest, by store, name, size and ETag
+#: per home: the state database this process last filed, compacted or read it with (a tool or a test
+#: naming its database); a reader of that home in this process asks the same one
+_used: dict[Path, str] = {}
 
 
 @contextlib.contextmanager
@@ -46,11 +49,16 @@ def state_of(layout: Layout, db=None, *, create: bool = False) -> Iterator:
     here); for a reader (not ``create``) None where there is none yet (no ``QSOLVE_DATABASE_URL`` and no
     ``state.db``): nothing was ever recorded, and reading creates nothing."""
     if db is not None:
+        _used[layout.home] = db.engine.url.render_as_string(hide_password=False)
         yield db
         return
     from storage.state import connect
     from storage.state._config import DATABASE_URL_VARIABLE
 
+    if (url := _used.get(layout.home)) is not None:  # the database this process filed this home with
+        with connect(url, home=layout.home) as opened:
+            yield opened
+        return
     if not create and not os.environ.get(DATABASE_URL_VARIABLE) and not (layout.home / "state.db").exists():
         yield None
         return

@@ -28,16 +28,13 @@ order is version order and this agrees with the state database's current version
 published since; only versions published before that rule (1.0.1 after 2.0.0), or an older version whose
 first history rows were recorded late (``qsolve history --version``), can differ: no change was needed.
 
-``trackrecord.duckdb``'s views read the folder through globs (``trackrecord/*.parquet``, and
-``trackrecord/[bhs]*.parquet`` for the latest candidates), each always matching the schema file, so that
-the DuckDB 1.x an analyst installs (which knows no ``allow_empty`` and refuses a glob that matches no file)
-opens it, and filing a batch or compacting changes nothing in it: it is built again only when its views'
-definitions change or the home moved (every command that touches the track record checks). A file that
-fails a check is set aside into ``trackrecord/left-out/`` by the command that finds it (``inventory``), so
-no glob meets it. A home whose path holds a glob character gets views naming its files one by one
-instead, rebuilt whenever they change. The in-memory views of ``qsolve query`` and ``qsolve page`` name
-the files they found, so they read a home they may not write as well. Its paths are absolute, so it opens
-from any folder; ``trackrecord.sql`` uses the same globs relative to the home.
+Every view reads exactly the files of the state database's live set (the track-record log folded),
+each checked against its recorded digest (``live``; issue 34): ``trackrecord.duckdb``'s views name them
+one by one (or the schema file alone where none is recorded) and are rebuilt whenever they change (every
+command that reads the track record checks; a filing does not, to stay quick); the in-memory views of
+``qsolve query`` and ``qsolve page`` name them too, with a schema file of the process's own where none is
+recorded, so they read a home they may not write as well. Its paths are absolute, so it opens from any
+folder; ``trackrecord.sql`` names the same files relative to the home.
 """
 
 from __future__ import annotations
