@@ -218,7 +218,11 @@ def _in_batches(db: StateDB, ids: list[str]):
             yield runs
 
 
-def _inventory(layout: Layout, db: StateDB):
+def _inventory(layout: Layout, db: StateDB | None = None):
+    """The live files, each checked (``db``'s live set); without ``db``, every file of the folder or
+    bucket that passes its footer checks (what ``known`` looks up)."""
+    if db is None:
+        return _listing(layout)
     from storage.trackrecord.views import inventory_of
 
     return inventory_of(layout, db)

@@ -39,7 +39,7 @@ from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, La
 from .live import state_of, verified_local, verified_shared
 from .row import COLUMNS, SCHEMA
 from .schema_file import ensure_schema_file, reading_schema_file
-from .views import COPY_ORDER, GROUP, LATEST_ORDER, ensure_views, parquet_source, session
+from .views import COPY_ORDER, GROUP, LATEST_ORDER, ensure_views, housekeeping, parquet_source, session
 from .writing import COMPRESSION, ROW_GROUP_ROWS, digest_file, fsync_folder, write_named
 
 if TYPE_CHECKING:
@@ -91,8 +91,9 @@ def compact(
 
 def _compact_local(layout: Layout, state: StateDB, older_files_limit: int, removed: int) -> Compacted:
     ensure_schema_file(layout)
+    aside = housekeeping(layout)
     inventory = verified_local(layout, state, reading_schema_file())
-    warn_left_out(inventory.left_out, stacklevel=4)
+    warn_left_out(aside + inventory.left_out, stacklevel=4)
     inputs = inventory.readable(BATCH, HEAD)
     writing = _local_writing(layout, state, {f.name: f.digest for f in state.trackrecord_live_files()})
     merged = heads = older = 0
@@ -117,7 +118,7 @@ def _compact_local(layout: Layout, state: StateDB, older_files_limit: int, remov
     finally:
         con.close()
     ensure_views(layout, db=state)  # which warns of each file left out
-    left_out = tuple(p for p, _ in inventory.left_out)
+    left_out = tuple(p for p, _ in aside + inventory.left_out)
     return Compacted(merged, heads, older, merged_older, removed, skipped, left_out)
 
 

@@ -51,7 +51,7 @@ import duckdb
 
 from .damaged import leave_out_damaged
 from .errors import TrackRecordWarning
-from .inventory import Inventory, warn_left_out
+from .inventory import Inventory, set_aside, take_inventory, warn_left_out
 from .layout import BATCH, HEAD, OLDER, SCHEMA_FILE, TEMPORARY_PREFIX, Layout
 from .live import state_of, verified_local, verified_shared
 from .row import SCHEMA_VERSION
@@ -431,6 +431,7 @@ def _ensure(layout: Layout, state, *, force: bool = False) -> tuple[bool, Invent
     inventory = None
     said: dict[Path, str] = {}  # every file left out on the way: one set aside is gone from a later listing
     try:
+        said.update(housekeeping(layout))
         for attempt in range(TRIES):
             found = None if force else stored(layout.database)
             inventory = verified_local(layout, state, layout.schema_file)
@@ -447,6 +448,17 @@ def _ensure(layout: Layout, state, *, force: bool = False) -> tuple[bool, Invent
     finally:
         warn_left_out(list(said.items()), stacklevel=4)
     return built, inventory
+
+
+def housekeeping(layout: Layout) -> list[tuple[Path, str]]:
+    """The folder's files that fail their footer checks (damaged, or not qsolve's), set aside into
+    ``left-out/`` and returned with why, for a command that may write the home to name. Nothing here
+    decides what a reader reads (the live set does); a file that passes its checks but that the log does
+    not hold is the maintenance pass's to set aside (``known``)."""
+    try:
+        return set_aside(take_inventory(layout)).left_out
+    except OSError:
+        return []
 
 
 def _build(layout: Layout, inventory: Inventory) -> None:
