@@ -93,7 +93,9 @@ def _compact_local(layout: Layout, state: StateDB, older_files_limit: int, remov
     ensure_schema_file(layout)
     aside = housekeeping(layout)
     inventory = verified_local(layout, state, reading_schema_file())
-    warn_left_out(aside + inventory.left_out, stacklevel=4)
+    moved = {p for p, _ in aside}
+    aside += [(p, why) for p, why in inventory.left_out if p not in moved]
+    warn_left_out(aside, stacklevel=4)
     inputs = inventory.readable(BATCH, HEAD)
     writing = _local_writing(layout, state, {f.name: f.digest for f in state.trackrecord_live_files()})
     merged = heads = older = 0
@@ -118,7 +120,7 @@ def _compact_local(layout: Layout, state: StateDB, older_files_limit: int, remov
     finally:
         con.close()
     ensure_views(layout, db=state)  # which warns of each file left out
-    left_out = tuple(p for p, _ in aside + inventory.left_out)
+    left_out = tuple(p for p, _ in aside)
     return Compacted(merged, heads, older, merged_older, removed, skipped, left_out)
 
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from blake3 import blake3
 
-from qsolve.receipts.canonical import canonical_bytes
+from qsolve.receipts.canonical import canonical_bytes as _canonical
 from qsolve.receipts.keys import HostKey
 from qsolve.receipts.signature import is_lower_hex, verify_strict
 
@@ -55,6 +55,13 @@ _ENTRY_FIELDS = {"format", "seq", "prev", "kind", "adds", "retires", "key", "hos
 ADD_ORDER = ("name", "digest", "size", "rows", "run_ids_digest", "run_ids")
 _ADD_FIELDS = set(ADD_ORDER)
 _CHECKPOINT_FIELDS = {"format", "size", "head", "key", "host", "at_ms"}
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """RFC 8785 canonical text of an entry or checkpoint: the standard library's sorted, compact writer,
+    which writes exactly it for what they hold (ASCII member names, strings, whole numbers below 2^53,
+    null; no fraction), and is many times quicker on a batch's thousands of run ids."""
+    return _canonical(value, plain=True)
 
 
 class LogRefused(ValueError):
@@ -149,7 +156,10 @@ def check_entry(document: Mapping[str, Any]) -> dict[str, Any]:
 def _check_signature(statement: dict[str, Any], signature: Any, domain: bytes) -> None:
     if not is_lower_hex(statement.get("key"), 64) or not is_lower_hex(signature, 128):
         raise LogRefused("its key or signature is not of its form")
-    message = blake3(domain + canonical_bytes(statement)).digest()
+    try:
+        message = blake3(domain + canonical_bytes(statement)).digest()
+    except (TypeError, ValueError) as e:
+        raise LogRefused(f"it has no canonical text ({e})") from None
     if not verify_strict(bytes.fromhex(statement["key"]), bytes.fromhex(signature), message):
         raise LogRefused("its signature does not hold, strictly, by the key it names")
 
@@ -238,7 +248,11 @@ class Chain:
                     elif (revoked := trusted[key]) is not None and entry.get("at_ms", 0) >= revoked:
                         chain.problems.append(f"entry {n}: signed by key {str(key)[:16]}, revoked from then")
                 chain.entries.append(entry)
-            prev = document_hash(document)
+            try:
+                prev = document_hash(document)
+            except (TypeError, ValueError):
+                chain.problems.append(f"entry {n}: it has no canonical text")
+                prev = GENESIS
             chain.hashes.append(prev)
         return chain
 

@@ -435,7 +435,8 @@ def _ensure(layout: Layout, state, *, force: bool = False) -> tuple[bool, Invent
         for attempt in range(TRIES):
             found = None if force else stored(layout.database)
             inventory = verified_local(layout, state, layout.schema_file)
-            said.update(inventory.left_out)
+            for path, why in inventory.left_out:  # one set aside on the way is said as such
+                said.setdefault(path, why)
             if found is not None and found.serves(layout, inventory) and layout.sql_file.exists():
                 break
             try:
