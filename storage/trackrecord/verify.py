@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from . import log
-from .layout import Layout, run_ids_digest
+from .layout import Layout
 
 
 @dataclass
@@ -82,11 +82,20 @@ def verify(
                     f"{name}: the state database's live set says {str(live.get(name))[:16]}, its log "
                     f"{str(want)[:16]}: the live set was changed outside the log"
                 )
-    filed_runs: set[str] = set()
-    for e in chain.entries:
-        for a in e.get("adds", []):
-            if e.get("kind") == log.FILED and isinstance(a.get("run_ids"), list):
-                filed_runs.update(a["run_ids"])
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    filed_runs = pa.array(
+        [
+            i
+            for e in chain.entries
+            if e.get("kind") == log.FILED
+            for a in e.get("adds", [])
+            if isinstance(a.get("run_ids"), list)
+            for i in a["run_ids"]
+        ],
+        pa.string(),
+    )
     adopted = any(e.get("kind") == log.ADOPTED for e in chain.entries)
     rows = before_log = 0
     for name, add in sorted(folded.items()):
@@ -98,18 +107,20 @@ def verify(
         if len(data) != add["size"] or log.blake3(data).hexdigest() != add["digest"]:
             out.problems.append(f"{where}: its bytes are not those its entry signed (rewritten or replaced)")
             continue
-        ids = pq.read_table(io.BytesIO(data), columns=["run_id"]).column("run_id").to_pylist()
+        ids = pq.read_table(io.BytesIO(data), columns=["run_id"]).column("run_id").combine_chunks()
+        ids = ids.cast(pa.string()) if ids.type != pa.string() else ids
+        in_order = pc.take(ids, pc.array_sort_indices(ids))
         rows += len(ids)
-        if len(ids) != add["rows"] or run_ids_digest(ids) != add["run_ids_digest"]:
+        if len(ids) != add["rows"] or _ids_digest(in_order) != add["run_ids_digest"]:
             out.problems.append(f"{where}: its runs are not those its entry names")
         if add.get("run_ids") is not None:
-            if sorted(ids) != add["run_ids"]:
+            if in_order.to_pylist() != add["run_ids"]:
                 out.problems.append(f"{where}: its runs are not those its entry lists")
             continue
-        outside = [i for i in ids if i not in filed_runs]
-        if outside and adopted:
+        outside = pc.filter(ids, pc.invert(pc.is_in(ids, value_set=filed_runs)))
+        if len(outside) and adopted:
             before_log += len(outside)
-        elif outside:
+        elif len(outside):
             out.problems.append(f"{where}: {len(outside)} rows of runs no entry filed (run {outside[0]})")
     out.said.append(
         f"{rows} rows, each a run of an entry"
@@ -130,6 +141,17 @@ def verify(
             else:
                 out.said.append(f"the log extends the checkpoint of {statement['size']} entries")
     return out
+
+
+def _ids_digest(in_order) -> str:
+    """``layout.run_ids_digest`` of run ids already sorted (an Arrow array), joined in Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    joined = pc.binary_join(
+        pa.ListArray.from_arrays(pa.array([0, len(in_order)], pa.int32()), in_order), "\n"
+    )
+    return log.blake3(joined[0].as_py().encode()).hexdigest(length=16)
 
 
 def file_reader(layout: Layout) -> Callable[[str, int], bytes | None]:
