@@ -52,7 +52,7 @@ class TrackRecordLog(Store):
         """Append an entry adding ``adds`` (``log.added``) and retiring ``retires`` ({name, digest});
         returns its document, or None where it would change nothing: each add already live with its
         digest, each retire not live with its digest."""
-        from storage.trackrecord import log
+        from storage.state import _trackrecord_entries as log
 
         key, host = self._trackrecord_signer()
         t, live = trackrecord_log.c, trackrecord_live.c
@@ -136,7 +136,7 @@ class TrackRecordLog(Store):
 
     def trackrecord_log_head(self) -> tuple[int, str]:
         """The log's size and its last entry's hash (``log.GENESIS`` when empty)."""
-        from storage.trackrecord import log
+        from storage.state import _trackrecord_entries as log
 
         t = trackrecord_log.c
         with self._read() as connection:
@@ -145,7 +145,7 @@ class TrackRecordLog(Store):
 
     def trackrecord_checkpoint(self) -> dict[str, Any]:
         """The log's head as a signed checkpoint (``log.checkpoint_document``), by this host's key."""
-        from storage.trackrecord import log
+        from storage.state import _trackrecord_entries as log
 
         key, host = self._trackrecord_signer()
         size, head = self.trackrecord_log_head()

@@ -245,7 +245,6 @@ def file_table(
     there that is not the live file of that name (read whole, bounded: a small file) is set aside and
     the batch created again."""
     from . import log
-    from .live import batch_added
 
     ensure_schema(store)
     run_ids = table.column("run_id").to_pylist()
@@ -266,7 +265,8 @@ def file_table(
     if new:
         remember(store, name, table.num_rows)
         if state is not None:
-            state.append_trackrecord_entry(log.FILED, [batch_added(name, digest, len(data), run_ids)])
+            add = log.added(name, digest, len(data), len(run_ids), name[2 : -len(".parquet")], run_ids)
+            state.append_trackrecord_entry(log.FILED, [add])
     return store.address(key(name)), new
 
 
