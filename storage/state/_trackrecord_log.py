@@ -38,6 +38,7 @@ class LiveFile:
 
 class TrackRecordLog(Store):
     _log_key: Any = None
+    _log_started: bool = False
 
     def _trackrecord_signer(self) -> tuple[Any, str]:
         from qsolve.home import host_name
@@ -117,6 +118,21 @@ class TrackRecordLog(Store):
                 sa.select(c.name, c.digest, c.size, c.rows, c.seq, c.seen).order_by(c.name)
             ).all()
         return [LiveFile(*r) for r in rows]
+
+    def trackrecord_live_file(self, name: str) -> LiveFile | None:
+        """The live file of this name, or None."""
+        c = trackrecord_live.c
+        with self._read() as connection:
+            found = connection.execute(
+                sa.select(c.name, c.digest, c.size, c.rows, c.seq, c.seen).where(c.name == name)
+            ).first()
+        return None if found is None else LiveFile(*found)
+
+    def trackrecord_log_started(self) -> bool:
+        """Whether the log has an entry (kept once true: a log is never emptied)."""
+        if not self._log_started:
+            self._log_started = self.trackrecord_log_head()[0] > 0
+        return self._log_started
 
     def mark_trackrecord_seen(self, name: str, digest: str, seen: str) -> None:
         """What identified a live file's bytes when they last matched its digest (a reader's cache)."""

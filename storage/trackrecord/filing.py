@@ -68,7 +68,7 @@ def file_table(
     if db is None:
         db = getattr(record, "__self__", None)
     with state_of(layout, db, create=True) as state:
-        if state.trackrecord_log_head()[0] == 0:
+        if not state.trackrecord_log_started():
             adopt(state, layout)
         if layout.store is not None:
             from .shared import file_table as file_shared
@@ -85,7 +85,7 @@ def _file_local(layout: Layout, table: pa.Table, record: Recorder | None, state)
     layout.folder.mkdir(parents=True, exist_ok=True)
     run_ids = table.column("run_id").to_pylist()
     path = layout.data_file(BATCH, run_ids)
-    live = next((f for f in state.trackrecord_live_files() if f.name == path.name), None)
+    live = state.trackrecord_live_file(path.name)
     new = False
     if path.exists() or path.is_symlink():
         if live is not None and _same(path, live.digest):

@@ -253,7 +253,7 @@ def file_table(
     digest = digest_bytes(data)
     live = None
     if state is not None:
-        live = next((f for f in state.trackrecord_live_files() if f.name == name), None)
+        live = state.trackrecord_live_file(name)
     if record is not None:
         record(name, digest)
     new = store.create(key(name), data, durable=False)
