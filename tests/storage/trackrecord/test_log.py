@@ -151,7 +151,7 @@ def _rewrite(home: Path, change) -> None:
                 connection.execute(
                     trackrecord_log.insert().values(
                         seq=n,
-                        prev="%064d" % n,  # the table's constraint only: verify reads the documents
+                        prev=f"{n:064d}",  # the table's constraint only: verify reads the documents
                         hash=tlog.document_hash(d),
                         document=tlog.text(d),
                         recorded_at=sa.func.now(),
@@ -197,7 +197,9 @@ def test_a_log_signed_again_by_another_key_is_not_trusted(place, home):
         out, prev = [], tlog.GENESIS
         for d in documents:
             e = d["entry"]
-            d = tlog.entry_document(e["seq"], prev, e["kind"], e["adds"], e["retires"], other, "x", e["at_ms"])
+            d = tlog.entry_document(
+                e["seq"], prev, e["kind"], e["adds"], e["retires"], other, "x", e["at_ms"]
+            )
             prev = tlog.document_hash(d)
             out.append(d)
         return out
@@ -256,7 +258,8 @@ def test_two_writers_at_once_never_fork_the_log(backend, tmp_path):
             try:
                 for n in range(15):
                     name = f"b-{who}{n:031d}.parquet"
-                    db.append_trackrecord_entry(tlog.FILED, [tlog.added(name, "ab" * 32, 1, 1, "0" * 32, [name])])
+                    added = tlog.added(name, "ab" * 32, 1, 1, "0" * 32, [name])
+                    db.append_trackrecord_entry(tlog.FILED, [added])
             except Exception as e:  # pragma: no cover - shown by the assertion
                 errors.append(e)
 
