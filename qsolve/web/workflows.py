@@ -8,7 +8,9 @@
 The page is :func:`storage.trackrecord.published.published_page`, the model ``qsolve page`` prints, built
 by the same function: the latest published version from the state database is current, the bounds a
 failing row broke come from its published case's ``expect``, and each hardware row's receipts are read
-and verified now. Each case's history (its row on the page and its earlier results) is drawn as a small
+and checked now (each the row's run's, under an endorsed key, with the counts recorded); a device row's
+class (measured, simulated) is what they seal, and a row whose receipts do not all verify says which
+check failed and shows no class. Each case's history (its row on the page and its earlier results) is drawn as a small
 SVG chart of accuracy and fidelity.
 """
 
@@ -27,7 +29,7 @@ from storage.trackrecord.published import published as find_published
 
 router = APIRouter()
 
-SECTIONS = ("track_record", "noise_model_estimate", "on_hardware", "on_simulators")
+SECTIONS = ("track_record", "noise_model_estimate", "on_hardware", "on_simulators", "unverified_devices")
 
 
 def published(request: Request, name: str) -> Published:
