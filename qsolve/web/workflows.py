@@ -10,8 +10,8 @@ by the same function: the latest published version from the state database is cu
 failing row broke come from its published case's ``expect``, and each hardware row's receipts are read
 and checked now (each the row's run's, under an endorsed key, with the counts recorded); a device row's
 class (measured, simulated) is what they seal, and a row whose receipts do not all verify says which
-check failed and shows no class. Each case's history (its row on the page and its earlier results) is drawn as a small
-SVG chart of accuracy and fidelity.
+check failed and shows no class. Each case's history (its row on the page and its earlier results) is
+drawn as a small SVG chart of accuracy and fidelity.
 """
 
 from __future__ import annotations

@@ -130,7 +130,12 @@ def checked_receipts(
     from .receipts_check import check_row
 
     where = qsolve_home(home)
-    return {r.run_id: check_row(r, where, trust, record) for r in device_rows(p)}
+    out: dict[str, RowReceipts] = {}
+    for r in device_rows(p):
+        c = check_row(r, where, trust, record)
+        if r.run_id not in out or (out[r.run_id].ok and not c.ok):
+            out[r.run_id] = c  # a run in two rows (a copy planted beside it) is shown as the worse of them
+    return out
 
 
 def recorded_receipts(

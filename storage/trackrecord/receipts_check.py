@@ -109,7 +109,7 @@ def check_row(
     --registered`` holds them, so that a receipt sealed by a key the root did not endorse (one written
     straight into the database), or one revoked, does not count as verified; ``record``: what the state
     database recorded of the receipts' jobs and of the row's run."""
-    from qsolve.providers.sealing import RUN, listed_counts, run_member
+    from qsolve.providers.sealing import RUN, run_member
     from qsolve.receipts import verify
     from storage.blobs import BlobStore
 
@@ -144,12 +144,9 @@ def check_row(
         if belongs != "yes":
             found[belongs] += 1
             good = False
-        if job_record is not None and job_record.counts is not None:
-            if listed_counts(job_record.counts)[0] != result.get("counts") or job_record.shots != result.get(
-                "shots"
-            ):
-                found["counts_differ"] += 1
-                good = False
+        if job_record is not None and not _same_counts(job_record, result):
+            found["counts_differ"] += 1
+            good = False
         if good:
             verified += 1
             accuracy = result.get("accuracy")
@@ -208,6 +205,16 @@ def platform_record(state: Any, rows: list[TrackRecordRow]) -> PlatformRecord:
             continue
         runs[r.run_id] = run_member(run.id, run.workflow, run.version, run.case_name, run.target)
     return PlatformRecord(jobs=jobs, runs=runs)
+
+
+def _same_counts(job: JobRecord, result: dict[str, Any]) -> bool:
+    """The receipt's sealed counts and shots are those the platform recorded as its job's answer (as a
+    host lists them: no outcome counted 0); true where it recorded none."""
+    from qsolve.providers.sealing import listed_counts
+
+    if job.counts is None:
+        return True
+    return listed_counts(job.counts)[0] == result.get("counts") and job.shots == result.get("shots")
 
 
 def _counts(counts: Any) -> dict[str, int] | None:

@@ -92,7 +92,7 @@ class IbmBackend(Backend):
         self.book, self.signer, self.keep = book, signer, keep
         self.confirmation, self.tell = confirmation, tell
         self.wait_s, self.poll_s, self.run_id = wait_s, poll_s, run_id
-        self.sealed_run = run  # the platform run each job's request seals (qsolve.providers.sealing.run_member)
+        self.sealed_run = run  # the platform run each job's request seals (sealing.run_member)
         self.sealed: list[Sealed] = []
         self.stopped: list[str] = []
         self.records: list[str] = []  # every job recorded, in order (qsolve run names each one sent)
