@@ -30,11 +30,15 @@ if TYPE_CHECKING:
 FAILURES = (
     ("missing", "is missing", "are missing"),
     ("invalid", "does not verify", "do not verify"),
-    ("unendorsed", "is signed by a key not endorsed", "are signed by a key not endorsed"),
+    ("unendorsed", "is signed by a key not endorsed now", "are signed by a key not endorsed now"),
     ("other_run", "belongs to another run", "belong to another run"),
     ("no_run", "names no run of this row", "name no run of this row"),
     ("counts_differ", "seals counts other than its job's", "seal counts other than their jobs'"),
 )
+
+
+#: a seal that holds, by a key the trust list does not take now: not endorsed, revoked, or outside its window
+KEY_REASONS = frozenset({"key_untrusted", "key_revoked", "key_window"})
 
 
 class JobRecord(BaseModel):
@@ -61,7 +65,7 @@ class RowReceipts(BaseModel):
     measured: int  # of the verified, sealed with accuracy.class measured (the rest: simulated)
     missing: int = 0  # named, and no blob holds it
     invalid: int = 0  # found, and its seal does not verify (a key not endorsed aside)
-    unendorsed: int = 0  # found, and signed by a key the operator's root did not endorse
+    unendorsed: int = 0  # its seal holds, by a key the root did not endorse (or revoked, or out of window)
     other_run: int = 0  # its sealed request, or the job's record, names another run than the row's
     no_run: int = 0  # sealed naming no run, and no record of its job shows it the row's
     counts_differ: int = 0  # its counts or shots are not those recorded as its job's answer
@@ -135,10 +139,8 @@ def check_row(
         shots += result["shots"] if type(result.get("shots")) is int else 0
         verdict = verify(text, held=held)
         good = verdict.valid
-        if "key_untrusted" in verdict.reasons:
-            found["unendorsed"] += 1
-        elif not verdict.valid:
-            found["invalid"] += 1
+        if not verdict.valid:
+            found["unendorsed" if set(verdict.reasons) <= KEY_REASONS else "invalid"] += 1
         job_record = record.jobs.get(digest)
         belongs = _belongs(request.get(RUN), expected, job_record, recorded_run, row.run_id)
         if belongs != "yes":

@@ -217,7 +217,7 @@ def test_a_receipt_signed_by_a_key_not_endorsed_does_not_verify(seeded, client):
     refile([forged], seeded.home)
     p, checked, text = page_of(seeded.workflow, seeded.home)
     html = client.get(f"/workflows/{seeded.workflow}").text
-    assert_not_verified(p, checked, text, html, real.run_id, "1 receipt is signed by a key not endorsed")
+    assert_not_verified(p, checked, text, html, real.run_id, "1 receipt is signed by a key not endorsed now")
     assert checked[real.run_id].verified == len(rest)
 
 
