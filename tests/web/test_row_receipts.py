@@ -335,7 +335,7 @@ def test_a_receipt_that_names_no_run_is_the_rows_only_by_the_platforms_record_of
     assert_not_verified(p, checked, text, html, real.run_id, f"{n} receipts name no run of this row")
 
 
-def test_a_platform_run_seals_its_run_in_each_request(seeded):
+def test_a_platform_run_seals_its_run_in_each_request(seeded, client):
     with connect(home=seeded.home) as db:
         run = db.get_run(seeded.hardware_run)
     want = run_member(run.id, run.workflow, run.version, run.case_name, run.target)
@@ -348,3 +348,7 @@ def test_a_platform_run_seals_its_run_in_each_request(seeded):
     }
     for digest in seeded.receipts:
         assert job_of(seeded.home, digest)["request"][RUN] == want
+    page = client.get(f"/runs/{seeded.hardware_run}/receipts").text  # each receipt: sealed for this run
+    assert page.count('<td class="sealed-run"><span class="pass">this run</span></td>') == len(
+        seeded.receipts
+    )
