@@ -118,9 +118,20 @@ def card(request: Request, name: str) -> dict[str, Any]:
         "passed": p.passed,
         "total": p.total,
         "headline": p.headline_accuracy,
-        "hardware": len(p.on_hardware),
+        "hardware": hardware_results(request, p, found),
         "published": published_dates(request, name, [p.current_version]).get(p.current_version),
     }
+
+
+def hardware_results(request: Request, p: Any, found: Published) -> int:
+    """A card's results on quantum hardware: the rows whose receipts show a device measured them (never
+    the row's own word; docs/receipts.md, "A receipt belongs to its row")."""
+    from storage.trackrecord.published import measured_on_hardware
+
+    if not p.on_hardware:
+        return 0
+    with db(request) as state:
+        return measured_on_hardware(p, home(request), state, found.trust)
 
 
 def workflow_names(request: Request) -> list[str]:

@@ -10,6 +10,7 @@
                      job), its seal held to the host keys the operator's root endorsed (as ``qsolve
                      verify --registered``; none where no root is configured on this machine, or no
                      state database), its counts those recorded (receipts_check.py)
+    measured_on_hardware  a card's count of results on hardware: rows its receipts show measured
     by_receipts      the page's device rows sectioned by the class their receipts seal: on hardware
                      (measured), on simulated devices, or not verified; never by the row's own word
     published_page   the page of a workflow with all of these filled in, as both surfaces show it
@@ -158,6 +159,24 @@ def recorded_receipts(
         return PlatformRecord()
     with connect(home=where) as opened:
         return platform_record(opened, rows)
+
+
+def measured_on_hardware(
+    p: WorkflowPage, home: Path | str | None = None, state: StateDB | None = None, trust: Any = None
+) -> int:
+    """How many of the page's latest rows said measured (``on_hardware`` as :func:`page` sections them,
+    by the row's word) their receipts show measured: a workflow card's count of results on hardware."""
+    from qsolve.home import qsolve_home
+    from qsolve.receipts.endorsement import endorsed_list
+
+    from .receipts_check import check_row
+
+    if not p.on_hardware:
+        return 0
+    record = recorded_receipts(p.on_hardware, home, state)
+    trust = trust if trust is not None else endorsed_list([])
+    where = qsolve_home(home)
+    return sum(check_row(r, where, trust, record).kind == "measured" for r in p.on_hardware)
 
 
 def by_receipts(p: WorkflowPage, checked: dict[str, RowReceipts]) -> WorkflowPage:

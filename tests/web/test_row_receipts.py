@@ -142,6 +142,9 @@ def test_a_row_planted_with_another_workflows_receipt_is_not_verified_nor_measur
     assert_not_verified(p, checked, text, html, FORGED, "1 receipt belongs to another run")
     assert checked[FORGED].label == "0 of 1 verify: 1 receipt belongs to another run; not verified"
     assert "1 receipts verify" not in html
+    cards = client.get("/workflows").text  # its card counts no result on quantum hardware either
+    card = re.search(r'<article class="card" data-workflow="victim">(.*?)</article>', cards, re.S)
+    assert card and "on quantum hardware" not in card.group(1)
     printed = page_text("victim", capsys)
     assert "On quantum hardware (not in the headline): none" in printed
     assert "On devices, not verified" in printed
