@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 #: what failed, in the order the label names them: (field, one receipt, several)
 FAILURES = (
     ("missing", "is missing", "are missing"),
+    ("repeated", "is named again", "are named again"),
     ("invalid", "does not verify", "do not verify"),
     ("unendorsed", "is signed by a key not endorsed now", "are signed by a key not endorsed now"),
     ("other_run", "belongs to another run", "belong to another run"),
@@ -64,6 +65,7 @@ class RowReceipts(BaseModel):
     verified: int  # of those, found, valid under an endorsed key, the row's run's, with its job's counts
     measured: int  # of the verified, sealed with accuracy.class measured (the rest: simulated)
     missing: int = 0  # named, and no blob holds it
+    repeated: int = 0  # named more than once by the row (each circuit sent is one job, one receipt)
     invalid: int = 0  # found, and its seal does not verify (a key not endorsed aside)
     unendorsed: int = 0  # its seal holds, by a key the root did not endorse (or revoked, or out of window)
     other_run: int = 0  # its sealed request, or the job's record, names another run than the row's
@@ -125,7 +127,12 @@ def check_row(
     recorded_run = record.runs.get(row.run_id)
     found: dict[str, int] = dict.fromkeys((name for name, _, _ in FAILURES), 0)
     verified = measured = shots = read = 0
+    seen: set[str] = set()
     for digest in digests:
+        if digest in seen:
+            found["repeated"] += 1
+            continue
+        seen.add(digest)
         try:
             text = blobs.get(digest)
             job = json.loads(text)
@@ -154,7 +161,7 @@ def check_row(
             accuracy = result.get("accuracy")
             measured += isinstance(accuracy, dict) and accuracy.get("class") == "measured"
     totals = ""
-    if digests and (row.circuits, row.shots) != (len(digests), shots) and read == len(digests):
+    if digests and (row.circuits, row.shots) != (len(digests), shots) and read == len(seen):
         totals = (
             f"the row's {row.circuits} circuits and {row.shots} shots are not its receipts' "
             f"{len(digests)} and {shots}"

@@ -286,6 +286,20 @@ def test_a_receipt_whose_counts_are_not_those_its_job_gave_is_not_verified(seede
     assert_not_verified(p, checked, text, html, seeded.hardware_run, said)
 
 
+def test_a_receipt_named_twice_counts_once(seeded, client):
+    """A row naming one of its run's receipts twice (its circuits one more) is not verified."""
+    real = real_row(seeded)
+    first = seeded.receipts[0]
+    shots = job_of(seeded.home, first)["result"]["shots"]
+    named = ",".join([*seeded.receipts, first])
+    later = real.recorded_at.replace(year=2099)
+    forged = {"receipt_digest": named, "circuits": real.circuits + 1, "shots": real.shots + shots}
+    refile([real.model_copy(update=forged | {"recorded_at": later})], seeded.home)
+    p, checked, text = page_of(seeded.workflow, seeded.home)
+    html = client.get(f"/workflows/{seeded.workflow}").text
+    assert_not_verified(p, checked, text, html, real.run_id, "1 receipt is named again")
+
+
 # --- receipts sealed before requests named their run ----------------------------------------------------
 
 
