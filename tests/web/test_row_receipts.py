@@ -24,7 +24,6 @@ import pytest
 from markupsafe import escape
 from rich.console import Console
 
-from qsolve.cli import main
 from qsolve.providers.sealing import RUN, run_member
 from qsolve.receipts.keys import HostKey, load_host_key
 from qsolve.receipts.seal import seal
@@ -82,16 +81,11 @@ def refile(rows: list[TrackRecordRow], home: Path) -> None:
 
 
 def page_of(name: str, home: Path):
+    """The page as ``qsolve page NAME`` builds and prints it (wide, so that no label folds)."""
     p, checked = published_page(name, home=home)
     console = Console(width=400, file=io.StringIO(), color_system=None)
     render_page(p, console)
     return p, checked, console.file.getvalue()
-
-
-def page_text(name: str, capsys) -> str:
-    capsys.readouterr()
-    assert main(["page", name]) == 0
-    return capsys.readouterr().out
 
 
 def assert_not_verified(p, checked, text: str, html: str, run_id: str, said: str) -> None:
@@ -135,7 +129,7 @@ def plant_for_victim(seeded) -> TrackRecordRow:
     return forged
 
 
-def test_a_row_planted_with_another_workflows_receipt_is_not_verified_nor_measured(seeded, client, capsys):
+def test_a_row_planted_with_another_workflows_receipt_is_not_verified_nor_measured(seeded, client):
     plant_for_victim(seeded)
     p, checked, text = page_of("victim", seeded.home)
     html = client.get("/workflows/victim").text
@@ -145,9 +139,8 @@ def test_a_row_planted_with_another_workflows_receipt_is_not_verified_nor_measur
     cards = client.get("/workflows").text  # its card counts no result on quantum hardware either
     card = re.search(r'<article class="card" data-workflow="victim">(.*?)</article>', cards, re.S)
     assert card and "on quantum hardware" not in card.group(1)
-    printed = page_text("victim", capsys)
-    assert "On quantum hardware (not in the headline): none" in printed
-    assert "On devices, not verified" in printed
+    assert "On quantum hardware (not in the headline): none" in text
+    assert "On devices, not verified" in text
     # the real run's row is as it was: its receipts are its own
     real = published_page(seeded.workflow, home=seeded.home)[1][seeded.hardware_run]
     assert real.ok and real.verified == len(seeded.receipts)
@@ -158,7 +151,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     yield from serving(tmp_path_factory.mktemp("moto") / "moto.log")
 
 
-def test_the_same_attack_in_a_bucket(seeded, s3_server, client, monkeypatch, capsys):
+def test_the_same_attack_in_a_bucket(seeded, s3_server, client, monkeypatch):
     """The seeded home's blobs moved to a bucket on a local S3 server (the state database stays), its
     real row filed there, and the forged row planted there."""
     real = real_row(seeded)
@@ -176,7 +169,7 @@ def test_the_same_attack_in_a_bucket(seeded, s3_server, client, monkeypatch, cap
     p, checked, text = page_of("victim", seeded.home)
     html = client.get("/workflows/victim").text
     assert_not_verified(p, checked, text, html, FORGED, "1 receipt belongs to another run")
-    assert "On quantum hardware (not in the headline): none" in page_text("victim", capsys)
+    assert "On quantum hardware (not in the headline): none" in text
 
 
 # --- a receipt of the same workflow, of another case, target or run -------------------------------------
