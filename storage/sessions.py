@@ -55,10 +55,12 @@ def provider_session(
     yes: bool,
     run_id: str | None = None,
     home: Path | None = None,
+    run: dict[str, str] | None = None,
 ):
     """A provider session for platform code: its client, the state database as its book, the host's
     key (registered there, a new one made where it was retired), blobs as the keeper of sealed jobs,
-    and this run's confirmation (``yes``, or a question when standard input is a terminal)."""
+    and this run's confirmation (``yes``, or a question when standard input is a terminal); ``run``
+    (``qsolve.providers.sealing.run_member``): the platform run each job's request seals."""
     from qsolve.providers.jobs import Confirmation, ProviderSession
     from storage.state import connect
 
@@ -75,6 +77,7 @@ def provider_session(
         confirmation=Confirmation(yes=yes, ask=ask_on_terminal() if not yes else None),
         tell=_tell,
         run_id=run_id,
+        sealed_run=run,
     )
 
 

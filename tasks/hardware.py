@@ -354,19 +354,25 @@ def open_device(target: str, run_id: str, home: Path, quote: Quote | None = None
     (its cost was shown, and confirmed, in the quote): on a provider, each job is held to what the quote
     authorised of the provider's money (``qsolve.providers.cost.Authority``), never to a blanket yes."""
     from qsolve.providers.jobs import Confirmation
+    from qsolve.providers.sealing import run_member
 
+    run = None  # the run each job's request seals, so that its receipts belong to its row alone
+    if quote is not None:
+        run = run_member(run_id, quote.workflow, quote.version, quote.case_name, target)
     if target.startswith("provider:"):
         from qsolve.providers.cost import Authority
         from qsolve.targets.provider import ProviderBackend
         from storage.sessions import provider_session
 
-        s = provider_session(target.split(":", 1)[1], yes=False, run_id=run_id, home=home)
+        s = provider_session(target.split(":", 1)[1], yes=False, run_id=run_id, home=home, run=run)
         shown = (quote.estimate if quote is not None else {}).get("provider") or {}
         s.authority = Authority(quote.id if quote is not None else run_id, shown)
         return ProviderBackend(s)
     from storage.sessions import ibm_backend
 
-    return ibm_backend(target, home=home, confirmation=Confirmation(yes=True), run_id=run_id, tell=_log)
+    return ibm_backend(
+        target, home=home, confirmation=Confirmation(yes=True), run_id=run_id, tell=_log, run=run
+    )
 
 
 def _log(line: str) -> None:

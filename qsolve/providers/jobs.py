@@ -185,6 +185,9 @@ class ProviderSession:
     limit_s: float | None = None
     deadline: float | None = None  # time.monotonic() at which the job's limit is reached
     run_id: str | None = None
+    #: the platform run its jobs are sent for, sealed in each request (``sealing.run_member``); none for a
+    #: person's own ``qsolve run``
+    sealed_run: dict[str, str] | None = None
     authority: Any = None  # a quote's confirmation (qsolve.providers.cost.Authority), held to at each job
     records: list[str] = field(default_factory=list)  # the record of each job of this session, in order
     #: why no further job is sent: a job the provider charged more than its estimate said (free, or a
@@ -258,7 +261,7 @@ class ProviderSession:
         context = {
             "name": self.name,
             "kind": self.kind,
-            "request": provider_request(self.name, _qasm3(circuit), shots, seed),
+            "request": provider_request(self.name, _qasm3(circuit), shots, seed, self.sealed_run),
             "compiled": compiled_member(compiled),
             "cost": {"free": free, "estimate": estimate, "confirmed_by": confirmed_by},
             "circuit_qpy": _qpy(circuit),

@@ -174,9 +174,26 @@ def compiled_member(compiled: Any) -> dict[str, Any]:
     }
 
 
-def provider_request(name: str, circuit_qasm3: str, shots: int, seed: int | None) -> dict[str, Any]:
-    """The job as it was asked: the person's circuit (OpenQASM 3), the shots, the provider named."""
+def provider_request(
+    name: str, circuit_qasm3: str, shots: int, seed: int | None, run: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The job as it was asked: the person's circuit (OpenQASM 3), the shots, the provider named; and,
+    for a platform run, ``run`` (:func:`run_member`): the run it was sent for, sealed with it."""
     request: dict[str, Any] = {"provider": name, "qasm": circuit_qasm3, "shots": shots}
     if seed is not None:
         request["seed"] = seed
+    if run is not None:
+        request[RUN] = dict(run)
     return request
+
+
+#: the request's member naming the platform run a job was sent for (a member §10 lets a request add;
+#: the verifier reads none of it): receipts sealed before it was added name no run
+RUN = "run"
+
+
+def run_member(run_id: str, workflow: str, version: str, case: str, target: str) -> dict[str, str]:
+    """The platform run a device job is sent for, as its request seals it: the run's id, its workflow,
+    version, case and target. The track record holds a row's receipts to it (a receipt belongs to the
+    row whose run it names)."""
+    return {"id": run_id, "workflow": workflow, "version": version, "case": case, "target": target}

@@ -42,18 +42,23 @@ def page_limits():
 
 def _checked(data: bytes, held: Any, standings: dict[str, Any]) -> dict[str, Any]:
     """The receipt verified, held to the host keys the operator's root endorsed (as ``qsolve verify
-    --registered``), so that a key the root did not endorse, or one revoked, does not pass; and its key's
-    standing (endorsed, or not and why; a key no host registered is not endorsed either)."""
+    --registered``), so that a key the root did not endorse, or one revoked, does not pass; its key's
+    standing (endorsed, or not and why; a key no host registered is not endorsed either); and the run
+    its request seals."""
     import json
 
     from qsolve.receipts import verify
 
     verdict = verify(data, held=held)
+    from qsolve.providers.sealing import RUN
+
     try:
-        result = json.loads(data).get("result", {})
+        job = json.loads(data)
+        result = job.get("result", {})
         accuracy, key = result.get("accuracy", {}), result.get("receipt", {}).get("key")
+        sealed_run = job.get("request", {}).get(RUN)
     except (ValueError, AttributeError):
-        accuracy, key = {}, None
+        accuracy, key, sealed_run = {}, None, None
     standing = standings.get(key) if isinstance(key, str) else None
     return {
         "valid": verdict.valid,
@@ -62,6 +67,8 @@ def _checked(data: bytes, held: Any, standings: dict[str, Any]) -> dict[str, Any
         "key_id": key[:16] if isinstance(key, str) else None,
         "endorsed": bool(standing and standing.endorsed),
         "standing": standing.status if standing else "not endorsed: no host registered it",
+        #: the run its request seals (``sealing.run_member``); None for one sealed before requests named it
+        "sealed_run": sealed_run if isinstance(sealed_run, dict) else None,
     }
 
 

@@ -8,8 +8,10 @@
 The page is :func:`storage.trackrecord.published.published_page`, the model ``qsolve page`` prints, built
 by the same function: the latest published version from the state database is current, the bounds a
 failing row broke come from its published case's ``expect``, and each hardware row's receipts are read
-and verified now. Each case's history (its row on the page and its earlier results) is drawn as a small
-SVG chart of accuracy and fidelity.
+and checked now (each the row's run's, under an endorsed key, with the counts recorded); a device row's
+class (measured, simulated) is what they seal, and a row whose receipts do not all verify says which
+check failed and shows no class. Each case's history (its row on the page and its earlier results) is
+drawn as a small SVG chart of accuracy and fidelity.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from storage.trackrecord.published import published as find_published
 
 router = APIRouter()
 
-SECTIONS = ("track_record", "noise_model_estimate", "on_hardware", "on_simulators")
+SECTIONS = ("track_record", "noise_model_estimate", "on_hardware", "on_simulators", "unverified_devices")
 
 
 def published(request: Request, name: str) -> Published:
@@ -116,9 +118,20 @@ def card(request: Request, name: str) -> dict[str, Any]:
         "passed": p.passed,
         "total": p.total,
         "headline": p.headline_accuracy,
-        "hardware": len(p.on_hardware),
+        "hardware": hardware_results(request, p, found),
         "published": published_dates(request, name, [p.current_version]).get(p.current_version),
     }
+
+
+def hardware_results(request: Request, p: Any, found: Published) -> int:
+    """A card's results on quantum hardware: the rows whose receipts show a device measured them (never
+    the row's own word; docs/receipts.md, "A receipt belongs to its row")."""
+    from storage.trackrecord.published import measured_on_hardware
+
+    if not p.on_hardware:
+        return 0
+    with db(request) as state:
+        return measured_on_hardware(p, home(request), state, found.trust)
 
 
 def workflow_names(request: Request) -> list[str]:

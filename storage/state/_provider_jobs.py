@@ -77,6 +77,15 @@ class ProviderJobs(Store):
         with self._read() as connection:
             return list(connection.execute(query).scalars())
 
+    def receipt_jobs(self, digests: list[str]) -> dict[str, ProviderJob]:
+        """Receipt (blob digest) -> the job the platform recorded sealing it, for each of ``digests`` it
+        recorded: the run it was sent for, its shots and the counts its answer gave."""
+        if not digests:
+            return {}
+        query = sa.select(provider_jobs).where(provider_jobs.c.receipt.in_(sorted(set(digests))))
+        with self._read() as connection:
+            return {row.receipt: _job(row) for row in connection.execute(query)}
+
     def provider_job_submitting(self, job_id: str) -> ProviderJob:
         """``recorded`` to ``submitting``: the submit is about to be sent."""
         return self._move(job_id, {S.RECORDED}, status=S.SUBMITTING.value)

@@ -5,9 +5,14 @@
                      workflow as published (its manifest and cases: what qualifies the page's numbers)
     broken_bounds    run id -> the bound each failing row of the published version broke, from its
                      case's ``expect``
-    checked_receipts run id -> what each hardware row's receipts say, read and verified now (held to the
-                     host keys the operator's root endorsed, as ``qsolve verify --registered``; none
-                     where no root is configured on this machine)
+    checked_receipts run id -> what each hardware row's receipts say, read and checked now: each the
+                     row's run's (as its request seals it, and as the state database recorded its
+                     job), its seal held to the host keys the operator's root endorsed (as ``qsolve
+                     verify --registered``; none where no root is configured on this machine, or no
+                     state database), its counts those recorded (receipts_check.py)
+    measured_on_hardware  a card's count of results on hardware: rows its receipts show measured
+    by_receipts      the page's device rows sectioned by the class their receipts seal: on hardware
+                     (measured), on simulated devices, or not verified; never by the row's own word
     published_page   the page of a workflow with all of these filled in, as both surfaces show it
 
 Each takes the home it reads (default ``QSOLVE_HOME``, else ``./.qsolve``); ``published`` also takes a
@@ -25,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from storage.state import StateDB
 
-    from .receipts_check import RowReceipts
+    from .receipts_check import PlatformRecord, RowReceipts
     from .workflow_page import WorkflowPage
 
 
@@ -107,19 +112,103 @@ def broken_bounds(p: WorkflowPage, workflow: Any) -> dict[str, str]:
     return out
 
 
+DEVICE_SECTIONS = ("on_hardware", "on_simulators", "unverified_devices")
+_SECTION_OF = {"measured": "on_hardware", "simulated": "on_simulators", None: "unverified_devices"}
+
+
+def device_rows(p: WorkflowPage) -> list:
+    """The page's rows on device targets: its hardware sections' and their earlier results."""
+    latest = [*p.on_hardware, *p.on_simulators, *p.unverified_devices]
+    return latest + [r for r in p.earlier_results if r.section in DEVICE_SECTIONS]
+
+
 def checked_receipts(
-    p: WorkflowPage, home: Path | str | None = None, trust: dict[str, Any] | None = None
+    p: WorkflowPage,
+    home: Path | str | None = None,
+    trust: dict[str, Any] | None = None,
+    record: PlatformRecord | None = None,
 ) -> dict[str, RowReceipts]:
     """Run id -> what each hardware row's receipts say (the page's and its earlier results'), read
-    from ``home``'s blobs and verified now, held to ``trust`` (the endorsed keys) where given."""
+    from ``home``'s blobs and checked now, held to ``trust`` (the endorsed keys) where given, and to
+    ``record``, what the state database recorded of their jobs and runs."""
     from qsolve.home import qsolve_home
 
     from .receipts_check import check_row
 
     where = qsolve_home(home)
-    devices = ("on_hardware", "on_simulators")
-    rows = [*p.on_hardware, *p.on_simulators, *(r for r in p.earlier_results if r.section in devices)]
-    return {r.run_id: check_row(r.receipt_digest, where, trust) for r in rows}
+    out: dict[str, RowReceipts] = {}
+    for r in device_rows(p):
+        c = check_row(r, where, trust, record)
+        if r.run_id not in out or (out[r.run_id].ok and not c.ok):
+            out[r.run_id] = c  # a run in two rows (a copy planted beside it) is shown as the worse of them
+    return out
+
+
+def recorded_receipts(
+    rows: list, home: Path | str | None = None, state: StateDB | None = None
+) -> PlatformRecord:
+    """What the state database (``state``, else ``home``'s where it has one) recorded of ``rows``'
+    receipts' jobs and of their runs; nothing without a database or a receipt."""
+    from qsolve.home import qsolve_home
+    from storage.state import connect
+    from storage.state._config import DATABASE_URL_VARIABLE
+
+    from .receipts_check import PlatformRecord, platform_record
+
+    if not any(r.receipt_digest for r in rows):
+        return PlatformRecord()
+    if state is not None:
+        return platform_record(state, rows)
+    where = qsolve_home(home)
+    if not os.environ.get(DATABASE_URL_VARIABLE) and not (where / "state.db").exists():
+        return PlatformRecord()
+    with connect(home=where) as opened:
+        return platform_record(opened, rows)
+
+
+def measured_on_hardware(
+    p: WorkflowPage, home: Path | str | None = None, state: StateDB | None = None, trust: Any = None
+) -> int:
+    """How many of the page's latest rows said measured (``on_hardware`` as :func:`page` sections them,
+    by the row's word) their receipts show measured: a workflow card's count of results on hardware."""
+    from qsolve.home import qsolve_home
+    from qsolve.receipts.endorsement import endorsed_list
+
+    from .receipts_check import check_row
+
+    if not p.on_hardware:
+        return 0
+    record = recorded_receipts(p.on_hardware, home, state)
+    trust = trust if trust is not None else endorsed_list([])
+    where = qsolve_home(home)
+    return sum(check_row(r, where, trust, record).kind == "measured" for r in p.on_hardware)
+
+
+def by_receipts(p: WorkflowPage, checked: dict[str, RowReceipts]) -> WorkflowPage:
+    """``p`` with its device rows sectioned by the class their receipts seal (``measured``: on hardware;
+    ``simulated``: on simulated devices; neither, their receipts not all verified for the row, or none:
+    not verified), each earlier result by its own receipts; never by the row's ``measured`` alone."""
+    latest = [*p.on_hardware, *p.on_simulators, *p.unverified_devices]
+
+    def section(r) -> str:
+        c = checked.get(r.run_id)
+        return _SECTION_OF[c.kind if c is not None else None]
+
+    def of(name: str) -> list:
+        return sorted((r for r in latest if section(r) == name), key=lambda r: (r.case_name, r.target))
+
+    earlier = [
+        r.model_copy(update={"section": section(r)}) if r.section in DEVICE_SECTIONS else r
+        for r in p.earlier_results
+    ]
+    return p.model_copy(
+        update={
+            "on_hardware": of("on_hardware"),
+            "on_simulators": of("on_simulators"),
+            "unverified_devices": of("unverified_devices"),
+            "earlier_results": earlier,
+        }
+    )
 
 
 def published_page(
@@ -134,10 +223,15 @@ def published_page(
     hardware row's receipt label filled in; and each hardware row's receipts, checked. Raises
     :class:`UnknownWorkflow` as ``page`` does; the track record's warnings are given as ``page`` gives
     them."""
+    from qsolve.receipts.endorsement import endorsed_list
+
     from .workflow_page import page
 
     found = published(name, home, state=state)
     p = page(name, version, home, published=found.version, metric_note=found.metric_note)
-    checked = checked_receipts(p, home, found.trust)
+    record = recorded_receipts(device_rows(p), home, state)
+    trust = found.trust if found.trust is not None else endorsed_list([])  # no database: none endorsed
+    checked = checked_receipts(p, home, trust, record)
     labels = {run: c.label for run, c in checked.items()}
+    p = by_receipts(p, checked)
     return p.model_copy(update={"bounds": broken_bounds(p, found.workflow), "receipts": labels}), checked

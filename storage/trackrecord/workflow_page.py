@@ -90,6 +90,9 @@ class WorkflowPage(BaseModel):
     noise_model_estimate: list[TrackRecordRow]
     on_hardware: list[TrackRecordRow]  # rows whose counts a device measured
     on_simulators: list[TrackRecordRow] = []  # device targets whose counts were simulated (issue 23)
+    #: device rows whose receipts do not all verify for them (or that name none): no class is shown
+    #: (published.by_receipts sections device rows by their receipts; page() by the row's word)
+    unverified_devices: list[TrackRecordRow] = []
     earlier_results: list[EarlierResult]
     nondeterministic: list[Nondeterministic] = []  # the version's cases whose rounds differ (issue 37)
     #: the track-record log's checkpoint its rows are in: its first ``log_entries`` entries, the last of
@@ -251,6 +254,13 @@ def render_page(p: WorkflowPage, console: Console | None = None) -> None:
             console,
             "On simulated devices (a provider's simulator: no device measured the counts)",
             p.on_simulators,
+            _hardware_columns(p.current_version),
+        )
+    if p.unverified_devices:
+        _section(
+            console,
+            "On devices, not verified (their receipts do not show how the counts were made)",
+            p.unverified_devices,
             _hardware_columns(p.current_version),
         )
     _section(console, "Earlier results", p.earlier_results, _EARLIER)

@@ -44,7 +44,8 @@ def test_the_page_is_the_one_qsolve_page_prints(seeded, client, capsys):
         ("earlier-results", "earlier_results"),
     ]:
         shown = section(html, name)
-        rows = printed[key] + (printed["on_simulators"] if key == "on_hardware" else [])  # one table
+        devices = printed["on_simulators"] + printed["unverified_devices"]  # one table with on_hardware
+        rows = printed[key] + (devices if key == "on_hardware" else [])
         assert shown.count("<tr data-case=") == len(rows), name
         for row in rows:
             assert row["case_name"] in shown

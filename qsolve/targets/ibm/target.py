@@ -83,6 +83,7 @@ class IbmBackend(Backend):
         wait_s: float = WAIT_S,
         poll_s: float = POLL_S,
         run_id: str | None = None,
+        run: dict[str, str] | None = None,
     ) -> None:
         self.name = f"ibm:{device}"
         self.device = device
@@ -91,6 +92,7 @@ class IbmBackend(Backend):
         self.book, self.signer, self.keep = book, signer, keep
         self.confirmation, self.tell = confirmation, tell
         self.wait_s, self.poll_s, self.run_id = wait_s, poll_s, run_id
+        self.sealed_run = run  # the platform run each job's request seals (sealing.run_member)
         self.sealed: list[Sealed] = []
         self.stopped: list[str] = []
         self.records: list[str] = []  # every job recorded, in order (qsolve run names each one sent)
@@ -207,7 +209,7 @@ class IbmBackend(Backend):
             "kind": KIND,
             "device": self.device,
             "settings": self.settings.public(),
-            "request": provider_request(PROVIDER, _qasm3(circuit), shots, None),
+            "request": provider_request(PROVIDER, _qasm3(circuit), shots, None, self.sealed_run),
             "compiled": compiled,
             "cost": {"free": False, "estimate": {"unknown": UNKNOWN_COST}},
             "circuit_qpy": _qpy(circuit),
@@ -413,6 +415,7 @@ def open_ibm(
     wait_s: float = WAIT_S,
     poll_s: float = POLL_S,
     env: Mapping[str, str] | None = None,
+    run: dict[str, str] | None = None,
 ) -> IbmBackend:
     """``ibm:<device>`` opened: the key, the client, the device, ``book`` (the state database) as the book of
     its jobs and the keeper of the host's key, ``keep`` as the keeper of sealed jobs (blobs), and this run's
@@ -440,6 +443,7 @@ def open_ibm(
         confirmation=confirmation or Confirmation(),
         tell=tell or (lambda line: print(line, file=sys.stderr)),
         run_id=run_id,
+        run=run,
         wait_s=wait_s,
         poll_s=poll_s,
     )

@@ -41,3 +41,21 @@ def test_a_submit_that_did_not_complete_stays_submitting_until_sent_again(db: St
     assert (ended.status, ended.error) == ("failed", "refused: too many shots")
     with pytest.raises(ValueError, match="ends failed or cancelled"):
         db.provider_job_ended(job.id, "done", "no")
+
+
+def test_the_job_that_sealed_each_receipt_is_found_by_its_digest(db: StateDB) -> None:
+    """What the pages hold a row's receipts to (issue 34, item 3): the job each receipt's digest was
+    recorded for, with its run, shots and answer; a digest no job recorded is not there."""
+    jobs = []
+    for n, digest in enumerate(["ab" * 32, "cd" * 32]):
+        job = db.record_provider_job("ref", PROGRAM, DESCRIBE, 100 + n)  # a person's own: no run
+        db.provider_job_submitting(job.id)
+        db.provider_job_submitted(job.id, f"j-{n}")
+        db.provider_job_done(job.id, {"counts": {"1": 100 + n}}, digest)
+        jobs.append(job.id)
+    found = db.receipt_jobs(["cd" * 32, "ab" * 32, "ef" * 32])
+    assert {d: (j.id, j.run_id, j.shots, j.answer) for d, j in found.items()} == {
+        "ab" * 32: (jobs[0], None, 100, {"counts": {"1": 100}}),
+        "cd" * 32: (jobs[1], None, 101, {"counts": {"1": 101}}),
+    }
+    assert db.receipt_jobs([]) == {}
