@@ -82,11 +82,6 @@ def _stored_before_issue_37(name: str, q: float, r: float, accuracy: float) -> d
     return stored
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a run stored before issue 37 is filed (the upgrade's refile, a backlog) with its "
-    "unclamped accuracy: -4e12 and -1 in the track record, the page's headline -100%",
-)
 def test_runs_stored_before_issue_37_are_filed_with_accuracies_in_0_1(tmp_path: Path) -> None:
     with connect(f"sqlite:///{tmp_path / 'state.db'}", home=tmp_path, settings=SETTINGS) as db:
         version = db.publish_version("sat", "1.0.0", "d1" * 32, [])[0]
@@ -111,11 +106,6 @@ def test_runs_stored_before_issue_37_are_filed_with_accuracies_in_0_1(tmp_path: 
     assert p.without_accuracy == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a deterministic case run before and after the issue-37 upgrade hashes differently "
-    "where its accuracy was clamped or nulled: the nondeterministic view and the page blame ctx.rng",
-)
 def test_a_platform_upgrade_is_not_flagged_as_a_methods_randomness(wf: WorkflowDir, tmp_path: Path) -> None:
     wf.write(
         "workflow.py",
@@ -181,11 +171,6 @@ def quantum(input, params, ctx):
     assert p.nondeterministic == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: the page shows no warning of a device row (zero baseline, quantum beating an exact "
-    "reference): its accuracy is blank with nothing saying why",
-)
 def test_the_page_shows_the_warnings_of_a_device_row(tmp_path: Path) -> None:
     zero = (
         "the baseline is 0: no relative accuracy, so this case has none and is left out of the headline: "
@@ -218,11 +203,6 @@ def test_the_page_shows_the_warnings_of_a_device_row(tmp_path: Path) -> None:
     assert "the baseline is 0: no relative accuracy" in console.export_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: at a zero baseline with a relative tolerance, a quantum objective a hair above 0 "
-    "matches by the relative rule, whose accuracy is undefined there (docs: tolerance_abs, or q <= r)",
-)
 def test_a_zero_baseline_verdict_never_comes_from_the_relative_rule() -> None:
     # no tolerance_abs, q > r: docs/writing-a-workflow.md says the verdict is tolerance_abs's or q <= r's
     assert compare(Metric(kind="relative_gap", tolerance=0.5), 4e-13, 0.0, None, None).verdict == BELOW
@@ -357,11 +337,6 @@ def quantum(input, params, ctx):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: with metric.tolerance_abs set, a zero baseline's result never says the verdict came "
-    "from tolerance_abs (Comparison.why_none is dropped) and its warning says to set tolerance_abs",
-)
 def test_a_zero_baseline_judged_by_tolerance_abs_says_so(wf: WorkflowDir) -> None:
     import json
 
