@@ -25,8 +25,8 @@ import pyarrow as pa
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from qsolve.judging.deciding import NOT_COMPARED, ZERO_BASELINE, settled_accuracy, zero_baseline_warning
-from qsolve.workflow.manifest import Metric
 from qsolve.judging.results import CaseResult, MethodOutcome, canonical_json, to_json_value
+from qsolve.workflow.manifest import Metric
 
 from .errors import NotRecorded
 

@@ -223,22 +223,12 @@ def reference(input, params, ctx):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: W043 of a keyword-only ctx says quantum(input, params, ctx) cannot be called as "
-    "quantum(input, params, ctx): the signature it names is not the one written",
-)
 def test_w043_names_the_signature_as_written(wf: WorkflowDir) -> None:
     wf.write("workflow.py", LINT_BASE + "\ndef quantum(input, params, *, ctx):\n    pass\n")
     (issue,) = [i for i in lint(wf.root).issues if i.code == "W043"]
     assert "quantum(input, params, *, ctx)" in issue.message, issue.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a method written as a top-level lambda of the wrong arity (quantum = lambda input, "
-    "ctx: ...) passes lint silently (no W043) and fails every case at qsolve test",
-)
 def test_w043_sees_a_top_level_lambda(wf: WorkflowDir) -> None:
     wf.write("workflow.py", LINT_BASE + "\nquantum = lambda input, ctx: MethodResult(-1.0)\n")
     codes = [i.code for i in lint(wf.root).issues]
