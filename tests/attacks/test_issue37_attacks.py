@@ -236,11 +236,6 @@ def test_w043_sees_a_top_level_lambda(wf: WorkflowDir) -> None:
     assert "W043" in codes  # ...and should see that it cannot take (input, params, ctx)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: the web list's card shows the headline (100.0%) without saying that a row had none "
-    "(a zero baseline), and a workflow whose every row has none reads 'no accuracy yet'",
-)
 def test_the_cards_headline_says_how_many_rows_had_none(tmp_path: Path, monkeypatch) -> None:
     from fastapi.testclient import TestClient
 
