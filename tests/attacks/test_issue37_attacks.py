@@ -1,6 +1,7 @@
 """A tester's attacks on issue 37 as merged (honest numbers at the edges), from the seed
 (benchmarks-and-gates.md: the accuracy, the gap, the verdicts) and the issue's own promises, each a finding
-that fails today and passes once mended (``xfail(strict=True)``).
+that failed then (``xfail(strict=True)``) and passes since it was mended (i37-fix: the markers taken off, the
+assertions kept).
 
 - a run the state database stored before issue 37 (the seed's unclamped accuracy: -3999999999999 for a
   zero baseline, -1 for an answer twice as bad) is filed as it was stored, by the maintenance pass that
@@ -33,7 +34,6 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-import pytest
 from rich.console import Console
 
 from qsolve.judging.deciding import BELOW, compare
@@ -273,11 +273,6 @@ def test_the_cards_headline_says_how_many_rows_had_none(tmp_path: Path, monkeypa
     assert "no accuracy yet" not in cards["qubo"], cards["qubo"]  # it ran: its baseline is 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a method random only in its stderr fails reproducible naming a platform number "
-    "(accuracy_pm), not the method's own value (its stderr), as the issue asks",
-)
 def test_reproducible_names_a_methods_own_stderr(wf: WorkflowDir) -> None:
     from qsolve.validation.gate_run import run_gates
     from qsolve.validation.gates import judge
