@@ -247,6 +247,7 @@ def compare(metric: Metric, q: float, r: float, stderr: float | None, n_test: in
         or (tol_abs is not None and abs(q - r) <= tol_abs)
         or (stderr is not None and stderr <= abs(r) / 4 and abs(q - r) <= 2 * stderr)
         or (metric.kind == "relative_gap" and q <= r)
+        or q == r  # no difference at all: a match under either kind, a zero baseline's too
     )
     if accuracy is None:  # the seed's formula divides by 0: no number, and the reason
         return Comparison(None, None, MATCHES if matches else BELOW, zero_baseline_why(metric, q, r))
