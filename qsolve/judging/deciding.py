@@ -240,23 +240,71 @@ def compare(metric: Metric, q: float, r: float, stderr: float | None, n_test: in
             pm = (high - low) / 2
         matches = q <= bound or (low is not None and low <= bound)
         return Comparison(accuracy, pm, MATCHES if matches else BELOW)
-    worse = (q - r) / scale
-    raw = 1 - abs(worse) if metric.kind == "relative_error" else 1 - max(worse, 0.0)
+    accuracy = relative_accuracy(metric.kind, q, r)
     pm = stderr / scale if stderr is not None else None
     matches = (
-        raw >= 1 - metric.tolerance - 1e-12
+        (accuracy is not None and _raw(metric.kind, q, r) >= 1 - metric.tolerance - 1e-12)
         or (tol_abs is not None and abs(q - r) <= tol_abs)
         or (stderr is not None and stderr <= abs(r) / 4 and abs(q - r) <= 2 * stderr)
         or (metric.kind == "relative_gap" and q <= r)
+        or q == r  # no difference at all: a match under either kind, a zero baseline's too
     )
-    if zero_baseline(metric, r):  # the seed's formula divides by 0: no number, and the reason
-        why = ZERO_BASELINE + (
-            f" (the verdict compares abs error {_num(abs(q - r))} with tolerance_abs {_num(tol_abs)})"
-            if tol_abs is not None
-            else ""
-        )
-        return Comparison(None, None, MATCHES if matches else BELOW, why)
-    return Comparison(_unit(raw), pm, MATCHES if matches else BELOW)
+    if accuracy is None:  # the seed's formula divides by 0: no number, and the reason
+        return Comparison(None, None, MATCHES if matches else BELOW, zero_baseline_why(metric, q, r))
+    return Comparison(accuracy, pm, MATCHES if matches else BELOW)
+
+
+def _raw(kind: str, q: float, r: float) -> float:
+    """The seed's relative accuracy, unclamped, dividing by ``max(abs(r), 1e-12)``."""
+    worse = (q - r) / max(abs(r), 1e-12)
+    return 1 - abs(worse) if kind == "relative_error" else 1 - max(worse, 0.0)
+
+
+def relative_accuracy(kind: str, q: float, r: float) -> float | None:
+    """The seed's accuracy of a relative metric (``relative_gap``, ``relative_error``) in [0, 1], or
+    ``None`` at a zero baseline, where it is undefined. The one rule: :func:`compare` judges with it, and
+    the track record files a stored result's accuracy by it (:func:`settled_accuracy`)."""
+    if abs(r) < 1e-12:
+        return None
+    return _unit(_raw(kind, q, r))
+
+
+def zero_baseline_why(metric: Metric, q: float, r: float) -> str:
+    """Why a zero baseline's case has no accuracy, and what decided its verdict."""
+    tol_abs = metric.tolerance_abs
+    if tol_abs is None:
+        return ZERO_BASELINE
+    compared = f"abs error {_num(abs(q - r))} with tolerance_abs {_num(tol_abs)}"
+    return f"{ZERO_BASELINE} (the verdict compares {compared})"
+
+
+def zero_baseline_warning(metric: Metric, q: float, r: float) -> str:
+    """The warning of a zero baseline: what it means, and what to do unless ``tolerance_abs`` is set."""
+    said = f"{zero_baseline_why(metric, q, r)}, so this case has none and is left out of the headline"
+    return said if metric.tolerance_abs is not None else f"{said}: {ZERO_BASELINE_FIX}"
+
+
+def settled_accuracy(
+    q: float | None, r: float | None, accuracy: float | None, accuracy_pm: float | None
+) -> tuple[float | None, float | None, bool]:
+    """A stored result's ``(accuracy, accuracy_pm, zero_baseline)`` as the track record files it, never
+    trusting the stored accuracy (a run stored before issue 37 kept the seed's number unclamped:
+    -3999999999999 at a zero baseline). The metric kind is not stored: a stored accuracy that one of
+    the relative formulas gives (clamped or not) is that metric's, and :func:`relative_accuracy` decides
+    it again; any other is ``error_rate``'s ``1 - q``, clamped to [0, 1]. Where ``1 - q`` and a relative
+    formula agree (``q = r = 0``) the stored number is kept."""
+    if accuracy is None or q is None or r is None:
+        return accuracy, accuracy_pm, False
+    for kind in ("relative_gap", "relative_error"):
+        raw = _raw(kind, q, r)
+        if math.isclose(accuracy, raw, rel_tol=1e-9, abs_tol=1e-9) or math.isclose(
+            accuracy, _unit(raw), rel_tol=1e-9, abs_tol=1e-9
+        ):
+            settled = relative_accuracy(kind, q, r)
+            if settled is None and not math.isclose(accuracy, _unit(1 - q), abs_tol=1e-9):
+                return None, None, True
+            break
+    return _unit(accuracy), accuracy_pm, False
 
 
 def beats_reference(metric: Metric, q: float, r: float, stderr: float | None) -> bool:
@@ -276,8 +324,7 @@ def case_warnings(metric: Metric, quantum: MethodOutcome, q: float, r: float) ->
     verdict: a zero baseline (no relative accuracy), the quantum method beating the reference."""
     out = []
     if zero_baseline(metric, r):
-        left_out = "so this case has none and is left out of the headline"
-        out.append(f"{ZERO_BASELINE}, {left_out}: {ZERO_BASELINE_FIX}")
+        out.append(zero_baseline_warning(metric, q, r))
     if beats_reference(metric, q, r, quantum.stderr):
         out.append(
             f"quantum method {quantum.name} beat the reference: {_claim(q)} against {_claim(r)} "

@@ -63,29 +63,40 @@ CALLED_WITH = {"evaluate": ("input", "solution"), "estimate": ("input", "params"
 METHOD_ARGUMENTS = ("input", "params", "ctx")
 
 
-def takes(fn: ast.FunctionDef | ast.AsyncFunctionDef, n: int) -> bool:
-    """Whether ``fn`` can be called with ``n`` positional arguments and nothing else."""
-    a = fn.args
+def takes(a: ast.arguments, n: int) -> bool:
+    """Whether parameters ``a`` can be called with ``n`` positional arguments and nothing else."""
     positional = len(a.posonlyargs) + len(a.args)
     required = positional - len(a.defaults)
     kw_required = sum(1 for d in a.kw_defaults if d is None)
     return required <= n and (positional >= n or a.vararg is not None) and kw_required == 0
 
 
-def arity(label: str, tree: ast.Module, manifest: Manifest) -> Iterator[Issue]:
-    """W043: a method, ``evaluate`` or ``estimate`` defined at the top level whose parameters cannot take
-    what the platform passes (``def qaoa(input, ctx)`` fails every case at ``qsolve test``)."""
-    wanted = {m.function_name: METHOD_ARGUMENTS for m in manifest.methods} | CALLED_WITH
+def defined_functions(tree: ast.Module) -> Iterator[tuple[str, ast.arguments, int]]:
+    """Each top-level function as ``(name, parameters, line)``: a ``def``, or a name bound to a lambda
+    (``quantum = lambda input, ctx: ...``)."""
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in wanted:
-            args = wanted[node.name]
-            if not takes(node, len(args)):
-                a = node.args
-                has = ", ".join(x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node.name, node.args, node.lineno
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Lambda):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    yield t.id, node.value.args, node.lineno
+
+
+def arity(label: str, tree: ast.Module, manifest: Manifest) -> Iterator[Issue]:
+    """W043: a method, ``evaluate`` or ``estimate`` defined at the top level (a ``def`` or a lambda)
+    whose parameters cannot take what the platform passes (``def qaoa(input, ctx)`` fails every case at
+    ``qsolve test``). The message shows the parameters as written (``input, params, *, ctx``)."""
+    wanted = {m.function_name: METHOD_ARGUMENTS for m in manifest.methods} | CALLED_WITH
+    for name, params, line in defined_functions(tree):
+        if name in wanted:
+            args = wanted[name]
+            if not takes(params, len(args)):
                 yield Issue(
                     label,
-                    f"{node.name}({has}) at line {node.lineno} cannot be called as "
-                    f"{node.name}({', '.join(args)}): the platform passes these {len(args)} arguments",
+                    f"{name}({ast.unparse(params)}) at line {line} cannot be called as "
+                    f"{name}({', '.join(args)}): the platform passes these {len(args)} arguments",
                     code="W043",
                     severity="warning",
                 )

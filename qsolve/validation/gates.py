@@ -197,14 +197,14 @@ RNG_HINT = (
 
 
 def _method_difference(first: CaseResult, again: CaseResult) -> str | None:
-    """The first method whose own values differ between two runs: its objective, then its solution
-    (``method qaoa's objective -86 then -89``); ``None`` when every method's are equal."""
+    """The first method whose own values differ between two runs: its objective, its stderr, then its
+    solution (``method qaoa's objective -86 then -89``); ``None`` when every method's are equal."""
     twice = {m.name: m for m in again.methods}
     for m in first.methods:
         other = twice.get(m.name)
         if other is None:
             continue
-        for what in ("objective", "claimed", "solution", "unavailable", "details"):
+        for what in ("objective", "claimed", "stderr", "solution", "unavailable", "details"):
             x, y = getattr(m, what), getattr(other, what)
             if not numbers_close(x, y):
                 if what in ("solution", "details"):

@@ -118,6 +118,8 @@ def card(request: Request, name: str) -> dict[str, Any]:
         "passed": p.passed,
         "total": p.total,
         "headline": p.headline_accuracy,
+        # as the page says it: "1 row has none: the baseline is 0 in 1" (left out of the headline)
+        "without": p.none_said() if p.without_accuracy else None,
         "hardware": hardware_results(request, p, found),
         "published": published_dates(request, name, [p.current_version]).get(p.current_version),
     }

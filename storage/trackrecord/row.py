@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from qsolve.judging.deciding import NOT_COMPARED
+from qsolve.judging.deciding import NOT_COMPARED, ZERO_BASELINE, settled_accuracy, zero_baseline_warning
 from qsolve.judging.results import CaseResult, MethodOutcome, canonical_json, to_json_value
+from qsolve.workflow.manifest import Metric
 
 from .errors import NotRecorded
 
@@ -271,6 +272,13 @@ class TrackRecordRow(BaseModel):
             raise ValueError(f"run {run_id}: status {status!r} for a result that passed")
         if run_seconds is None:
             run_seconds = sum(m.seconds for m in result.methods)
+        # never the stored accuracy: a run stored before issue 37 kept the seed's number unclamped
+        accuracy, accuracy_pm, zero = settled_accuracy(
+            result.quantum, result.baseline, result.accuracy, result.accuracy_pm
+        )
+        warned = list(result.warnings)
+        if zero and not any(w.startswith(ZERO_BASELINE) for w in warned):
+            warned.insert(0, zero_baseline_warning(Metric(), result.quantum, result.baseline))
         return cls(
             workflow=workflow,
             version=version,
@@ -287,8 +295,8 @@ class TrackRecordRow(BaseModel):
             baseline=result.baseline,
             gap=result.gap,
             abs_error=result.abs_error,
-            accuracy=result.accuracy,
-            accuracy_pm=result.accuracy_pm,
+            accuracy=accuracy,
+            accuracy_pm=accuracy_pm,
             verdict=result.verdict,
             fidelity=result.fidelity,
             coverage=result.coverage,
@@ -305,7 +313,7 @@ class TrackRecordRow(BaseModel):
             measured=measured_of(result.target),
             expect=canonical_json(result.expect).decode() if result.expect is not None else None,
             reason=None if status == "passed" else failure_reason(result, status),
-            warnings=result.warnings,
+            warnings=warned,
         )
 
 

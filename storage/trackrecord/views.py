@@ -20,7 +20,9 @@ and ``QSOLVE_HOME/trackrecord.sql``, the views as plain SQL.
     workflow_cards        per workflow: passed and total on sim- targets, headline accuracy (the median
                           over the rows with one) and how many rows had none (a zero baseline)
     nondeterministic      per case, version, target, seed and params run on sim- or fake: targets: the
-                          rounds (runs) whose result hashes differ, when they do (issue 37)
+                          rounds (runs), when the methods' own objectives (``methods``) differ between
+                          them (issue 37): not the result hashes, which also cover the platform's numbers
+                          (an upgrade that clamped an accuracy changed them; the method gave the same)
 
 "Latest" is the greatest ``recorded_at``, ties broken by ``run_id``. A workflow's current version is its
 newest published one, known from rows alone as the version whose first row was recorded last: a version's
@@ -215,7 +217,7 @@ def definitions(sources: Sources, version: str | None = None) -> list[tuple[str,
             f" list(passed ORDER BY {ROUND_ORDER}) AS passed"
             f" FROM rows WHERE ({SIM} OR {FAKE}) AND result_hash <> ''"
             " GROUP BY workflow, version, case_name, target, seed, params"
-            " HAVING count(DISTINCT result_hash) > 1",
+            " HAVING count(DISTINCT methods) > 1",  # what the methods gave, not the platform's numbers
         ),
     ]
 

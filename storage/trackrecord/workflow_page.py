@@ -267,10 +267,10 @@ def render_page(p: WorkflowPage, console: Console | None = None) -> None:
 
 
 def warnings(p: WorkflowPage) -> list[str]:
-    """What the page warns of, never changing a verdict: each warning of its current rows (sim- and
-    fake:), once per case and target, and each case whose rounds gave different result hashes."""
+    """What the page warns of, never changing a verdict: each warning of its current rows (sim-, fake:
+    and device targets), once per case and target, and each case whose rounds gave different answers."""
     out = []
-    for r in [*p.track_record, *p.noise_model_estimate]:
+    for r in [*p.track_record, *p.noise_model_estimate, *p.on_hardware, *p.on_simulators]:
         out += [f"{r.case_name} on {r.target}: {w}" for w in r.warnings]
     return out + [n.sentence() for n in p.nondeterministic]
 

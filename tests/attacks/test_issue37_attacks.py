@@ -1,6 +1,7 @@
 """A tester's attacks on issue 37 as merged (honest numbers at the edges), from the seed
 (benchmarks-and-gates.md: the accuracy, the gap, the verdicts) and the issue's own promises, each a finding
-that fails today and passes once mended (``xfail(strict=True)``).
+that failed then (``xfail(strict=True)``) and passes since it was mended (i37-fix: the markers taken off, the
+assertions kept).
 
 - a run the state database stored before issue 37 (the seed's unclamped accuracy: -3999999999999 for a
   zero baseline, -1 for an answer twice as bad) is filed as it was stored, by the maintenance pass that
@@ -33,7 +34,6 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-import pytest
 from rich.console import Console
 
 from qsolve.judging.deciding import BELOW, compare
@@ -82,11 +82,6 @@ def _stored_before_issue_37(name: str, q: float, r: float, accuracy: float) -> d
     return stored
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a run stored before issue 37 is filed (the upgrade's refile, a backlog) with its "
-    "unclamped accuracy: -4e12 and -1 in the track record, the page's headline -100%",
-)
 def test_runs_stored_before_issue_37_are_filed_with_accuracies_in_0_1(tmp_path: Path) -> None:
     with connect(f"sqlite:///{tmp_path / 'state.db'}", home=tmp_path, settings=SETTINGS) as db:
         version = db.publish_version("sat", "1.0.0", "d1" * 32, [])[0]
@@ -111,11 +106,6 @@ def test_runs_stored_before_issue_37_are_filed_with_accuracies_in_0_1(tmp_path: 
     assert p.without_accuracy == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a deterministic case run before and after the issue-37 upgrade hashes differently "
-    "where its accuracy was clamped or nulled: the nondeterministic view and the page blame ctx.rng",
-)
 def test_a_platform_upgrade_is_not_flagged_as_a_methods_randomness(wf: WorkflowDir, tmp_path: Path) -> None:
     wf.write(
         "workflow.py",
@@ -181,11 +171,6 @@ def quantum(input, params, ctx):
     assert p.nondeterministic == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: the page shows no warning of a device row (zero baseline, quantum beating an exact "
-    "reference): its accuracy is blank with nothing saying why",
-)
 def test_the_page_shows_the_warnings_of_a_device_row(tmp_path: Path) -> None:
     zero = (
         "the baseline is 0: no relative accuracy, so this case has none and is left out of the headline: "
@@ -218,11 +203,6 @@ def test_the_page_shows_the_warnings_of_a_device_row(tmp_path: Path) -> None:
     assert "the baseline is 0: no relative accuracy" in console.export_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: at a zero baseline with a relative tolerance, a quantum objective a hair above 0 "
-    "matches by the relative rule, whose accuracy is undefined there (docs: tolerance_abs, or q <= r)",
-)
 def test_a_zero_baseline_verdict_never_comes_from_the_relative_rule() -> None:
     # no tolerance_abs, q > r: docs/writing-a-workflow.md says the verdict is tolerance_abs's or q <= r's
     assert compare(Metric(kind="relative_gap", tolerance=0.5), 4e-13, 0.0, None, None).verdict == BELOW
@@ -243,22 +223,12 @@ def reference(input, params, ctx):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: W043 of a keyword-only ctx says quantum(input, params, ctx) cannot be called as "
-    "quantum(input, params, ctx): the signature it names is not the one written",
-)
 def test_w043_names_the_signature_as_written(wf: WorkflowDir) -> None:
     wf.write("workflow.py", LINT_BASE + "\ndef quantum(input, params, *, ctx):\n    pass\n")
     (issue,) = [i for i in lint(wf.root).issues if i.code == "W043"]
     assert "quantum(input, params, *, ctx)" in issue.message, issue.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a method written as a top-level lambda of the wrong arity (quantum = lambda input, "
-    "ctx: ...) passes lint silently (no W043) and fails every case at qsolve test",
-)
 def test_w043_sees_a_top_level_lambda(wf: WorkflowDir) -> None:
     wf.write("workflow.py", LINT_BASE + "\nquantum = lambda input, ctx: MethodResult(-1.0)\n")
     codes = [i.code for i in lint(wf.root).issues]
@@ -266,11 +236,6 @@ def test_w043_sees_a_top_level_lambda(wf: WorkflowDir) -> None:
     assert "W043" in codes  # ...and should see that it cannot take (input, params, ctx)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: the web list's card shows the headline (100.0%) without saying that a row had none "
-    "(a zero baseline), and a workflow whose every row has none reads 'no accuracy yet'",
-)
 def test_the_cards_headline_says_how_many_rows_had_none(tmp_path: Path, monkeypatch) -> None:
     from fastapi.testclient import TestClient
 
@@ -308,11 +273,6 @@ def test_the_cards_headline_says_how_many_rows_had_none(tmp_path: Path, monkeypa
     assert "no accuracy yet" not in cards["qubo"], cards["qubo"]  # it ran: its baseline is 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a method random only in its stderr fails reproducible naming a platform number "
-    "(accuracy_pm), not the method's own value (its stderr), as the issue asks",
-)
 def test_reproducible_names_a_methods_own_stderr(wf: WorkflowDir) -> None:
     from qsolve.validation.gate_run import run_gates
     from qsolve.validation.gates import judge
@@ -357,11 +317,6 @@ def quantum(input, params, ctx):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: with metric.tolerance_abs set, a zero baseline's result never says the verdict came "
-    "from tolerance_abs (Comparison.why_none is dropped) and its warning says to set tolerance_abs",
-)
 def test_a_zero_baseline_judged_by_tolerance_abs_says_so(wf: WorkflowDir) -> None:
     import json
 

@@ -15,6 +15,7 @@ from qsolve.judging.deciding import (
     compare,
     first_failure,
     no_circuit_size,
+    settled_accuracy,
     wilson_interval,
 )
 from qsolve.judging.results import MethodOutcome, Quality
@@ -347,6 +348,32 @@ def test_a_zero_baseline_has_no_relative_accuracy_and_says_why() -> None:
     assert c.accuracy is None and c.verdict == MATCHES
     assert c.why_none.endswith("(the verdict compares abs error 4 with tolerance_abs 100)")
     assert compare(Metric(), 0.0, 0.0, None, None).verdict == MATCHES  # no worse than the baseline
+
+
+def test_a_stored_accuracy_is_decided_again_by_the_same_rule() -> None:
+    """The track record files (accuracy, accuracy_pm, zero baseline) from a stored result's numbers: a run
+    stored before issue 37 kept the seed's number unclamped; the metric kind is not stored."""
+    assert settled_accuracy(4.0, 0.0, -3999999999999.0, 5e9) == (None, None, True)  # relative_gap, r = 0
+    assert settled_accuracy(-4.0, 0.0, -3999999999999.0, None) == (None, None, True)  # relative_error
+    assert settled_accuracy(3.0, 1.0, -1.0, 0.2) == (0.0, 0.2, False)  # twice as bad: clamped
+    assert settled_accuracy(0.9, 1.0, 1.0, None) == (1.0, None, False)  # relative_gap: better is 1
+    assert settled_accuracy(0.9, 1.0, 0.9, None) == (0.9, None, False)  # relative_error
+    # error_rate (1 - q): a perfect classical classifier (r = 0) keeps the quantum one's accuracy
+    assert settled_accuracy(0.2, 0.0, 0.8, 0.05) == (0.8, 0.05, False)
+    assert settled_accuracy(1.5, 0.1, -0.5, None) == (0.0, None, False)
+    assert settled_accuracy(None, None, None, None) == (None, None, False)  # nothing compared
+    assert settled_accuracy(0.0, 0.0, 1.0, None) == (1.0, None, False)  # 1 - q and q <= r agree: kept
+
+
+def test_at_a_zero_baseline_tolerance_never_decides() -> None:
+    """Issue 37 (attack 6): the relative rule's accuracy is undefined at r = 0, so a relative tolerance
+    decides nothing there: tolerance_abs, q <= r (relative_gap) or the stderr rule do."""
+    assert compare(Metric(tolerance=0.5), 4e-13, 0.0, None, None).verdict == BELOW
+    assert compare(Metric(tolerance=0.5, tolerance_abs=1e-12), 4e-13, 0.0, None, None).verdict == MATCHES
+    assert compare(Metric(tolerance=0.5), -4e-13, 0.0, None, None).verdict == MATCHES  # q <= r
+    assert compare(Metric(kind="relative_error", tolerance=0.5), 1e-13, 0.0, None, None).verdict == BELOW
+    assert compare(Metric(kind="relative_error", tolerance=0.5), 0.0, 0.0, None, None).verdict == MATCHES
+    assert compare(Metric(tolerance=0.5), 1.4, 1.0, None, None).verdict == MATCHES  # r != 0: tolerance
 
 
 def test_an_accuracy_is_never_outside_0_to_1() -> None:

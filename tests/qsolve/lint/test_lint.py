@@ -257,7 +257,7 @@ def test_a_method_that_cannot_take_its_arguments_is_warned_of(wf: WorkflowDir) -
     assert report.ok  # a warning: the gates give the verdict
     said = [str(i) for i in report.issues]
     assert said == [
-        "W043 workflow.py: evaluate(input, solution, exact) at line 1 cannot be called as "
+        "W043 workflow.py: evaluate(input, solution, *, exact) at line 1 cannot be called as "
         "evaluate(input, solution): the platform passes these 2 arguments",
         "W043 workflow.py: quantum(input, ctx) at line 2 cannot be called as quantum(input, params, ctx): "
         "the platform passes these 3 arguments",
