@@ -214,7 +214,9 @@ def definitions(sources: Sources, version: str | None = None) -> list[tuple[str,
             f" list(run_id ORDER BY {ROUND_ORDER}) AS run_ids,"
             f" list(recorded_at ORDER BY {ROUND_ORDER}) AS rounds,"
             f" list(result_hash ORDER BY {ROUND_ORDER}) AS hashes,"
-            f" list(passed ORDER BY {ROUND_ORDER}) AS passed"
+            f" list(passed ORDER BY {ROUND_ORDER}) AS passed,"
+            " count(DISTINCT methods) AS answers,"
+            f" list(methods ORDER BY {ROUND_ORDER}) AS answered"
             f" FROM rows WHERE ({SIM} OR {FAKE}) AND result_hash <> ''"
             " GROUP BY workflow, version, case_name, target, seed, params"
             " HAVING count(DISTINCT methods) > 1",  # what the methods gave, not the platform's numbers

@@ -40,7 +40,7 @@ class EarlierResult(TrackRecordRow):
 
 class Nondeterministic(BaseModel):
     """A case whose runs with the same input (its version), params, target and seed gave different
-    result hashes (the ``nondeterministic`` view): the rounds, oldest first."""
+    answers: the methods' own objectives (the ``nondeterministic`` view): the rounds, oldest first."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -54,17 +54,24 @@ class Nondeterministic(BaseModel):
     rounds: list[datetime]
     hashes: list[str]
     passed: list[bool]
+    answers: int  # how many different answers the methods gave (their objectives, ``methods``)
+    answered: list[list[dict]]  # each round's methods' objectives
 
     def sentence(self) -> str:
         shown = ", ".join(
-            f"{t.strftime('%Y-%m-%d %H:%M')} {'pass' if ok else 'FAIL'} {h[:8]}"
-            for t, ok, h in zip(self.rounds, self.passed, self.hashes, strict=True)
+            f"{t.strftime('%Y-%m-%d %H:%M')} {'pass' if ok else 'FAIL'} {_objectives(methods)}"
+            for t, ok, methods in zip(self.rounds, self.passed, self.answered, strict=True)
         )
         return (
             f"{self.case_name} on {self.target} (seed {self.seed}, params {self.params}) is not "
-            f"reproducible: {self.result_hashes} result hashes over {self.runs} rounds ({shown}); "
+            f"reproducible: {self.answers} different answers over {self.runs} rounds ({shown}); "
             "a method's randomness must come from ctx.rng"
         )
+
+
+def _objectives(methods: list[dict]) -> str:
+    """A round's methods' objectives, as ``qaoa -3.0 reference -4.0``."""
+    return " ".join(f"{m['name']} {m['objective'] if m.get('available', True) else 'none'}" for m in methods)
 
 
 class WorkflowPage(BaseModel):

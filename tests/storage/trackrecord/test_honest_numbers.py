@@ -117,7 +117,7 @@ def test_a_zero_baseline_a_sign_mistake_a_flaky_and_a_crashing_method(wf: Workfl
     p = page("honest", home=home)
     assert p.headline_accuracy == pytest.approx(5 / 6) and p.without_accuracy == 2  # sign 1, flaky 2/3
     assert p.none_said() == "2 rows have none: the baseline is 0 in 1, nothing compared in 1"
-    assert [(n.case_name, n.runs, n.result_hashes, n.run_ids) for n in p.nondeterministic] == [
+    assert [(n.case_name, n.runs, n.answers, n.run_ids) for n in p.nondeterministic] == [
         ("flaky", 3, 2, ["r2", "r4", "r5"])
     ]
     console = Console(record=True, width=400)
@@ -125,7 +125,8 @@ def test_a_zero_baseline_a_sign_mistake_a_flaky_and_a_crashing_method(wf: Workfl
     text = console.export_text()
     said = [
         "(median of 2 track-record rows; 2 rows have none: the baseline is 0 in 1, nothing compared in 1)",
-        'flaky on sim-cpu (seed 0, params {"shots":100}) is not reproducible: 2 result hashes over 3 rounds',
+        'flaky on sim-cpu (seed 0, params {"shots":100}) is not reproducible: 2 different answers over 3 '
+        "rounds",
         "2026-12-01 12:02 FAIL",
         "must come from ctx.rng",
         "CRASH: method quantum failed: ZeroDivisionError",
