@@ -336,11 +336,6 @@ def test_an_answer_of_a_thousand_nested_codings_ends_in_one_line(endpoint, home,
 # ---- a job's wait ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a job's result exchange is given the provider's own time-out, not what is left of the "
-    "job's limit: a provider that says done, then hangs, holds the run past the limit, and no limit is named",
-)
 def test_a_result_that_hangs_is_held_to_the_jobs_limit(home, sessions, tmp_path):  # noqa: F811
     timeout = 10.0
     provider = Process(tmp_path, "slowresult", "hang:result", timeout=timeout)
