@@ -29,8 +29,10 @@ process of the new PID namespace, and the child, in this order:
 
 The program is the first process of its PID namespace: when it ends, the kernel ends every process it
 started, a child in a session of its own too; the launcher's first process dies with the platform's
-client (``PR_SET_PDEATHSIG``), and the program with it; the cgroup is emptied and removed when the client
-closes the transport. Where the kernel gives less, :attr:`Started.missing` says what, and the program
+client: it watches a pipe (its lifeline) whose other end only the client holds, and kills the program
+when that closes, however the client ended, whichever of its threads started it (not
+``PR_SET_PDEATHSIG``, which is tied to the starting thread); the cgroup is emptied and removed when the
+client closes the transport. Where the kernel gives less, :attr:`Started.missing` says what, and the program
 does not run unless its entry accepted that by name (``qsolve providers add NAME ... --accept-unconfined
 NAME``).
 """
@@ -188,6 +190,9 @@ class Started:
     proc: Any
     cgroup: Any
     held: dict[str, Any] = field(default_factory=dict)
+    #: the write end of the launcher's lifeline, held by this client only: closing it (or this process
+    #: ending, however) ends the program and everything it started
+    lifeline: int | None = None
 
     @property
     def missing(self) -> list[str]:
@@ -195,8 +200,10 @@ class Started:
 
     def end(self) -> None:
         """Kill everything the program started, in any session, and remove its cgroup."""
-        import contextlib
-
+        lifeline, self.lifeline = self.lifeline, None
+        if lifeline is not None:
+            with contextlib.suppress(OSError):
+                os.close(lifeline)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.cgroup.remove()
@@ -244,6 +251,7 @@ def start(
     cgroup.limit(memory_mb)
     joining = cgroup.joining()
     status_r, status_w = os.pipe()
+    lifeline_r, lifeline_w = os.pipe()  # both close on exec here: only the launcher is given its end
     plan = {
         "argv": list(argv),
         "read": read,
@@ -252,6 +260,7 @@ def start(
         "require": require,
         "probe": probe,
         "status_fd": status_w,
+        "lifeline_fd": lifeline_r,
         "cwd": cwd,
         "host_ns": {k: os.readlink(f"/proc/self/ns/{k}") for k in ("mnt", "pid")},
         "threads_counted": cgroup.counts_threads,
@@ -269,19 +278,21 @@ def start(
             cwd=scratch,
             bufsize=0,
             close_fds=True,
-            pass_fds=(status_w,),
+            pass_fds=(status_w, lifeline_r),
             start_new_session=True,
             preexec_fn=_prepare(joining),
         )
     except BaseException:
         os.close(status_r)
+        os.close(lifeline_w)
         cgroup.remove()
         raise
     finally:
         os.close(status_w)
+        os.close(lifeline_r)
         for fd in joining:
             os.close(fd)
-    started = Started(proc, cgroup)
+    started = Started(proc, cgroup, lifeline=lifeline_w)
     data, until = b"", time.monotonic() + wait_s
     try:
         while len(data) < 1 << 16:

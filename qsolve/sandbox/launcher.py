@@ -9,6 +9,7 @@ library and the sandbox's parts, so that it starts fast.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -21,6 +22,7 @@ UNPRIVILEGED = 65534
 HOSTNAME = "qsolve-provider"
 PR_SET_PDEATHSIG = 1
 REFUSED_EXIT = 126
+POLL_S = 0.2
 
 
 def namespace(pid: int | str, kind: str) -> str | None:
@@ -34,30 +36,66 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _first_process(status_fd: int) -> None:
+def _first_process(status_fd: int, lifeline: int | None) -> None:
     """Fork: the child goes on (the first process of the new PID namespace); this process waits for it
-    and ends as it ended."""
-    _die_with_parent()
+    and ends as it ended. It also watches ``lifeline``, a pipe whose other end only the platform's
+    client holds: when that closes (the client closed the transport, or ended however it ended), the
+    child is killed, and with it every process of its PID namespace. Not ``PR_SET_PDEATHSIG`` here: that
+    is tied to the *thread* that started this process, and a client's thread may end before its client
+    does (the child's is, to this process, which has one thread)."""
     pid = os.fork()
     if pid == 0:
         _die_with_parent()
+        if lifeline is not None:
+            os.close(lifeline)
         return
     for fd in (0, 1, status_fd):
         os.close(fd)
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except ChildProcessError:
-            os._exit(1)
-        except InterruptedError:
-            continue
+    status = _wait(pid, lifeline)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if sig not in (signal.SIGKILL, signal.SIGSTOP):
             signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _wait(pid: int, lifeline: int | None) -> int:
+    """The child's wait status; the child killed first if the lifeline closes while it runs."""
+    import select
+
+    try:
+        ended: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd: looked at every POLL_S
+        ended = None
+    watched = [fd for fd in (ended, lifeline) if fd is not None]
+    while watched:
+        try:
+            ready = select.select(watched, [], [], None if ended is not None else POLL_S)[0]
+        except InterruptedError:
+            continue
+        if ended is None and os.waitpid(pid, os.WNOHANG)[0] == pid:
+            os._exit(1)  # reaped here: no status to give (only without pidfd, a kernel before 5.3)
+        if ended in ready:
+            break
+        if lifeline in ready:
+            try:
+                gone = os.read(lifeline, 64) == b""
+            except OSError:
+                gone = True
+            if gone:  # the client is gone: so is everything it started
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                watched.remove(lifeline)
+                if ended is None:
+                    break
+    while True:
+        try:
+            return os.waitpid(pid, 0)[1]
+        except ChildProcessError:
+            os._exit(1)
+        except InterruptedError:
+            continue
 
 
 def confine(plan: dict[str, Any]) -> dict[str, Any]:
@@ -133,7 +171,11 @@ def main(args: list[str]) -> None:
     plan = json.loads(args[0])
     status_fd = int(plan["status_fd"])
     os.set_inheritable(status_fd, False)  # the exec closes it: the platform then reads its end
-    _first_process(status_fd)
+    lifeline = plan.get("lifeline_fd")
+    if lifeline is not None:
+        lifeline = int(lifeline)
+        os.set_inheritable(lifeline, False)
+    _first_process(status_fd, lifeline)
     held = confine(plan)
     refused = plan["probe"] or (plan["require"] and bool(held["missing"]))
     os.write(status_fd, json.dumps(held).encode() + b"\n")

@@ -171,11 +171,6 @@ def test_a_symlink_it_planted_does_not_give_its_next_run_the_operators_home(seed
 ECHO = "import sys\nfor line in sys.stdin:\n    print('{\"ok\": true}', flush=True)\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: PR_SET_PDEATHSIG is tied to the thread that started the launcher: a confined provider "
-    "started from a thread that ends is killed while its client still holds it (§2.2)",
-)
 def test_a_provider_started_from_a_thread_outlives_that_thread(seeded):
     transport = ProcessTransport([sys.executable, "-c", ECHO], confinement=Confinement(), home=seeded)
     first: list = []
