@@ -98,6 +98,28 @@ def _wait(pid: int, lifeline: int | None) -> int:
             continue
 
 
+def _reopened(pinned: dict[str, int]) -> dict[str, str]:
+    """Each pinned path opened again in this mount namespace (a bind mount's source must be in it), as
+    ``/proc/self/fd/N``: the very file or folder the platform checked and opened, or
+    :class:`~qsolve.sandbox.landlock.ConfinementError` if the name now leads to anything else."""
+    import errno
+    import stat
+
+    from qsolve.sandbox.landlock import ConfinementError
+
+    out: dict[str, str] = {}
+    for path, fd in pinned.items():
+        try:
+            mine = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            raise ConfinementError(e.errno, f"{path}: gone since it was checked") from None
+        checked, now = os.fstat(fd), os.fstat(mine)
+        if stat.S_ISLNK(now.st_mode) or (checked.st_dev, checked.st_ino) != (now.st_dev, now.st_ino):
+            raise ConfinementError(errno.ESTALE, f"{path}: it changed since it was checked (not followed)")
+        out[path] = f"/proc/self/fd/{mine}"
+    return out
+
+
 def confine(plan: dict[str, Any]) -> dict[str, Any]:
     """Confine this process as this module says; what held (``missing``: what did not)."""
     from qsolve.sandbox import landlock, privileges, rootfs, seccomp
@@ -114,13 +136,19 @@ def confine(plan: dict[str, Any]) -> dict[str, Any]:
         held["namespaces"].append("mnt")
     root = os.geteuid() == 0
     scratch = plan["scratch"]
+    # the paths the platform opened as it checked them: never bound by what a name leads to later
+    pinned = {path: int(fd) for path, fd in (plan.get("pinned") or {}).items()}
+    sources = {path: f"/proc/self/fd/{fd}" for path, fd in pinned.items()}
     held["own_root"] = False
     if root and own_mounts:
         new_root = os.path.join(os.path.dirname(os.path.abspath(scratch)), "root")
         try:
             os.makedirs(new_root, exist_ok=True)
             hidden = plan.get("hidden") or []
-            rootfs.make_root(new_root, plan["read"], plan["write"], scratch, SCRATCH_MB, UNPRIVILEGED, hidden)
+            mounts = _reopened(pinned)
+            rootfs.make_root(
+                new_root, plan["read"], plan["write"], scratch, SCRATCH_MB, UNPRIVILEGED, hidden, mounts
+            )
             rootfs.name_host(HOSTNAME)
             held["own_root"] = True
         except Exception as e:
@@ -151,6 +179,7 @@ def confine(plan: dict[str, Any]) -> dict[str, Any]:
             return not any(h == real or h.startswith(real.rstrip("/") + "/") for h in hidden)
 
         read, write = [p for p in read if clear(p)], [p for p in write if clear(p)]
+        read, write = [sources.get(p, p) for p in read], [sources.get(p, p) for p in write]
     try:
         held["landlock_abi"] = abi = landlock.restrict(read, write, network=True)
         if abi < 6:
@@ -175,6 +204,8 @@ def main(args: list[str]) -> None:
     if lifeline is not None:
         lifeline = int(lifeline)
         os.set_inheritable(lifeline, False)
+    for fd in (plan.get("pinned") or {}).values():
+        os.set_inheritable(int(fd), False)  # never the program's: the exec closes them
     _first_process(status_fd, lifeline)
     held = confine(plan)
     refused = plan["probe"] or (plan["require"] and bool(held["missing"]))

@@ -85,11 +85,6 @@ def seeded(tmp_path):
     return qsolve_home
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a path the command names is checked by the platform, then resolved again by the "
-    "launcher; a symlink swapped in between binds QSOLVE_HOME read-write into the provider's root",
-)
 def test_a_symlink_swapped_after_the_check_gives_the_program_no_qsolve_home(seeded, tmp_path, monkeypatch):
     lab = tmp_path / "lab"
     lab.mkdir()
@@ -141,11 +136,6 @@ for line in sys.stdin:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a path its command names is resolved afresh at each start, so a symlink the program "
-    "planted under that name (its folder is writable) gives its next run the operator's ~/.aws read-write",
-)
 def test_a_symlink_it_planted_does_not_give_its_next_run_the_operators_home(seeded, tmp_path, monkeypatch):
     operator = tmp_path / "operator"
     (operator / ".aws").mkdir(parents=True)
