@@ -35,7 +35,8 @@ def trap(request, tmp_path):
     price.write_text("99.00")
     if request.param == "process":
         command = process_command(tmp_path, price, record)
-        assert main(["providers", "add", "trap", "--process", "--", *command]) == 0
+        writes = ["--allow-write", str(record)]
+        assert main(["providers", "add", "trap", "--process", *writes, "--", *command]) == 0
         yield price, record
         return
     server = PricedServer(price, record)
@@ -135,7 +136,8 @@ def test_a_hardware_run_its_provider_stopped_ends_failed_in_one_line(home, tmp_p
     price, record = tmp_path / "price.txt", tmp_path / "received.jsonl"
     price.write_text("99.00")
     command = process_command(tmp_path, price, record)
-    assert main(["providers", "add", "trap", "--process", "--", *command]) == 0
+    writes = ["--allow-write", str(record)]
+    assert main(["providers", "add", "trap", "--process", *writes, "--", *command]) == 0
     publish(home, tmp_path)
     with connect(home=home) as db:
         db.grant("dev", 100)
