@@ -131,3 +131,22 @@ def test_accepting_it_unconfined_names_the_provider(home, capsys):
     argv = ["providers", "add", "x", "--process", "--accept-unconfined", "y", "--", sys.executable]
     assert main(argv) == 2
     assert "--accept-unconfined y: name the provider itself, x" in capsys.readouterr().err
+
+
+def test_what_it_may_write_is_named_and_never_reached_through_a_link(home, tmp_path, capsys):
+    argv = ["providers", "add", "x", "--process"]
+    missing = tmp_path / "not-yet"
+    assert main([*argv, "--allow-write", str(missing), "--", sys.executable, "-c", "pass"]) == 2
+    err = capsys.readouterr().err
+    assert "--allow-write" in err and "does not exist" in err and len(err.strip().splitlines()) == 1
+    for path in (home, home / "keys"):
+        assert main([*argv, "--allow-write", str(path), "--", sys.executable, "-c", "pass"]) == 2
+        err = capsys.readouterr().err
+        assert "a provider's program may not read it" in err and len(err.strip().splitlines()) == 1
+    link = tmp_path / "state"
+    link.symlink_to(home)  # what a program could plant in a folder it may write, for its next run
+    for named in (["--allow-write", str(link), "--", sys.executable], ["--", sys.executable, str(link)]):
+        assert main([*argv, *named]) == 2
+        err = capsys.readouterr().err
+        assert "never given a path through a symbolic link" in err and len(err.strip().splitlines()) == 1
+    assert not (home / "providers.yaml").exists()
