@@ -3,7 +3,8 @@
     qsolve providers add NAME --http URL [--credential-env VAR] [--timeout S] [--setting K=V ...]
         [--holder ACCOUNT]
     qsolve providers add NAME --process [--credential-env VAR] [--env NAME ...] [--timeout S]
-        [--allow-read PATH ...] [--accept-unconfined NAME] [--holder ACCOUNT] -- COMMAND ARG...
+        [--allow-read PATH ...] [--allow-write PATH ...] [--accept-unconfined NAME] [--holder ACCOUNT]
+        -- COMMAND ARG...
     qsolve providers list | remove NAME | describe NAME
     qsolve providers claim NAME [--holder ACCOUNT]
     qsolve providers allow NAME (ACCOUNT | --workflow W) [--account ACTING]
@@ -72,6 +73,14 @@ def add_commands(subparsers: Any) -> None:
         metavar="PATH",
         help="what a process provider's confined program may read besides the runtime and the files its "
         "command names (never QSOLVE_HOME or the keychain)",
+    )
+    a.add_argument(
+        "--allow-write",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a file or folder (that exists) a process provider's confined program may write; nothing else "
+        "is, but a scratch folder of its own (the paths its command names are only read)",
     )
     a.add_argument(
         "--accept-unconfined",
@@ -206,6 +215,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             credential=secret is not None,
             env=tuple(dict.fromkeys(args.env)),
             allow_read=tuple(dict.fromkeys(args.allow_read)),
+            allow_write=tuple(dict.fromkeys(os.path.abspath(p) for p in args.allow_write)),
             accept_unconfined=bool(confined),
         )
         registry = Registry()
@@ -233,6 +243,8 @@ def cmd_add(args: argparse.Namespace) -> int:
             if confined
             else "  it runs confined: its own processes, the runtime, its command's files"
             + "".join(f", {p}" for p in entry.allow_read)
+            + "; it writes only its scratch folder"
+            + "".join(f", {p}" for p in entry.allow_write)
             + "; never QSOLVE_HOME, the keychain or another provider's credential"
         )
     print(
@@ -252,9 +264,12 @@ def _confinable(args: argparse.Namespace, command: list[str]) -> list[str] | int
     if args.accept_unconfined is not None and args.accept_unconfined != args.name:
         return _fail(f"--accept-unconfined {args.accept_unconfined}: name the provider itself, {args.name}")
     try:
-        missing = program.probe(command, args.allow_read, qsolve_home())
+        for path in args.allow_write:
+            if not os.path.lexists(path):
+                return _fail(f"--allow-write {path}: it does not exist; make it first (nothing is made)")
+        missing = program.probe(command, args.allow_read, qsolve_home(), args.allow_write)
     except (program.Refused, OSError) as e:
-        return _fail(f"--allow-read {e}" if isinstance(e, program.Refused) else f"cannot confine it: {e}")
+        return _fail(str(e) if isinstance(e, program.Refused) else f"cannot confine it: {e}")
     if missing and args.accept_unconfined is None:
         return _fail(
             f"the kernel cannot confine provider {args.name}'s program here ({'; '.join(missing)}): it would "

@@ -29,8 +29,10 @@ process of the new PID namespace, and the child, in this order:
 
 The program is the first process of its PID namespace: when it ends, the kernel ends every process it
 started, a child in a session of its own too; the launcher's first process dies with the platform's
-client (``PR_SET_PDEATHSIG``), and the program with it; the cgroup is emptied and removed when the client
-closes the transport. Where the kernel gives less, :attr:`Started.missing` says what, and the program
+client: it watches a pipe (its lifeline) whose other end only the client holds, and kills the program
+when that closes, however the client ended, whichever of its threads started it (not
+``PR_SET_PDEATHSIG``, which is tied to the starting thread); the cgroup is emptied and removed when the
+client closes the transport. Where the kernel gives less, :attr:`Started.missing` says what, and the program
 does not run unless its entry accepted that by name (``qsolve providers add NAME ... --accept-unconfined
 NAME``).
 """
@@ -42,7 +44,9 @@ import ctypes
 import json
 import os
 import re
+import shutil
 import signal
+import stat
 import sys
 from dataclasses import dataclass, field
 from functools import cache
@@ -130,42 +134,92 @@ def runtime_paths() -> frozenset[str]:
     return frozenset(paths)
 
 
-def readable(argv: list[str], allowed: list[str], home: Path) -> tuple[list[str], list[str]]:
-    """``(read, write)``: what the program may read, and write. It reads :data:`SYSTEM_READ`, the runtime,
-    the program itself and ``allowed`` (each checked: :func:`check_readable`, :class:`Refused` if not);
-    it reads and writes each path its arguments name that exists (its jobs' folder, its log), unless
-    that is the system's or the runtime's (then only reads). Nothing that is, holds or lies in a
-    protected folder, whatever named it."""
-    import shutil
-    import tempfile
+def _under(real: Path, roots: list[Path]) -> bool:
+    return any(real == r or real.is_relative_to(r) for r in roots)
 
+
+def _named(path: str, home: Path, roots: list[Path], what: str) -> str | None:
+    """A path the operator named, as it is on the host (no link in it), or ``None`` where there is
+    none; :class:`Refused` for one reached through a symbolic link that leads outside ``roots`` (a
+    program may plant a link where it may write, and is never given what a link points at) or one
+    that is, holds or lies in a protected folder."""
+    absolute = os.path.abspath(os.path.expanduser(path))
+    if not os.path.lexists(absolute):
+        return None
+    real = os.path.realpath(absolute)
+    if real != absolute and not _under(Path(real), roots):
+        raise Refused(
+            f"{what}{path}: a provider's program is never given a path through a symbolic link "
+            f"(it leads to {real}); name the real path"
+        )
+    try:
+        return check_readable(real, home)
+    except Refused as e:
+        raise Refused(f"{what}{e}") from None
+
+
+def readable(
+    argv: list[str], allowed: list[str], home: Path, allowed_write: list[str] | tuple[str, ...] = ()
+) -> tuple[list[str], list[str]]:
+    """``(read, write)``: what the program may read, and write besides its scratch folder. It reads
+    :data:`SYSTEM_READ`, the runtime, the program itself, ``allowed`` (``--allow-read``) and each path
+    its arguments name that exists; it writes only ``allowed_write`` (``--allow-write``: the operator's
+    word), each that exists. A path its arguments name is only read, and one that does not exist is
+    given nothing (not its folder). A path named through a symbolic link (one the program may have
+    planted) is :class:`Refused`, never followed, unless the link is the runtime's; so is an allowed
+    one that is, holds or lies in a protected folder (a named one is not given). Nothing that is, holds
+    or lies in ``QSOLVE_HOME`` or the keychain, whatever named it."""
     found = shutil.which(argv[0]) if os.sep not in argv[0] else argv[0]
     named = [a for a in argv[1:] if a.startswith(("/", "./", "../")) or os.sep in a]
     fixed = [p for p in [*runtime_paths(), *SYSTEM_READ] if os.path.exists(p)]
-    read = {check_readable(p, home) for p in allowed}
-    write: set[str] = set()
+    roots = [Path(p).resolve() for p in fixed]
+    read = {r for p in allowed if (r := _named(p, home, [], "--allow-read ")) is not None}
     for candidate in [*([found] if found else []), *fixed]:
         with contextlib.suppress(Refused):
             read.add(check_readable(candidate, home))
-    roots = [Path(p).resolve() for p in fixed]
-    shared = {Path(p).resolve() for p in ("/", "/tmp", "/var/tmp", "/dev/shm", "/home", "/var", Path.home())}
-    shared.add(Path(tempfile.gettempdir()).resolve())
+    write = {w for p in allowed_write if (w := _named(p, home, [], "--allow-write ")) is not None}
     for candidate in named:
-        if not os.path.exists(candidate):  # one it makes: its folder, unless a folder every program shares
-            parent = Path(candidate).absolute().parent
-            if not parent.is_dir() or parent.resolve() in shared:
-                continue
-            candidate = str(parent)
-        real = Path(candidate).resolve()
-        if any(real == r or real.is_relative_to(r) or r.is_relative_to(real) for r in roots):
-            with contextlib.suppress(Refused):
-                read.add(check_readable(candidate, home))
-        elif not any(g.is_relative_to(real) and g != real for g in protected(home)):
-            with contextlib.suppress(Refused):
-                write.add(check_readable(candidate, home))
-        elif real.resolve() not in shared:  # it holds QSOLVE_HOME: bound with that folder hidden
-            write.add(str(Path(candidate).absolute()))
+        try:
+            real = _named(candidate, home, roots, "its command's path ")
+        except Refused as e:
+            if "symbolic link" in str(e):
+                raise
+            continue  # QSOLVE_HOME or the keychain, named: not given
+        if real is not None:
+            read.add(real)
     return sorted(read - write), sorted(write)
+
+
+def to_pin(paths: list[str]) -> list[str]:
+    """Those of ``paths`` outside the runtime and the system's files: what a program may have written
+    near (its command's paths, ``--allow-read``, ``--allow-write``), bound by descriptor (:func:`pin`)."""
+    fixed = [p for p in [*runtime_paths(), *SYSTEM_READ] if os.path.exists(p)]
+    roots = [*(Path(p) for p in fixed), *(Path(p).resolve() for p in fixed)]  # as named, and as they are
+    return [p for p in paths if not _under(Path(p), roots)]
+
+
+def pin(paths: list[str], home: Path) -> dict[str, int]:
+    """Each of ``paths`` that exists opened (``O_PATH | O_NOFOLLOW``) as it was checked, so that the
+    launcher binds the very file or folder checked, never what a name leads to later (a link swapped in
+    between): one that is now a link, or is now elsewhere, or now is, holds or lies in a protected
+    folder, is :class:`Refused`. The caller closes the descriptors."""
+    pinned: dict[str, int] = {}
+    try:
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            pinned[path] = fd
+            now = os.readlink(f"/proc/self/fd/{fd}")
+            if stat.S_ISLNK(os.fstat(fd).st_mode) or now != os.path.abspath(path):
+                raise Refused(f"{path}: it changed while it was checked (now {now}): not started")
+            check_readable(now, home)
+    except BaseException:
+        for fd in pinned.values():
+            os.close(fd)
+        raise
+    return pinned
 
 
 # ---- the platform's side ----------------------------------------------------------------------------
@@ -179,6 +233,8 @@ class Confinement:
     read: tuple[str, ...] = ()
     accept_unconfined: bool = False
     memory_mb: int = MEMORY_MB
+    #: what its entry lets it write besides its scratch folder (``--allow-write``); nothing else
+    write: tuple[str, ...] = ()
 
 
 @dataclass
@@ -188,6 +244,9 @@ class Started:
     proc: Any
     cgroup: Any
     held: dict[str, Any] = field(default_factory=dict)
+    #: the write end of the launcher's lifeline, held by this client only: closing it (or this process
+    #: ending, however) ends the program and everything it started
+    lifeline: int | None = None
 
     @property
     def missing(self) -> list[str]:
@@ -195,8 +254,10 @@ class Started:
 
     def end(self) -> None:
         """Kill everything the program started, in any session, and remove its cgroup."""
-        import contextlib
-
+        lifeline, self.lifeline = self.lifeline, None
+        if lifeline is not None:
+            with contextlib.suppress(OSError):
+                os.close(lifeline)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.cgroup.remove()
@@ -230,10 +291,12 @@ def start(
     memory_mb: int = MEMORY_MB,
     probe: bool = False,
     wait_s: float = 30.0,
+    pinned: dict[str, int] | None = None,
 ) -> Started:
     """Start ``argv`` confined (or, with ``probe``, only confine the launcher and say what held); standard
     input, output and error are pipes, as for an unconfined program. Returns once the launcher said what
-    held (the program is running then, unless ``require`` and something is missing, or ``probe``)."""
+    held (the program is running then, unless ``require`` and something is missing, or ``probe``).
+    ``pinned``: paths opened as they were checked (:func:`pin`), bound from those descriptors."""
     import select
     import subprocess
     import time
@@ -244,6 +307,7 @@ def start(
     cgroup.limit(memory_mb)
     joining = cgroup.joining()
     status_r, status_w = os.pipe()
+    lifeline_r, lifeline_w = os.pipe()  # both close on exec here: only the launcher is given its end
     plan = {
         "argv": list(argv),
         "read": read,
@@ -252,11 +316,13 @@ def start(
         "require": require,
         "probe": probe,
         "status_fd": status_w,
+        "lifeline_fd": lifeline_r,
         "cwd": cwd,
         "host_ns": {k: os.readlink(f"/proc/self/ns/{k}") for k in ("mnt", "pid")},
         "threads_counted": cgroup.counts_threads,
         "pythonpath": env.get("PYTHONPATH"),
         "hidden": list(hidden or []),
+        "pinned": dict(pinned or {}),
     }
     launcher_env = dict(env) | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     try:
@@ -269,19 +335,21 @@ def start(
             cwd=scratch,
             bufsize=0,
             close_fds=True,
-            pass_fds=(status_w,),
+            pass_fds=(status_w, lifeline_r, *(pinned or {}).values()),
             start_new_session=True,
             preexec_fn=_prepare(joining),
         )
     except BaseException:
         os.close(status_r)
+        os.close(lifeline_w)
         cgroup.remove()
         raise
     finally:
         os.close(status_w)
+        os.close(lifeline_r)
         for fd in joining:
             os.close(fd)
-    started = Started(proc, cgroup)
+    started = Started(proc, cgroup, lifeline=lifeline_w)
     data, until = b"", time.monotonic() + wait_s
     try:
         while len(data) < 1 << 16:
@@ -303,14 +371,16 @@ def start(
     return started
 
 
-def probe(argv: list[str], allowed: list[str], home: Path) -> list[str]:
+def probe(
+    argv: list[str], allowed: list[str], home: Path, allowed_write: list[str] | tuple[str, ...] = ()
+) -> list[str]:
     """What the kernel cannot give a provider's program here (nothing: it runs confined), found by
     confining the launcher as it would be and running nothing (``qsolve providers add``). The paths
-    ``allowed`` are checked first (:class:`Refused`)."""
-    import shutil
+    ``allowed`` and ``allowed_write`` are checked first (:class:`Refused`)."""
     import tempfile
 
-    read, write = readable(argv, allowed, home)
+    read, write = readable(argv, allowed, home, allowed_write)
+    pinned = pin(to_pin([*read, *write]), home)
     tmp = tempfile.mkdtemp(prefix="qsolve-provider-")
     try:
         scratch = os.path.join(tmp, "scratch")
@@ -325,6 +395,7 @@ def probe(argv: list[str], allowed: list[str], home: Path) -> list[str]:
             scratch=scratch,
             require=True,
             probe=True,
+            pinned=pinned,
         )
         try:
             started.proc.communicate(timeout=30)
@@ -332,4 +403,6 @@ def probe(argv: list[str], allowed: list[str], home: Path) -> list[str]:
             started.end()
         return started.missing
     finally:
+        for fd in pinned.values():
+            os.close(fd)
         shutil.rmtree(tmp, ignore_errors=True)

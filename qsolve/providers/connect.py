@@ -2,7 +2,8 @@
 that transport only), and a client that names it in every error. A process provider gets the
 allowlisted environment of :func:`~qsolve.providers.over_process.provider_environment`, with the
 variables its entry's ``env`` names, and runs confined (:mod:`qsolve.providers.confined`): it reads only
-the runtime, its command's files and its entry's ``allow_read``."""
+the runtime, its command's files and its entry's ``allow_read``, and writes only its scratch folder and
+its entry's ``allow_write``."""
 
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ def open_client(
             credential=credential,
             pass_env=entry.env,
             log_path=logs / f"{name}.log",
-            confinement=Confinement(read=entry.allow_read, accept_unconfined=entry.accept_unconfined),
+            confinement=Confinement(
+                read=entry.allow_read, write=entry.allow_write, accept_unconfined=entry.accept_unconfined
+            ),
             home=home,
         )
     client = ProviderClient(

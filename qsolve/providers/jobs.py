@@ -346,7 +346,7 @@ class ProviderSession:
             if polls > job.polls:  # one write for the whole wait, not one a poll
                 self.book.provider_job_polled(record, polls - job.polls)
         try:
-            answer = self.client.result(job.job, job.shots, bits=_bits(job.program))
+            answer = self._result(job, record)
         except ProviderError as e:
             if e.code in ("transport", "timeout"):
                 raise StillRunning(
@@ -409,6 +409,31 @@ class ProviderSession:
                     f"provider {self.name}: no status of job {job} within the time left of "
                     f"{self._wait_until()[1]}; it was not cancelled: `qsolve providers follow {record}` "
                     "reads it later",
+                    record=record,
+                ) from None
+            raise
+        finally:
+            self.client.timeout = timeout
+
+    def _result(self, job: Any, record: str):
+        """The job's counts, its exchange given no longer than what is left of the job's limit (issue 35)
+        (:data:`FIRST_POLL_S` when none is left: the job is done), nor its own time-out; past it,
+        :class:`StillRunning` naming the limit."""
+        timeout = self.client.timeout
+        if self.deadline is None:
+            return self.client.result(job.job, job.shots, bits=_bits(job.program))
+        left = self.deadline - time.monotonic()
+        limit = f"the job's time limit of {self.limit_s:g} s"
+        if left <= 0:  # done within the limit: its counts are asked once, given this long at most
+            left = FIRST_POLL_S
+        self.client.timeout = max(0.05, min(timeout, left))
+        try:
+            return self.client.result(job.job, job.shots, bits=_bits(job.program))
+        except ProviderError as e:
+            if e.code == "timeout" and left < timeout:
+                raise StillRunning(
+                    f"provider {self.name}: no counts of job {job.job} within the time left of {limit}; "
+                    f"it was not cancelled: `qsolve providers follow {record}` reads it later",
                     record=record,
                 ) from None
             raise

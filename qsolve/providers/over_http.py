@@ -17,6 +17,7 @@ held, and the decoded ones once.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import threading
 import time
@@ -41,6 +42,8 @@ from qsolve.providers.transport import (
 CHUNK = 1 << 16
 #: what the client takes (``Accept-Encoding``) and decodes itself, bounded (:func:`_decoded`)
 ENCODINGS = ("gzip", "deflate")
+#: the most content codings an answer may name (``gzip, gzip`` is two); more is refused in one line
+MAX_CODINGS = 4
 
 
 class _Inflate:
@@ -75,8 +78,13 @@ class _Inflate:
 def _decoders(codings: list[str]) -> list[_Inflate]:
     """The decoders of ``Content-Encoding``, outermost first (the codings are applied in the order
     named, so they are undone from the last); one the client does not take is refused."""
+    named = [c.strip().lower() for c in codings if c.strip()]
+    if len(named) > MAX_CODINGS:
+        raise TransportProtocolError(
+            f"the answer names {len(named)} content codings; the client takes at most {MAX_CODINGS}"
+        )
     out = []
-    for coding in reversed([c.strip().lower() for c in codings if c.strip()]):
+    for coding in reversed(named):
         if coding == "identity":
             continue
         if coding not in ("gzip", "x-gzip", "deflate"):
@@ -99,6 +107,61 @@ def _decoded(raw: Iterator[bytes], decoders: list[_Inflate]) -> Iterator[bytes]:
 def _through(stream: Iterator[bytes], decoder: _Inflate) -> Iterator[bytes]:
     for chunk in stream:
         yield from decoder.feed(chunk)
+
+
+def _timed(raw: Iterator[bytes], deadline: float, timeout: float) -> Iterator[bytes]:
+    """The answer's raw chunks, each looked at against the exchange's deadline as it arrives, whether
+    or not it decodes to anything (a stream of empty gzip members decodes to nothing)."""
+    for chunk in raw:
+        if time.monotonic() > deadline:
+            raise TransportTimeout(f"the answer did not arrive whole within {timeout:g} s")
+        yield chunk
+
+
+class _Watchdog:
+    """The whole exchange, headers included, held to its deadline: at the deadline the connection's
+    socket is shut down, which ends any read httpx is blocked in (its own time-out is a read's, so
+    headers dripped a byte at a time would hold it for as long as they drip). httpcore's ``trace``
+    extension names the socket as each connection is made; the transport's one client uses one
+    connection at a time (its lock), so the last one named is the one in use."""
+
+    EVENTS = ("connection.connect_tcp.complete", "connection.start_tls.complete")
+
+    def __init__(self) -> None:
+        self.socket: Any = None
+        self.fired = False
+        self._done = False
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        if event in self.EVENTS and info.get("return_value") is not None:
+            self.socket = info["return_value"].get_extra_info("socket")
+
+    def arm(self, timeout: float) -> None:
+        with self._lock:
+            self.fired, self._done = False, False
+        self._timer = threading.Timer(timeout, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._done = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _fire(self) -> None:
+        import socket
+
+        with self._lock:
+            if self._done:
+                return
+            self.fired = True
+            if self.socket is not None:
+                with contextlib.suppress(OSError):
+                    self.socket.shutdown(socket.SHUT_RDWR)
 
 
 class InsecureCredential(TransportError):
@@ -124,8 +187,12 @@ class HttpTransport:
         self._lock = threading.Lock()
         # on this machine no proxy from the environment stands between the client and the provider
         self._client = httpx.Client(
-            follow_redirects=False, trust_env=not is_loopback(parts.hostname), verify=verify
+            follow_redirects=False,
+            trust_env=not is_loopback(parts.hostname),
+            verify=verify,
+            limits=httpx.Limits(max_keepalive_connections=1),
         )
+        self._watchdog = _Watchdog()
         self._closed = False
 
     def __repr__(self) -> str:
@@ -144,9 +211,16 @@ class HttpTransport:
             if self._closed:
                 raise TransportError("the transport was closed")
             deadline = time.monotonic() + timeout
+            watchdog = self._watchdog
+            watchdog.arm(timeout)
             try:
                 with self._client.stream(
-                    "POST", self.url, content=body, headers=headers, timeout=httpx.Timeout(timeout)
+                    "POST",
+                    self.url,
+                    content=body,
+                    headers=headers,
+                    timeout=httpx.Timeout(timeout),
+                    extensions={"trace": watchdog.trace},
                 ) as response:
                     if response.status_code != 200:
                         reason = response.reason_phrase or ""
@@ -158,7 +232,7 @@ class HttpTransport:
                     # its pages are taken only as the answer fills them, and never copied as it grows
                     with mmap.mmap(-1, MAX_ANSWER_BYTES + CHUNK) as buffer:
                         size = 0
-                        for chunk in _decoded(response.iter_raw(CHUNK), decoders):
+                        for chunk in _decoded(_timed(response.iter_raw(CHUNK), deadline, timeout), decoders):
                             if size + len(chunk) > MAX_ANSWER_BYTES:
                                 raise TransportProtocolError(
                                     f"the answer is longer than {MAX_ANSWER_BYTES} bytes (decoded)"
@@ -173,7 +247,13 @@ class HttpTransport:
             except httpx.TimeoutException:
                 raise TransportTimeout(f"no answer within {timeout:g} s") from None
             except httpx.HTTPError as exc:
+                if watchdog.fired:
+                    raise TransportTimeout(f"the answer did not arrive whole within {timeout:g} s") from None
                 raise TransportError(f"{type(exc).__name__}: {exc}") from None
+            finally:
+                watchdog.disarm()
+            if watchdog.fired:  # its connection was shut at the deadline: what arrived is not the answer
+                raise TransportTimeout(f"the answer did not arrive whole within {timeout:g} s")
         return parse_answer(answer, (self.credential,))
 
     def close(self) -> None:

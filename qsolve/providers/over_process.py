@@ -276,8 +276,11 @@ class ProcessTransport:
         os.mkdir(scratch, 0o700)
         env = provider_environment(self._source, self._pass_env, scratch=scratch, credential=self.credential)
         home = self._home or qsolve_home()
+        pinned: dict[str, int] = {}
         try:
-            read, write = program.readable(list(self.argv), list(confinement.read), home)
+            read, write = program.readable(list(self.argv), list(confinement.read), home, confinement.write)
+            # what it may have written near is bound as it was checked, never looked up again by name
+            pinned = program.pin(program.to_pin([*read, *write]), home)
             started = program.start(
                 list(self.argv),
                 env=env,
@@ -288,11 +291,15 @@ class ProcessTransport:
                 require=not confinement.accept_unconfined,
                 cwd=str(self._cwd) if self._cwd else None,
                 memory_mb=confinement.memory_mb,
+                pinned=pinned,
             )
         except (OSError, program.Refused) as exc:
             self._broken = f"it did not start: {exc}"
             self._remove_scratch()
             raise TransportError(f"the provider program {self.argv[0]!r} did not start: {exc}") from None
+        finally:
+            for fd in pinned.values():
+                os.close(fd)
         self._proc, self._confined, self.confined = started.proc, started, started.held
         if started.missing and not confinement.accept_unconfined:
             self._broken = "the kernel cannot confine it here"

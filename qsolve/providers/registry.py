@@ -10,6 +10,7 @@ provider process gets (``over_process.provider_environment``).
         command: [python, -m, qsolve.providers.reference, --stdio]
         env: [LAB_REGION]       # the person's own non-secret variables it is given
         allow_read: [/opt/lab]  # what its confined program may read besides the runtime (--allow-read)
+        allow_write: [/var/lab/jobs]  # all it may write besides its scratch folder (--allow-write)
         settings: {}
         timeout_s: 60
       lab:
@@ -62,6 +63,9 @@ class ProviderEntry(BaseModel):
     #: what a process provider's confined program may read besides the runtime and the files its command
     #: names (``--allow-read``); never QSOLVE_HOME or the keychain (:mod:`qsolve.providers.confined`)
     allow_read: tuple[str, ...] = ()
+    #: all its confined program may write besides a scratch folder of its own (``--allow-write``): the
+    #: paths its command names are only read
+    allow_write: tuple[str, ...] = ()
     #: the operator accepted, by the provider's name, to run it where the kernel cannot confine it
     accept_unconfined: bool = False
 
@@ -81,11 +85,14 @@ class ProviderEntry(BaseModel):
             raise ValueError("a process provider has a command and no url")
         if self.env and self.transport != "process":
             raise ValueError("env: only a process provider is given variables")
-        if (self.allow_read or self.accept_unconfined) and self.transport != "process":
-            raise ValueError("allow_read, accept_unconfined: only a process provider's program is confined")
-        for path in self.allow_read:
-            if not path.startswith("/"):
-                raise ValueError(f"allow_read: {path!r} is not an absolute path")
+        if (self.allow_read or self.allow_write or self.accept_unconfined) and self.transport != "process":
+            raise ValueError(
+                "allow_read, allow_write, accept_unconfined: only a process provider's program is confined"
+            )
+        for key, paths in (("allow_read", self.allow_read), ("allow_write", self.allow_write)):
+            for path in paths:
+                if not path.startswith("/"):
+                    raise ValueError(f"{key}: {path!r} is not an absolute path")
         from qsolve.providers.over_process import OWN_ENV
 
         for name in self.env:

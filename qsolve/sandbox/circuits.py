@@ -85,6 +85,17 @@ def state_vector_bytes(qubits: int) -> int:
     return 16 << qubits
 
 
+def simulation_bytes(qubits: int, shots: object, *, noisy: bool, cap_mb: int) -> tuple[int, str]:
+    """``(bytes, what)``: what Aer's automatic method holds to simulate one circuit of ``qubits`` qubits.
+    Under a noise model with more shots than ``2**qubits`` it takes a density matrix (``4**qubits``
+    entries of 16 bytes) where that fits its ``max_memory_mb`` (``cap_mb``); else a state vector."""
+    if noisy and isinstance(shots, int) and qubits < 64 and shots > (1 << qubits):
+        matrix = 16 << (2 * qubits)
+        if matrix <= cap_mb * 2**20:
+            return matrix, "density matrix"
+    return state_vector_bytes(qubits), "state vector"
+
+
 def headers(data: bytes) -> list[Header]:
     """Every circuit's header, read with QPY's own formats, each within :data:`LIMITS`."""
     from qiskit.qpy import common, formats

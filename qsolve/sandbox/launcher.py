@@ -9,6 +9,7 @@ library and the sandbox's parts, so that it starts fast.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -21,6 +22,7 @@ UNPRIVILEGED = 65534
 HOSTNAME = "qsolve-provider"
 PR_SET_PDEATHSIG = 1
 REFUSED_EXIT = 126
+POLL_S = 0.2
 
 
 def namespace(pid: int | str, kind: str) -> str | None:
@@ -34,30 +36,88 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _first_process(status_fd: int) -> None:
+def _first_process(status_fd: int, lifeline: int | None) -> None:
     """Fork: the child goes on (the first process of the new PID namespace); this process waits for it
-    and ends as it ended."""
-    _die_with_parent()
+    and ends as it ended. It also watches ``lifeline``, a pipe whose other end only the platform's
+    client holds: when that closes (the client closed the transport, or ended however it ended), the
+    child is killed, and with it every process of its PID namespace. Not ``PR_SET_PDEATHSIG`` here: that
+    is tied to the *thread* that started this process, and a client's thread may end before its client
+    does (the child's is, to this process, which has one thread)."""
     pid = os.fork()
     if pid == 0:
         _die_with_parent()
+        if lifeline is not None:
+            os.close(lifeline)
         return
     for fd in (0, 1, status_fd):
         os.close(fd)
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except ChildProcessError:
-            os._exit(1)
-        except InterruptedError:
-            continue
+    status = _wait(pid, lifeline)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if sig not in (signal.SIGKILL, signal.SIGSTOP):
             signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _wait(pid: int, lifeline: int | None) -> int:
+    """The child's wait status; the child killed first if the lifeline closes while it runs."""
+    import select
+
+    try:
+        ended: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd: looked at every POLL_S
+        ended = None
+    watched = [fd for fd in (ended, lifeline) if fd is not None]
+    while watched:
+        try:
+            ready = select.select(watched, [], [], None if ended is not None else POLL_S)[0]
+        except InterruptedError:
+            continue
+        if ended is None and os.waitpid(pid, os.WNOHANG)[0] == pid:
+            os._exit(1)  # reaped here: no status to give (only without pidfd, a kernel before 5.3)
+        if ended in ready:
+            break
+        if lifeline in ready:
+            try:
+                gone = os.read(lifeline, 64) == b""
+            except OSError:
+                gone = True
+            if gone:  # the client is gone: so is everything it started
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                watched.remove(lifeline)
+                if ended is None:
+                    break
+    while True:
+        try:
+            return os.waitpid(pid, 0)[1]
+        except ChildProcessError:
+            os._exit(1)
+        except InterruptedError:
+            continue
+
+
+def _reopened(pinned: dict[str, int]) -> dict[str, str]:
+    """Each pinned path opened again in this mount namespace (a bind mount's source must be in it), as
+    ``/proc/self/fd/N``: the very file or folder the platform checked and opened, or
+    :class:`~qsolve.sandbox.landlock.ConfinementError` if the name now leads to anything else."""
+    import errno
+    import stat
+
+    from qsolve.sandbox.landlock import ConfinementError
+
+    out: dict[str, str] = {}
+    for path, fd in pinned.items():
+        try:
+            mine = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            raise ConfinementError(e.errno, f"{path}: gone since it was checked") from None
+        checked, now = os.fstat(fd), os.fstat(mine)
+        if stat.S_ISLNK(now.st_mode) or (checked.st_dev, checked.st_ino) != (now.st_dev, now.st_ino):
+            raise ConfinementError(errno.ESTALE, f"{path}: it changed since it was checked (not followed)")
+        out[path] = f"/proc/self/fd/{mine}"
+    return out
 
 
 def confine(plan: dict[str, Any]) -> dict[str, Any]:
@@ -76,13 +136,19 @@ def confine(plan: dict[str, Any]) -> dict[str, Any]:
         held["namespaces"].append("mnt")
     root = os.geteuid() == 0
     scratch = plan["scratch"]
+    # the paths the platform opened as it checked them: never bound by what a name leads to later
+    pinned = {path: int(fd) for path, fd in (plan.get("pinned") or {}).items()}
+    sources = {path: f"/proc/self/fd/{fd}" for path, fd in pinned.items()}
     held["own_root"] = False
     if root and own_mounts:
         new_root = os.path.join(os.path.dirname(os.path.abspath(scratch)), "root")
         try:
             os.makedirs(new_root, exist_ok=True)
             hidden = plan.get("hidden") or []
-            rootfs.make_root(new_root, plan["read"], plan["write"], scratch, SCRATCH_MB, UNPRIVILEGED, hidden)
+            mounts = _reopened(pinned)
+            rootfs.make_root(
+                new_root, plan["read"], plan["write"], scratch, SCRATCH_MB, UNPRIVILEGED, hidden, mounts
+            )
             rootfs.name_host(HOSTNAME)
             held["own_root"] = True
         except Exception as e:
@@ -113,6 +179,7 @@ def confine(plan: dict[str, Any]) -> dict[str, Any]:
             return not any(h == real or h.startswith(real.rstrip("/") + "/") for h in hidden)
 
         read, write = [p for p in read if clear(p)], [p for p in write if clear(p)]
+        read, write = [sources.get(p, p) for p in read], [sources.get(p, p) for p in write]
     try:
         held["landlock_abi"] = abi = landlock.restrict(read, write, network=True)
         if abi < 6:
@@ -133,7 +200,13 @@ def main(args: list[str]) -> None:
     plan = json.loads(args[0])
     status_fd = int(plan["status_fd"])
     os.set_inheritable(status_fd, False)  # the exec closes it: the platform then reads its end
-    _first_process(status_fd)
+    lifeline = plan.get("lifeline_fd")
+    if lifeline is not None:
+        lifeline = int(lifeline)
+        os.set_inheritable(lifeline, False)
+    for fd in (plan.get("pinned") or {}).values():
+        os.set_inheritable(int(fd), False)  # never the program's: the exec closes them
+    _first_process(status_fd, lifeline)
     held = confine(plan)
     refused = plan["probe"] or (plan["require"] and bool(held["missing"]))
     os.write(status_fd, json.dumps(held).encode() + b"\n")

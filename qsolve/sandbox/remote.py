@@ -159,7 +159,7 @@ class RemoteCode:
         local = ctx.backend.name == "sim-cpu" or ctx.backend.name.startswith("fake:")
         what = "reading and running a batch of circuits" if local else "reading a batch of circuits"
         if local:
-            self._fits(text)
+            self._fits(text, shots, noisy=ctx.backend.name.startswith("fake:"))
         start = time.perf_counter()
         try:
             if local:  # decoded, transpiled, simulated and scored in the worker
@@ -188,22 +188,26 @@ class RemoteCode:
         ctx.scoring_in_method += max(0.0, time.perf_counter() - start - simulated)
         return {"op": "counts", "counts": counts}
 
-    def _fits(self, text: str) -> None:
-        """Refuse, before anything is built, a batch whose widest circuit's state vector cannot fit the
+    def _fits(self, text: str, shots: object, *, noisy: bool) -> None:
+        """Refuse, before anything is built, a batch whose widest circuit's simulation cannot fit the
         job's memory budget (issue 35, item 4): the worker that would simulate it is bounded by that
         budget, so the case fails at once, naming the circuit's width and the budget, rather than after
-        the simulation has taken what the machine has."""
+        the simulation has taken what the machine has. Counted by the method the simulator will use: a
+        noisy (``fake:``) target's density matrix where Aer would take one
+        (:func:`~qsolve.sandbox.circuits.simulation_bytes`), else a state vector."""
+        from qsolve.targets.base import SIMULATION_MB
+
         p = self.process
         budget_mb = p.memory_mb or worker.MEMORY_MB
         found = circuits.widest(text)
         if found is None:
             return
         index, qubits = found
-        need = circuits.state_vector_bytes(qubits)
+        need, method = circuits.simulation_bytes(qubits, shots, noisy=noisy, cap_mb=SIMULATION_MB)
         if need > budget_mb * 2**20:
             p.kill()
             raise PlatformStopped(
-                f"circuit {index} of a batch is {qubits} qubits wide: its state vector needs "
+                f"circuit {index} of a batch is {qubits} qubits wide: its {method} needs "
                 f"{need / 2**30:g} GiB, more than the job's memory budget of {budget_mb} MB "
                 "(resources.memory_mb); it was not simulated"
             )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 
 from qsolve.sandbox.landlock import ConfinementError
@@ -50,12 +50,17 @@ def _mount(source: str | None, target: str, kind: str | None, flags: int, data: 
     _call(result, f"mount {source or kind} on {target}")
 
 
-def plan(paths: Iterable[str]) -> tuple[list[str], dict[str, str]]:
+def plan(paths: Iterable[str], sources: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
     """The folders and files to bind (each as it resolves on the host, none inside another), and the
-    links to make so that every path resolves as on the host (``path -> resolved``)."""
+    links to make so that every path resolves as on the host (``path -> resolved``). A path of
+    ``sources`` (one the caller opened as it checked it) is taken as it is, never resolved again."""
+    sources = sources or {}
     resolved: dict[str, str] = {}
     for path in paths:
         path = os.path.abspath(path)
+        if path in sources:
+            resolved[path] = path
+            continue
         if path == "/proc" or path.startswith("/proc/") or not os.path.exists(path):
             continue  # /proc is its own; what does not exist is not bound (Landlock skips it too)
         resolved[path] = os.path.realpath(path)
@@ -86,22 +91,27 @@ def make_root(
     scratch_mb: int,
     uid: int,
     hidden: Iterable[str] = (),
+    sources: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Build the root in the empty folder ``new_root`` and make it this process's root, for good. Paths
     of ``read`` are bound read-only, those of ``write`` writable (``scratch`` becomes a ``tmpfs`` of
     ``scratch_mb`` MiB owned by ``uid``); each folder of ``hidden`` that lies in a bound one is covered by
-    an empty read-only ``tmpfs`` (a provider's folder may hold ``QSOLVE_HOME``). Returns the mount
-    points, as the process now sees them."""
+    an empty read-only ``tmpfs`` (a provider's folder may hold ``QSOLVE_HOME``). A path of ``sources``
+    is bound from its source (``/proc/self/fd/N``, a descriptor opened as the path was checked), so a
+    link swapped in at that path since is never followed. Returns the mount points, as the process now
+    sees them."""
+    sources = dict(sources or {})
     read, write = [os.path.abspath(p) for p in read], [os.path.abspath(p) for p in write]
     scratch = os.path.abspath(scratch)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the host's namespace
     _mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1m,mode=0755")
-    writable = set(plan(p for p in write if p != scratch)[0])
-    binds, links = plan([p for p in read if p != scratch] + [p for p in write if p != scratch])
+    writable = set(plan((p for p in write if p != scratch), sources)[0])
+    binds, links = plan([p for p in read if p != scratch] + [p for p in write if p != scratch], sources)
     points = ["/"]
     for real in binds:
-        target = _mount_point(new_root, real, os.path.isdir(real))
-        _mount(real, target, None, MS_BIND)
+        source = sources.get(real, real)
+        target = _mount_point(new_root, real, os.path.isdir(source))
+        _mount(source, target, None, MS_BIND)
         flags = MS_REMOUNT | MS_BIND | SAFE | (0 if real in writable else MS_RDONLY)
         _mount(None, target, None, flags | (0 if real in DEVICES else MS_NODEV))
         points.append(real)

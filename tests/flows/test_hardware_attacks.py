@@ -24,8 +24,9 @@ def sly(home, tmp_path):
     """``provider:sly`` added as a process: its configuration file and the file of what it received."""
     config, record = tmp_path / "sly.json", tmp_path / "sly.jsonl"
     config.write_text(json.dumps({"describe": DEVICE}))
-    assert main(["providers", "add", "sly", "--process", "--", sys.executable, str(SLY), str(config),
-                 str(record), "--stdio"]) == 0  # fmt: skip
+    record.touch()  # what it writes: made here, and allowed by name (nothing else is writable)
+    assert main(["providers", "add", "sly", "--process", "--allow-write", str(record), "--", sys.executable,
+                 str(SLY), str(config), str(record), "--stdio"]) == 0  # fmt: skip
     publish(home, tmp_path)
     with connect(home=home) as db:
         db.grant("dev", 100)

@@ -35,7 +35,8 @@ def trap(request, tmp_path):
     price.write_text("99.00")
     if request.param == "process":
         command = process_command(tmp_path, price, record)
-        assert main(["providers", "add", "trap", "--process", "--", *command]) == 0
+        writes = ["--allow-write", str(record)]
+        assert main(["providers", "add", "trap", "--process", *writes, "--", *command]) == 0
         yield price, record
         return
     server = PricedServer(price, record)
@@ -135,7 +136,8 @@ def test_a_hardware_run_its_provider_stopped_ends_failed_in_one_line(home, tmp_p
     price, record = tmp_path / "price.txt", tmp_path / "received.jsonl"
     price.write_text("99.00")
     command = process_command(tmp_path, price, record)
-    assert main(["providers", "add", "trap", "--process", "--", *command]) == 0
+    writes = ["--allow-write", str(record)]
+    assert main(["providers", "add", "trap", "--process", *writes, "--", *command]) == 0
     publish(home, tmp_path)
     with connect(home=home) as db:
         db.grant("dev", 100)
@@ -193,17 +195,19 @@ def test_a_provider_a_hardware_run_starts_gets_the_allowlist_and_never_the_ibm_k
     monkeypatch.setenv("OWN_KEY", "own-credential-4d1e")
     monkeypatch.setenv("LAB_REGION", "eu-1")
     report = tmp_path / "env.json"
+    report.touch()  # what it writes: made here, and allowed by name (nothing else is writable)
     bent = [sys.executable, str(REPO / "tests" / "qsolve" / "providers" / "bent.py")]
     assert main(["providers", "add", "other", "--process", "--credential-env", "OTHER_LAB_KEY", "--",
                  *bent, "--stdio", "record", str(tmp_path / "other.json")]) == 0  # fmt: skip
     assert main(["providers", "add", "rec", "--process", "--credential-env", "OWN_KEY", "--env",
-                 "LAB_REGION", "--", *bent, "--stdio", "record", str(report)]) == 0  # fmt: skip
+                 "LAB_REGION", "--allow-write", str(report), "--", *bent, "--stdio", "record",
+                 str(report)]) == 0  # fmt: skip
     publish(home, tmp_path)
     with connect(home=home) as db:
         db.grant("dev", 100)
         _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:rec", home=home)
         db.confirm_quote(quote.id, "dev")
-    report.unlink()  # written again by the process the run starts
+    report.write_text("")  # written again by the process the run starts
 
     run_flow(hardware_flow, parameters={"quote": quote.id})
     with connect(home=home) as db:

@@ -24,7 +24,8 @@ def labref(home, tmp_path):
     price, record = tmp_path / "price.txt", tmp_path / "received.jsonl"
     price.write_text("99.00")
     command = process_command(tmp_path, price, record)
-    assert main(["providers", "add", "labref", "--holder", "lab", "--process", "--", *command]) == 0
+    writes = ["--allow-write", str(record)]
+    assert main(["providers", "add", "labref", "--holder", "lab", "--process", *writes, "--", *command]) == 0
     publish(home, tmp_path)
     with connect(home=home) as db:
         db.grant("dev1", 100)

@@ -58,6 +58,7 @@ class Sly:
     def __init__(self, home: Path, transport: str) -> None:
         self.home, self.config, self.record = home, home.parent / "sly.json", home.parent / "sly.jsonl"
         self.config.write_text("{}")
+        self.record.touch()  # what it writes: made here, and allowed by name (nothing else is writable)
         argv = [sys.executable, str(SLY), str(self.config), str(self.record)]
         self.proc = None
         if transport == "http":
@@ -65,8 +66,9 @@ class Sly:
             url = self.proc.stdout.readline().strip()
             assert main(["providers", "add", "sly", "--http", url, "--credential-env", "SLY_KEY"]) == 0
         else:
-            assert main(["providers", "add", "sly", "--process", "--credential-env", "SLY_KEY", "--", *argv,
-                         "--stdio"]) == 0  # fmt: skip
+            writes = ["--allow-write", str(self.record)]
+            assert main(["providers", "add", "sly", "--process", "--credential-env", "SLY_KEY", *writes, "--",
+                         *argv, "--stdio"]) == 0  # fmt: skip
         self.sessions: list[ProviderSession] = []
 
     def behave(self, **config) -> None:

@@ -48,7 +48,7 @@ try:
     got["signal"] = "reached the host"
 except OSError as e:
     got["signal"] = f"refused: {e.strerror}"
-with open(out, "w") as f:  # a file its command names: its own to write
+with open(out, "w") as f:  # a file its entry allows it to write (--allow-write)
     f.write("written")
 # a child in a session of its own, which would outlive its parent
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", marker], start_new_session=True)
@@ -87,11 +87,13 @@ def test_a_hostile_process_provider_gets_its_own_credential_and_nothing_else(hom
     script = tmp_path / "hostile.py"
     script.write_text(HOSTILE)
     marker = f"qsolve-hostile-{secrets.token_hex(8)}"
-    out = tmp_path / "out.txt"  # in the folder that holds QSOLVE_HOME: its folder is bound, the home hidden
+    out = tmp_path / "out.txt"  # beside QSOLVE_HOME: its own to write, as its entry allows by name
+    out.touch()
     other = ["providers", "add", "other", "--process", "--credential-env", "OTHER_KEY", "--", "prog"]
     assert main(other) == 0
     argv = [sys.executable, str(script), str(home), marker, str(out), str(os.getpid())]
-    assert main(["providers", "add", "evil", "--process", "--credential-env", "OWN_KEY", "--", *argv]) == 0
+    own = ["--credential-env", "OWN_KEY", "--allow-write", str(out)]
+    assert main(["providers", "add", "evil", "--process", *own, "--", *argv]) == 0
     assert (home / "credentials" / "other").exists()  # what the attacker is after is there, on the host
     client, _ = open_client("evil")
     try:
@@ -106,7 +108,7 @@ def test_a_hostile_process_provider_gets_its_own_credential_and_nothing_else(hom
     assert got["pid"] == 1 and got["procs"].count("1") == 1  # its own PID namespace: no other process
     assert not [p for p in got["procs"] if p.isdigit() and int(p) > 10]
     assert got["uid"] == 65534
-    assert got["home"] in ([], "refused: Permission denied")  # hidden: an empty folder
+    assert got["home"] == "refused: No such file or directory"  # not there: nothing beside it is bound
     assert got["credentials"] == "refused: No such file or directory"
     assert got["signal"] == "refused: No such process"  # the host's pid is not in its namespace
     assert out.read_text() == "written"
@@ -129,3 +131,22 @@ def test_accepting_it_unconfined_names_the_provider(home, capsys):
     argv = ["providers", "add", "x", "--process", "--accept-unconfined", "y", "--", sys.executable]
     assert main(argv) == 2
     assert "--accept-unconfined y: name the provider itself, x" in capsys.readouterr().err
+
+
+def test_what_it_may_write_is_named_and_never_reached_through_a_link(home, tmp_path, capsys):
+    argv = ["providers", "add", "x", "--process"]
+    missing = tmp_path / "not-yet"
+    assert main([*argv, "--allow-write", str(missing), "--", sys.executable, "-c", "pass"]) == 2
+    err = capsys.readouterr().err
+    assert "--allow-write" in err and "does not exist" in err and len(err.strip().splitlines()) == 1
+    for path in (home, home / "keys"):
+        assert main([*argv, "--allow-write", str(path), "--", sys.executable, "-c", "pass"]) == 2
+        err = capsys.readouterr().err
+        assert "a provider's program may not read it" in err and len(err.strip().splitlines()) == 1
+    link = tmp_path / "state"
+    link.symlink_to(home)  # what a program could plant in a folder it may write, for its next run
+    for named in (["--allow-write", str(link), "--", sys.executable], ["--", sys.executable, str(link)]):
+        assert main([*argv, *named]) == 2
+        err = capsys.readouterr().err
+        assert "never given a path through a symbolic link" in err and len(err.strip().splitlines()) == 1
+    assert not (home / "providers.yaml").exists()

@@ -381,7 +381,8 @@ def test_providers_add_offers_the_probe_and_test_sends_it_first(home, capsys, tm
     price, record = tmp_path / "price.txt", tmp_path / "received.jsonl"
     price.write_text("free")
     capsys.readouterr()
-    add("new", "--process", "--", *process_command(tmp_path, price, record))
+    command = process_command(tmp_path, price, record)
+    add("new", "--process", "--allow-write", str(record), "--", *command)
     said = capsys.readouterr().out
     assert "its first job is §6's probe" in said and "can spend your money" in said
     code, checks, _ = checked(capsys, "new")

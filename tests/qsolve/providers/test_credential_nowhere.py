@@ -200,9 +200,11 @@ def test_the_planted_credential_is_found_nowhere(home, tmp_path, capsys, monkeyp
     script, report, proc_jobs = tmp_path / "careless.py", tmp_path / "careless.json", tmp_path / "proc-jobs"
     script.write_text(CARELESS)
     argv = [sys.executable, str(script), str(report), str(proc_jobs)]
-    assert (
-        out.run("providers", "add", "psec", "--credential-env", "SEC_TOKEN", "--process", "--", *argv)[0] == 0
-    )
+    report.touch()  # what it writes: made here, and allowed by name (nothing else is writable)
+    proc_jobs.mkdir(exist_ok=True)
+    writes = ["--allow-write", str(report), "--allow-write", str(proc_jobs)]
+    add = ["providers", "add", "psec", "--credential-env", "SEC_TOKEN", *writes, "--process", "--", *argv]
+    assert out.run(*add)[0] == 0
     client, _ = open_client("psec")
     try:
         described = client.describe()

@@ -51,10 +51,11 @@ def ok(*argv: str) -> None:
 
 def test_a_process_provider_gets_the_allowlist_and_its_own_credential(home, tmp_path, capsys):
     report = tmp_path / "env.json"
+    report.touch()  # what it writes: made here, and allowed by name (nothing else is writable)
     ok("providers", "add", "other", "--process", "--credential-env", "OTHER_LAB_KEY", "--", *BENT,
        "--stdio", "record", str(tmp_path / "other.json"))  # fmt: skip
     ok("providers", "add", "rec", "--process", "--credential-env", "OWN_KEY", "--env", "LAB_REGION",
-       "--", *BENT, "--stdio", "record", str(report))  # fmt: skip
+       "--allow-write", str(report), "--", *BENT, "--stdio", "record", str(report))  # fmt: skip
     added = capsys.readouterr().out
     assert "its environment: PATH, LANG, LC_*, TZ, a scratch HOME and TMPDIR, LAB_REGION" in added
     ok("providers", "describe", "rec")
@@ -69,7 +70,9 @@ def test_a_process_provider_gets_the_allowlist_and_its_own_credential(home, tmp_
 
 def test_without_a_credential_it_gets_none_not_a_stale_one(home, tmp_path):
     report = tmp_path / "env.json"
-    ok("providers", "add", "rec", "--process", "--", *BENT, "--stdio", "record", str(report))
+    report.touch()
+    ok("providers", "add", "rec", "--process", "--allow-write", str(report), "--", *BENT, "--stdio", "record",
+       str(report))  # fmt: skip
     ok("providers", "describe", "rec")
     env = json.loads(report.read_text())["environment"]
     assert CREDENTIAL_ENV not in env and "LAB_REGION" not in env

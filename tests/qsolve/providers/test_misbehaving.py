@@ -218,7 +218,11 @@ class Process:
         self.jobs = jobs or tmp / f"{name}-jobs"
         self.name = name
         argv = [sys.executable, str(script), mode, str(self.record), str(self.jobs)]
-        assert main(["providers", "add", name, "--timeout", str(timeout), "--process", "--", *argv]) == 0
+        self.record.touch()  # what it writes: made here, and allowed by name (nothing else is writable)
+        self.jobs.mkdir(parents=True, exist_ok=True)
+        writes = ["--allow-write", str(self.record), "--allow-write", str(self.jobs)]
+        add = ["providers", "add", name, "--timeout", str(timeout), *writes, "--process", "--", *argv]
+        assert main(add) == 0
 
     @property
     def ops(self) -> list[str]:

@@ -91,9 +91,9 @@ def free_run_holds(home: Path, capsys, kind: str) -> None:
 
 def test_run_on_the_process_reference(home, capsys, tmp_path):
     jobs = tmp_path / "jobs"
-    assert (
-        main(["providers", "add", "ref", "--process", "--", *REFERENCE, "--stdio", "--jobs", str(jobs)]) == 0
-    )
+    jobs.mkdir()  # what it writes: made here, and allowed by name (nothing else is writable)
+    argv = [*REFERENCE, "--stdio", "--jobs", str(jobs)]
+    assert main(["providers", "add", "ref", "--process", "--allow-write", str(jobs), "--", *argv]) == 0
     free_run_holds(home, capsys, "process")
     with connect(home=home) as db:
         assert len(list(jobs.glob("ref-*.json"))) == len(db.list_provider_jobs())
@@ -118,8 +118,9 @@ def test_run_on_the_http_reference(home, capsys, http_reference):
 
 def test_run_on_an_unpriced_reference_needs_yes(home, capsys, tmp_path):
     jobs = tmp_path / "jobs"
+    jobs.mkdir()
     argv = [*REFERENCE, "--stdio", "--unpriced", "--jobs", str(jobs)]
-    assert main(["providers", "add", "ref", "--process", "--", *argv]) == 0
+    assert main(["providers", "add", "ref", "--process", "--allow-write", str(jobs), "--", *argv]) == 0
 
     capsys.readouterr()
     code = main(["run", MAX_CUT, "--case", "single-edge", "--target", "provider:ref", "--json"])
@@ -156,7 +157,8 @@ def test_run_after_a_submit_whose_result_fails_names_the_jobs_record(home, capsy
     server = None
     if transport == "process":
         command = process_command(tmp_path, price, record, "result")
-        assert main(["providers", "add", "lossy", "--process", "--", *command]) == 0
+        writes = ["--allow-write", str(record)]
+        assert main(["providers", "add", "lossy", "--process", *writes, "--", *command]) == 0
     else:
         server = PricedServer(price, record, "result")
         assert main(["providers", "add", "lossy", "--http", server.url]) == 0

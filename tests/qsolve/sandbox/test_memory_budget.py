@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+from qsolve.sandbox.circuits import simulation_bytes
 from qsolve.validation.jobs import Limits, run_job
 from qsolve.workflow.manifest import Resources
 from tests.conftest import WorkflowDir
@@ -33,11 +34,12 @@ def quantum(input, params, ctx):
 """
 
 
-def run(wf: WorkflowDir, width: int, memory_mb: int):
-    wf.write("workflow.py", MODULE.format(width=width))
+def run(wf: WorkflowDir, width: int, memory_mb: int, *, target: str = "sim-cpu", shots: int = 10):
+    module = MODULE.format(width=width).replace("ctx.sample([qc], 10)", f"ctx.sample([qc], {shots})")
+    wf.write("workflow.py", module)
     wf.cases["cases"] = [{"name": "one", "input": {"x": 1}}]
     wf.save()
-    return run_job(wf.root, "sim-cpu", None, Resources(), limits=Limits(timeout_s=120, memory_mb=memory_mb))
+    return run_job(wf.root, target, None, Resources(), limits=Limits(timeout_s=120, memory_mb=memory_mb))
 
 
 def test_a_circuit_whose_state_vector_cannot_fit_the_budget_fails_the_case_at_once(wf: WorkflowDir) -> None:
@@ -54,3 +56,19 @@ def test_a_circuit_that_fits_is_simulated(wf: WorkflowDir) -> None:
     outcome = run(wf, 3, 256)
     assert outcome.died is None, outcome.died
     assert "qubits wide" not in repr(outcome.report)
+
+
+def test_a_noisy_target_counts_the_density_matrix_aer_would_take() -> None:
+    # under noise, with more shots than 2**n, Aer's automatic method takes a density matrix: 16 × 4**n bytes
+    assert simulation_bytes(13, 10_000, noisy=True, cap_mb=4096) == (16 << 26, "density matrix")
+    assert simulation_bytes(13, 8_192, noisy=True, cap_mb=4096) == (16 << 13, "state vector")  # not > 2**n
+    assert simulation_bytes(13, 10_000, noisy=False, cap_mb=4096) == (16 << 13, "state vector")  # ideal
+    assert simulation_bytes(15, 100_000, noisy=True, cap_mb=4096) == (16 << 15, "state vector")  # 16 GiB
+
+
+def test_a_noisy_circuit_whose_density_matrix_cannot_fit_fails_the_case_at_once(wf: WorkflowDir) -> None:
+    # its state vector is 128 KiB; the density matrix Aer takes under noise, with 10,000 shots, 1 GiB
+    outcome = run(wf, 13, 512, target="fake:fez@1", shots=10_000)
+    text = repr(outcome.report) + repr(outcome.died)
+    assert "circuit 0 of a batch is 13 qubits wide: its density matrix needs 1 GiB" in text
+    assert "more than the job's memory budget of 512 MB" in text
