@@ -1,0 +1,117 @@
+"""A tester's attacks on issue 34 as merged (readers read only the live set, verified; the signed log and
+its checkpoints; a receipt belongs to its row; every object read has a bound), each acting as the bucket's
+(or folder's) writer or as the state database's writer, who holds no host key the operator endorsed. Each
+finding is a strict xfail: it fails today because of the defect and passes once it is mended.
+
+- an emptied log is adopted again: a database writer who deletes the log and names a planted file in
+  ``trackrecord_files`` (the table of migration 0011) gets it signed, as ``adopted``, by the next reader's
+  own endorsed key, and its forged rows reach ``qsolve query``;
+- a checkpoint signed by a key the trust list revoked before the checkpoint's time is taken by ``verify``
+  (an entry signed so is refused);
+- a maintenance pass reads a planted object of the bucket's track record whole, with no bound (twice);
+  adoption reads each recorded object with no bound.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from qsolve.receipts.keys import HostKey, load_host_key
+from storage.objects import storage_of
+from storage.state import connect
+from storage.trackrecord import TrackRecordWarning, file_rows
+from storage.trackrecord import log as tlog
+from storage.trackrecord.layout import Layout, file_name
+from storage.trackrecord.row import to_table
+from storage.trackrecord.sql import run_sql
+from storage.trackrecord.verify import file_reader, verify
+from storage.trackrecord.writing import digest_bytes, write_parquet
+from tests.storage.conftest import bucket, s3_server  # noqa: F401 - fixtures
+from tests.storage.state.conftest import postgres_schema
+from tests.storage.trackrecord.builders import row, scenario
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "home"
+    monkeypatch.setenv("QSOLVE_HOME", str(path))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    monkeypatch.delenv("QSOLVE_STORAGE_URL", raising=False)
+    return path
+
+
+@pytest.fixture(params=["folder-sqlite", "bucket-postgresql"])
+def place(request, home, monkeypatch):
+    """A home's folder with its SQLite state database, or a bucket (moto) with a PostgreSQL one."""
+    if request.param == "folder-sqlite":
+        yield "folder"
+        return
+    request.getfixturevalue("bucket")
+    with postgres_schema() as url:
+        monkeypatch.setenv("QSOLVE_DATABASE_URL", url)
+        yield "bucket"
+
+
+FORGED = row("forged-1", workflow="victim", case="twelve-bits", passed=True, accuracy=1.0)
+
+
+def parquet(rows) -> bytes:
+    out = io.BytesIO()
+    write_parquet(to_table(rows), out)
+    return out.getvalue()
+
+
+def plant(home: Path, name: str, data: bytes) -> None:
+    """As the folder's or bucket's writer: ``data`` under ``trackrecord/name``."""
+    store = storage_of(home)
+    store.delete(f"trackrecord/{name}")
+    assert store.create(f"trackrecord/{name}", data)
+
+
+def seen(home: Path, sql: str) -> list:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TrackRecordWarning)
+        return run_sql(sql, home).to_pylist()
+
+
+def checked(home: Path, trusted, checkpoint=None):
+    with connect(home=home) as db:
+        documents = db.trackrecord_log_documents()
+        live = {f.name: f.digest for f in db.trackrecord_live_files()}
+    return verify(documents, file_reader(Layout(home)), trusted, live=live, checkpoint=checkpoint)
+
+
+def empty_the_log_and_record(home: Path, recorded: list[tuple[str, str]]) -> None:
+    """As the state database's writer: the log and its fold deleted, ``recorded`` (name, digest) written
+    into ``trackrecord_files`` (migration 0011's table, which adoption takes in)."""
+    from storage.state._tables import trackrecord_files, trackrecord_live, trackrecord_log
+
+    with connect(home=home) as db, db.engine.begin() as connection:
+        connection.execute(trackrecord_live.delete())
+        connection.execute(trackrecord_log.delete())
+        for name, digest in recorded:
+            connection.execute(
+                trackrecord_files.insert().values(name=name, digest=digest, recorded_at=sa.func.now())
+            )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: a reader adopts whatever trackrecord_files names whenever the log is empty, so a "
+    "database writer who empties the log gets a planted file signed by the reader's own key",
+)
+def test_an_emptied_log_is_not_adopted_again_with_a_planted_file(place, home):
+    file_rows(scenario()[:4], home)
+    assert seen(home, "SELECT count(*) AS n FROM rows WHERE workflow = 'victim'") == [{"n": 0}]
+    data = parquet([FORGED])
+    name = file_name("b", [FORGED.run_id])
+    plant(home, name, data)  # the bucket's (or folder's) writer
+    empty_the_log_and_record(home, [(name, digest_bytes(data))])  # the database's writer
+    found = seen(home, "SELECT run_id, passed FROM rows WHERE workflow = 'victim'")
+    assert found == []  # today: [{'run_id': 'forged-1', 'passed': True}], in an entry signed by this host
