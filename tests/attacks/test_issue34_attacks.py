@@ -115,3 +115,20 @@ def test_an_emptied_log_is_not_adopted_again_with_a_planted_file(place, home):
     empty_the_log_and_record(home, [(name, digest_bytes(data))])  # the database's writer
     found = seen(home, "SELECT run_id, passed FROM rows WHERE workflow = 'victim'")
     assert found == []  # today: [{'run_id': 'forged-1', 'passed': True}], in an entry signed by this host
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: verify takes a checkpoint signed by a key the trust list revoked before the "
+    "checkpoint's time (it checks only that the key is listed; entries are held to revocation)",
+)
+def test_a_checkpoint_signed_after_its_key_was_revoked_is_named(home):
+    file_rows(scenario()[:4], home)
+    host = load_host_key(home, create=False)
+    stolen = HostKey(bytes(range(32)))  # a key once endorsed, revoked from t=1000 ms (leaked, say)
+    with connect(home=home) as db:
+        size, head = db.trackrecord_log_head()
+    checkpoint = tlog.checkpoint_document(size, head, stolen, "thief", 2_000_000_000_000)
+    trusted = {host.public_hex: None, stolen.public_hex: 1000}
+    result = checked(home, trusted, checkpoint=checkpoint)
+    assert any("the checkpoint" in p and "revoked" in p for p in result.problems), result.problems
