@@ -8,6 +8,9 @@ finding is a strict xfail: it fails today because of the defect and passes once 
   own endorsed key, and its forged rows reach ``qsolve query``;
 - a checkpoint signed by a key the trust list revoked before the checkpoint's time is taken by ``verify``
   (an entry signed so is refused);
+- compaction checks its inputs and then has DuckDB read them again by path: a batch rewritten in between
+  is merged into a new ``h-`` file, signed as ``compacted`` by the host's key, and ``verify`` then finds
+  nothing (docs/trackrecord.md says verify sees such a race afterwards);
 - a maintenance pass reads a planted object of the bucket's track record whole, with no bound (twice);
   adoption reads each recorded object with no bound.
 """
@@ -190,3 +193,47 @@ def test_adoption_reads_a_recorded_name_with_a_bound(home, bucket, monkeypatch, 
         seen(home, "SELECT count(*) FROM rows")
     unbounded = [k for k, limit in reads if k.startswith("trackrecord/") and limit is None]
     assert unbounded == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: compaction checks its inputs, then has DuckDB read them again by path: a batch "
+    "rewritten in between is merged into a new h- file, logged as compacted and signed by the host's key, "
+    "and verify then finds nothing (docs/trackrecord.md says verify sees such a race afterwards)",
+)
+def test_a_batch_swapped_between_compactions_check_and_its_read_reaches_no_recorded_file(
+    place, home, monkeypatch
+):
+    from storage.trackrecord import compact, compaction
+
+    rows = scenario()
+    file_rows(rows[:3], home)  # r03 failed
+    file_rows(rows[3:], home)
+    with connect(home=home) as db:
+        (batch,) = [f.name for f in db.trackrecord_live_files() if f.rows == 3]
+    forged = parquet([r.model_copy(update={"passed": True, "accuracy": 1.0}) for r in rows[:3]])
+
+    swaps: list[str] = []  # once: the race the writer wins
+
+    def swapped_after(real):
+        def checked_then_swapped(*args, **kwargs):
+            found = real(*args, **kwargs)
+            if swaps:
+                return found
+            swaps.append(batch)
+            # the folder's (or bucket's) writer: the batch rewritten just after its check
+            layout = Layout(home)
+            if layout.store is None:
+                (layout.folder / batch).write_bytes(forged)
+            else:
+                plant(home, batch, forged)
+            return found
+
+        return checked_then_swapped
+
+    monkeypatch.setattr(compaction, "verified_local", swapped_after(compaction.verified_local))
+    monkeypatch.setattr(compaction, "verified_shared", swapped_after(compaction.verified_shared))
+    compact(home)
+    assert swaps == [batch]
+    # today the forged r03 is in an h- file the log signed as compacted, and verify finds nothing
+    assert seen(home, "SELECT run_id FROM rows WHERE run_id = 'r03' AND passed") == []
