@@ -12,7 +12,8 @@ finding is a strict xfail: it fails today because of the defect and passes once 
   is merged into a new ``h-`` file, signed as ``compacted`` by the host's key, and ``verify`` then finds
   nothing (docs/trackrecord.md says verify sees such a race afterwards);
 - a maintenance pass reads a planted object of the bucket's track record whole, with no bound (twice);
-  adoption reads each recorded object with no bound.
+  adoption reads each recorded object with no bound; filing over an object planted under its batch's
+  name reads it whole too.
 """
 
 from __future__ import annotations
@@ -237,3 +238,23 @@ def test_a_batch_swapped_between_compactions_check_and_its_read_reaches_no_recor
     assert swaps == [batch]
     # today the forged r03 is in an h- file the log signed as compacted, and verify finds nothing
     assert seen(home, "SELECT run_id FROM rows WHERE run_id = 'r03' AND passed") == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: filing into a bucket whose batch name an object already holds sets it aside by "
+    "reading it whole, with no bound, and holding it twice (shared.set_aside_one)",
+)
+def test_filing_over_a_planted_object_reads_it_with_a_bound(home, bucket, monkeypatch, reads):  # noqa: F811
+    with postgres_schema() as url:
+        monkeypatch.setenv("QSOLVE_DATABASE_URL", url)
+        rows = scenario()[:4]
+        file_rows(scenario()[4:6], home)
+        # the name the next batch takes is its runs' (a batch filed again after a pass set it aside,
+        # say): the bucket's writer puts an object of their own there first, as big as they like
+        plant(home, file_name("b", [r.run_id for r in rows]), b"\0" * 65536)
+        reads.clear()
+        file_rows(rows, home)
+        assert seen(home, "SELECT count(*) AS n FROM rows") == [{"n": 6}]
+    unbounded = [k for k, limit in reads if k.startswith("trackrecord/") and limit is None]
+    assert unbounded == []
