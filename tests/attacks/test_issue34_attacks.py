@@ -7,7 +7,10 @@ finding is a strict xfail: it fails today because of the defect and passes once 
   ``trackrecord_files`` (the table of migration 0011) gets it signed, as ``adopted``, by the next reader's
   own endorsed key, and its forged rows reach ``qsolve query``;
 - a checkpoint signed by a key the trust list revoked before the checkpoint's time is taken by ``verify``
-  (an entry signed so is refused);
+  (an entry signed so is refused); an entry signed outside its key's window (``not_before_ms``,
+  ``not_after_ms``) is taken too: ``verify`` keeps only a key's revocation;
+- ``qsolve views-sql`` in a bucket names the bucket's own schema file, unchecked, where no ``b-``/``h-``
+  file verifies (a batch rewritten is left out): forged rows put there reach the analyst's views;
 - compaction checks its inputs and then has DuckDB read them again by path: a batch rewritten in between
   is merged into a new ``h-`` file, signed as ``compacted`` by the host's key, and ``verify`` then finds
   nothing (docs/trackrecord.md says verify sees such a race afterwards);
@@ -296,3 +299,20 @@ def test_views_sql_names_no_schema_file_of_the_bucket_holding_rows(home, bucket,
             script = analyst_sql(storage_of(home))
     con = analyst_views(home, script)
     assert con.execute("SELECT count(*) FROM rows WHERE workflow = 'victim'").fetchone() == (0,)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: verify drops a trust list's key windows (trusted_keys keeps revoked_from_ms only): "
+    "an entry signed by a key after its not_after_ms, or before its not_before_ms, is taken",
+)
+def test_an_entry_signed_outside_its_keys_window_is_named(home, tmp_path, capsys):
+    from qsolve.cli import main
+
+    file_rows(scenario()[:4], home)
+    key = load_host_key(home, create=False).public_hex
+    trust = tmp_path / "keys.json"  # the host's key, endorsed for a window that ended in 1970
+    listed = {"key": key, "not_after_ms": 1000}
+    trust.write_text(json.dumps({"format": "wai.quantum.receipt-keys/1", "keys": [listed]}))
+    assert main(["trackrecord", "verify", "--trust", str(trust)]) == 1
+    assert "entry 1" in capsys.readouterr().err
