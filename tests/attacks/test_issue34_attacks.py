@@ -14,6 +14,9 @@ finding is a strict xfail: it fails today because of the defect and passes once 
 - compaction checks its inputs and then has DuckDB read them again by path: a batch rewritten in between
   is merged into a new ``h-`` file, signed as ``compacted`` by the host's key, and ``verify`` then finds
   nothing (docs/trackrecord.md says verify sees such a race afterwards);
+- a bucket reader marks as seen (``trackrecord_live.seen``) the ETag its listing gave, not that of the
+  bytes it hashed: a forged object (of the original's size) swapped back for one read is then read
+  unhashed by every reader for as long as it stays;
 - a maintenance pass reads a planted object of the bucket's track record whole, with no bound (twice);
   adoption reads each recorded object with no bound; filing over an object planted under its batch's
   name reads it whole too.
@@ -316,3 +319,65 @@ def test_an_entry_signed_outside_its_keys_window_is_named(home, tmp_path, capsys
     trust.write_text(json.dumps({"format": "wai.quantum.receipt-keys/1", "keys": [listed]}))
     assert main(["trackrecord", "verify", "--trust", str(trust)]) == 1
     assert "entry 1" in capsys.readouterr().err
+
+
+def same_size_forgery(original: bytes) -> bytes:
+    """The batch ``original`` with every row ``passed``, padded (in its footer's key-value metadata) to
+    exactly ``original``'s size, as the bucket's writer makes it to pass a size check."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(io.BytesIO(original))
+    table = table.set_column(
+        table.schema.get_field_index("passed"), "passed", pc.if_else(pc.is_valid(table["passed"]), True, True)
+    )
+    metadata = table.schema.metadata or {}
+
+    def written(n: int, m: int) -> bytes:
+        out = io.BytesIO()
+        padded = table.replace_schema_metadata(metadata | {b"pad": b"x" * n, b"p": b"x" * m})
+        pq.write_table(padded, out, compression="snappy", write_statistics=False)
+        return out.getvalue()
+
+    start = max(0, (len(original) - len(written(0, 0))) * 3 // 7 - 16)  # 1 + 4/3 (ARROW:schema) a byte
+    for n in range(start, start + 64):
+        for m in range(4):
+            if len(data := written(n, m)) == len(original):
+                return data
+    raise AssertionError("no forgery of the original's size")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: a bucket reader marks as seen the ETag its listing gave, not the ETag of the bytes "
+    "it hashed: a forged object swapped back for one read is then taken unhashed, by every reader, "
+    "for as long as it stays",
+)
+def test_a_forgery_put_back_for_one_read_is_not_taken_for_good(home, bucket, monkeypatch):  # noqa: F811
+    from storage.objects import S3Objects
+    from storage.trackrecord import live
+
+    with postgres_schema() as url:
+        monkeypatch.setenv("QSOLVE_DATABASE_URL", url)
+        rows = scenario()[:3]  # r03 failed
+        file_rows(rows, home)
+        with connect(home=home) as db:
+            (batch,) = [f.name for f in db.trackrecord_live_files()]
+        original = storage_of(home).get(f"trackrecord/{batch}")
+        forged = same_size_forgery(original)
+        plant(home, batch, forged)
+        real, put_back = S3Objects.get, []
+
+        def get(self, key, *, limit=None):  # the writer wins one race: the original back for this read
+            if key == f"trackrecord/{batch}" and not put_back:
+                put_back.append(key)
+                plant(home, batch, original)
+            return real(self, key, limit=limit)
+
+        monkeypatch.setattr(S3Objects, "get", get)
+        seen(home, "SELECT count(*) FROM rows")
+        monkeypatch.setattr(S3Objects, "get", real)
+        assert put_back
+        plant(home, batch, forged)  # and the forgery again, for good
+        live._objects.clear()  # a new process: what it knows of the bytes is the state database's
+        assert seen(home, "SELECT run_id FROM rows WHERE run_id = 'r03' AND passed") == []
