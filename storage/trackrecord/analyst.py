@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from storage.objects import ENDPOINT_VARIABLE, REGION_VARIABLE, ObjectStore
 
-from .layout import FOLDER, SCHEMA_FILE
+from .layout import FOLDER
 from .views import Sources, definitions, sql_text
 
 SECRET_NAME = "qsolve_storage"
@@ -49,11 +49,8 @@ def create_secret(store: ObjectStore, *, credentials: bool = False) -> str:
     return f"CREATE OR REPLACE SECRET {SECRET_NAME} ({listed});"
 
 
-def analyst_sql(store: ObjectStore, *, credentials: bool = False, files=None) -> str:
-    """The views over the store's files, after the secret: a script for ``duckdb -init`` or ``.read``.
-    ``files``: the files to name (an inventory, ``views.reading``'s: the state database's live set,
-    checked); by default the files recorded now. No glob: an object the log does not hold is never
-    read, and an object replaced after this was printed is not checked by DuckDB (docs/storage.md)."""
+def analyst_sql(store: ObjectStore, *, credentials: bool = False) -> str:
+    """The views over the store's files, after the secret: a script for ``duckdb -init`` or ``.read``."""
     lines = [
         "-- The track record's views (docs/storage.md) over object storage, for DuckDB with httpfs.",
         "-- INSTALL httpfs;  -- once, where DuckDB may download it; else LOAD the extension's file first",
@@ -62,12 +59,6 @@ def analyst_sql(store: ObjectStore, *, credentials: bool = False, files=None) ->
     if not credentials:
         lines.append("-- replace the placeholders, or print this again with: qsolve views-sql --credentials")
     lines.append(create_secret(store, credentials=credentials))
-    if files is None:
-        from dataclasses import replace
-
-        from .views import reading
-
-        files = replace(reading(), schema_file=store.address(f"{FOLDER}/{SCHEMA_FILE}"))
-    sources = Sources.of(files)
+    sources = Sources.globbed(store.address(FOLDER))
     lines += [f"CREATE OR REPLACE VIEW {name} AS {select};" for name, select in definitions(sources)]
     return "\n".join(lines) + "\n"

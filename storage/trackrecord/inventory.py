@@ -3,7 +3,7 @@
 Every ``*.parquet`` file in ``QSOLVE_HOME/trackrecord/`` (temporary ``.tmp-`` files aside) is checked from
 its footer alone, by :data:`CHECKS` in order, the first that fails giving the reason:
 
-    name      a name qsolve gives its files: schema-vN, b-, h- or o-
+    name      a name qsolve gives its files: schema-v2, b-, h- or o-
     footer    pyarrow reads its footer (not garbage bytes, not a truncated copy)
     columns   exactly ``row.SCHEMA``'s columns, in order, with their types
     metadata  ``qsolve.trackrecord.schema = 2`` in its metadata: qsolve wrote it
@@ -70,9 +70,8 @@ class Inventory:
         return [self.folder / name for name in chosen]
 
     def files(self, *kinds: str) -> list[Path]:
-        """What a view of these kinds reads: the readable data files, or the schema file where there is
-        none (the views read no schema file beside data files: issue 34)."""
-        return self.readable(*kinds) or [self.schema_file]
+        """What a view of these kinds reads: the schema file, then the readable data files."""
+        return [self.schema_file, *self.readable(*kinds)]
 
     def entry(self, path: Path) -> FileEntry | None:
         return self._by_name.get(path.name) if path.parent == self.folder else None
