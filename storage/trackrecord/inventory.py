@@ -3,7 +3,7 @@
 Every ``*.parquet`` file in ``QSOLVE_HOME/trackrecord/`` (temporary ``.tmp-`` files aside) is checked from
 its footer alone, by :data:`CHECKS` in order, the first that fails giving the reason:
 
-    name      a name qsolve gives its files: schema-v2, b-, h- or o-
+    name      a name qsolve gives its files: schema-vN, b-, h- or o-
     footer    pyarrow reads its footer (not garbage bytes, not a truncated copy)
     columns   exactly ``row.SCHEMA``'s columns, in order, with their types
     metadata  ``qsolve.trackrecord.schema = 2`` in its metadata: qsolve wrote it

@@ -4,7 +4,7 @@
       trackrecord.duckdb                the views, for analysts (rebuilt whole when the files change)
       trackrecord.sql                   the same views as plain SQL, paths relative to QSOLVE_HOME
       trackrecord/
-        schema-v2.parquet               no rows: the fixed schema, so the views work with no runs filed
+        schema-v3.parquet               no rows: the fixed schema, so the views work with no runs filed
         b-<digest>.parquet              a batch as filed
         h-<digest>.parquet              heads: after a compaction, the latest row of each case and target
         o-<digest>.parquet              older: after a compaction, rows some newer row of theirs replaced

@@ -1,4 +1,5 @@
-"""The track record's signed append-only log: one entry per file filed or compacted, hash-chained, signed by the filing host's key; signed checkpoints (issue 34, item 2).
+"""Reserved for the track record's signed append-only log (issue 34, item 2): one entry per file filed or
+compacted, hash-chained, signed by the filing host's key; signed checkpoints. Empty until it lands.
 
 Revision ID: 0015
 Revises: 0014
