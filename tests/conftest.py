@@ -15,6 +15,21 @@ from qiskit import QuantumCircuit
 #: harness) is given as long as a busy machine needs, not Prefect's 20 s (issue 23)
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "600")
 
+
+def _prefect_logging_on_the_sessions_stream() -> None:
+    """Prefect builds its console log handler once a process, on ``ext://sys.stderr`` as it is at that
+    moment, when it is first imported. In a worker whose first import of Prefect is inside a test using
+    ``capsys`` or ``capfd`` (a ``qsolve confirm`` importing the flows), the handler kept that test's stream,
+    closed once the test ended: every later flow test of the worker logged to a closed stream. Which
+    worker that happened in followed how tests were shared out. Configured here, while this conftest
+    loads, the handler holds pytest's session-long capture stream (Prefect's later setups only adjust it)."""
+    from prefect.logging.configuration import ensure_logging_setup
+
+    ensure_logging_setup()
+
+
+_prefect_logging_on_the_sessions_stream()
+
 REPO = Path(__file__).resolve().parents[1]
 VECTORS = Path(__file__).resolve().parent / "vectors"  # public test vectors, sources in its README
 
