@@ -47,9 +47,6 @@ def submission_flow(folder: str, run_history: bool = True, account: str | None =
         report.rejected_cases = [e for e in checks.errors if ": cases[" in e or ": hardware_cases[" in e]
         return _finish(report.fail("checks", checks.errors))
 
-    if _version_exists(checks):  # identical content: nothing to change; other content: refused
-        return _publish(report, checks, account, run_history, gates_skipped=True)
-
     validation = gates_report(gates_stage(folder, checks, return_state=True))
     report.gates = validation.gates
     report.cases = validation.cases
@@ -64,33 +61,14 @@ def submission_flow(folder: str, run_history: bool = True, account: str | None =
     return _publish(report, checks, account, run_history)
 
 
-def _publish(
-    report: SubmissionReport, checks, account: str | None, run_history: bool, *, gates_skipped: bool = False
-) -> State:
+def _publish(report: SubmissionReport, checks, account: str | None, run_history: bool) -> State:
     published = publication_stage(checks, account)
     report.published = published.published
     if published.error:
         return _finish(report.fail("publication", [published.error]))
-    if gates_skipped:
-        report.warnings = [*report.warnings, "the gates did not run: this version is already published"]
     if run_history:
         report.history = _history(published.published.name, published.published.version)
     return _finish(report)
-
-
-def _version_exists(checks) -> bool:
-    """Whether the state database already holds this name and version (its content is then what
-    publication judges at once: the same, already published; other, refused), so that a resubmission
-    says so before the gates' half minute rather than after."""
-    from storage.state import NotFound, connect
-
-    manifest = checks.workflow.manifest
-    try:
-        with connect() as db:
-            db.get_version(manifest.name, manifest.version)
-    except NotFound:
-        return False
-    return True
 
 
 def _history(workflow: str, version: str) -> HistoryOutcome:

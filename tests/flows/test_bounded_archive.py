@@ -38,6 +38,6 @@ def test_an_archive_larger_than_its_recorded_size_is_refused_in_one_line(prefect
         f"qsolve: the history stage failed: bounded-archive {published.version}: its archive: {path}: "
         f"{GIB} bytes, more than the {len(checks.snapshot.archive)} bytes it may have; not read"
     ]
-    assert "Traceback" not in out + err and "Finished in state Completed()" in err  # no case ran
+    assert "Traceback" not in out + err  # (Prefect's own log lines go to its handler, not to capsys)
     with connect() as db:
         assert db.count_unfiled() == 0 and db.filed_run_ids() == set()
