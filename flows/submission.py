@@ -25,6 +25,9 @@ from tasks.gates import report_of as gates_report
 from tasks.lint import lint_stage
 from tasks.publication import publication_stage
 
+#: the report's warning for a resubmission of a published version, which the gates did not run again
+GATES_SKIPPED = "the gates did not run: this version is already published"
+
 
 @flow(name="submission", log_prints=True)
 def submission_flow(folder: str, run_history: bool = True, account: str | None = None) -> State:
@@ -47,6 +50,9 @@ def submission_flow(folder: str, run_history: bool = True, account: str | None =
         report.rejected_cases = [e for e in checks.errors if ": cases[" in e or ": hardware_cases[" in e]
         return _finish(report.fail("checks", checks.errors))
 
+    if _version_exists(checks):  # said before the gates and their sandbox, not after their half minute
+        return _publish(report, checks, account, run_history, gates_skipped=True)
+
     validation = gates_report(gates_stage(folder, checks, return_state=True))
     report.gates = validation.gates
     report.cases = validation.cases
@@ -61,14 +67,35 @@ def submission_flow(folder: str, run_history: bool = True, account: str | None =
     return _publish(report, checks, account, run_history)
 
 
-def _publish(report: SubmissionReport, checks, account: str | None, run_history: bool) -> State:
+def _publish(
+    report: SubmissionReport, checks, account: str | None, run_history: bool, *, gates_skipped: bool = False
+) -> State:
+    """Publication, then the history stage. ``gates_skipped``: the name and version were published
+    already, so publication judges at once what the gates would only have delayed (the same content:
+    already published, nothing changed; other content: refused with its one line)."""
     published = publication_stage(checks, account)
     report.published = published.published
     if published.error:
         return _finish(report.fail("publication", [published.error]))
+    if gates_skipped:
+        report.warnings = [*report.warnings, GATES_SKIPPED]
     if run_history:
         report.history = _history(published.published.name, published.published.version)
     return _finish(report)
+
+
+def _version_exists(checks) -> bool:
+    """Whether the state database already holds the checked manifest's name and version: a resubmission
+    of it goes to publication without the gates (their sandbox is never started)."""
+    from storage.state import NotFound, connect
+
+    manifest = checks.workflow.manifest
+    try:
+        with connect() as db:
+            db.get_version(manifest.name, manifest.version)
+    except NotFound:
+        return False
+    return True
 
 
 def _history(workflow: str, version: str) -> HistoryOutcome:

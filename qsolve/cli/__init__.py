@@ -157,7 +157,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from qsolve.sandbox.process import start_ahead
 
     root = _folder(args.dir)
-    process = start_ahead()  # the gates' first workflow process imports while Prefect and the flows do
+    # the gates' first workflow process imports while Prefect and the flows do; none for a version
+    # already published, which the flow sends to publication without the gates
+    process = None if _published_already(root) else start_ahead()
     try:
         from flows.dispatch import use_server
 
@@ -169,8 +171,34 @@ def cmd_submit(args: argparse.Namespace) -> int:
             str(root), run_history=not args.no_history, account=local_account(args.account), return_state=True
         )
     finally:
-        process.close()
+        if process is not None:
+            process.close()
     return _submitted(args, report_of(state))
+
+
+def _published_already(root: Path) -> bool:
+    """Whether ``root``'s manifest names a name and version the state database holds: what the
+    submission flow then judges without the gates. Read as the platform reads a submitted folder
+    (``qsolve.workflow.reading``); anything unread or unsure is False, for the flow to say. A home with no
+    state database of its own and no ``QSOLVE_DATABASE_URL`` has published nothing: not even opened."""
+    from qsolve.home import qsolve_home
+
+    if "QSOLVE_DATABASE_URL" not in os.environ and not (qsolve_home() / "state.db").is_file():
+        return False
+    try:
+        from qsolve.workflow.reading import read_yaml
+
+        manifest = read_yaml(root, "manifest.yaml")
+        name, version = manifest["name"], manifest["version"]
+        if not (isinstance(name, str) and isinstance(version, str)):
+            return False
+        from storage.state import connect
+
+        with connect() as db:
+            db.get_version(name, version)
+    except Exception:  # noqa: BLE001 - not published, or not known here: the flow says which
+        return False
+    return True
 
 
 def _submitted(args: argparse.Namespace, report) -> int:

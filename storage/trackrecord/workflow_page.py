@@ -219,8 +219,10 @@ def render_page(p: WorkflowPage, console: Console | None = None) -> None:
     )
     head = Text.assemble((p.workflow, "bold"), " ", shown)
     none = f"; {p.none_said()}" if p.without_accuracy else ""
-    if p.headline_accuracy is None:
-        headline = f"Headline accuracy: none yet (no track-record row with an accuracy{none})"
+    if p.headline_accuracy is None and p.without_accuracy:  # rows that ran and have none: not "yet"
+        headline = f"Headline accuracy: none ({p.none_said()})"
+    elif p.headline_accuracy is None:
+        headline = "Headline accuracy: none yet (no track-record row with an accuracy)"
     else:
         n = sum(1 for r in p.track_record if r.accuracy is not None)
         headline = f"Headline accuracy {percent(p.headline_accuracy)} (median of {n} track-record rows{none})"

@@ -1,9 +1,13 @@
 """The submission flow end to end: publish max-cut with its track record, resubmit it, reject a gate
-failure, count a history case the platform could not price."""
+failure, count a history case the platform could not price.
+
+The flow tests share one home (``qsolve_home``) and a resubmission of a published name and version runs no
+gate (issue 37): a test that needs the gates to run submits in a fresh home of its own (``home``)."""
 
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import duckdb
@@ -58,11 +62,17 @@ def test_submit_publishes_and_builds_the_track_record(first_submit) -> None:
 
 @pytest.mark.xdist_group("max-cut-submitted")
 def test_a_second_submit_changes_nothing(first_submit, qsolve_home: Path, max_cut: Path) -> None:
+    from flows.submission import GATES_SKIPPED
+
     before = first_submit[2]
     assert len(before) == 6
     state, report = submit(max_cut)
     assert state.is_completed()
     assert report.published.created is False
+    assert report.gates == [] and report.cases == []  # said before the gates, not after their half minute
+    assert report.sandbox is None  # no workflow process started
+    assert GATES_SKIPPED in report.warnings
+    assert "already published with identical content; nothing changed" in report.markdown()
     assert report.history.status == "already recorded"
     assert rows(qsolve_home, "max-cut") == before
 
@@ -76,7 +86,57 @@ def test_other_content_under_a_published_version_is_refused(
     (changed / "examples" / "extra.json").write_text('{"nodes": 2, "edges": [[0, 1, 2.0]]}')
     state, report = submit(changed)
     assert state.is_failed() and report.failed_stage == "publication"
+    assert report.gates == [] and report.cases == [] and report.sandbox is None  # refused before them
     assert "already published with other content" in report.reasons[0]
+
+
+#: the argument lists of the workflow processes started while a test listens (an audit hook: hooks stay)
+STARTED: list[list[str]] | None = None
+
+
+def _listen(event: str, args: tuple) -> None:
+    if event == "subprocess.Popen" and STARTED is not None and "qsolve.sandbox.child" in list(args[1]):
+        STARTED.append(list(args[1]))
+
+
+@pytest.mark.xdist_group("max-cut-submitted")
+def test_qsolve_submit_of_a_published_version_runs_no_gate_and_starts_no_sandbox(
+    first_submit, max_cut: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """Issue 37: ``qsolve submit`` of a published name and version says so before the gates, and starts
+    no workflow process (not even the one it starts ahead for the gates): the same content is already
+    published (exit 0), other content is refused with publication's line (exit 1)."""
+    global STARTED
+    from prefect.settings import PREFECT_API_URL
+
+    from qsolve.cli import main
+    from qsolve.sandbox.process import start_ahead, take_ahead
+
+    monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())  # the harness's server
+    changed = tmp_path / "max-cut"
+    shutil.copytree(max_cut, changed)
+    (changed / "examples" / "extra.json").write_text('{"nodes": 2, "edges": [[0, 1, 2.0]]}')
+    sys.addaudithook(_listen)
+    STARTED = []
+    try:
+        start_ahead().close()  # what the hook hears when a workflow process starts
+        assert take_ahead() is None and len(STARTED) == 1
+        STARTED.clear()
+        capsys.readouterr()
+        assert main(["submit", str(max_cut)]) == 0
+        same = capsys.readouterr().out
+        assert main(["submit", str(changed)]) == 1
+        other = capsys.readouterr().out
+        started = list(STARTED)
+    finally:
+        STARTED = None
+    assert started == []
+    assert "max-cut 1.0.0: already published with identical content; nothing changed" in same
+    assert "the gates did not run: this version is already published" in same
+    assert "**Rejected at the publication stage.**" in other
+    assert "max-cut 1.0.0 is already published with other content" in other
+    for out in (same, other):
+        assert "## Gates" not in out and "Sandbox:" not in out
 
 
 @pytest.mark.xdist_group("max-cut-submitted")
@@ -106,7 +166,7 @@ def test_the_flows_account_reaches_publication(first_submit, max_cut: Path, tmp_
 GATE_FAILING = SAMPLING_MODULE  # no noise-model case in the tiny workflow: fidelity_checked fails
 
 
-def test_a_workflow_failing_a_gate_is_not_published(prefect, qsolve_home: Path, wf: WorkflowDir) -> None:
+def test_a_workflow_failing_a_gate_is_not_published(prefect, home: Path, wf: WorkflowDir) -> None:
     wf.write("workflow.py", GATE_FAILING)  # no noise-model case: fidelity_checked fails
     state, report = submit(wf.root)
     assert state.is_failed()
@@ -116,7 +176,7 @@ def test_a_workflow_failing_a_gate_is_not_published(prefect, qsolve_home: Path, 
         "fidelity_checked: no case sets a non-zero min_fidelity on a fake: or ibm: target"
     )
     assert "Rejected at the gates stage" in report.markdown()
-    assert rows(qsolve_home, "tiny") == []
+    assert rows(home, "tiny") == []
     # a clean Failed run: Prefect resolves its data into an exception (no TypeError in the engine)
     from prefect.states import get_state_exception
 
@@ -127,7 +187,7 @@ def test_a_workflow_failing_a_gate_is_not_published(prefect, qsolve_home: Path, 
     assert state.message == str(rejected) == f"rejected at the gates stage: {reason}"
 
 
-def test_the_flow_runs_final_state_names_a_methods_exception(prefect, wf: WorkflowDir) -> None:
+def test_the_flow_runs_final_state_names_a_methods_exception(prefect, home, wf: WorkflowDir) -> None:
     """Issue 23: the Prefect flow run's final state says what ``qsolve test`` says, the workflow's frame
     and all, not only "no headline metric"."""
     from tests.qsolve.test_failures import EXPECTED, MODULE
@@ -140,7 +200,7 @@ def test_the_flow_runs_final_state_names_a_methods_exception(prefect, wf: Workfl
     assert f"cases_pass: 1 of 1 cases fail: x1 ({EXPECTED[1]})" in state.message, state.message
 
 
-def test_a_history_case_that_cannot_be_priced_is_counted_not_recorded(prefect, qsolve_home, wf) -> None:
+def test_a_history_case_that_cannot_be_priced_is_counted_not_recorded(prefect, home, wf) -> None:
     estimate = """
 
 def estimate(input, params):
@@ -165,7 +225,7 @@ def estimate(input, params):
             " (workflow.py:25)",  # the workflow's own frame
         )
     ]
-    assert [r[0] for r in rows(qsolve_home, "priced")] == ["one"]
+    assert [r[0] for r in rows(home, "priced")] == ["one"]
 
 
 def test_a_history_stage_that_fails_as_a_whole_shows_as_skipped(prefect) -> None:
@@ -176,7 +236,7 @@ def test_a_history_stage_that_fails_as_a_whole_shows_as_skipped(prefect) -> None
     assert outcome.message.startswith("NotFound: no published version never-published 0.0.1")
 
 
-def test_two_cases_of_one_name_each_run_on_their_own_target_once(prefect, qsolve_home, wf) -> None:
+def test_two_cases_of_one_name_each_run_on_their_own_target_once(prefect, home, wf) -> None:
     wf.write("workflow.py", GATE_FAILING)
     wf.manifest["name"] = "same-names"
     wf.cases["cases"] = [
@@ -187,7 +247,7 @@ def test_two_cases_of_one_name_each_run_on_their_own_target_once(prefect, qsolve
     state, report = submit(wf.root)
     assert state.is_completed(), report.markdown()
     assert report.history.recorded == ["same", "same"] and report.history.not_run == []
-    with duckdb.connect(str(qsolve_home / "trackrecord.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True) as con:
         got = con.execute(
             "select target, quantum from rows where workflow = 'same-names' order by target"
         ).fetchall()
@@ -200,12 +260,18 @@ def test_a_folder_that_does_not_exist_is_said_so_not_as_lint_codes(prefect, tmp_
     assert report.reasons == [f"{tmp_path / 'nowhere'}: no such folder (on the machine running the flow)"]
 
 
-@pytest.mark.xdist_group("max-cut-submitted")
-def test_the_report_artifacts_are_keyed_by_workflow_and_escape_what_they_quote(prefect, max_cut) -> None:
+def test_the_report_artifacts_are_keyed_by_workflow_and_escape_what_they_quote(
+    prefect, home, max_cut
+) -> None:
+    """In a fresh home, where the gates run (and make the gates' table artifact)."""
     from prefect.client.orchestration import get_client
 
-    state, report = submit(max_cut)
-    assert state.is_completed()
+    from flows.submission import report_of, submission_flow
+
+    state = submission_flow(str(max_cut), run_history=False, account="dev", return_state=True)
+    report = report_of(state)
+    assert state.is_completed(), report.markdown()
+    assert [g.passed for g in report.gates] == [True] * 8
     with get_client(sync_client=True) as client:
         keys = {a.key: a for a in client.read_latest_artifacts()}
     assert {"max-cut-submission-report", "max-cut-submission-gates"} <= set(keys)

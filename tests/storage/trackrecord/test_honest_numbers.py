@@ -101,8 +101,14 @@ def test_a_zero_baseline_a_sign_mistake_a_flaky_and_a_crashing_method(wf: Workfl
     results = [*first, run("flaky"), run("flaky")]
     rows = [
         TrackRecordRow.from_result(
-            r, workflow="honest", version="1.0.0", source="history", run_id=f"r{i}", device="aer_simulator",
-            credits=0, recorded_at=START + timedelta(minutes=i),
+            r,
+            workflow="honest",
+            version="1.0.0",
+            source="history",
+            run_id=f"r{i}",
+            device="aer_simulator",
+            credits=0,
+            recorded_at=START + timedelta(minutes=i),
         )
         for i, r in enumerate(results)
     ]
@@ -151,3 +157,51 @@ def test_a_zero_baseline_a_sign_mistake_a_flaky_and_a_crashing_method(wf: Workfl
         assert con.sql(cards).fetchall() == [(pytest.approx(5 / 6), 2)]
     finally:
         con.close()
+
+
+def test_a_headline_no_row_can_have_says_none_not_none_yet(tmp_path, monkeypatch) -> None:
+    """Every track-record row ran and has no accuracy (a zero baseline, a crash): the page, in the
+    terminal and on the web, says the headline is none and why, never "none yet", which waits for a row
+    that will come (the web list's card already said "no accuracy")."""
+    from fastapi.testclient import TestClient
+
+    from qsolve.judging.deciding import BELOW, ZERO_BASELINE
+    from qsolve.web.app import create_app
+    from tests.storage.trackrecord import builders
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("QSOLVE_HOME", str(home))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    zero = f"{ZERO_BASELINE}, so this case has none and is left out of the headline"
+    file_rows(
+        [
+            builders.row("z1", case="zero", accuracy=None, verdict=BELOW, warnings=[zero]),
+            builders.row(
+                "c1",
+                case="crash",
+                minute=1,
+                passed=False,
+                accuracy=None,
+                status="crash",
+                verdict=NOT_COMPARED,
+                quantum=None,
+                gap=None,
+                abs_error=None,
+            ),
+        ],  # fmt: skip
+        home,
+    )
+    said = "Headline accuracy: none (2 rows have none: the baseline is 0 in 1, nothing compared in 1)"
+    console = Console(record=True, width=400)
+    render_page(page("max-cut", home=home), console)
+    text = console.export_text()
+    assert said in text and "none yet" not in text
+    with TestClient(create_app(home), base_url="http://127.0.0.1:8000", follow_redirects=False) as client:
+        html = client.get("/workflows/max-cut").text
+    assert (
+        'Headline accuracy: <span class="none">none (2 rows have none: the baseline is 0 in 1, nothing '
+        in html
+    )
+    assert "none yet" not in html
