@@ -125,7 +125,31 @@ def _warnings_on_stderr(command: str) -> Iterator[None]:
         yield
 
 
+def arrow_without_pandas() -> None:
+    """Have pyarrow take pandas for absent when it only asks whether pandas is there. pyarrow asks the
+    first time it builds an array or gives Python a time with a zone (``to_pylist``), importing pandas to
+    find out (a second of CPU, more than the rest of ``qsolve page``), though it hands pandas nothing
+    there; it keeps the answer for the process. Asked here while ``import pandas`` fails, the answer it
+    keeps is no: such times come as ``datetime`` (as they do for microseconds whatever the answer), and
+    what truly needs pandas (``to_pandas``) still imports it. Nothing where pandas is loaded already."""
+    if "pandas" in sys.modules:
+        return
+    import pyarrow
+
+    shim = getattr(pyarrow.lib, "_pandas_api", None)
+    if shim is None:
+        return
+    sys.modules["pandas"] = None  # type: ignore[assignment]  # import pandas raises ImportError
+    try:
+        shim.have_pandas  # noqa: B018 - the question asked, and its answer kept
+    except Exception:  # noqa: BLE001 - another pyarrow: it asks when it asks
+        pass
+    finally:
+        del sys.modules["pandas"]
+
+
 def cmd_query(args: argparse.Namespace) -> int:
+    arrow_without_pandas()
     with _warnings_on_stderr("query"):
         return _query(args)
 
@@ -196,6 +220,7 @@ def cmd_receipts(args: argparse.Namespace) -> int:
 
 
 def cmd_page(args: argparse.Namespace) -> int:
+    arrow_without_pandas()
     with _warnings_on_stderr("page"):
         return _page(args)
 
