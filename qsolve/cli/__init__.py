@@ -11,7 +11,10 @@ ibm          python -m qsolve.targets.ibm               report_view how qsolve t
 
 Exit codes: 0 everything passed, 1 something failed, 2 the input could not be read or the command
 was misused. Commands that need Prefect or storage import them inside the command, so ``qsolve lint``
-and ``qsolve test`` never load Prefect.
+and ``qsolve test`` never load Prefect; a command line builds the parser of its command's area alone
+(``AREA_OF``), so that a command imports no other area's module, and the read commands (``READS``:
+page, query, views-sql, verify, receipts) load no pandas, Prefect or Qiskit (issue 39, item 4;
+``python bench/imports.py --reads``).
 """
 
 from __future__ import annotations
