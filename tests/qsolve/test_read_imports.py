@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from qsolve.cli import AREA_OF, AREAS, READS, WORKFLOW_COMMANDS
+from qsolve.cli import AREA_OF, AREAS, READS, WORKFLOW_COMMANDS, build_parser
 from tests.conftest import REPO
 
 #: what no read command may load: each module's own name and any of its submodules
@@ -136,3 +136,14 @@ def test_the_registry_names_every_command_of_each_area() -> None:
         importlib.import_module(f"qsolve.cli.{area}").add_commands(sub)
         assert sorted(sub.choices) == sorted(c for c, a in AREA_OF.items() if a == area), area
     assert set(AREA_OF) >= READS and set(AREA_OF).isdisjoint(WORKFLOW_COMMANDS)
+
+    def commands(parser: argparse.ArgumentParser) -> list[str]:
+        return sorted(next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices)
+
+    assert commands(build_parser("lint")) == sorted(WORKFLOW_COMMANDS)
+    assert commands(build_parser("page")) == sorted(
+        [*WORKFLOW_COMMANDS, "query", "views-sql", "receipts", "page"]
+    )
+    assert (
+        commands(build_parser()) == commands(build_parser("--help")) == sorted([*WORKFLOW_COMMANDS, *AREA_OF])
+    )
