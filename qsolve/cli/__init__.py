@@ -11,7 +11,10 @@ ibm          python -m qsolve.targets.ibm               report_view how qsolve t
 
 Exit codes: 0 everything passed, 1 something failed, 2 the input could not be read or the command
 was misused. Commands that need Prefect or storage import them inside the command, so ``qsolve lint``
-and ``qsolve test`` never load Prefect.
+and ``qsolve test`` never load Prefect; a command line builds the parser of its command's area alone
+(``AREA_OF``), so that a command imports no other area's module, and the read commands (``READS``:
+page, query, views-sql, verify, receipts) load no pandas, Prefect or Qiskit (issue 39, item 4;
+``python bench/imports.py --reads``).
 """
 
 from __future__ import annotations
@@ -350,7 +353,36 @@ def _rebuild_track_record(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: the modules of the command line's areas, in the order the help lists their commands
+AREAS = (
+    "trackrecord", "receipts", "providers", "worker", "hardware", "credits", "knowledge", "calibration",
+    "evaluation", "web", "server",
+)  # fmt: skip
+
+#: the commands of this module
+WORKFLOW_COMMANDS = ("lint", "test", "submit", "run", "history", "maintenance", "check")
+
+#: each area's commands: a command line naming one builds that area's parser alone, so that a command
+#: imports no other area's module (``qsolve page`` loads neither the providers' options nor the Prefect
+#: server's module); a test holds this table to what each area's ``add_commands`` adds
+AREA_OF = {
+    "query": "trackrecord", "page": "trackrecord", "views-sql": "trackrecord", "receipts": "trackrecord",
+    "verify": "receipts", "receipt-key": "receipts", "providers": "providers", "worker": "worker",
+    "quote": "hardware", "confirm": "hardware", "refuse": "hardware", "credits": "credits",
+    "knowledge": "knowledge", "calibrate": "calibration", "evaluate": "evaluation",
+    "evaluations": "evaluation", "serve": "web", "accounts": "web", "server": "server",
+}  # fmt: skip
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command's, or, given the ``command`` a command line names, only
+    what it needs (the workflow commands' and, for an area's command, that area's)."""
+    if command in AREA_OF:
+        areas: tuple[str, ...] = (AREA_OF[command],)
+    elif command in WORKFLOW_COMMANDS:
+        areas = ()
+    else:  # none named, or not a command (a misspelling, --help): every one, for argparse to list
+        areas = AREAS
     parser = argparse.ArgumentParser(
         prog="qsolve", description="Publish quantum workflows with an honest track record."
     )
@@ -419,29 +451,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_maintenance)
 
-    from qsolve.cli.calibration import add_commands as add_calibration_commands
-    from qsolve.cli.credits import add_commands as add_credit_commands
-    from qsolve.cli.evaluation import add_commands as add_evaluation_commands
-    from qsolve.cli.hardware import add_commands as add_hardware_commands
-    from qsolve.cli.knowledge import add_commands as add_knowledge_commands
-    from qsolve.cli.providers import add_commands as add_provider_commands
-    from qsolve.cli.receipts import add_commands as add_receipt_commands
-    from qsolve.cli.server import add_commands as add_server_commands
-    from qsolve.cli.trackrecord import add_commands as add_trackrecord_commands
-    from qsolve.cli.web import add_commands as add_web_commands
-    from qsolve.cli.worker import add_commands as add_worker_commands
+    import importlib
 
-    add_trackrecord_commands(sub)
-    add_receipt_commands(sub)
-    add_provider_commands(sub)
-    add_worker_commands(sub)
-    add_hardware_commands(sub)
-    add_credit_commands(sub)
-    add_knowledge_commands(sub)
-    add_calibration_commands(sub)
-    add_evaluation_commands(sub)
-    add_web_commands(sub)
-    add_server_commands(sub)
+    for area in areas:
+        importlib.import_module(f"qsolve.cli.{area}").add_commands(sub)
 
     p = sub.add_parser("check", help="the submission checks of every case, as the platform runs them")
     p.add_argument("dir", metavar="DIR")
@@ -451,8 +464,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     # what follows ``--`` is a program and its arguments (providers add NAME --process -- CMD ARG...):
     # argparse's nested subcommands do not pass ``--`` through, so it is taken off here
     after = argv[argv.index("--") + 1 :] if "--" in argv else None
@@ -493,6 +506,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 #: interpreter's teardown of Qiskit and Aer's objects costs a third of a second)
 ENDS_AT_ONCE = {"test", "lint", "check"}
 
+#: the read commands (issue 39, item 4): they load only what they read (a test holds them to no pandas,
+#: Prefect or Qiskit), and end as those above, once their exit functions have run: what they wrote is
+#: closed before they return, and the teardown of DuckDB's, Arrow's and pydantic's objects costs a
+#: tenth of a second of ``qsolve page``
+READS = {"page", "query", "views-sql", "verify", "receipts"}
+
 
 #: commands that start helpers of their own (Prefect's temporary server, a provider's process, sandbox
 #: folders): run as a command, each gets a janitor, so that even SIGKILL leaves nothing behind
@@ -510,7 +529,11 @@ def run() -> None:
 
         guard()
     code = main(argv)
-    if argv[:1] and argv[0] in ENDS_AT_ONCE:
+    if argv[:1] and argv[0] in ENDS_AT_ONCE | READS:
+        if argv[0] in READS:
+            import atexit
+
+            atexit._run_exitfuncs()  # a reading's temporary schema file removed, logging flushed
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -125,7 +125,40 @@ def _warnings_on_stderr(command: str) -> Iterator[None]:
         yield
 
 
+def arrow_without_pandas() -> None:
+    """Have pyarrow take pandas for absent when it only asks whether pandas is there. pyarrow asks the
+    first time it builds an array or gives Python a time with a zone (``to_pylist``), importing pandas to
+    find out (a second of CPU, more than the rest of ``qsolve page``), though it hands pandas nothing
+    there; it keeps the answer for the process. Asked here while ``import pandas`` fails, the answer it
+    keeps is no: such times come as ``datetime`` (as they do for microseconds whatever the answer), and
+    what truly needs pandas (``to_pandas``) imports it then. Nothing where pandas is loaded already."""
+    if "pandas" in sys.modules:
+        return
+    import pyarrow
+
+    shim = getattr(pyarrow.lib, "_pandas_api", None)
+    if shim is None:
+        return
+    refusal = _NoPandas()
+    sys.meta_path.insert(0, refusal)
+    try:
+        shim.have_pandas  # noqa: B018 - the question asked, and its answer kept
+    except Exception:  # noqa: BLE001 - another pyarrow: it asks when it asks
+        pass
+    finally:
+        sys.meta_path.remove(refusal)
+
+
+class _NoPandas:
+    """A finder that has ``import pandas`` fail, for as long as it is on ``sys.meta_path``."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas":
+            raise ModuleNotFoundError("pandas: not for a read command", name=name)
+
+
 def cmd_query(args: argparse.Namespace) -> int:
+    arrow_without_pandas()
     with _warnings_on_stderr("query"):
         return _query(args)
 
@@ -196,6 +229,7 @@ def cmd_receipts(args: argparse.Namespace) -> int:
 
 
 def cmd_page(args: argparse.Namespace) -> int:
+    arrow_without_pandas()
     with _warnings_on_stderr("page"):
         return _page(args)
 

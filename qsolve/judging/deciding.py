@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from qsolve.judging.results import MethodOutcome, Quality
-from qsolve.workflow.cases import Expect
-from qsolve.workflow.manifest import Metric
+if TYPE_CHECKING:  # names in signatures only: the track record's readers load no workflow models
+    from qsolve.judging.results import MethodOutcome, Quality
+    from qsolve.workflow.cases import Expect
+    from qsolve.workflow.manifest import Metric
 
 MATCHES = "Matches the best classical answer"
 BELOW = "Below the best classical answer"

@@ -9,13 +9,15 @@ from __future__ import annotations
 import importlib.metadata
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blake3 import blake3
-from qiskit import QuantumCircuit
 
 from qsolve.receipts.canonical import canonical_bytes
 from qsolve.receipts.seal import ENGINE_NAME
+
+if TYPE_CHECKING:  # in signatures only: checking a receipt's run member (qsolve page) loads no Qiskit
+    from qiskit import QuantumCircuit
 
 PROTOCOL = "wai.quantum.provider/1"
 SCHEMA = "wai.quantum.job-result/1"

@@ -25,12 +25,11 @@ import pyarrow as pa
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from qsolve.judging.deciding import NOT_COMPARED, ZERO_BASELINE, settled_accuracy, zero_baseline_warning
-from qsolve.judging.results import CaseResult, MethodOutcome, canonical_json, to_json_value
-from qsolve.workflow.manifest import Metric
 
 from .errors import NotRecorded
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a reader of rows loads no result models (issue 39): they load where a row is made
+    from qsolve.judging.results import CaseResult, MethodOutcome
     from storage.state import Run
 
 Status = Literal["passed", "failed", "crash", "timeout"]
@@ -218,6 +217,7 @@ class TrackRecordRow(BaseModel):
         naming its device jobs' receipts (blob digests, comma-separated), ``measured`` by the classes
         those receipts seal (:func:`measured_of`); a run failed for a platform reason raises
         :class:`NotRecorded`."""
+        from qsolve.judging.results import CaseResult
         from qsolve.targets import device_of
 
         if run.result is None:
@@ -272,6 +272,9 @@ class TrackRecordRow(BaseModel):
             raise ValueError(f"run {run_id}: status {status!r} for a result that passed")
         if run_seconds is None:
             run_seconds = sum(m.seconds for m in result.methods)
+        from qsolve.judging.results import canonical_json
+        from qsolve.workflow.manifest import Metric
+
         # never the stored accuracy: a run stored before issue 37 kept the seed's number unclamped
         accuracy, accuracy_pm, zero = settled_accuracy(
             result.quantum, result.baseline, result.accuracy, result.accuracy_pm
@@ -334,6 +337,8 @@ def failure_reason(result: CaseResult, status: str) -> str:
 
 def params_text(params: dict[str, Any]) -> str:
     """Parameters as canonical JSON text: sorted keys, no spaces, non-finite numbers by name."""
+    from qsolve.judging.results import canonical_json, to_json_value
+
     return canonical_json(to_json_value(params)).decode()
 
 
