@@ -45,6 +45,13 @@ from pathlib import Path
 #: and a small simulation charged 75 to 78 MB to a workflow process's cgroup here (at most, over the
 #: jobs of tests/qsolve/sandbox/test_sandbox.py)
 RUNTIME_MB = 256
+#: allowed on top of that where the job's platform worker is charged to the same cgroup (issue 35): the
+#: platform's pages it copies on first write (Python writes every object it reads: its count of
+#: references), Aer's and the transpiler's own working set. The worker charged 90 to 260 MB here over
+#: the example workflows' gates (memory.max_usage_in_bytes, less the workflow process's own)
+WORKER_MB = 512
+#: a job's memory budget is its ``memory_mb`` and this: its workflow process's runtime and its worker's
+JOB_OVERHEAD_MB = RUNTIME_MB + WORKER_MB
 CONTROLLERS = ("memory", "pids")
 #: every cgroup of a workflow process is named ``qsolve-sandbox-<platform pid>-<random>``
 PREFIX = "qsolve-sandbox-"
@@ -155,18 +162,33 @@ class Cgroup:
     def counts_threads(self) -> bool:
         return "pids" in self.paths
 
-    def limit(self, memory_mb: int) -> None:
-        """Bound the memory the process may hold: :data:`RUNTIME_MB` plus ``memory_mb``, no swap."""
+    def limit(self, memory_mb: int, overhead_mb: int = RUNTIME_MB) -> None:
+        """Bound the memory the cgroup's processes may hold together: ``overhead_mb`` (what a runtime
+        holds: :data:`RUNTIME_MB`, and :data:`WORKER_MB` more where a job's worker joins it) plus
+        ``memory_mb``, no swap."""
         if "memory" not in self.paths:
             return
         self.memory_mb = memory_mb
-        cap = str((RUNTIME_MB + memory_mb) * 2**20)
+        cap = str((overhead_mb + memory_mb) * 2**20)
         if self.v2["memory"]:
             self._write("memory", "memory.max", cap)
             self._write("memory", "memory.swap.max", "0")
         else:  # v1: the limit of memory and swap together may not be below the limit of memory
             self._write("memory", "memory.limit_in_bytes", cap)
             self._write("memory", "memory.memsw.limit_in_bytes", cap, missing_ok=True)
+
+    def take(self, pid: int) -> bool:
+        """Move process ``pid`` (the job's platform worker) into this memory cgroup: what it allocates
+        from now on is charged here, against the same limit as the workflow process (what it held
+        before stays charged where it was). Whether it moved."""
+        path = self.paths.get("memory")
+        if path is None:
+            return False
+        try:
+            (path / "cgroup.procs").write_text(str(pid))
+        except OSError:
+            return False
+        return True
 
     def _write(self, controller: str, name: str, value: str, missing_ok: bool = False) -> None:
         try:
