@@ -110,9 +110,8 @@ def _bound(memory_mb: int) -> None:
     # the kernel's out-of-memory killer takes the worker first, in its job's cgroup as on the machine:
     # its work is the platform's to stop (it fails its case, naming the budget), never the platform's
     # own processes, the database's or another job's
-    with contextlib.suppress(OSError):
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write(str(OOM_SCORE_ADJ))
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+        f.write(str(OOM_SCORE_ADJ))
     # a thread pool of the parent does not exist in a forked child: parallel libraries stay on this one
     os.environ.update({"QISKIT_IN_PARALLEL": "TRUE", "OMP_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1"})
 

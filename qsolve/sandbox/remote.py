@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from qsolve.errors import Unconfined, WorkflowProcessFailed
 from qsolve.home import qsolve_home
 from qsolve.runtime import worker
-from qsolve.runtime.cgroups import JOB_OVERHEAD_MB
+from qsolve.runtime.cgroups import WORKER_MB
 from qsolve.sandbox import circuits
 from qsolve.sandbox.calls import Answer, MethodReturn, one_line
 from qsolve.sandbox.confine import Job, Protections
@@ -91,7 +91,7 @@ class RemoteCode:
         p.memory_mb = memory_mb
         # before the job is sent: no workflow code runs unbounded. One budget for the job: the process
         # and the platform's worker that simulates and scores its circuits (charged here: _worker)
-        p.cgroup.limit(memory_mb, JOB_OVERHEAD_MB)
+        p.cgroup.limit(memory_mb, worker_mb=WORKER_MB)
         job = Job(
             root=str(p.workflow),
             module=module,

@@ -27,6 +27,11 @@ def test_a_cgroup_bounds_memory_and_threads_and_is_removed() -> None:
         memory = made.paths["memory"]
         name = "memory.max" if made.v2["memory"] else "memory.limit_in_bytes"
         assert int((memory / name).read_text()) == (cgroups.RUNTIME_MB + 100) * 2**20
+        # a job's: the process's own leaf as before, the job's budget with its worker's leaf around both
+        made.limit(100, worker_mb=cgroups.WORKER_MB)
+        assert set(made.leaves) == {cgroups.WORKFLOW, cgroups.WORKER}
+        assert int((memory / name).read_text()) == (cgroups.JOB_OVERHEAD_MB + 100) * 2**20
+        assert int((made.leaves[cgroups.WORKFLOW] / name).read_text()) == (cgroups.RUNTIME_MB + 100) * 2**20
         assert (made.paths["pids"] / "pids.max").read_text().strip() == str(cgroups.THREADS)
         other = cgroups.Cgroup.make()
         other.remove()
@@ -98,16 +103,16 @@ HOLDER = "import sys\nheld = b'\\x01' * (64 << 20)\nprint('held', flush=True)\ns
 @writable
 def test_a_jobs_worker_and_its_workflow_process_share_one_budget() -> None:
     """Issue 35, item 4: the platform's work for a job is charged to the job's memory cgroup, with its
-    workflow process. The process holds 64 MB, the worker's work 96 MB: each fits the budget of 160 MB,
-    the two together do not; the kernel's out-of-memory killer ends the worker (never the workflow
-    process first), and its work fails naming the job's budget."""
+    workflow process. The process holds 64 MB (within its own 100), the worker's work 96 MB: each fits
+    the job's budget of 160 MB, the two together do not; the kernel's out-of-memory killer ends the
+    worker (never the workflow process first), and its work fails naming the job's budget."""
     from qsolve.runtime import worker
 
     made = cgroups.Cgroup.make()
     one = worker.Worker(160)
     holder = None
     try:
-        made.limit(160, overhead_mb=0)
+        made.limit(100, overhead_mb=0, worker_mb=60)  # the process alone 100 MB, the job 160 MB
         fds = made.joining()
         holder = subprocess.Popen(
             [sys.executable, "-c", HOLDER],
@@ -120,7 +125,7 @@ def test_a_jobs_worker_and_its_workflow_process_share_one_budget() -> None:
         assert holder.stdout.readline() == b"held\n"
         one.charge_to(made)
         assert one.call(_written, 8, what="a small batch", deadline=time.monotonic() + 60) == 8 * 2**20
-        assert str(one.pid) in (made.paths["memory"] / "cgroup.procs").read_text().split()
+        assert str(one.pid) in (made.leaves[cgroups.WORKER] / "cgroup.procs").read_text().split()
         with pytest.raises(worker.WorkStopped) as stopped:
             one.call(_written, 96, what="simulating a batch", deadline=time.monotonic() + 60)
         assert str(stopped.value) == (
