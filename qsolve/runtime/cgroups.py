@@ -15,6 +15,11 @@ cgroup namespace of its own (so that it sees its cgroup as ``/``):
   platform says so (:meth:`Cgroup.oom_killed`);
 - ``pids``: at most :data:`THREADS` threads, its own count and no one else's.
 
+The memory cgroup has two leaves (issue 35): :data:`WORKFLOW`, the process's, with the limit above, and
+:data:`WORKER`, into which the job's platform worker is moved (:meth:`Cgroup.take`) while it works for
+the process; the cgroup around both is bounded by the job's budget, ``memory_mb`` and
+:data:`JOB_OVERHEAD_MB`: one job, one budget, whatever its worker simulates.
+
 Once a process has exited, what is still charged to its memory cgroup (the page cache it filled) is
 dropped before the next process of the job starts (:meth:`Cgroup.drop_cache`), so that the re-run of
 ``reproducible`` cannot time reads to learn which files the first process read.
