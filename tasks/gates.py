@@ -47,7 +47,7 @@ def gates_stage(folder: str, checks: SubmissionChecks) -> ValidationReport | Sta
 
     report = run_gates(
         Path(folder), checks, on_event=progress, process=take_ahead(),
-        require_confinement=confinement_required(),
+        require_confinement=confinement_required(), tell=logger.warning,
     )  # fmt: skip
     failed = [g.name for g in report.gates if not g.passed]
     if failed or not report.checks.ok:  # the task run says so in the UI: Failed, its report as its data

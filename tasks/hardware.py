@@ -450,7 +450,7 @@ def run_quote(
             try:
                 run_case(
                     db, folder, version, quote.case_index, case, Source.HARDWARE, quote.account,
-                    wf.manifest.resources, run=run, cap=quote.authorised,
+                    wf.manifest.resources, run=run, cap=quote.authorised, tell=_log,
                 )  # fmt: skip
             except BaseException as e:  # a platform stop (SIGTERM, SIGINT, a cancellation): never a crash
                 db.end_stopped_runs(lease.owner, f"{why_of(e)}: the run did not end", run_id=run.id)

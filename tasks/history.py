@@ -17,12 +17,12 @@ from tasks.runs import RunOutcome, run_case
 def history_case(
     folder: str, version: Version, index: int, case: Case, resources: Resources, owner: str, stage: Stage
 ) -> RunOutcome:
+    logger = get_run_logger()
     with connect() as db:
         outcome = run_case(
             db, Path(folder), version, index, case, Source.HISTORY, SYSTEM_ACCOUNT, resources,
-            owner=owner, stage=stage,
+            owner=owner, stage=stage, tell=logger.warning,
         )  # fmt: skip
-    logger = get_run_logger()
     log = logger.info if outcome.recorded and outcome.why == "pass" else logger.warning
     log("case %s %s on %s: %s", index, case.name, outcome.target, outcome.line())
     return outcome

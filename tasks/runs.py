@@ -9,6 +9,7 @@ because of the workflow (it raised, crashed the job, or ran out of time) is reco
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -17,14 +18,15 @@ from typing import Any
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md): the cases are simulated here
 from sqlalchemy.exc import OperationalError
 
-from qsolve.errors import Unconfined
+from qsolve.errors import PlatformStopped, Unconfined
 from qsolve.judging.results import CaseResult
+from qsolve.runtime.admission import BudgetSettingInvalid
 from qsolve.runtime.failpoint import failpoint
 from qsolve.runtime.heartbeat import beat
 from qsolve.runtime.stopping import stopped
 from qsolve.targets import TargetUnavailable, UnknownTarget, check_target, open_target
 from qsolve.validation.checks import DEFAULT_TARGET
-from qsolve.validation.jobs import Limits, Outcome, run_case_job
+from qsolve.validation.jobs import Limits, Outcome, admitted, run_case_job
 from qsolve.workflow.cases import Case
 from qsolve.workflow.manifest import Resources
 from storage.state import (
@@ -76,14 +78,43 @@ def run_case(
     default_target: str = DEFAULT_TARGET,
     run: Run | None = None,
     cap: Decimal | None = None,
+    tell: Callable[[str], None] | None = None,
 ) -> RunOutcome:
     """``cases[index]`` as a run of ``account``, kept alive by ``owner``'s lease; in a history stage,
     ``stage`` gives the case its one place in the round. ``run``: a run made already (a confirmed
-    quote's), used instead of a new one; ``cap``: the most its hold may take (what was authorised)."""
+    quote's), used instead of a new one; ``cap``: the most its hold may take (what was authorised).
+    The case's job first claims its memory budget on the host's budget for jobs at once, waiting
+    (said once through ``tell``) until it fits, before its run is made: its run's deadline counts
+    from then."""
     target = case.target or default_target
     limits = db.settings.limits(source)
     own = Limits.of(resources)  # the manifest's, raised to 300 s and capped as the seed says
     job_limits = Limits(timeout_s=limits.seconds or own.timeout_s, memory_mb=own.memory_mb)
+    try:
+        with admitted(job_limits, f"case {index} {case.name}", tell):
+            return _admitted(
+                db, folder, version, index, case, source, account, job_limits, owner, stage, target, run, cap
+            )
+    except (PlatformStopped, BudgetSettingInvalid) as e:  # stopped while it waited; a bad setting
+        reason = FailureReason.PLATFORM_ERROR.value
+        return RunOutcome(case.name, target, None, False, "not run", reason, str(e))
+
+
+def _admitted(
+    db: StateDB,
+    folder: Path,
+    version: Version,
+    index: int,
+    case: Case,
+    source: Source,
+    account: str,
+    job_limits: Limits,
+    owner: str | None,
+    stage: Stage | None,
+    target: str,
+    run: Run | None,
+    cap: Decimal | None,
+) -> RunOutcome:
     beat()
     if why := stopped():  # the flow was stopped before this case began
         return RunOutcome(case.name, target, None, False, "not run", FailureReason.PLATFORM_ERROR.value, why)
@@ -179,7 +210,7 @@ def _run(
         return False
 
     try:
-        outcome = run_case_job(folder, index, target, job_limits, approve)
+        outcome = run_case_job(folder, index, target, job_limits, approve, admit=False)  # admitted already
     except OSError as e:
         return refuse(FailureReason.PLATFORM_ERROR, f"the sandbox did not start: {e}")
     except Unconfined as e:

@@ -15,6 +15,11 @@ cgroup namespace of its own (so that it sees its cgroup as ``/``):
   platform says so (:meth:`Cgroup.oom_killed`);
 - ``pids``: at most :data:`THREADS` threads, its own count and no one else's.
 
+The memory cgroup has two leaves (issue 35): :data:`WORKFLOW`, the process's, with the limit above, and
+:data:`WORKER`, into which the job's platform worker is moved (:meth:`Cgroup.take`) while it works for
+the process; the cgroup around both is bounded by the job's budget, ``memory_mb`` and
+:data:`JOB_OVERHEAD_MB`: one job, one budget, whatever its worker simulates.
+
 Once a process has exited, what is still charged to its memory cgroup (the page cache it filled) is
 dropped before the next process of the job starts (:meth:`Cgroup.drop_cache`), so that the re-run of
 ``reproducible`` cannot time reads to learn which files the first process read.
@@ -45,6 +50,16 @@ from pathlib import Path
 #: and a small simulation charged 75 to 78 MB to a workflow process's cgroup here (at most, over the
 #: jobs of tests/qsolve/sandbox/test_sandbox.py)
 RUNTIME_MB = 256
+#: allowed on top of that where the job's platform worker is charged to the same cgroup (issue 35): the
+#: platform's pages it copies on first write (Python writes every object it reads: its count of
+#: references), Aer's and the transpiler's own working set. The worker charged 90 to 260 MB here over
+#: the example workflows' gates (memory.max_usage_in_bytes, less the workflow process's own)
+WORKER_MB = 512
+#: a job's memory budget is its ``memory_mb`` and this: its workflow process's runtime and its worker's
+JOB_OVERHEAD_MB = RUNTIME_MB + WORKER_MB
+#: the two leaves of a job's memory cgroup, whose limit is the job's budget: the workflow process's own
+#: (its limit as before: RUNTIME_MB and memory_mb) and the platform worker's (bounded by the job's)
+WORKFLOW, WORKER = "workflow", "worker"
 CONTROLLERS = ("memory", "pids")
 #: every cgroup of a workflow process is named ``qsolve-sandbox-<platform pid>-<random>``
 PREFIX = "qsolve-sandbox-"
@@ -115,6 +130,8 @@ class Cgroup:
     v2: dict[str, bool] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     memory_mb: int | None = None
+    #: the leaves of its memory cgroup (:data:`WORKFLOW`, :data:`WORKER`); none where they could not be made
+    leaves: dict[str, Path] = field(default_factory=dict)
 
     @classmethod
     def make(cls) -> Cgroup:
@@ -138,35 +155,82 @@ class Cgroup:
                     path.rmdir()
                 continue
             made.paths[controller], made.v2[controller] = path, own.v2
+        made._make_leaves()
         if "pids" in made.paths:
             made._write("pids", "pids.max", str(THREADS))
         return made
 
+    def _make_leaves(self) -> None:
+        """The memory cgroup's two leaves: the process joins :data:`WORKFLOW`, a job's platform worker
+        :data:`WORKER` (:meth:`take`). Where they cannot be made, both are in the one cgroup."""
+        top = self.paths.get("memory")
+        if top is None:
+            return
+        try:
+            if self.v2["memory"]:  # the unified hierarchy: its controllers passed on to the leaves
+                both = self.paths.get("pids") == top
+                (top / "cgroup.subtree_control").write_text("+memory +pids" if both else "+memory")
+            for leaf in (WORKFLOW, WORKER):
+                (top / leaf).mkdir(mode=0o700)
+                self.leaves[leaf] = top / leaf
+        except OSError:
+            for path in self.leaves.values():
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+            self.leaves.clear()
+
     def joining(self) -> list[int]:
-        """Descriptors of each cgroup's ``cgroup.procs``, opened before the fork: :func:`join` writes the
-        process's pid in them between fork and exec."""
-        fds = []
+        """Descriptors of each cgroup's ``cgroup.procs`` (the memory cgroup's :data:`WORKFLOW` leaf), opened
+        before the fork: :func:`join` writes the process's pid in them between fork and exec."""
+        fds, seen = [], set()
         for path in self.paths.values():
+            where = self.leaves.get(WORKFLOW, path) if path == self.paths.get("memory") else path
+            if where in seen:  # cgroup v2: one hierarchy for both controllers
+                continue
+            seen.add(where)
             with contextlib.suppress(OSError):
-                fds.append(os.open(path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
+                fds.append(os.open(where / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
         return fds
 
     @property
     def counts_threads(self) -> bool:
         return "pids" in self.paths
 
-    def limit(self, memory_mb: int) -> None:
-        """Bound the memory the process may hold: :data:`RUNTIME_MB` plus ``memory_mb``, no swap."""
+    def limit(self, memory_mb: int, overhead_mb: int = RUNTIME_MB, worker_mb: int = 0) -> None:
+        """Bound the memory the process may hold: ``overhead_mb`` (what its runtime holds:
+        :data:`RUNTIME_MB`) plus ``memory_mb``, no swap; and the cgroup's processes together (the
+        process and the job's worker, :meth:`take`) to ``worker_mb`` more (:data:`WORKER_MB`)."""
         if "memory" not in self.paths:
             return
         self.memory_mb = memory_mb
-        cap = str((RUNTIME_MB + memory_mb) * 2**20)
+        self._bound(self.paths["memory"], overhead_mb + worker_mb + memory_mb)
+        if WORKFLOW in self.leaves:
+            self._bound(self.leaves[WORKFLOW], overhead_mb + memory_mb)
+
+    def _bound(self, path: Path, mb: int) -> None:
+        cap = str(mb * 2**20)
         if self.v2["memory"]:
-            self._write("memory", "memory.max", cap)
-            self._write("memory", "memory.swap.max", "0")
-        else:  # v1: the limit of memory and swap together may not be below the limit of memory
-            self._write("memory", "memory.limit_in_bytes", cap)
-            self._write("memory", "memory.memsw.limit_in_bytes", cap, missing_ok=True)
+            (path / "memory.max").write_text(cap)
+            (path / "memory.swap.max").write_text("0")
+        else:  # v1: the limit of memory and swap together may never be below the limit of memory
+            with contextlib.suppress(OSError):  # raised first (lowered after, refused here then)
+                (path / "memory.memsw.limit_in_bytes").write_text(cap)
+            (path / "memory.limit_in_bytes").write_text(cap)
+            with contextlib.suppress(FileNotFoundError):
+                (path / "memory.memsw.limit_in_bytes").write_text(cap)
+
+    def take(self, pid: int) -> bool:
+        """Move process ``pid`` (the job's platform worker) into this memory cgroup: what it allocates
+        from now on is charged here, against the same limit as the workflow process (what it held
+        before stays charged where it was). Whether it moved."""
+        path = self.paths.get("memory")
+        if path is None:
+            return False
+        try:
+            (self.leaves.get(WORKER, path) / "cgroup.procs").write_text(str(pid))
+        except OSError:
+            return False
+        return True
 
     def _write(self, controller: str, name: str, value: str, missing_ok: bool = False) -> None:
         try:
@@ -176,18 +240,21 @@ class Cgroup:
                 raise
 
     def oom_killed(self) -> bool:
-        """Whether the kernel's out-of-memory killer ended a process of this cgroup (for its limit)."""
+        """Whether the kernel's out-of-memory killer ended a process of this cgroup or its leaves (for
+        a limit of theirs)."""
         path = self.paths.get("memory")
         if path is None:
             return False
-        try:
-            text = (path / ("memory.events" if self.v2["memory"] else "memory.oom_control")).read_text()
-        except OSError:
-            return False
-        for line in text.splitlines():
-            key, _, count = line.partition(" ")
-            if key == "oom_kill" and count.strip().isdigit():
-                return int(count) > 0
+        name = "memory.events" if self.v2["memory"] else "memory.oom_control"
+        for where in (path, *self.leaves.values()):
+            try:
+                text = (where / name).read_text()
+            except OSError:
+                continue
+            for line in text.splitlines():
+                key, _, count = line.partition(" ")
+                if key == "oom_kill" and count.strip().isdigit() and int(count) > 0:
+                    return True
         return False
 
     def drop_cache(self) -> None:
@@ -205,23 +272,31 @@ class Cgroup:
                 (path / "memory.force_empty").write_text("0")
 
     def remove(self) -> None:
-        """Kill what is left in the cgroups and remove them."""
-        for path in self.paths.values():
-            until = time.monotonic() + REMOVE_WAIT_S
-            while True:
-                for pid in _pids(path):
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGKILL)
-                try:
-                    path.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:  # EBUSY: a killed process not yet gone
-                    if time.monotonic() > until:
-                        break
-                    time.sleep(0.01)
+        """Kill what is left in the cgroups (and their leaves) and remove them."""
+        for top in self.paths.values():
+            for leaf in (WORKFLOW, WORKER):
+                _remove_one(top / leaf)
+            _remove_one(top)
         self.paths.clear()
+        self.leaves.clear()
+
+
+def _remove_one(path: Path) -> None:
+    """Kill what is left in one cgroup and remove it (gone already: nothing to do)."""
+    until = time.monotonic() + REMOVE_WAIT_S
+    while True:
+        for pid in _pids(path):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:  # EBUSY: a killed process not yet gone
+            if time.monotonic() > until:
+                return
+            time.sleep(0.01)
 
 
 def remove_all_of(pid: int) -> None:

@@ -26,15 +26,20 @@ import signal
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qsolve.errors import OutOfTime
+
+if TYPE_CHECKING:
+    from qsolve.runtime.cgroups import Cgroup
 
 #: what a worker may allocate beyond what the platform had mapped when it forked, by default
 MEMORY_MB = 2048
 #: the most the worker may send back
 RESULT_MAX_BYTES = 256 * 2**20
 POLL_S = 0.5
+#: a worker is what the kernel's out-of-memory killer ends first (the most it takes: 1000)
+OOM_SCORE_ADJ = 1000
 #: the most one validation against a workflow's schema may take: no honest schema needs seconds
 SCHEMA_S = 10.0
 
@@ -102,6 +107,11 @@ def _bound(memory_mb: int) -> None:
     limit = _mapped_bytes() + memory_mb * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # the kernel's out-of-memory killer takes the worker first, in its job's cgroup as on the machine:
+    # its work is the platform's to stop (it fails its case, naming the budget), never the platform's
+    # own processes, the database's or another job's
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+        f.write(str(OOM_SCORE_ADJ))
     # a thread pool of the parent does not exist in a forked child: parallel libraries stay on this one
     os.environ.update({"QISKIT_IN_PARALLEL": "TRUE", "OMP_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1"})
 
@@ -143,6 +153,23 @@ class Worker:
         self.memory_mb = memory_mb
         self.pid: int | None = None
         self._requests = self._answers = -1
+        self.cgroup: Cgroup | None = None  # the job's memory cgroup its work is charged to (charge_to)
+        self._in: Cgroup | None = None  # the one it is in now
+
+    def charge_to(self, cgroup: Cgroup) -> None:
+        """Charge the worker's work from now on to ``cgroup`` (the memory cgroup of the workflow process
+        it works for): the job's one memory budget holds both (issue 35). The worker moves into it
+        before its next piece of work (at once, when forked, before it has done any)."""
+        self.cgroup = cgroup
+
+    def _join(self) -> None:
+        cgroup = self.cgroup
+        if cgroup is not None and self._in is not cgroup and self.pid is not None and cgroup.take(self.pid):
+            self._in = cgroup
+
+    def over_budget(self) -> bool:
+        """Whether the kernel ended a process of the cgroup the worker is charged to, for its limit."""
+        return self._in is not None and self._in.oom_killed()
 
     def _start(self) -> None:
         req_r, req_w = os.pipe()
@@ -161,6 +188,7 @@ class Worker:
         Its value, or :class:`Raised`, :class:`WorkOutOfTime` or :class:`WorkStopped`."""
         if self.pid is None:
             self._start()
+        self._join()
         try:
             return self._call(fn, args, what, deadline)
         except (WorkStopped, OSError) as e:
@@ -201,11 +229,18 @@ class Worker:
         return b"".join(parts)
 
     def _died(self, what: str) -> WorkStopped:
+        over = self.over_budget()
         status = self._reap()
         if status is not None and os.WIFSIGNALED(status):
             how = f"was killed by {signal.Signals(os.WTERMSIG(status)).name}"
         else:
             how = "exited" if status is None else f"exited with status {os.waitstatus_to_exitcode(status)}"
+        if over and status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+            return WorkStopped(
+                f"the platform's worker {how} while it did {what}: over the job's memory budget of "
+                f"{self.memory_mb} MB (its workflow process and the platform's work for it, together; the "
+                "kernel's out-of-memory killer ended it)"
+            )
         return WorkStopped(
             f"the platform's worker {how} while it did {what} (its memory bound is {self.memory_mb} MB)"
         )
@@ -213,7 +248,7 @@ class Worker:
     def _reap(self) -> int | None:
         if self.pid is None:
             return None
-        pid, self.pid = self.pid, None
+        pid, self.pid, self._in = self.pid, None, None
         for fd in (self._requests, self._answers):
             with contextlib.suppress(OSError):
                 os.close(fd)

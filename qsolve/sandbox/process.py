@@ -145,7 +145,8 @@ def why_it_died(
         oom = oom_before is not None and (oom_kills() or 0) > oom_before
         if over_limit:
             killed = (
-                f" (over its memory limit of {memory_mb} MB: the kernel's out-of-memory killer ended it)"
+                f" (over its memory limit of {memory_mb} MB, the job's one budget with the platform's work "
+                "for it: the kernel's out-of-memory killer ended it)"
             )
         elif oom:
             killed = (

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from qsolve.errors import Unconfined, WorkflowProcessFailed
 from qsolve.home import qsolve_home
 from qsolve.runtime import worker
+from qsolve.runtime.cgroups import WORKER_MB
 from qsolve.sandbox import circuits
 from qsolve.sandbox.calls import Answer, MethodReturn, one_line
 from qsolve.sandbox.confine import Job, Protections
@@ -88,7 +89,9 @@ class RemoteCode:
         ends it if ``/proc`` shows otherwise: :meth:`ready`)."""
         p = self.process
         p.memory_mb = memory_mb
-        p.cgroup.limit(memory_mb)  # before the job is sent: no workflow code runs unbounded
+        # before the job is sent: no workflow code runs unbounded. One budget for the job: the process
+        # and the platform's worker that simulates and scores its circuits (charged here: _worker)
+        p.cgroup.limit(memory_mb, worker_mb=WORKER_MB)
         job = Job(
             root=str(p.workflow),
             module=module,
@@ -213,10 +216,13 @@ class RemoteCode:
             )
 
     def _worker(self) -> worker.Worker:
-        """The platform's worker for this process's work, started on first use."""
+        """The platform's worker for this process's work, started on first use; what it does for this
+        process is charged to the process's memory cgroup: one budget holds the job's workflow process
+        and the platform's work for it (issue 35)."""
         p = self.process
         if p.platform_worker is None:
             p.platform_worker = worker.Worker(p.memory_mb or worker.MEMORY_MB)
+        p.platform_worker.charge_to(p.cgroup)
         return p.platform_worker
 
     def schema_error(self, schema: dict[str, Any], value: Any, what: str) -> str | None:

@@ -4,7 +4,10 @@ The workflow folder is copied into the job's workflow process's own folder (regu
 beneath the folder through :mod:`qsolve.workflow.reading`, no link, at most :data:`COPY_MAX_BYTES`); the cases
 run with the workflow's code in that process and everything else here. The time limit is
 ``resources.timeout_s`` raised to at least 300 and capped at 7200, over the whole job; memory is
-``resources.memory_mb`` (at most 8192) for each workflow process. The first case runs again in a
+``resources.memory_mb`` (at most 8192): the job's one budget, which its workflow process and the
+platform's worker that simulates and scores its circuits share (one memory cgroup, with
+:data:`~qsolve.runtime.cgroups.JOB_OVERHEAD_MB` for their runtimes), claimed whole on the host's budget
+for jobs at once before the job starts (:func:`admitted`). The first case runs again in a
 fresh workflow process, so nothing of the first run carries over into the second: that process is
 started ahead (it imports numpy and Qiskit, platform code, meanwhile) but gets its job, and with it the
 workflow's code, only once every workflow process before it has exited, so that no two of the job's
@@ -13,16 +16,21 @@ workflow processes ever run at once.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qsolve.errors import OutOfTime, Unconfined, WorkflowInvalid, WorkflowProcessFailed
-from qsolve.home import qsolve_home
+from qsolve.errors import OutOfTime, PlatformStopped, Unconfined, WorkflowInvalid, WorkflowProcessFailed
+from qsolve.home import host_name, qsolve_home
+from qsolve.runtime import admission
+from qsolve.runtime.cgroups import JOB_OVERHEAD_MB
 from qsolve.runtime.worker import Worker
 from qsolve.sandbox.confine import Protections
 from qsolve.sandbox.process import JobProcess
@@ -38,6 +46,7 @@ MEMORY_MAX_MB = 8192
 COPY_MAX_BYTES = 256 * 2**20
 
 Event = Callable[[dict[str, Any]], None]
+Tell = Callable[[str], None]
 
 
 def confinement_required() -> bool:
@@ -177,14 +186,60 @@ def _open(targets: Iterable[str]) -> None:
     warm(targets)
 
 
+def budget_mb(limits: Limits) -> int:
+    """A job's memory budget: its ``memory_mb`` and what its cgroup allows its runtimes (its workflow
+    process's and its platform worker's: :data:`~qsolve.runtime.cgroups.JOB_OVERHEAD_MB`)."""
+    return limits.memory_mb + JOB_OVERHEAD_MB
+
+
+def _say(line: str) -> None:
+    logging.getLogger("qsolve.jobs").warning(line)
+
+
+def admitted(limits: Limits, what: str, tell: Tell | None = None) -> contextlib.AbstractContextManager[float]:
+    """The job's claim of its memory budget on this host's budget for jobs at once
+    (:mod:`qsolve.runtime.admission`), held while inside: waits, saying so once through ``tell``
+    (else the ``qsolve.jobs`` logger), until it fits; the seconds waited."""
+    host = re.sub(r"[^A-Za-z0-9._-]", "_", host_name()) or "host"
+    folder = qsolve_home().resolve() / "run" / f"jobs-memory-{host}"
+    return admission.admitted(folder, budget_mb(limits), what, tell or _say)
+
+
 def _run(
     root: Path,
     limits: Limits,
     body: Callable[[_Processes], dict[str, Any] | None],
     process: JobProcess | None = None,
     require: bool = False,
+    *,
+    what: str,
+    tell: Tell | None = None,
+    admit: bool = True,
 ) -> Outcome:
-    start = process.started if process else time.monotonic()
+    """The job, once admitted (``admit``: its claim is taken here; else its caller holds it)."""
+    try:
+        with admitted(limits, what, tell) if admit else contextlib.nullcontext(0.0) as waited:
+            return _admitted(root, limits, body, process, require, waited)
+    except (PlatformStopped, admission.BudgetSettingInvalid) as e:  # stopped while it waited; a bad setting
+        return Outcome(
+            report=None,
+            died=str(e),
+            protections=Protections(missing=["no workflow process ran"]),
+            limits=limits,
+            seconds=0.0,
+        )
+
+
+def _admitted(
+    root: Path,
+    limits: Limits,
+    body: Callable[[_Processes], dict[str, Any] | None],
+    process: JobProcess | None,
+    require: bool,
+    waited: float,
+) -> Outcome:
+    # its time counts from its admission: a wait for memory is not the job's
+    start = process.started if process and not waited else time.monotonic()
     processes = _Processes(root, limits, start + limits.timeout_s, process, require)
     died = None
     report = None
@@ -221,12 +276,13 @@ def run_job(
     limits: Limits | None = None,
     process: JobProcess | None = None,
     require_confinement: bool = False,
+    tell: Tell | None = None,
 ) -> Outcome:
     """The gates of the workflow at ``root``, its code in workflow processes (the first in ``process``,
     when one was started ahead). ``targets``: those its cases run on, opened first. ``limits``
     overrides the manifest's resources (tests use seconds where the seed's floor is 300).
     ``require_confinement``: refuse (:class:`~qsolve.errors.Unconfined`) to run workflow code in a
-    process that did not get the full boundary."""
+    process that did not get the full boundary. ``tell``: where a wait for memory is said (one line)."""
     limits = limits or Limits.of(resources)
 
     def body(processes: _Processes) -> dict[str, Any]:
@@ -245,7 +301,7 @@ def run_job(
         inputs = run_gates(root, target, case, event, processes.start, processes.start_fresh)
         return {**gate_report(inputs), "died": inputs.died}
 
-    return _run(root, limits, body, process, require_confinement)
+    return _run(root, limits, body, process, require_confinement, what=f"the gates of {root.name}", tell=tell)
 
 
 def run_case_job(
@@ -258,12 +314,15 @@ def run_case_job(
     *,
     require_confinement: bool | None = None,
     on_target: bool = False,
+    tell: Tell | None = None,
+    admit: bool = True,
 ) -> Outcome:
     """One case, ``cases[case]``, as a platform run: its estimate asked first, ``approve(event)``
     decides (a credit hold, say) before anything of the case runs, and only then does it run. The
     report's ``result`` is the case's result; ``report`` is ``None`` when the run was not approved. A
     platform run refuses workflow code a process without the full boundary
-    (:func:`confinement_required`)."""
+    (:func:`confinement_required`). ``admit``: the job claims its memory budget here (else its caller
+    holds the claim: :func:`admitted`); ``tell``: where a wait for memory is said."""
     def body(processes: _Processes) -> dict[str, Any] | None:
         processes.begin()
         from qsolve.validation.gate_run import run_one
@@ -273,7 +332,7 @@ def run_case_job(
         return None if result is None else {"result": result.model_dump(mode="json")}
 
     require = confinement_required() if require_confinement is None else require_confinement
-    outcome = _run(root, limits, body, require=require)
+    outcome = _run(root, limits, body, require=require, what=f"case {case}", tell=tell, admit=admit)
     if outcome.report is None and outcome.died is None:
         outcome.died = "the run was not approved"
     return outcome

@@ -111,10 +111,11 @@ def run_gates(
     on_event: jobs.Event = lambda e: None,
     process: JobProcess | None = None,
     require_confinement: bool = False,
+    tell: jobs.Tell | None = None,
 ) -> ValidationReport:
     """The gates stage, given the checks' outcome: one sandbox job, or nothing when the checks failed.
     ``require_confinement`` (the platform's flows): no workflow code runs without the full boundary;
-    the gates then fail naming what was missing."""
+    the gates then fail naming what was missing. ``tell``: where a wait for memory is said."""
     wf = checks.workflow
     named = wf.manifest if wf else _manifest_alone(root)  # a case file that fails: still its name
     report = ValidationReport(
@@ -134,7 +135,7 @@ def run_gates(
 
         outcome = run_job(
             root, target, case, wf.manifest.resources, on_event, targets=targets, process=process,
-            require_confinement=require_confinement,
+            require_confinement=require_confinement, tell=tell,
         )
     except Unconfined as e:
         report.gates = judge(GateInputs(root=root, run_target=target, workflow=wf, died=str(e)))

@@ -92,6 +92,9 @@ class IbmBackend(Backend):
         self.book, self.signer, self.keep = book, signer, keep
         self.confirmation, self.tell = confirmation, tell
         self.wait_s, self.poll_s, self.run_id = wait_s, poll_s, run_id
+        #: the job's own time limit, when it runs for one (:meth:`hold_to`): no wait goes past it
+        self.limit_s: float | None = None
+        self.deadline: float | None = None
         self.sealed_run = run  # the platform run each job's request seals (sealing.run_member)
         self.sealed: list[Sealed] = []
         self.stopped: list[str] = []
@@ -250,6 +253,18 @@ class IbmBackend(Backend):
             )
         return record
 
+    def hold_to(self, limit_s: float) -> None:
+        """Wait on an IBM job no longer than the job's own limit, ``limit_s`` seconds from now (issue 35,
+        as a provider's session does): ``qsolve run`` and a hardware run each set theirs."""
+        self.limit_s, self.deadline = float(limit_s), time.monotonic() + float(limit_s)
+
+    def _wait_until(self) -> tuple[float, str]:
+        """When following a job stops, and the limit that says so, as the person is told it."""
+        until, said = time.monotonic() + self.wait_s, f"{self.wait_s:g} s"
+        if self.deadline is not None and self.deadline <= until:
+            until, said = self.deadline, f"the job's time limit of {self.limit_s:g} s"
+        return until, said
+
     def follow(self, record: str) -> Sealed:
         """Follow a submitted job to its end, then read, seal and keep its counts."""
         from qsolve.receipts.seal import seal
@@ -261,7 +276,7 @@ class IbmBackend(Backend):
             )
         pending = self.pending.get(record)
         job = pending.job if pending is not None and pending.job is not None else self._job(row.job, record)
-        deadline = time.monotonic() + self.wait_s
+        deadline, limit = self._wait_until()
         polls = row.polls
         while True:
             try:
@@ -281,7 +296,7 @@ class IbmBackend(Backend):
                 return self._ended(record, row.job, job, status)
             if time.monotonic() > deadline:
                 raise StillRunning(
-                    f"{self.name}: following job {row.job}: still {status} after {self.wait_s:g} s; it was "
+                    f"{self.name}: following job {row.job}: still {status} after {limit}; it was "
                     f"not cancelled: `python -m qsolve.targets.ibm collect {record}` reads it later",
                     record=record,
                 )

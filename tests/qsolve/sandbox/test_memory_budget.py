@@ -5,7 +5,10 @@ refused before anything is built: the case fails at once, naming the circuit's w
 
 from __future__ import annotations
 
+import os
 import time
+
+import pytest
 
 from qsolve.sandbox.circuits import simulation_bytes
 from qsolve.validation.jobs import Limits, run_job
@@ -72,3 +75,32 @@ def test_a_noisy_circuit_whose_density_matrix_cannot_fit_fails_the_case_at_once(
     text = repr(outcome.report) + repr(outcome.died)
     assert "circuit 0 of a batch is 13 qubits wide: its density matrix needs 1 GiB" in text
     assert "more than the job's memory budget of 512 MB" in text
+
+
+def test_the_worker_runs_the_batch_in_the_workflow_process_cgroup(wf: WorkflowDir, monkeypatch) -> None:
+    # the one budget, end to end (its bound itself: tests/qsolve/runtime/test_cgroups.py): the worker
+    # that simulates the job's batch is moved into the memory cgroup of the workflow process that sent it
+    # (its leaf there, beside the process's own), whose limit is the job's budget
+    from qsolve.runtime import cgroups
+
+    seen: list[tuple[list[str], list[str], int]] = []
+    take = cgroups.Cgroup.take
+
+    def taking(self: cgroups.Cgroup, pid: int) -> bool:
+        moved = take(self, pid)
+        if moved:
+            procs = {leaf: (path / "cgroup.procs").read_text().split() for leaf, path in self.leaves.items()}
+            name = "memory.max" if self.v2["memory"] else "memory.limit_in_bytes"
+            limit = int((self.paths["memory"] / name).read_text()) >> 20
+            seen.append((procs[cgroups.WORKER], procs[cgroups.WORKFLOW], limit))
+            assert procs[cgroups.WORKER] == [str(pid)]
+        return moved
+
+    monkeypatch.setattr(cgroups.Cgroup, "take", taking)
+    outcome = run(wf, 3, 256)
+    assert outcome.died is None, outcome.died
+    if cgroups._own("memory") is None or os.geteuid() != 0:
+        pytest.skip("no memory cgroup here")
+    assert seen  # a worker, and the workflow process beside it, within the job's budget
+    budget = 256 + cgroups.JOB_OVERHEAD_MB
+    assert all(worker and workflow and limit == budget for worker, workflow, limit in seen)

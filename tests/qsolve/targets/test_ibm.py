@@ -21,7 +21,7 @@ from qiskit import QuantumCircuit
 from qsolve.cli import main
 from qsolve.cli.ibm import main as ibm_main
 from qsolve.providers.credentials import CredentialStore, Secret
-from qsolve.providers.jobs import Confirmation, NotConfirmed
+from qsolve.providers.jobs import Confirmation, NotConfirmed, StillRunning
 from qsolve.receipts import verify
 from qsolve.targets import TargetUnavailable
 from qsolve.targets.ibm import (
@@ -228,6 +228,24 @@ def test_a_cancelled_job_is_cancelled_at_ibm_and_says_so(home, standin):
     assert not standin.sent("GET", f"/api/v1/jobs/{held.id}/results")
     (row,) = jobs_of(home)
     assert row.status == "cancelled" and row.receipt is None
+
+
+def test_a_job_that_stays_queued_is_followed_only_to_the_jobs_own_limit(home, standin):
+    # issue 35, item 3: a hardware run or `qsolve run` on ibm: waits within the job's own limit, as on a
+    # provider, and says the limit it used (before, 600 s whatever the job's limit)
+    standin.hold = True
+    backend = opened()
+    backend.hold_to(1.0)
+    began = time.monotonic()
+    try:
+        with pytest.raises(StillRunning, match="after the job's time limit of 1 s; it was not cancelled"):
+            backend.execute(backend.transpile([bell()], seed=7), 500, seed=1)
+    finally:
+        standin.release()
+        backend.close()
+    assert time.monotonic() - began < 60 and backend.wait_s == 600.0
+    (row,) = jobs_of(home)
+    assert row.status == "submitted"  # handed over: `collect` reads it later
 
 
 def test_a_device_that_is_down_sends_nothing(home, standin):
