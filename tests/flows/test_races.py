@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -27,15 +26,13 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-import yaml
 
 from storage.state import RunStatus, connect
 from storage.trackrecord.sql import run_sql
-from tests.conftest import REPO
+from tests.flows.cheap_max_cut import CASES, copy_cheap_max_cut
 from tests.storage.state.conftest import POSTGRES_URL, _admin, postgres_problem
 
 LEASE_S = 6.0  # progress-bound: a busy machine leaves a few seconds between beats
-CASES = 6  # max-cut's cases
 
 
 @pytest.fixture(scope="module")
@@ -85,25 +82,10 @@ def home(request: pytest.FixtureRequest, tmp_path: Path, api_url: str) -> Iterat
                 connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
 
 
-#: max-cut's QAOA at a coarser grid, no optimiser steps and fewer shots: every case still passes its own
-#: expectations (a gap of 0, or 0.05; the noise-model case's fidelity and two-qubit gates), at about a
-#: third of the sandbox's time, which four submissions' gates and each history stage pay (CI's 20 minutes);
-#: the races are the platform's, not QAOA's. A case that sets its own params (single-edge) keeps them.
-CHEAP = {"grid": 4, "maxiter": 0, "shots": 2000, "opt_shots": 256}
-
-
 @pytest.fixture(scope="module")
 def max_cut(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of max-cut, its six cases at the ``CHEAP`` params."""
-    folder = tmp_path_factory.mktemp("wf") / "max-cut"
-    shutil.copytree(REPO / "workflows" / "max-cut", folder)
-    cases_file = folder / "benchmarks" / "cases.yaml"
-    cases = yaml.safe_load(cases_file.read_text())
-    for case in cases["cases"]:
-        case.setdefault("params", CHEAP)
-    assert len(cases["cases"]) == CASES
-    cases_file.write_text(yaml.safe_dump(cases, sort_keys=False))
-    return folder
+    """A copy of max-cut, its six cases at the cheaper params (the races are the platform's, not QAOA's)."""
+    return copy_cheap_max_cut(tmp_path_factory.mktemp("wf") / "max-cut")
 
 
 def qsolve(home: Home, *args: str, failpoint: str | None = None) -> subprocess.Popen:

@@ -6,7 +6,6 @@ FileNotFoundError for the archive, which existed only in A's ``blobs/``."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,11 +15,9 @@ import pytest
 
 from storage.state import connect
 from storage.trackrecord.sql import run_sql
-from tests.conftest import REPO
+from tests.flows.cheap_max_cut import CASES, copy_cheap_max_cut
 from tests.s3server import KEY_ID, SECRET, S3Server, serving
 from tests.storage.state.conftest import postgres_schema
-
-CASES = 6  # max-cut's cases
 
 
 @pytest.fixture
@@ -44,8 +41,7 @@ def test_history_again_on_a_second_home_runs_from_the_bucket(
 
     bucket = s3_server.new_bucket()
     shared = {**s3_server.environment(bucket), "QSOLVE_DATABASE_URL": database}
-    folder = tmp_path / "max-cut"
-    shutil.copytree(REPO / "workflows" / "max-cut", folder)
+    folder = copy_cheap_max_cut(tmp_path / "max-cut")  # the subject is the shared storage, not QAOA
     a, b = tmp_path / "a", tmp_path / "b"
     for name, value in {**shared, "QSOLVE_HOME": str(a)}.items():
         monkeypatch.setenv(name, value)

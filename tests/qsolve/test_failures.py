@@ -131,8 +131,9 @@ def test_the_page_row_names_the_cause(wf: WorkflowDir) -> None:
 
 
 def test_a_time_limit_names_the_case_and_method_and_keeps_the_cases_that_finished(wf: WorkflowDir) -> None:
-    slow = MODULE.replace("    if input[\"x\"] == 1:\n", "    while input[\"x\"] == 7:\n        pass\n"
-                          "    if input[\"x\"] == 1:\n", 1)
+    # the slow case waits without spinning: it held a core for the whole 40 s, slowing every other test
+    slow = MODULE.replace("    if input[\"x\"] == 1:\n", "    while input[\"x\"] == 7:\n"
+                          "        __import__(\"time\").sleep(0.05)\n    if input[\"x\"] == 1:\n", 1)
     wf.write("workflow.py", slow)
     wf.cases["cases"] = [{"name": "quick", "input": {"x": 9}}, {"name": "slow", "input": {"x": 7}},
                          {"name": "never", "input": {"x": 9}}]
