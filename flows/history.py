@@ -86,13 +86,15 @@ def history_flow(workflow: str, version: str | None = None, again: bool = False)
             except StageLost as e:
                 lost = str(e)
     if not claim.todo:  # a holder that stopped after its last case: its round is finished here
-        return HistoryOutcome(
+        outcome = HistoryOutcome(
             status="already recorded",
             round=stage.round,
             message=lost
             or f"{v.workflow} {v.version} has a track record: every case of round {stage.round} is "
             "recorded; this stage filed what its stopped holder left and finished the round",
         )
+        get_run_logger().info("%s: %s", outcome.status, outcome.message)
+        return outcome
     return HistoryOutcome(
         status="ran",
         round=stage.round,
@@ -133,6 +135,13 @@ def _file(db: StateDB, stage_id: int, home: Path) -> None:
 
 
 def _not_held(v: Version, claim: Claim) -> HistoryOutcome:
+    """Nothing run: why, said in the run's log (as ``qsolve history`` says it) and as its outcome."""
+    outcome = _why_not_held(v, claim)
+    get_run_logger().info("%s: %s", outcome.status, outcome.message)
+    return outcome
+
+
+def _why_not_held(v: Version, claim: Claim) -> HistoryOutcome:
     stage = claim.stage
     if claim.status is ClaimStatus.RECORDED:
         return HistoryOutcome(

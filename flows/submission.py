@@ -18,12 +18,15 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Completed, Failed, State
 
+from flows.endings import install
 from qsolve.validation.submission import HistoryOutcome, SubmissionRejected, SubmissionReport
 from tasks.checks import checks_stage
 from tasks.gates import gates_stage
 from tasks.gates import report_of as gates_report
 from tasks.lint import lint_stage
 from tasks.publication import publication_stage
+
+install()  # a rejection ends the flow run Failed with its one line, no engine error in its log
 
 
 @flow(name="submission", log_prints=True)

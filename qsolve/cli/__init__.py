@@ -470,7 +470,7 @@ ENDS_AT_ONCE = {"test", "lint", "check"}
 #: folders): run as a command, each gets a janitor, so that even SIGKILL leaves nothing behind
 GUARDED = {
     "submit", "history", "maintenance", "run", "evaluate", "evaluations", "calibrate", "quote", "serve",
-    "confirm",
+    "confirm", "worker",
 }  # fmt: skip
 
 
