@@ -69,6 +69,9 @@ class Platform:
         from prefect.client.orchestration import get_client
         from prefect.utilities.importtools import import_object
 
+        from flows.queues import ensure_queues
+
+        ensure_queues(self.pool, ["default"])  # the pool, where no one made it yet
         name = f"{flow_name}-{self.pool}"
         with get_client(sync_client=True) as client:
             flow_id = client.create_flow(import_object(entrypoint))
@@ -277,14 +280,15 @@ def test_cancelling_an_evaluation_flow_run_cancels_its_run_and_a_failed_one_is_f
                 return store.db.get_evaluation_run(evaluation.id).status == "cancelled"
 
         assert _until(ended, timeout=120), w.log.read_text()[-3000:]
-        server.stop()
     assert state.is_cancelled(), state
     said = [log.message for log in _logs(run)]
     assert not any("error was encountered while running hook" in m for m in said), said
 
+    with open_store(platform.home) as store:
+        first = store.list(task="CheckT1", chip="fake:fez")[0].id
     with ModelServer({k: fail(500) for k in HEALTHY}) as server, worker(platform, env, "worker-2") as w:
         _declare(platform.home, server)
-        run = platform.run("evaluation", task="CheckT1", chip="fake:fez")
+        run = platform.run("evaluation", task_ids=[first])
         state = _final(run)
     assert state.is_failed(), (state, w.log.read_text()[-3000:])
     with open_store(platform.home) as store:
@@ -359,7 +363,6 @@ def test_killing_the_workers_group_leaves_no_prefect_worker_and_no_flow_run(plat
                 w.wait()
                 left = _until(lambda: not any(_alive(p) for p in [*engines, *prefect_worker]), timeout=60)
                 assert left, {p: below[p] for p in [*engines, *prefect_worker] if _alive(p)}
-            server.stop()
         assert not _state(run).is_completed()
     finally:
         _fresh_evaluation_limit()  # the killed run's slot
