@@ -127,3 +127,41 @@ def recorded(flow_run: Any, name: str) -> str | None:
         labels = getattr(flow_run, "labels", None) or {}
     value = labels.get(key)
     return str(value) if value else None
+
+
+def crashed(flow, flow_run, state) -> str:
+    """An ``on_crashed`` hook: the Crashed state's message says what is left to finish and the command
+    that finishes it (a version's history stage, recorded as the label ``qsolve.history``: ``NAME
+    VERSION``), and no task run stays Running or Pending under the crashed flow run. The message set."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        TaskRunFilter,
+        TaskRunFilterState,
+        TaskRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Crashed
+
+    message = " ".join((state.message or "the flow run's process stopped").splitlines())
+    left = recorded(flow_run, "history")
+    if left and " " in left:
+        name, version = left.split(" ", 1)
+        message += (
+            f"; left to finish: the history stage of {name} {version} "
+            f"(qsolve history {name} --version {version} runs the cases with no recorded run)"
+        )
+    with get_client(sync_client=True) as client:
+        unended = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id])),
+            task_run_filter=TaskRunFilter(
+                state=TaskRunFilterState(
+                    type=TaskRunFilterStateType(any_=[StateType.RUNNING, StateType.PENDING])
+                )
+            ),
+        )
+        for task_run in unended:
+            client.set_task_run_state(task_run.id, Crashed(message="its flow run crashed"), force=True)
+        client.set_flow_run_state(flow_run.id, Crashed(message=message), force=True)
+    return message

@@ -19,6 +19,7 @@ import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md: a l
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.endings import crashed, record
 from qsolve.runtime.failpoint import failpoint
 from qsolve.runtime.stopping import Stop, stopping, why_of
 from qsolve.validation.checks import DEFAULT_TARGET
@@ -32,13 +33,14 @@ from storage.state import Claim, ClaimStatus, Lease, StageLost, StateDB, Version
 from tasks.history import history_case
 
 
-@flow(name="history", task_runner=ThreadPoolTaskRunner(max_workers=3), log_prints=True)
+@flow(name="history", task_runner=ThreadPoolTaskRunner(max_workers=3), log_prints=True, on_crashed=[crashed])
 def history_flow(workflow: str, version: str | None = None, again: bool = False) -> HistoryOutcome:
     """Run the cases of ``workflow`` ``version`` (default: its latest published) that have no recorded
     run; with ``again``, a new round of every case."""
     home = qsolve_home()
     with connect() as db, tempfile.TemporaryDirectory(prefix="qsolve-history-") as tmp:
         v = db.get_version(workflow, version)
+        record(history=f"{v.workflow} {v.version}")  # what a crash leaves to finish (flows.endings.crashed)
         try:
             archive = BlobStore(home).get(v.digest, limit=db.blob_limit(v.digest, ARCHIVE_BYTES))
         except (OSError, ValueError) as e:  # gone, too large, not its digest: one line, no traceback

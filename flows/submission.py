@@ -18,7 +18,7 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Completed, Failed, State
 
-from flows.endings import install
+from flows.endings import crashed, install, record
 from qsolve.validation.submission import HistoryOutcome, SubmissionRejected, SubmissionReport
 from tasks.checks import checks_stage
 from tasks.gates import gates_stage
@@ -29,7 +29,7 @@ from tasks.publication import publication_stage
 install()  # a rejection ends the flow run Failed with its one line, no engine error in its log
 
 
-@flow(name="submission", log_prints=True)
+@flow(name="submission", log_prints=True, on_crashed=[crashed])
 def submission_flow(folder: str, run_history: bool = True, account: str | None = None) -> State:
     """The submission of ``folder``; ``account``: the account it publishes as (the web pages' logged-in
     account, ``qsolve submit --account``)."""
@@ -70,6 +70,7 @@ def _publish(report: SubmissionReport, checks, account: str | None, run_history:
     if published.error:
         return _finish(report.fail("publication", [published.error]))
     if run_history:
+        record(history=f"{published.published.name} {published.published.version}")  # a crash leaves it
         report.history = _history(published.published.name, published.published.version)
     return _finish(report)
 
