@@ -341,6 +341,29 @@ def test_a_rejected_submission_logs_no_error(platform: Platform) -> None:
     assert not any("Traceback" in log.message for log in logs)
 
 
+def test_a_crashed_history_run_says_what_is_left_and_the_command_that_finishes_it(platform: Platform) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from tests.flows.hardware_setup import publish
+
+    publish(platform.home, platform.root)
+    platform.deploy("history", "flows.history:history_flow")
+    env = _env(platform.home, "host-h", QSOLVE_FAILPOINT="history.claimed")  # SIGKILL once it holds the stage
+    with worker(platform, env) as w:
+        run = platform.run("history", workflow="hw-max-cut", version="1.0.0")
+        state = _until(
+            lambda: (s := _state(run)).is_crashed() and "qsolve history" in (s.message or "") and s,
+            timeout=WAIT_S,
+        )
+        assert state, (_state(run), w.log.read_text()[-3000:])
+    assert "left to finish: the history stage of hw-max-cut 1.0.0" in state.message
+    assert "(qsolve history hw-max-cut --version 1.0.0 runs the cases with no recorded run)" in state.message
+    with get_client(sync_client=True) as client:
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run])))
+    assert not [t.name for t in tasks if t.state and t.state.type.value in ("RUNNING", "PENDING")]
+
+
 def test_killing_the_workers_group_leaves_no_prefect_worker_and_no_flow_run(platform: Platform) -> None:
     from tests.qsolve.evaluation.model_server import HEALTHY, ModelServer, slow
 
