@@ -409,7 +409,10 @@ def send_quote(workflow: str, account: str, target: str | None) -> str | None:
             targets = case_targets(db.get_version(workflow), target)
     except Exception:  # noqa: BLE001 - an unknown workflow: pricing says so
         return None
-    held = held_queues()
+    try:
+        held = held_queues()
+    except Exception:  # noqa: BLE001 - a providers.yaml that does not read: pricing says so
+        return None
     needed = sorted({q for t in targets if (q := queue_for(t)) is not None and q not in held})
     if len(needed) != 1 or context.flow_run.work_queue_name == needed[0]:
         return None

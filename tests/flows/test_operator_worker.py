@@ -341,6 +341,40 @@ def test_a_rejected_submission_logs_no_error(platform: Platform) -> None:
     assert not any("Traceback" in log.message for log in logs)
 
 
+def test_a_quote_flow_run_goes_to_the_queue_of_the_target_it_prices(platform: Platform, monkeypatch) -> None:
+    """Taken by a worker that holds no IBM key, the quote flow run of an ``ibm:`` case makes one with the
+    same parameters in the work queue ``ibm`` and ends saying so: only a worker that can price it does."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterDeploymentId
+    from prefect.flow_engine import run_flow
+
+    from flows.hardware import quote_flow
+    from tests.flows.hardware_setup import publish
+
+    monkeypatch.setenv("QSOLVE_HOME", str(platform.home))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    monkeypatch.delenv("QISKIT_IBM_TOKEN", raising=False)
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    publish(platform.home, platform.root)  # its one hardware case on ibm:ibm_fez
+    deployment = platform.deploy("quote", "flows.hardware:quote_flow")
+    taken = platform.run("quote", workflow="hw-max-cut", account="dev")  # in the default queue
+    with get_client(sync_client=True) as client:
+        said = run_flow(quote_flow, flow_run=client.read_flow_run(taken), parameters=None)
+        runs = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[deployment]))
+        )
+    (sent,) = [r for r in runs if r.id != taken]
+    assert sent.work_queue_name == "ibm" and sent.state.is_scheduled()
+    assert sent.parameters == {"workflow": "hw-max-cut", "account": "dev", "target": None}
+    waits = "waits for a worker that holds an IBM Quantum key (work queue ibm)"
+    assert sent.state.message == f"quote of hw-max-cut for dev on ibm:ibm_fez: {waits}"
+    assert (
+        said.startswith("this machine cannot price ibm:ibm_fez: sent to the quote flow run") and waits in said
+    )
+    with open_store(platform.home) as store:
+        assert store.db.list_quotes() == []  # nothing priced here
+
+
 def test_a_crashed_history_run_says_what_is_left_and_the_command_that_finishes_it(platform: Platform) -> None:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
