@@ -9,6 +9,11 @@ Every flow run of the pool gets them, whichever machine's worker runs it; a depl
 (``prefect.yaml``: the heartbeat) is laid over them, not in their place. What is set is printed with
 the database URL's password hidden; keep the password out of it where you can (``~/.pgpass`` or
 ``PGPASSWORD`` on each worker, which the process worker passes on).
+
+Every work queue a worker may poll is made where missing (issue 36, item 1): ``default``, ``ibm``, and
+``provider-NAME`` for each provider the state database knows (a recorded holder, a host that registered
+it) or this machine's ``providers.yaml`` lists; a worker polling a queue its pool lacks takes nothing at
+all (``qsolve worker`` also makes the queues it polls).
 """
 
 from __future__ import annotations
@@ -77,6 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     done = ensure_pool(args.pool, settings)
     print(f"work pool {args.pool} {done}: its flow runs get {shown(settings)}")
+    from flows.queues import ensure_queues, known_queues
+
+    queues, problem = known_queues(settings.get("QSOLVE_DATABASE_URL"))
+    if problem:
+        print(f"work pool {args.pool}: {problem}: only the queues known here are made")
+    made = ensure_queues(args.pool, queues)
+    print(f"work pool {args.pool}: queues {', '.join(queues)} ({len(made)} made now)")
     return 0
 
 

@@ -15,6 +15,7 @@ from prefect import serve
 
 from deployments.automations import crash_silent_runs, heartbeats
 from flows.calibration import calibration_flow
+from flows.evaluation import ensure_limit as ensure_evaluation_limit
 from flows.evaluation import evaluation_flow
 from flows.hardware import ensure_limits, hardware_flow, quote_flow
 from flows.history import history_flow
@@ -60,4 +61,5 @@ if __name__ == "__main__":
     heartbeats()  # each flow run this process serves sends a heartbeat every 30 s ...
     crash_silent_runs()  # ... and one that stops is Crashed, not Running for ever
     ensure_limits(print)  # hardware runs take turns per device family
+    ensure_evaluation_limit(print)  # and evaluation runs, EVALUATION_RUNS at a time
     serve(*deployments())

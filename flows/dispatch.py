@@ -21,13 +21,15 @@ def use_server() -> None:
 
 
 def run_evaluation(**parameters: Any) -> dict[str, Any] | BaseException:
-    """The evaluation flow (flows/evaluation.py) run here on ``parameters``; its result, or what it
+    """The evaluation flow (flows/evaluation.py) run here on ``parameters``; the run's summary (a run that
+    ended failed or cancelled ends its flow run so, its summary kept with the ending), or what it
     raised."""
     use_server()
+    from flows.endings import outcome
     from flows.evaluation import evaluation_flow
 
     state = evaluation_flow(**parameters, return_state=True)
-    return state.result(raise_on_failure=False, _sync=True)
+    return outcome(state.result(raise_on_failure=False, _sync=True))
 
 
 def run_hardware(quote_id: str) -> Any:

@@ -1,29 +1,112 @@
 """Evaluation runs as a Prefect flow (issue 14, item 6), deployed in ``prefect.yaml``: a run requested
 (a task and a chip, a day, or task-result ids) or named by its id, executed a few records at a time
 (``qsolve.evaluation.runs``), each record's end in the flow's log, the run's summary as its result
-and a markdown artifact. Cancelling the flow run in the UI cancels the evaluation run: its unfinished
-records are marked cancelled (the process is stopped by Prefect; a run it left running is read as
-interrupted once its heartbeat is stale, and ``qsolve evaluations retry`` finishes it)."""
+and a markdown artifact.
+
+Prefect and qsolve tell one story (issue 36, item 2). The parameters are one selection, as ``qsolve
+evaluate`` takes it (a ``day`` alone is the whole day; a combination the command refuses is refused in
+one line). The flow run records the evaluation run it executes as its label ``qsolve.evaluation-run``:
+cancelling the flow run in Prefect cancels that run, whatever parameters requested it (its unfinished
+records are marked cancelled; the hook runs on a process worker too). A run that ends failed ends the
+flow run Failed, one that ends cancelled or interrupted ends it Cancelled, each with the run's one line
+as ``qsolve evaluations list`` shows it, and no engine error in the log (:mod:`flows.endings`).
+
+At most ``EVALUATION_RUNS`` (2) runs execute at once on a Prefect server: each takes a slot of the
+concurrency limit ``evaluation`` (created at ``prefect deploy`` where missing, and by the flow itself),
+and one waiting for a slot says so in its state's message and its log.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.states import Cancelled, State
+from prefect.states import State
 
-from qsolve.evaluation.runs import RunRequest, execute_run, request_run, summary
+from flows.endings import cancelled, failed, install, record, recorded
+from qsolve.evaluation.runs import (
+    RunRefused,
+    RunRequest,
+    execute_run,
+    request_run,
+    runs_at_once,
+    selection_problem,
+    summary,
+    summary_line,
+)
 from storage.calibration import open_store
 from storage.state import qsolve_home
 
+#: the Prefect concurrency limit every evaluation run takes a slot of
+LIMIT = "evaluation"
+
+install()
+
 
 def _cancel(flow, flow_run, state) -> None:
-    """Prefect's cancellation of the flow run, carried to the evaluation run it was executing."""
-    run_id = (flow_run.parameters or {}).get("run_id")
+    """Prefect's cancellation of the flow run, carried to the evaluation run it was executing: the one
+    its parameters name, else the one it recorded as its label."""
+    run_id = (flow_run.parameters or {}).get("run_id") or recorded(flow_run, "evaluation-run")
     if run_id:
         with open_store(qsolve_home()) as store:
             store.db.cancel_evaluation_run(run_id)
+
+
+def ensure_limit(log=None) -> bool:
+    """Create the ``evaluation`` concurrency limit, ``EVALUATION_RUNS`` slots, where it is missing (never
+    resizing one that exists); whether it was created."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_global_concurrency_limit_by_name(LIMIT)
+            return False
+        except ObjectNotFound:
+            size = runs_at_once()
+            try:
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=LIMIT, limit=size))
+            except ObjectAlreadyExists:  # made meanwhile by another run
+                return False
+    if log is not None:
+        log(f"created the concurrency limit {LIMIT} ({size} runs at a time): it was missing")
+    return True
+
+
+@contextlib.contextmanager
+def _slot(run_id: str, logger) -> Iterator[None]:
+    """A slot of the ``evaluation`` limit for the run's execution; a run that has to wait for one says so
+    in its flow run's state message and its log."""
+    from prefect.client.orchestration import get_client
+    from prefect.concurrency.sync import concurrency
+    from prefect.context import FlowRunContext
+    from prefect.states import Running
+
+    context = FlowRunContext.get()
+    waited = False
+    if context is not None and context.flow_run is not None:
+        with get_client(sync_client=True) as client:
+            limit = client.read_global_concurrency_limit_by_name(LIMIT)
+            if limit.active_slots >= limit.limit:
+                said = (
+                    f"evaluation run {run_id} waits for a slot of the concurrency limit {LIMIT} "
+                    f"({limit.limit} runs at a time, all taken)"
+                )
+                logger.info(said)
+                client.set_flow_run_state(context.flow_run.id, Running(message=said), force=True)
+                waited = True
+    with concurrency(LIMIT, occupy=1, strict=True):
+        if waited:
+            logger.info(f"evaluation run {run_id} took a slot of {LIMIT}")
+            with get_client(sync_client=True) as client:
+                client.set_flow_run_state(
+                    context.flow_run.id, Running(message=f"took a slot of {LIMIT}"), force=True
+                )
+        yield
 
 
 @flow(name="evaluation", log_prints=True, on_cancellation=[_cancel])
@@ -40,34 +123,63 @@ def evaluation_flow(
     max_figures: int = 1,
 ) -> dict[str, Any] | State:
     """Execute evaluation run ``run_id``, or request one from the selection and execute it (``question``:
-    the optional question, one more point for the significance question). A run cancelled meanwhile
-    ends the flow run Cancelled, its summary the state's data."""
+    the optional question, one more point for the significance question). The run's summary is the
+    result; a run that ends failed ends the flow run Failed, one cancelled or interrupted Cancelled, its
+    summary the state's data's ``data``."""
+    from pydantic import ValidationError
+
+    from qsolve.evaluation.models import ConfigError, ModelUnavailable, UnknownModel
+
     home = qsolve_home()
     logger = get_run_logger()
+    problem = selection_problem(run_id=run_id, task=task, chip=chip, day=day, task_ids=task_ids)
+    if problem:
+        return failed(f"refused: {problem}")
     with open_store(home) as store:
         if run_id is None:
-            request = RunRequest(
-                task=task, chip=chip, day=day, task_ids=task_ids, model=model,
-                with_examples=with_examples, knowledge_draft_id=knowledge_draft_id, question=question,
-                max_figures=max_figures,
-            )  # fmt: skip
-            run_id = request_run(store.db, store, request, home=home).id
+            try:
+                request = RunRequest(
+                    task=task, chip=chip, day=day, task_ids=task_ids, model=model,
+                    with_examples=with_examples, knowledge_draft_id=knowledge_draft_id, question=question,
+                    max_figures=max_figures,
+                )  # fmt: skip
+                run_id = request_run(store.db, store, request, home=home).id
+            except ValidationError as e:
+                return failed(
+                    "refused: " + "; ".join(i["msg"].removeprefix("Value error, ") for i in e.errors())
+                )
+            except (UnknownModel, ConfigError, ModelUnavailable, RunRefused, ValueError) as e:
+                return failed(f"refused: {e}")
             logger.info("evaluation run %s requested", run_id)
+        record(**{"evaluation-run": run_id})
 
-        def told(record) -> None:
-            log = logger.info if record.status == "completed" else logger.warning
-            diagnosis = (record.output or {}).get("diagnosis") or {}
+        def told(r) -> None:
+            log = logger.info if r.status == "completed" else logger.warning
+            diagnosis = (r.output or {}).get("diagnosis") or {}
             log(
-                "%s %s %s: %s%s", record.task, record.chip, record.qid, record.status.value,
-                f", status {diagnosis.get('status')}" if record.output else f": {record.error}",
+                "%s %s %s (record %s): %s%s", r.task, r.chip, r.qid, r.id, r.status.value,
+                f", status {diagnosis.get('status')}" if r.output else f": {r.error}",
             )  # fmt: skip
 
-        execute_run(store.db, store, run_id, home=home, on_record=told)
+        try:
+            with _limited(run_id, logger):
+                execute_run(store.db, store, run_id, home=home, on_record=told)
+        except RunRefused as e:  # not pending: run already, or cancelled before it started
+            return failed(f"refused: {e}")
         done = summary(store.db, run_id)
     create_markdown_artifact(_markdown(done), key=f"evaluation-run-{run_id}", description="An evaluation run")
-    if done["status"] == "cancelled":
-        return Cancelled(message=f"evaluation run {run_id} was cancelled", data=done)
+    if done["status"] in ("cancelled", "interrupted"):
+        return cancelled(summary_line(done), done)
+    if done["status"] != "completed":
+        return failed(summary_line(done), done)
     return done
+
+
+def _limited(run_id: str, logger):
+    """A slot of the ``evaluation`` limit where there is a Prefect server to keep it (a deployment's run,
+    a command's flow), creating the limit where missing."""
+    ensure_limit(logger.warning)
+    return _slot(run_id, logger)
 
 
 def _markdown(s: dict[str, Any]) -> str:

@@ -28,8 +28,6 @@ anything, saying so, so that no limit is silently missing. An operator changes a
 
 from __future__ import annotations
 
-import logging
-
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md)
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import (
@@ -43,6 +41,7 @@ from prefect.concurrency.sync import concurrency
 from prefect.input import RunInput
 from pydantic import ConfigDict
 
+from flows.endings import Ended, install, record
 from storage.state import HOLDER_STALE_AFTER, Quote, QuoteRefused, QuoteStatus, connect
 from tasks.hardware import HardwareOutcome, HardwareRefused, request_quotes, run_quote
 
@@ -51,32 +50,18 @@ LIMITS = {"hardware-ibm": 1, "hardware-provider": 2}
 HARDWARE_DEPLOYMENT = "hardware/hardware"
 
 
-class HardwareStopped(Exception):  # noqa: N818 - what the run did, as Prefect's Failed state carries it
+class HardwareStopped(Ended):
     """A quote or hardware flow run that ended Failed for a platform reason: a device's or a provider's,
     or a refused request. Its message, one line, is the run's state message; ``outcomes`` the runs it
     ran. It is the Failed state's data: Prefect raises it at the run's end, and it is logged as that one
-    line, with no engine traceback (:class:`_OneLine`)."""
+    line, with no engine traceback (:mod:`flows.endings`)."""
 
     def __init__(self, message: str, outcomes: list | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, list(outcomes or []))
         self.outcomes = list(outcomes or [])
 
 
-class _OneLine(logging.Filter):
-    """Prefect logs a flow run that ends Failed as "Engine execution exited with unexpected exception",
-    with the engine's traceback; for a run stopped for a platform reason that says nothing the state
-    message does not, so it is logged as the state message alone."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, HardwareStopped):
-            record.msg, record.args = f"flow run ended Failed: {exc}", ()
-            record.exc_info, record.exc_text = None, None
-        return True
-
-
-for _logger in ("prefect.flow_runs", "prefect.engine"):
-    logging.getLogger(_logger).addFilter(_OneLine())
+install()
 
 
 def limit_of(target: str) -> str:
@@ -152,9 +137,16 @@ def hardware_run(quote_id: str, target: str) -> HardwareOutcome | None:
 
 
 @task(name="price hardware cases", cache_policy=NO_CACHE)
-def price(workflow: str, account: str, target: str | None) -> list[Quote]:
+def price(workflow: str, account: str, target: str | None) -> list[Quote] | str:
+    """The quotes made, or why the request was refused (one line: an expected ending, not a task that
+    failed with a traceback)."""
+    from storage.state import BatchInProgress
+
     with connect() as db:
-        batch, made = request_quotes(db, workflow, account, target=target)
+        try:
+            batch, made = request_quotes(db, workflow, account, target=target)
+        except (BatchInProgress, HardwareRefused) as e:
+            return f"refused: {e}"
     n = f"{len(made)} quote" + ("" if len(made) == 1 else "s")
     get_run_logger().info(f"batch {batch.id} of {workflow}: {n}; nothing runs until each is confirmed")
     return made
@@ -206,7 +198,33 @@ def _publish(made: list[Quote], key: str = "hardware-quotes") -> None:
     )
 
 
-@flow(name="quote", log_prints=True)
+def _cancelled(flow, flow_run, state) -> list[str]:
+    """Prefect's cancellation of a hardware or quote flow run, passed on to the provider jobs its quotes'
+    runs may still have at their devices (qsolve.targets.cancel; a device that cannot cancel is said
+    so): the quotes its parameters name and those it recorded as it ran (the ``qsolve.quotes`` label),
+    whatever parameters requested it. The lines logged."""
+    import logging
+
+    from flows.endings import recorded
+    from qsolve.targets.cancel import cancel_run
+
+    log = logging.getLogger("qsolve.hardware")
+    named, said = flow_run.parameters or {}, []
+    labelled = [q for q in (recorded(flow_run, "quotes") or "").split(",") if q]
+    with connect() as db:
+        quotes = [
+            db.get_quote(q)
+            for q in dict.fromkeys([*([named["quote"]] if named.get("quote") else []), *labelled])
+        ]
+        quotes += db.list_quotes(batch_id=named["batch"]) if named.get("batch") else []
+        for run_id in dict.fromkeys(q.run_id for q in quotes if q.run_id):
+            for done in cancel_run(db, run_id):
+                said.append(f"run {run_id}: {done.line}")
+                (log.info if done.stopped else log.warning)(said[-1])
+    return said
+
+
+@flow(name="quote", log_prints=True, on_cancellation=[_cancelled])
 def quote_flow(workflow: str, account: str, target: str | None = None, wait_s: int | None = None):
     """Price ``workflow``'s hardware cases for ``account``, then wait for each quote's confirmation as
     this run's input and run the confirmed ones. ``wait_s``: wait at most this long per quote (its
@@ -221,15 +239,15 @@ def quote_flow(workflow: str, account: str, target: str | None = None, wait_s: i
     from prefect.flow_runs import pause_flow_run
     from prefect.states import Failed
 
-    from storage.state import BatchInProgress
-
     logger = get_run_logger()
     ensure_limits(logger.warning)
-    try:
-        made = price(workflow, account, target)
-    except (BatchInProgress, HardwareRefused) as e:
-        logger.error(f"refused: {e}")
-        return Failed(message=f"refused: {e}", data=HardwareStopped(f"refused: {e}"))
+    if (sent := send_quote(workflow, account, target)) is not None:
+        logger.info(sent)
+        return sent
+    made = price(workflow, account, target)
+    if isinstance(made, str):  # refused: the state's one line says why
+        return Failed(message=made, data=HardwareStopped(made))
+    record(quotes=",".join(q.id for q in made))
     _publish(made)
     outcomes: list[HardwareOutcome] = []
     for quote in made:
@@ -327,26 +345,6 @@ def _answered(quote: Quote, said: QuoteConfirmation | None, logger) -> Quote:
     return quote
 
 
-def _cancelled(flow, flow_run, state) -> list[str]:
-    """Prefect's cancellation of a hardware flow run, passed on to the provider jobs its quotes' runs
-    may still have at their devices (qsolve.targets.cancel; a device that cannot cancel is said so).
-    The lines logged."""
-    import logging
-
-    from qsolve.targets.cancel import cancel_run
-
-    log = logging.getLogger("qsolve.hardware")
-    named, said = flow_run.parameters or {}, []
-    with connect() as db:
-        quotes = [db.get_quote(named["quote"])] if named.get("quote") else []
-        quotes += db.list_quotes(batch_id=named["batch"]) if named.get("batch") else []
-        for run_id in dict.fromkeys(q.run_id for q in quotes if q.run_id):
-            for done in cancel_run(db, run_id):
-                said.append(f"run {run_id}: {done.line}")
-                (log.info if done.stopped else log.warning)(said[-1])
-    return said
-
-
 @flow(name="hardware", log_prints=True, on_cancellation=[_cancelled])
 def hardware_flow(batch: str | None = None, quote: str | None = None):
     """Run the confirmed quotes of ``batch`` (or the one ``quote``), one at a time. It can spend the
@@ -356,6 +354,7 @@ def hardware_flow(batch: str | None = None, quote: str | None = None):
     with connect() as db:
         db.expire_quotes()
         chosen = [db.get_quote(quote)] if quote else db.quotes_to_run(batch)
+    record(quotes=",".join(q.id for q in chosen))
     outcomes = [o for q in chosen if (o := hardware_run(q.id, q.target)) is not None]
     _summary(outcomes)
     return _ended(outcomes)
@@ -383,6 +382,60 @@ def _summary(outcomes: list[HardwareOutcome]) -> None:
             + listed
         ),
         description="Hardware quotes run by this flow run, with their receipts",
+    )
+
+
+QUOTE_DEPLOYMENT = "quote/quote"
+
+
+def send_quote(workflow: str, account: str, target: str | None) -> str | None:
+    """A quote flow run of a deployment taken by a worker that cannot price its target (the IBM key's,
+    a provider's, held elsewhere): a quote flow run with the same parameters made in the work queue of
+    that target, Scheduled with a message naming what it waits for, and what was done, said; None when
+    it prices here (this machine holds what it needs, it is on that queue already, it is no deployment's
+    run, or its cases need several providers: pricing then says which it lacks)."""
+    from prefect.client.orchestration import get_client
+    from prefect.context import FlowRunContext
+    from prefect.states import Scheduled
+
+    from qsolve.targets.routing import held_queues, provider_of, queue_for
+    from tasks.hardware import case_targets
+
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None or context.flow_run.deployment_id is None:
+        return None
+    try:
+        with connect() as db:
+            targets = case_targets(db.get_version(workflow), target)
+    except Exception:  # noqa: BLE001 - an unknown workflow: pricing says so
+        return None
+    try:
+        held = held_queues()
+    except Exception:  # noqa: BLE001 - a providers.yaml that does not read: pricing says so
+        return None
+    needed = sorted({q for t in targets if (q := queue_for(t)) is not None and q not in held})
+    if len(needed) != 1 or context.flow_run.work_queue_name == needed[0]:
+        return None
+    queue = needed[0]
+    waits = f"waits for a worker that holds {provider_of(queue)} (work queue {queue})"
+    with get_client(sync_client=True) as client:
+        deployment = client.read_deployment(context.flow_run.deployment_id)
+        if deployment.work_pool_name is None:
+            return None
+        run = client.create_flow_run_from_deployment(
+            deployment.id,
+            parameters={"workflow": workflow, "account": account, "target": target},
+            state=Scheduled(
+                message=f"quote of {workflow} for {account} on {', '.join(dict.fromkeys(targets))}: {waits}"
+            ),
+            name=f"quote-{workflow[:24]}-{queue}",
+            tags=[queue],
+            idempotency_key=f"quote-{context.flow_run.id}",
+            work_queue_name=queue,
+        )
+    return (
+        f"this machine cannot price {', '.join(dict.fromkeys(targets))}: sent to the quote flow run "
+        f"{run.name} in work queue {queue} of pool {deployment.work_pool_name}; it {waits}"
     )
 
 

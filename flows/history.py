@@ -19,6 +19,7 @@ import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md: a l
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.endings import crashed, record
 from qsolve.runtime.failpoint import failpoint
 from qsolve.runtime.stopping import Stop, stopping, why_of
 from qsolve.validation.checks import DEFAULT_TARGET
@@ -32,13 +33,14 @@ from storage.state import Claim, ClaimStatus, Lease, StageLost, StateDB, Version
 from tasks.history import history_case
 
 
-@flow(name="history", task_runner=ThreadPoolTaskRunner(max_workers=3), log_prints=True)
+@flow(name="history", task_runner=ThreadPoolTaskRunner(max_workers=3), log_prints=True, on_crashed=[crashed])
 def history_flow(workflow: str, version: str | None = None, again: bool = False) -> HistoryOutcome:
     """Run the cases of ``workflow`` ``version`` (default: its latest published) that have no recorded
     run; with ``again``, a new round of every case."""
     home = qsolve_home()
     with connect() as db, tempfile.TemporaryDirectory(prefix="qsolve-history-") as tmp:
         v = db.get_version(workflow, version)
+        record(history=f"{v.workflow} {v.version}")  # what a crash leaves to finish (flows.endings.crashed)
         try:
             archive = BlobStore(home).get(v.digest, limit=db.blob_limit(v.digest, ARCHIVE_BYTES))
         except (OSError, ValueError) as e:  # gone, too large, not its digest: one line, no traceback
@@ -86,13 +88,15 @@ def history_flow(workflow: str, version: str | None = None, again: bool = False)
             except StageLost as e:
                 lost = str(e)
     if not claim.todo:  # a holder that stopped after its last case: its round is finished here
-        return HistoryOutcome(
+        outcome = HistoryOutcome(
             status="already recorded",
             round=stage.round,
             message=lost
             or f"{v.workflow} {v.version} has a track record: every case of round {stage.round} is "
             "recorded; this stage filed what its stopped holder left and finished the round",
         )
+        get_run_logger().info("%s: %s", outcome.status, outcome.message)
+        return outcome
     return HistoryOutcome(
         status="ran",
         round=stage.round,
@@ -133,6 +137,13 @@ def _file(db: StateDB, stage_id: int, home: Path) -> None:
 
 
 def _not_held(v: Version, claim: Claim) -> HistoryOutcome:
+    """Nothing run: why, said in the run's log (as ``qsolve history`` says it) and as its outcome."""
+    outcome = _why_not_held(v, claim)
+    get_run_logger().info("%s: %s", outcome.status, outcome.message)
+    return outcome
+
+
+def _why_not_held(v: Version, claim: Claim) -> HistoryOutcome:
     stage = claim.stage
     if claim.status is ClaimStatus.RECORDED:
         return HistoryOutcome(

@@ -18,6 +18,7 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Completed, Failed, State
 
+from flows.endings import crashed, install, record
 from qsolve.validation.submission import HistoryOutcome, SubmissionRejected, SubmissionReport
 from tasks.checks import checks_stage
 from tasks.gates import gates_stage
@@ -28,8 +29,10 @@ from tasks.publication import publication_stage
 #: the report's warning for a resubmission of a published version, which the gates did not run again
 GATES_SKIPPED = "the gates did not run: this version is already published"
 
+install()  # a rejection ends the flow run Failed with its one line, no engine error in its log
 
-@flow(name="submission", log_prints=True)
+
+@flow(name="submission", log_prints=True, on_crashed=[crashed])
 def submission_flow(folder: str, run_history: bool = True, account: str | None = None) -> State:
     """The submission of ``folder``; ``account``: the account it publishes as (the web pages' logged-in
     account, ``qsolve submit --account``)."""
@@ -80,6 +83,7 @@ def _publish(
     if gates_skipped:
         report.warnings = [*report.warnings, GATES_SKIPPED]
     if run_history:
+        record(history=f"{published.published.name} {published.published.version}")  # a crash leaves it
         report.history = _history(published.published.name, published.published.version)
     return _finish(report)
 

@@ -103,22 +103,23 @@ def end_abandoned_runs(db: StateDB, older_than: timedelta = ABANDONED_AFTER) -> 
 
 
 def file_ended_runs(db: StateDB, home: Path, limit: int = RUNS_PER_PASS) -> tuple[list[str], int]:
-    """File at most ``limit`` unfiled runs the track record keeps, oldest first; (their ids, how many
-    are still waiting). The rows are written before the runs are marked filed: a pass that stops
-    between the two files them again next time, as the same file."""
+    """File at most ``limit`` unfiled runs the track record keeps, oldest first; (the ids this pass
+    marked filed, how many are still waiting). The rows are written before the runs are marked filed:
+    a pass that stops between the two files them again next time, as the same file."""
     runs = db.unfiled_runs(limit)
-    file_runs(db, runs, home)
-    return [r.id for r in runs], db.count_unfiled()
+    return file_runs(db, runs, home), db.count_unfiled()
 
 
-def file_runs(db: StateDB, runs: list, home: Path) -> None:
+def file_runs(db: StateDB, runs: list, home: Path) -> list[str]:
     """File ended runs as one batch, each row naming its device jobs' receipts, then mark them filed
     (the maintenance pass, the history stage and the hardware flow all file so). Rows first: a
-    process that stops between the two files the same runs again, as the same file."""
-    if runs:
-        file_rows([_row(db, r, home) for r in runs], home, db.record_trackrecord_file)
-        failpoint("runs.filed")
-        db.mark_filed(r.id for r in runs)
+    process that stops between the two files the same runs again, as the same file. The ids this call
+    marked filed: a run another process marked first (two passes at once) is not reported twice."""
+    if not runs:
+        return []
+    file_rows([_row(db, r, home) for r in runs], home, db.record_trackrecord_file)
+    failpoint("runs.filed")
+    return db.mark_filed_ids(r.id for r in runs)
 
 
 def _row(db: StateDB, run, home: Path) -> TrackRecordRow:

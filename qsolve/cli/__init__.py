@@ -517,7 +517,7 @@ READS = {"page", "query", "views-sql", "verify", "receipts"}
 #: folders): run as a command, each gets a janitor, so that even SIGKILL leaves nothing behind
 GUARDED = {
     "submit", "history", "maintenance", "run", "evaluate", "evaluations", "calibrate", "quote", "serve",
-    "confirm",
+    "confirm", "worker",
 }  # fmt: skip
 
 

@@ -212,13 +212,9 @@ def _reading() -> None:
 
 
 def _line(s: dict[str, Any]) -> str:
-    counts = ", ".join(f"{n} {k}" for k, n in sorted(s["counts"].items())) or "no records"
-    wall = f"{s['wall_seconds']:.1f} s" if s["wall_seconds"] is not None else "-"
-    return (
-        f"{s['id']}  {s['status']:<11}  {s['model']}  {s['records']} records ({counts})  "
-        f"wall {wall}, model {s['model_seconds']:.1f} s"
-        + (f"; {s['failed_questions']} questions got no answer" if s.get("failed_questions") else "")
-    )
+    from qsolve.evaluation.runs import summary_line
+
+    return summary_line(s)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

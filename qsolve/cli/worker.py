@@ -87,9 +87,46 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if args.print:
         print(shlex.join(command))
         return 0
+    polled = [DEFAULT_QUEUE, *queues]
+    try:
+        from flows.queues import ensure_queues
+
+        ensure_queues(args.pool, polled, _say)  # a queue the pool lacks: Prefect's worker would take nothing
+    except Exception as e:  # noqa: BLE001 - the Prefect server does not answer: one line
+        print(
+            f"qsolve worker: the work queues of pool {args.pool} were not made: {_one_line(e)}",
+            file=sys.stderr,
+        )
+        return 2
     sys.stdout.flush()
     sys.stderr.flush()
-    return run_registered(command, host, queues, every)
+    return run_registered(command, host, queues, every, pool=args.pool)
+
+
+def _say(line: str) -> None:
+    print(f"qsolve worker: {line}", file=sys.stderr, flush=True)
+
+
+def _one_line(e: BaseException) -> str:
+    return f"{type(e).__name__}: {' '.join(str(e).split())}"
+
+
+def _check_queues(pool: str, polled: list[str]) -> None:
+    """Say, at the default level, a poll that cannot succeed (a queue of ``polled`` missing from the
+    pool: Prefect answers every poll "not found" and its worker takes nothing, logging it only at debug
+    level), and make the queue again."""
+    try:
+        from flows.queues import ensure_queues, missing_queues
+
+        missing = missing_queues(pool, polled)
+        if missing:
+            _say(
+                f"the work pool {pool} lacks the queues {', '.join(missing)}: Prefect's worker takes "
+                "nothing while one it polls is missing"
+            )
+            ensure_queues(pool, missing, _say)
+    except Exception as e:  # noqa: BLE001 - the server does not answer now: said, tried again next time
+        _say(f"could not read the work queues of pool {pool}: {_one_line(e)}")
 
 
 def renew_seconds() -> float:
@@ -106,11 +143,14 @@ def renew_seconds() -> float:
     return value
 
 
-def run_registered(command: list[str], host: str, queues: list[str], every: float) -> int:
+def run_registered(
+    command: list[str], host: str, queues: list[str], every: float, pool: str | None = None
+) -> int:
     """Run the worker ``command`` as a child, registering ``host``'s ``queues`` every ``every`` seconds
     while it lives; its exit code (128 + the signal's number after a stop passed on, as a shell says it,
     whether Prefect's worker dies of it or ends cleanly). A database that does not answer a renewal is
-    tried again next time."""
+    tried again next time. With ``pool``, each renewal also checks that the queues it polls exist: one
+    deleted meanwhile (Prefect's worker then takes nothing, and says nothing) is said and made again."""
     from storage.state import connect
 
     stop = threading.Event()
@@ -129,6 +169,8 @@ def run_registered(command: list[str], host: str, queues: list[str], every: floa
                     db.register_holder(host, queues)
             except Exception as e:  # noqa: BLE001 - a busy or lost database: next time
                 log.warning("qsolve worker: could not renew %s's registration: %s", host, e)
+            if pool is not None:
+                _check_queues(pool, [DEFAULT_QUEUE, *queues])
 
     before = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGTERM, signal.SIGINT)}
     renewing = threading.Thread(target=renew, name="qsolve-worker-renew", daemon=True)

@@ -30,6 +30,7 @@ from pydantic import BaseModel, field_validator, model_validator
 from qsolve.errors import QsolveError
 
 CONCURRENCY_VARIABLE = "EVALUATION_CONCURRENCY"
+RUNS_VARIABLE = "EVALUATION_RUNS"
 HEARTBEAT_VARIABLE = "EVALUATION_HEARTBEAT_SECONDS"
 STALE_VARIABLE = "EVALUATION_STALE_AFTER_SECONDS"
 KNOWLEDGE_VARIABLE = "QSOLVE_TASK_KNOWLEDGE"
@@ -46,6 +47,7 @@ class RunRefused(QsolveError):
 #: these a wait or a date overflows: a heartbeat's thread dies, a read of the runs fails)
 SETTINGS = {
     CONCURRENCY_VARIABLE: (2, True, 64),
+    RUNS_VARIABLE: (2, True, 64),
     HEARTBEAT_VARIABLE: (30, False, 3600),
     STALE_VARIABLE: (1800, False, 7 * 24 * 3600),
 }
@@ -93,6 +95,13 @@ def check_settings() -> None:
 
 def concurrency() -> int:
     return int(_number(CONCURRENCY_VARIABLE))
+
+
+def runs_at_once() -> int:
+    """How many evaluation runs a Prefect server executes at once (``EVALUATION_RUNS``, default 2): the
+    size its ``evaluation`` concurrency limit is created with, so that a model endpoint sees at most that
+    many runs times ``EVALUATION_CONCURRENCY`` records."""
+    return int(_number(RUNS_VARIABLE))
 
 
 def heartbeat_seconds() -> float:
@@ -152,6 +161,46 @@ class RunRequest(BaseModel):
 
     def selection(self) -> dict[str, Any]:
         return self.model_dump(include={"task", "chip", "day", "task_ids"}, exclude_none=True)
+
+
+def selection_problem(
+    *,
+    run_id: str | None = None,
+    task: str | None = None,
+    chip: str | None = None,
+    day: str | None = None,
+    task_ids: list[str] | None = None,
+) -> str | None:
+    """What is wrong with a selection, one line, as ``qsolve evaluate`` refuses it; None when it is one
+    selection: a task and a chip, a day (a chip, if given, narrows it), task-result ids, or a run's id
+    alone. Nothing given is refused, not taken as some default."""
+    given = [
+        name
+        for name, value in (("run_id", run_id), ("task", task), ("day", day), ("task_ids", task_ids))
+        if value
+    ]
+    if len(given) > 1:
+        return (
+            f"{' and '.join(given)} given: select one: a task and a chip, a day, task-result ids, or a run id"
+        )
+    if run_id and chip:
+        return "run_id and chip given: a run id names a stored run, which has its own selection"
+    if task and not chip:
+        return "task needs chip (the latest evaluable result per qubit of that chip)"
+    if not given:
+        return "chip given alone: " * bool(chip) + "select a task and a chip, a day, or task-result ids"
+    return None
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    """A run's summary on one line, as ``qsolve evaluations list`` shows it."""
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(s["counts"].items())) or "no records"
+    wall = f"{s['wall_seconds']:.1f} s" if s["wall_seconds"] is not None else "-"
+    return (
+        f"{s['id']}  {s['status']:<11}  {s['model']}  {s['records']} records ({counts})  "
+        f"wall {wall}, model {s['model_seconds']:.1f} s"
+        + (f"; {s['failed_questions']} questions got no answer" if s.get("failed_questions") else "")
+    )
 
 
 def select(store, request: RunRequest) -> tuple[list, list[dict[str, Any]]]:

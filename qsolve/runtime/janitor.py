@@ -90,15 +90,35 @@ def watch(pid: int, folder: Path) -> None:
             known.update(_descendants(pid))
         os.close(pidfd)
     known.pop(os.getpid(), None)  # the janitor is one of the command's children too
-    for child, started in known.items():
-        if start_time(child) == started:  # still the same process, not a reused pid
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(child, signal.SIGKILL)
+    _end_all(known)
     time.sleep(0.1)
     shutil.rmtree(folder, ignore_errors=True)
     from qsolve.runtime.cgroups import remove_all_of  # the workflow processes' cgroups it made
 
     remove_all_of(pid)
+
+
+def _end_all(known: dict[int, int]) -> None:
+    """Kill every process of ``known`` still running (each checked by its start time) and everything
+    below them now, started since the last look (a worker's flow runs in process groups of their own):
+    each stopped first, so that none starts another while the tree is read, then killed."""
+    alive = {pid: started for pid, started in known.items() if start_time(pid) == started}
+    for _ in range(5):
+        for pid, started in list(alive.items()):
+            if start_time(pid) == started:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGSTOP)
+        more = {}
+        for pid in list(alive):
+            more.update(_descendants(pid))
+        more.pop(os.getpid(), None)
+        if not set(more) - set(alive):
+            break
+        alive.update(more)
+    for pid, started in alive.items():
+        if start_time(pid) == started:  # still the same process, not a reused pid
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 if __name__ == "__main__":

@@ -452,9 +452,14 @@ class StateDB(
 
     def mark_filed(self, run_ids: Iterable[str]) -> int:
         """Mark ended runs filed; already filed ones keep their time. Returns how many were newly marked."""
+        return len(self.mark_filed_ids(run_ids))
+
+    def mark_filed_ids(self, run_ids: Iterable[str]) -> list[str]:
+        """Mark ended runs filed; the ids this call marked (not those another process marked first: two
+        maintenance passes filing the same runs at once each report only their own)."""
         ids = list(dict.fromkeys(run_ids))
         if not ids:
-            return 0
+            return []
         with self._write() as connection:
             result = connection.execute(
                 runs.update()
@@ -464,5 +469,7 @@ class StateDB(
                     runs.c.status.in_([RunStatus.FINISHED.value, RunStatus.FAILED.value]),
                 )
                 .values(filed_at=now())
+                .returning(runs.c.id)
             )
-            return result.rowcount
+            marked = set(result.scalars())
+        return [i for i in ids if i in marked]

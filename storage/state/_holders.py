@@ -54,6 +54,12 @@ class ProviderHolders(Store):
         with self._read() as connection:
             return [(row.host, row.seen_at) for row in connection.execute(query)]
 
+    def holder_queues(self) -> list[str]:
+        """Every queue any host registered (live or not), sorted: the queues the work pool needs."""
+        query = sa.select(provider_holders.c.queue).distinct().order_by(provider_holders.c.queue)
+        with self._read() as connection:
+            return list(connection.execute(query).scalars())
+
     def live_holders(
         self, queue: str, stale_after: timedelta = STALE_AFTER
     ) -> tuple[list[tuple[str, datetime]], list[tuple[str, datetime]]]:

@@ -113,6 +113,9 @@ def test_a_run_cancelled_while_the_flow_executes_it_ends_the_flow_run_cancelled(
         finally:
             stop.set()
             canceller.join()
-    done = state.result(raise_on_failure=False, _sync=True)
+    ended = state.result(raise_on_failure=False, _sync=True)
+    done = ended.data  # the summary, kept with the ending (flows/endings.py)
     assert state.is_cancelled() and done["status"] == "cancelled"
     assert done["counts"].get("cancelled", 0) >= 1
+    assert state.message == str(ended) and "\n" not in state.message
+    assert state.message.startswith(f"{run.id}  cancelled ")  # the run's line, as evaluations list says it
