@@ -37,9 +37,10 @@ def ensure_schema_file(layout: Layout, known: Mapping[str, FileEntry] | None = N
 def schema_file_reads(path: Path, known: Mapping[str, FileEntry] | None = None) -> bool:
     """Whether the schema file is there and passes the checks every file of the folder must pass."""
     try:
-        return checked(path, path.stat(), known).problem is None
+        entry = checked(path, path.stat(), known)
     except FileNotFoundError:
         return False
+    return entry.problem is None and entry.rows == 0  # a schema file holds no rows: one that does is forged
 
 
 _reading_schema: list[Path] = []
