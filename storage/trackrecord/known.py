@@ -62,9 +62,10 @@ def unknown_files(db, layout: Layout, inventory) -> list[tuple[str, str]]:
             digests[name] = _digest(layout, name)
         except FileNotFoundError:  # compacted meanwhile: not there
             continue
-    if not db.has_trackrecord_files():
+    logged = {(f.name, f.digest) for f in db.trackrecord_live_files()}  # the log's live set (issue 34)
+    if not logged and not db.trackrecord_log_started() and not db.has_trackrecord_files():
         return _adopt(db, layout, digests)
-    known = db.known_trackrecord_files(digests)
+    known = db.known_trackrecord_files(digests) | logged
     return [(name, UNKNOWN) for name, digest in digests.items() if (name, digest) not in known]
 
 
@@ -90,7 +91,8 @@ def _known_now(db, layout: Layout, name: str) -> bool:
         digest = _digest(layout, name)
     except FileNotFoundError:
         return True  # gone: nothing to set aside
-    return (name, digest) in db.known_trackrecord_files([name])
+    live = db.trackrecord_live_file(name)
+    return (name, digest) in db.known_trackrecord_files([name]) or (live is not None and live.digest == digest)
 
 
 def _run_ids(layout: Layout, name: str) -> list[str] | None:
