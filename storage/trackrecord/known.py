@@ -92,7 +92,8 @@ def _known_now(db, layout: Layout, name: str) -> bool:
     except FileNotFoundError:
         return True  # gone: nothing to set aside
     live = db.trackrecord_live_file(name)
-    return (name, digest) in db.known_trackrecord_files([name]) or (live is not None and live.digest == digest)
+    logged = live is not None and live.digest == digest
+    return logged or (name, digest) in db.known_trackrecord_files([name])
 
 
 def _run_ids(layout: Layout, name: str) -> list[str] | None:
