@@ -211,6 +211,29 @@ def check_checkpoint(document: Mapping[str, Any]) -> dict[str, Any]:
     return statement
 
 
+def key_refused(window: Any, at_ms: Any) -> str | None:
+    """Why a key of the trust list did not vouch for what it signed at ``at_ms``, or None. ``window``
+    is the trust list's entry for the key (``not_before_ms``, ``not_after_ms``, ``revoked_from_ms``), or
+    just the moment it is revoked from (an int), or None (endorsed for all time)."""
+    if window is None:
+        return None
+    if isinstance(window, int):
+        not_before, not_after, revoked = None, None, window
+    else:
+        not_before = getattr(window, "not_before_ms", None)
+        not_after = getattr(window, "not_after_ms", None)
+        revoked = getattr(window, "revoked_from_ms", None)
+    if type(at_ms) is not int:
+        return "at no time of its form"
+    if revoked is not None and at_ms >= revoked:
+        return "revoked from then"
+    if not_before is not None and at_ms < not_before:
+        return "not yet endorsed then (before its not_before_ms)"
+    if not_after is not None and at_ms >= not_after:
+        return "no longer endorsed then (its not_after_ms had passed)"
+    return None
+
+
 @dataclass
 class Chain:
     """The log's entries checked in order: each one's form, signature, place and link to the one before.
@@ -221,8 +244,8 @@ class Chain:
     problems: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, documents: Iterable[Mapping[str, Any]], trusted: Mapping[str, int | None] | None) -> Chain:
-        """``trusted``: key -> the moment (ms) it is revoked from, or None; None to check no key."""
+    def of(cls, documents: Iterable[Mapping[str, Any]], trusted: Mapping[str, Any] | None) -> Chain:
+        """``trusted``: key -> its window (``key_refused``); None to check no key."""
         chain = cls()
         prev = GENESIS
         for n, document in enumerate(documents, start=1):
@@ -245,8 +268,8 @@ class Chain:
                         chain.problems.append(
                             f"entry {n}: signed by key {str(key)[:16]}, not in the trust list"
                         )
-                    elif (revoked := trusted[key]) is not None and entry.get("at_ms", 0) >= revoked:
-                        chain.problems.append(f"entry {n}: signed by key {str(key)[:16]}, revoked from then")
+                    elif (why := key_refused(trusted[key], entry.get("at_ms", 0))) is not None:
+                        chain.problems.append(f"entry {n}: signed by key {str(key)[:16]}, {why}")
                 chain.entries.append(entry)
             try:
                 prev = document_hash(document)

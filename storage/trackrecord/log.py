@@ -28,6 +28,7 @@ from storage.state._trackrecord_entries import (
     document_hash,
     entry_document,
     fold,
+    key_refused,
     read,
     text,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "document_hash",
     "entry_document",
     "fold",
+    "key_refused",
     "read",
     "text",
 ]

@@ -41,18 +41,19 @@ class Verified:
         return not self.problems
 
 
-def trusted_keys(trust: Mapping[str, Any]) -> dict[str, int | None]:
-    """A trust list (``wai.quantum.receipt-keys/1``) as key -> the moment it is revoked from, or None."""
+def trusted_keys(trust: Mapping[str, Any]) -> dict[str, Any]:
+    """A trust list (``wai.quantum.receipt-keys/1``) as key -> its entry: the window it vouches for
+    what it signs in (``not_before_ms``, ``not_after_ms``, ``revoked_from_ms``; ``log.key_refused``)."""
     from qsolve.receipts.trust import TrustList
 
     found = TrustList.from_value(dict(trust))
-    return {k: e.revoked_from_ms for k, e in found.entries.items()}
+    return dict(found.entries)
 
 
 def verify(
     documents: Iterable[str | Mapping[str, Any]],
     read_file: Callable[[str, int], bytes | None],
-    trusted: Mapping[str, int | None],
+    trusted: Mapping[str, Any],
     *,
     live: Mapping[str, str] | None = None,
     checkpoint: Mapping[str, Any] | None = None,
@@ -135,6 +136,8 @@ def verify(
             key = statement["key"]
             if key not in trusted:
                 out.problems.append(f"the checkpoint: signed by key {key[:16]}, not in the trust list")
+            elif (refused := log.key_refused(trusted[key], statement["at_ms"])) is not None:
+                out.problems.append(f"the checkpoint: signed by key {key[:16]}, {refused}")
             why = chain.extends(statement)
             if why is not None:
                 out.problems.append(f"the checkpoint of {statement['size']} entries: {why}")

@@ -126,11 +126,6 @@ def test_an_emptied_log_is_not_adopted_again_with_a_planted_file(place, home):
     assert found == []  # today: [{'run_id': 'forged-1', 'passed': True}], in an entry signed by this host
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: verify takes a checkpoint signed by a key the trust list revoked before the "
-    "checkpoint's time (it checks only that the key is listed; entries are held to revocation)",
-)
 def test_a_checkpoint_signed_after_its_key_was_revoked_is_named(home):
     file_rows(scenario()[:4], home)
     host = load_host_key(home, create=False)
@@ -304,11 +299,6 @@ def test_views_sql_names_no_schema_file_of_the_bucket_holding_rows(home, bucket,
     assert con.execute("SELECT count(*) FROM rows WHERE workflow = 'victim'").fetchone() == (0,)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: verify drops a trust list's key windows (trusted_keys keeps revoked_from_ms only): "
-    "an entry signed by a key after its not_after_ms, or before its not_before_ms, is taken",
-)
 def test_an_entry_signed_outside_its_keys_window_is_named(home, tmp_path, capsys):
     from qsolve.cli import main
 
