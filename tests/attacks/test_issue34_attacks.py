@@ -274,12 +274,6 @@ def analyst_views(home: Path, script: str):
     return con
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: where no b-/h- file of the live set verifies (a batch rewritten is left out), "
-    "qsolve views-sql names the bucket's own schema file, unchecked: forged rows put there reach "
-    "the analyst's views",
-)
 def test_views_sql_names_no_schema_file_of_the_bucket_holding_rows(home, bucket, monkeypatch):  # noqa: F811
     from storage.trackrecord.analyst import analyst_sql
 
