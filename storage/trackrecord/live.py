@@ -7,7 +7,8 @@ replaced, cut short) or that is missing is left out at once and named, with why,
 
 Digests are kept by what identifies the bytes: a local file's device, inode, size and modification and
 change times (the change time moves with any write, and no program sets it back), an object's ETag and
-size. The key a file last matched with is kept in the state database (``seen``), so a reader in a new
+size, the ETag being the MD5 of the very bytes hashed (never the listing's: the object may be swapped
+between the listing and the read). The key a file last matched with is kept in the state database (``seen``), so a reader in a new
 process hashes only files that changed; a process also keeps its own.
 
 No schema file is read from the home or the bucket: a reader binds the views to the fixed schema through
@@ -21,6 +22,7 @@ file found with its recorded digest (:func:`adopt`).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -37,7 +39,7 @@ CHANGED = (
     "rewritten or replaced since it was filed"
 )
 
-_objects: dict[tuple, str] = {}  # an object's digest, by store, name, size and ETag
+_objects: dict[tuple, str] = {}  # an object's digest, by store, name and the ETag of its bytes (MD5)
 #: per home: the state database this process last filed, compacted or read it with (a tool or a test
 #: naming its database); a reader of that home in this process asks the same one
 _used: dict[Path, str] = {}
@@ -114,28 +116,41 @@ def verified_shared(layout: Layout, db, schema_file: str):
         if found is None:
             entries.append(Entry(f.name, 0, "", MISSING))
             continue
-        seen = f"etag:{found.version}:{found.size}"
+        seen = _etag_seen(found.version, found.size)
         problem = None
         if seen != f.seen:
             if found.size != f.size:
                 problem = CHANGED.format(digest=f.digest)
             else:
-                cache = (store.url, f.name, found.size, found.version)
+                cache = (store.url, f.name, seen)
                 digest = _objects.get(cache)
                 if digest is None:
                     try:
-                        digest = _objects[cache] = digest_bytes(store.get(key(f.name), limit=f.size))
+                        data = store.get(key(f.name), limit=f.size)
                     except FileNotFoundError:
                         entries.append(Entry(f.name, 0, "", MISSING))
                         continue
                     except ObjectTooLarge:
-                        digest = ""
+                        data = None
+                    digest = "" if data is None else digest_bytes(data)
+                    # kept by the ETag of the bytes hashed (their MD5, as S3 gives a single-part object),
+                    # never by the listing's: the object may have been swapped between the two
+                    seen = "" if data is None else _etag_seen(hashlib.md5(data).hexdigest(), len(data))
+                    if seen:
+                        _objects[(store.url, f.name, seen)] = digest
                 if digest != f.digest:
                     problem = CHANGED.format(digest=f.digest)
-                else:
+                elif seen:
                     _mark_seen(db, f, seen)
         entries.append(Entry(f.name, found.size, found.version, problem, 0 if problem else f.rows))
     return SharedInventory(store, tuple(entries), schema_file)
+
+
+def _etag_seen(etag: str, size: int) -> str:
+    """What identifies an object's bytes: its ETag (quotes aside) and size. An ETag that is not the
+    MD5 of the bytes (a multipart upload's, a local folder's time) never matches one kept from bytes
+    hashed here, so such an object is hashed on every read: slower, never wrong."""
+    return f"etag:{etag.strip(chr(34)).lower()}:{size}"
 
 
 def _live(db, layout: Layout) -> list:

@@ -331,12 +331,6 @@ def same_size_forgery(original: bytes) -> bytes:
     raise AssertionError("no forgery of the original's size")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a bucket reader marks as seen the ETag its listing gave, not the ETag of the bytes "
-    "it hashed: a forged object swapped back for one read is then taken unhashed, by every reader, "
-    "for as long as it stays",
-)
 def test_a_forgery_put_back_for_one_read_is_not_taken_for_good(home, bucket, monkeypatch):  # noqa: F811
     from storage.objects import S3Objects
     from storage.trackrecord import live
