@@ -8,8 +8,8 @@ replaced, cut short) or that is missing is left out at once and named, with why,
 Digests are kept by what identifies the bytes: a local file's device, inode, size and modification and
 change times (the change time moves with any write, and no program sets it back), an object's ETag and
 size, the ETag being the MD5 of the very bytes hashed (never the listing's: the object may be swapped
-between the listing and the read). The key a file last matched with is kept in the state database (``seen``), so a reader in a new
-process hashes only files that changed; a process also keeps its own.
+between the listing and the read). The key a file last matched with is kept in the state database
+(``seen``), so a reader in a new process hashes only files that changed; a process also keeps its own.
 
 No schema file is read from the home or the bucket: a reader binds the views to the fixed schema through
 an empty file of its own, in a temporary folder of the process (``schema_file.reading_schema_file``).
