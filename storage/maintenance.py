@@ -250,9 +250,9 @@ def _run_ids_on_disk(layout: Layout, db: StateDB) -> set[str]:
         try:
             for where in _inventory(layout, db).readable():
                 if layout.store is not None:
-                    from storage.trackrecord.shared import key_of
+                    from storage.trackrecord.shared import key_of, read_bounded
 
-                    where = io.BytesIO(layout.store.get(key_of(layout.store, where)))
+                    where = io.BytesIO(read_bounded(layout.store, key_of(layout.store, where)))
                 found.update(pq.read_table(where, columns=["run_id"]).column("run_id").to_pylist())
             return found
         except FileNotFoundError:

@@ -25,7 +25,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage.objects import ObjectStore
+from storage.bounds import TRACKRECORD_FILE_BYTES
+from storage.objects import ObjectStore, ObjectTooLarge
 
 from .inventory import CHECKS, warn_left_out
 from .layout import BATCH, FOLDER, HEAD, LEFT_OUT, OLDER, SCHEMA_FILE, file_name
@@ -200,18 +201,37 @@ def set_aside(store: ObjectStore, inventory: SharedInventory) -> SharedInventory
 
 
 def set_aside_one(store: ObjectStore, name: str) -> None:
+    """Move one object into ``trackrecord/left-out/``, read once and bounded (``TRACKRECORD_FILE_BYTES``).
+    One larger than any track-record file is none of qsolve's: it is removed, not copied."""
     try:
-        data = store.get(key(name))
+        data = store.get(key(name), limit=TRACKRECORD_FILE_BYTES)
     except FileNotFoundError:
+        return
+    except ObjectTooLarge:
+        store.delete(key(name))
+        _checked.pop((store.url, name), None)
         return
     n, target = 0, key(f"{LEFT_OUT}/{name}")
     while not store.create(target, data):
-        if store.get(target) == data:
+        if _same(store, target, data):
             break
         n += 1
         target = key(f"{LEFT_OUT}/{name}.{n}")
     store.delete(key(name))
     _checked.pop((store.url, name), None)
+
+
+def _same(store: ObjectStore, target: str, data: bytes) -> bool:
+    try:
+        return store.get(target, limit=len(data)) == data
+    except (FileNotFoundError, ObjectTooLarge):
+        return False
+
+
+def read_bounded(store: ObjectStore, k: str) -> bytes:
+    """A track-record object's bytes, read no further than ``TRACKRECORD_FILE_BYTES`` (a larger one is
+    :class:`ObjectTooLarge`, an ``OSError``)."""
+    return store.get(k, limit=TRACKRECORD_FILE_BYTES)
 
 
 def reading(store: ObjectStore) -> SharedInventory:
@@ -287,7 +307,7 @@ def _holds(store: ObjectStore, name: str, run_ids: list[str]) -> bool:
 def file_run_ids(store: ObjectStore, name: str) -> list[str] | None:
     """The run ids one object of the track record holds; None when it is gone or does not read."""
     try:
-        found = pq.read_table(io.BytesIO(store.get(key(name))), columns=["run_id"]).column("run_id")
+        found = pq.read_table(io.BytesIO(read_bounded(store, key(name))), columns=["run_id"]).column("run_id")
     except (OSError, ValueError, pa.ArrowException):  # FileNotFoundError among them
         return None
     return found.to_pylist()
@@ -299,7 +319,7 @@ def run_ids(store: ObjectStore) -> set[str]:
         found: set[str] = set()
         try:
             for k in take_inventory(store).data_keys():
-                table = pq.read_table(io.BytesIO(store.get(k)), columns=["run_id"])
+                table = pq.read_table(io.BytesIO(read_bounded(store, k)), columns=["run_id"])
                 found.update(table.column("run_id").to_pylist())
             return found
         except FileNotFoundError:
@@ -313,7 +333,7 @@ def unreadable(store: ObjectStore, addresses: list[str]) -> list[str]:
     bad = []
     for a in addresses:
         try:
-            pq.read_table(io.BytesIO(store.get(key_of(store, a))))
+            pq.read_table(io.BytesIO(read_bounded(store, key_of(store, a))))
         except FileNotFoundError:
             continue
         except (OSError, ValueError, pa.ArrowException):

@@ -155,11 +155,6 @@ def reads(monkeypatch):
     return seen
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a maintenance pass reads an object planted under the bucket's trackrecord/ whole, "
-    "with no bound (known._digest, shared.set_aside_one: twice)",
-)
 def test_a_maintenance_pass_reads_a_planted_object_with_a_bound(home, bucket, monkeypatch, reads):  # noqa: F811
     from storage.maintenance import refile_lost_runs
 
@@ -175,11 +170,6 @@ def test_a_maintenance_pass_reads_a_planted_object_with_a_bound(home, bucket, mo
     assert unbounded == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: adoption (live.adopt, _measure) reads each object trackrecord_files names whole, "
-    "with no bound, before it weighs its digest",
-)
 def test_adoption_reads_a_recorded_name_with_a_bound(home, bucket, monkeypatch, reads):  # noqa: F811
     with postgres_schema() as url:
         monkeypatch.setenv("QSOLVE_DATABASE_URL", url)
@@ -241,11 +231,6 @@ def test_a_batch_swapped_between_compactions_check_and_its_read_reaches_no_recor
     assert seen(home, "SELECT run_id FROM rows WHERE run_id = 'r03' AND passed") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: filing into a bucket whose batch name an object already holds sets it aside by "
-    "reading it whole, with no bound, and holding it twice (shared.set_aside_one)",
-)
 def test_filing_over_a_planted_object_reads_it_with_a_bound(home, bucket, monkeypatch, reads):  # noqa: F811
     with postgres_schema() as url:
         monkeypatch.setenv("QSOLVE_DATABASE_URL", url)
