@@ -59,7 +59,7 @@ def file_table(
     sets aside every data file the database does not know (``known``). Once the file has its name, the
     state database's track-record log gets a signed entry for it (``log``): readers read only the files
     the log holds. ``db``: that state database (default: ``record``'s, else the home's)."""
-    from .live import adopt, state_of
+    from .live import adopt, saw_started, state_of
 
     layout = Layout(home)
     table = one_copy_per_run(conform(table))
@@ -74,8 +74,12 @@ def file_table(
             from .shared import file_table as file_shared
 
             address, new = file_shared(layout.store, table, record, state)
-            return Filed(address, table.num_rows, new)
-        return _file_local(layout, table, record, state)
+            filed = Filed(address, table.num_rows, new)
+        else:
+            filed = _file_local(layout, table, record, state)
+        if filed.new:
+            saw_started(state, layout)
+        return filed
 
 
 def _file_local(layout: Layout, table: pa.Table, record: Recorder | None, state) -> Filed:

@@ -158,7 +158,34 @@ def _live(db, layout: Layout) -> list:
         return []
     if db.trackrecord_log_head()[0] == 0:
         adopt(db, layout)
+    else:
+        saw_started(db, layout)
     return db.trackrecord_live_files()
+
+
+EMPTIED = (
+    "{database}: its track-record log is empty, yet this home saw it hold entries: they were removed "
+    "(qsolve trackrecord verify --checkpoint names what); nothing is adopted, nothing read"
+)
+
+
+def _started_marker(db, layout: Layout) -> Path:
+    """The file of this home that says this host saw ``db``'s log hold entries (one per database)."""
+    from .writing import digest_bytes as _digest
+
+    url = db.engine.url.render_as_string(hide_password=True)
+    return layout.home / f".trackrecord-log-{_digest(url.encode())[:16]}.started"
+
+
+def saw_started(db, layout: Layout) -> None:
+    """Remember, in the home (outside the state database: its writer cannot undo it), that ``db``'s log
+    holds entries, so that an emptied log is never adopted again by this host (:func:`adopt`)."""
+    marker = _started_marker(db, layout)
+    if marker.exists():
+        return
+    with contextlib.suppress(OSError):  # a home this host may only read: the database alone says
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
 
 
 def _mark_seen(db, f, seen: str) -> None:
@@ -169,8 +196,15 @@ def _mark_seen(db, f, seen: str) -> None:
 def adopt(db, layout: Layout) -> None:
     """The first entry of a database that recorded files before the log: each recorded file found with
     its recorded digest, as ``adopted`` (module docstring). Nothing where nothing was recorded."""
-    from . import log
+    import warnings
 
+    from . import log
+    from .errors import TrackRecordWarning
+
+    if _started_marker(db, layout).exists():  # the log was emptied: its writer is not to be signed for
+        database = db.engine.url.render_as_string(hide_password=True)
+        warnings.warn(EMPTIED.format(database=database), TrackRecordWarning, stacklevel=3)
+        return
     recorded = db.recorded_trackrecord_files()
     adds = []
     for name, digest in sorted(recorded):
@@ -185,6 +219,7 @@ def adopt(db, layout: Layout) -> None:
             adds.append(log.added(name, digest, size, rows, m.group(1)))
     if adds:
         db.append_trackrecord_entry(log.ADOPTED, adds)
+        saw_started(db, layout)
 
 
 def _measure(layout: Layout, name: str) -> tuple[str, int, int]:

@@ -110,11 +110,6 @@ def empty_the_log_and_record(home: Path, recorded: list[tuple[str, str]]) -> Non
             )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a reader adopts whatever trackrecord_files names whenever the log is empty, so a "
-    "database writer who empties the log gets a planted file signed by the reader's own key",
-)
 def test_an_emptied_log_is_not_adopted_again_with_a_planted_file(place, home):
     file_rows(scenario()[:4], home)
     assert seen(home, "SELECT count(*) AS n FROM rows WHERE workflow = 'victim'") == [{"n": 0}]
