@@ -23,6 +23,8 @@ removes its inputs may fail once with a missing file; run it again.
 from __future__ import annotations
 
 import contextlib
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +35,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from storage.objects import ObjectTooLarge
+
 from .filing import set_aside_one
 from .inventory import warn_left_out
 from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, Layout, file_name
@@ -40,7 +44,7 @@ from .live import state_of, verified_local, verified_shared
 from .row import COLUMNS, SCHEMA
 from .schema_file import ensure_schema_file, reading_schema_file
 from .views import COPY_ORDER, GROUP, LATEST_ORDER, ensure_views, housekeeping, parquet_source, session
-from .writing import COMPRESSION, ROW_GROUP_ROWS, digest_file, fsync_folder, write_named
+from .writing import COMPRESSION, ROW_GROUP_ROWS, digest_bytes, digest_file, fsync_folder, write_named
 
 if TYPE_CHECKING:
     from storage.state import StateDB
@@ -96,15 +100,18 @@ def _compact_local(layout: Layout, state: StateDB, older_files_limit: int, remov
     moved = {p for p, _ in aside}
     aside += [(p, why) for p, why in inventory.left_out if p not in moved]
     warn_left_out(aside, stacklevel=4)
-    inputs = inventory.readable(BATCH, HEAD)
-    writing = _local_writing(layout, state, {f.name: f.digest for f in state.trackrecord_live_files()})
+    recorded = {f.name: f for f in state.trackrecord_live_files()}
+    writing = _local_writing(layout, state, {n: f.digest for n, f in recorded.items()})
+    private = tempfile.mkdtemp(prefix="qsolve-compaction-")
+    candidates = inventory.readable(BATCH, HEAD)
+    inputs, copies = _verified_copies(candidates, _read_local, recorded, private, writing)
     merged = heads = older = 0
     skipped = None
     con = session(duckdb.connect())
     try:
-        if len(inputs) > 1 or inventory.readable(BATCH):
+        if len(inputs) > 1 or any(_name_of(p).startswith(f"{BATCH}-") for p in inputs):
             merged, heads, older, skipped = _merge_or_set_aside(
-                lambda: _merge_heads(con, inputs, writing),
+                lambda: _merge_heads(con, copies, writing),
                 inputs,
                 lambda: _unreadable(inputs),
                 lambda p, e: set_aside_one(p, f"its data does not read ({e})"),
@@ -114,11 +121,13 @@ def _compact_local(layout: Layout, state: StateDB, older_files_limit: int, remov
         small = [p for p in inventory.readable(OLDER) if inventory.entry(p).size < OLDER_FILE_BYTES]
         merged_older = 0
         if len(small) > older_files_limit:
+            small, small_copies = _verified_copies(small, _read_local, recorded, private, writing)
             with contextlib.suppress(duckdb.IOException):
-                _merge_older(con, small, writing)
+                _merge_older(con, small_copies, writing)
                 merged_older = len(small)
     finally:
         con.close()
+        shutil.rmtree(private, ignore_errors=True)
     ensure_views(layout, db=state)  # which warns of each file left out
     left_out = tuple(p for p, _ in aside)
     return Compacted(merged, heads, older, merged_older, removed, skipped, left_out)
@@ -244,6 +253,8 @@ class Writing:
     state: Any = None
     live: dict[str, str] = field(default_factory=dict)
     made: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: by name: the input a private copy stands for (what is retired and removed)
+    originals: dict[str, Any] = field(default_factory=dict)
 
     def commit(self, outputs: list[tuple[Any, int, bool]], inputs: list) -> None:
         """The outputs logged (one signed ``compacted`` entry: they are added, the inputs they replace
@@ -267,7 +278,40 @@ class Writing:
         retires = [{"name": _name_of(p), "digest": self.live[_name_of(p)]} for p in retired]
         if self.state is not None and (adds or retires):
             self.state.append_trackrecord_entry(log.COMPACTED, adds, retires)
-        self.remove(retired)
+        self.remove([self.originals.get(_name_of(p), p) for p in retired])
+
+
+def _read_local(path: Path, size: int) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(size + 1)
+
+
+def _verified_copies(inputs: list, read, recorded: dict, private: str, writing: Writing) -> tuple[list, list]:
+    """Each input read once (no further than its recorded size and a byte), its bytes checked against
+    the digest its log entry recorded, and those very bytes written to this compaction's private folder,
+    which is all DuckDB reads: a file rewritten after its check is never merged (it is left out, named,
+    for the next pass). Returns the inputs that verified and their private copies, in the same order."""
+    from .live import CHANGED
+
+    kept, copies, said = [], [], []
+    for where in inputs:
+        name = _name_of(where)
+        f = recorded.get(name)
+        try:
+            data = None if f is None else read(where, f.size)
+        except (FileNotFoundError, ObjectTooLarge):
+            data = None
+        if f is None or data is None or len(data) != f.size or digest_bytes(data) != f.digest:
+            if f is not None and data is not None:
+                said.append((where, CHANGED.format(digest=f.digest)))
+            continue
+        copy = Path(private) / name
+        copy.write_bytes(data)
+        writing.originals[name] = where
+        kept.append(where)
+        copies.append(copy)
+    warn_left_out(said, stacklevel=4)
+    return kept, copies
 
 
 def _name_of(location: Path | str) -> str:
@@ -339,15 +383,22 @@ def _compact_claimed(
         live,
         made,
     )
-    inputs = inventory.readable(BATCH, HEAD)
+    recorded = {f.name: f for f in db.trackrecord_live_files()}
+    private = tempfile.mkdtemp(prefix="qsolve-compaction-")
+
+    def read_shared(address: str, size: int) -> bytes:
+        return store.get(shared.key_of(store, address), limit=size)
+
+    candidates = inventory.readable(BATCH, HEAD)
+    inputs, copies = _verified_copies(candidates, read_shared, recorded, private, writing)
     merged = heads = older = 0
     skipped = None
     con = session(duckdb.connect())
     store.attach(con)
     try:
-        if len(inputs) > 1 or inventory.readable(BATCH):
+        if len(inputs) > 1 or any(_name_of(a).startswith(f"{BATCH}-") for a in inputs):
             merged, heads, older, skipped = _merge_or_set_aside(
-                lambda: _merge_heads(con, inputs, writing),
+                lambda: _merge_heads(con, copies, writing),
                 inputs,
                 lambda: shared.unreadable(store, inputs),
                 lambda a, _: shared.set_aside_one(store, a.rsplit("/", 1)[-1]),
@@ -357,11 +408,13 @@ def _compact_claimed(
         small = [a for a in inventory.readable(OLDER) if inventory.size(a) < OLDER_FILE_BYTES]
         merged_older = 0
         if len(small) > older_files_limit and renew():
+            small, small_copies = _verified_copies(small, read_shared, recorded, private, writing)
             with contextlib.suppress(duckdb.IOException):
-                _merge_older(con, small, writing)
+                _merge_older(con, small_copies, writing)
                 merged_older = len(small)
     finally:
         con.close()
+        shutil.rmtree(private, ignore_errors=True)
     left_out = tuple(a for a, _ in inventory.left_out)
     return Compacted(merged, heads, older, merged_older, 0, skipped, left_out)
 

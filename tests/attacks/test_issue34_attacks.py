@@ -182,12 +182,6 @@ def test_adoption_reads_a_recorded_name_with_a_bound(home, bucket, monkeypatch, 
     assert unbounded == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: compaction checks its inputs, then has DuckDB read them again by path: a batch "
-    "rewritten in between is merged into a new h- file, logged as compacted and signed by the host's key, "
-    "and verify then finds nothing (docs/trackrecord.md says verify sees such a race afterwards)",
-)
 def test_a_batch_swapped_between_compactions_check_and_its_read_reaches_no_recorded_file(
     place, home, monkeypatch
 ):
