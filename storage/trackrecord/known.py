@@ -69,8 +69,8 @@ def unknown_files(db, layout: Layout, inventory) -> list[tuple[str, str]]:
         except FileNotFoundError:  # compacted meanwhile: not there
             continue
     logged = {(f.name, f.digest) for f in db.trackrecord_live_files()}  # the log's live set (issue 34)
-    if not logged and not db.trackrecord_log_started() and not db.has_trackrecord_files():
-        return _adopt(db, layout, digests)
+    if not db.has_trackrecord_files():  # what the log holds is known; the others are weighed
+        return _adopt(db, layout, {n: d for n, d in digests.items() if (n, d) not in logged})
     known = db.known_trackrecord_files(digests) | logged
     return [(name, UNKNOWN) for name, digest in digests.items() if (name, digest) not in known]
 
