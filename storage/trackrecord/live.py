@@ -40,6 +40,9 @@ CHANGED = (
 )
 
 _objects: dict[tuple, str] = {}  # an object's digest, by store, name and the ETag of its bytes (MD5)
+#: local files hashed and found not to match, by path, what identified their bytes and the digest wanted:
+#: a long-lived reader (the web server) hashes a changed file once, not on every read
+_mismatched: set[tuple[str, str, str]] = set()
 #: per home: the state database this process last filed, compacted or read it with (a tool or a test
 #: naming its database); a reader of that home in this process asks the same one
 _used: dict[Path, str] = {}
@@ -87,6 +90,8 @@ def verified_local(layout: Layout, db, schema_file: Path) -> Inventory:
         if seen != f.seen:
             if st.st_size != f.size:
                 problem = CHANGED.format(digest=f.digest)
+            elif (str(path), seen, f.digest) in _mismatched:  # hashed already, as it is now: no match
+                problem = CHANGED.format(digest=f.digest)
             else:
                 try:
                     digest = digest_file(path)
@@ -95,6 +100,7 @@ def verified_local(layout: Layout, db, schema_file: Path) -> Inventory:
                     continue
                 if digest != f.digest:
                     problem = CHANGED.format(digest=f.digest)
+                    _mismatched.add((str(path), seen, f.digest))
                 else:
                     _mark_seen(db, f, seen)
         entries.append(FileEntry(f.name, st.st_size, st.st_mtime_ns, problem, 0 if problem else f.rows))

@@ -21,7 +21,6 @@ from storage import maintenance
 from storage.objects import storage_of
 from storage.state import StateDB, Version
 from storage.trackrecord import compact, known
-from storage.trackrecord.filing import file_table
 from storage.trackrecord.layout import BATCH, Layout, file_name
 from storage.trackrecord.sql import run_sql
 
