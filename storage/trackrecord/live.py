@@ -88,9 +88,7 @@ def verified_local(layout: Layout, db, schema_file: Path) -> Inventory:
         seen = _local_seen(st)
         problem = None
         if seen != f.seen:
-            if st.st_size != f.size:
-                problem = CHANGED.format(digest=f.digest)
-            elif (str(path), seen, f.digest) in _mismatched:  # hashed already, as it is now: no match
+            if st.st_size != f.size or (str(path), seen, f.digest) in _mismatched:
                 problem = CHANGED.format(digest=f.digest)
             else:
                 try:
