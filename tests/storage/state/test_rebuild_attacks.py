@@ -30,6 +30,9 @@ def version(db: StateDB) -> Version:
     return db.publish_version("max-cut", "1.0.0", "d1" * 32, [])[0]
 
 
+#: what a reader says of a file whose bytes are not those the log recorded (issue 34)
+CHANGED = "its bytes are not those the state database's track-record log recorded"
+
 def analyst_ids(home: Path) -> list[str]:
     """The run ids as an analyst reads them: plain DuckDB on trackrecord.duckdb, from another folder."""
     con = duckdb.connect(str(Layout(home).database), read_only=True)
@@ -116,7 +119,7 @@ def test_the_reading_commands_read_the_good_rows_beside_a_file_damaged_past_its_
     assert sorted(r.run_id for r in p.track_record) == good
     said = [str(w.message) for w in caught if str(head) in str(w.message)]
     # left out by its digest before DuckDB reads it (issue 34), in one line
-    assert said and all("\n" not in m and "its bytes are not those the state database's track-record log recorded" in m for m in said), said
+    assert said and all("\n" not in m and CHANGED in m for m in said), said
     assert head.exists()  # a reader moves nothing: the maintenance pass sets it aside
 
 
@@ -127,7 +130,7 @@ def test_qsolve_query_and_page_name_the_damaged_file_in_one_line(db, version, tm
     out, err = capsys.readouterr()
     assert out.split() == ["run_id", *good]
     (line,) = [x for x in err.splitlines() if str(head) in x]
-    assert line.startswith("qsolve query: warning: ") and "its bytes are not those the state database's track-record log recorded" in line
+    assert line.startswith("qsolve query: warning: ") and CHANGED in line
     assert run_command("page", "max-cut", "--json") == 0
     out, err = capsys.readouterr()
     assert sorted(r["run_id"] for r in json.loads(out)["track_record"]) == good
