@@ -11,6 +11,7 @@ fake: and ibm: targets), files them in batches of 250,000 rows, compacts, and me
 - filing a batch of 20 runs (``TrackRecordRow.from_result`` then ``file_rows``), median of 20, and the
   same with each file recorded in a SQLite state database first, as the platform files;
 - the digests a maintenance pass in a new process takes of every data file (``trackrecord.known``);
+- ``qsolve trackrecord verify`` in a new process: every entry of the log and every live file checked;
 - for scale, ``count(*)`` over ``rows`` (every run once, copies ranked), ``current`` before compacting,
   and a maintenance pass's compaction (the heads rewritten with 21 new batch files).
 
@@ -255,6 +256,7 @@ def measure(total: int, home: Path) -> dict[str, float]:
     figures["filing 20 runs, worst s"] = max(times)
     figures["filing 20 runs, recorded in state.db s"] = _recorded_filing(home)
     figures["a pass's digests, new process s"] = _digesting(layout)
+    figures["trackrecord verify s"] = _verifying(home)
     figures["current after 21 more batch files: SELECT * s"] = _timed(current_arrow)
     began = time.perf_counter()
     compact(home)
@@ -275,6 +277,26 @@ def _recorded_filing(home: Path) -> float:
             file_rows(rows, home, db.record_trackrecord_file)
             times.append(time.perf_counter() - began)
     return statistics.median(times[1:])
+
+
+def _verifying(home: Path) -> float:
+    """``qsolve trackrecord verify`` as a new process would run it: every entry's signature and chain,
+    every live file's digest and run ids (no digest kept from before)."""
+    from storage.state import connect as connect_state
+    from storage.trackrecord import writing
+    from storage.trackrecord.verify import file_reader, verify
+
+    writing._digests.clear()
+    began = time.perf_counter()
+    with connect_state(home=home) as db:
+        documents = db.trackrecord_log_documents()
+        live = {f.name: f.digest for f in db.trackrecord_live_files()}
+        keys = {db.signing_key(home).public_hex: None}
+    found = verify(documents, file_reader(Layout(home)), keys, live=live)
+    took = time.perf_counter() - began
+    if not found.ok:
+        raise SystemExit(f"verify failed: {found.problems[:3]}")
+    return took
 
 
 def _digesting(layout: Layout) -> float:

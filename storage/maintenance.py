@@ -117,7 +117,7 @@ def file_runs(db: StateDB, runs: list, home: Path) -> list[str]:
     marked filed: a run another process marked first (two passes at once) is not reported twice."""
     if not runs:
         return []
-    file_rows([_row(db, r, home) for r in runs], home, db.record_trackrecord_file)
+    file_rows([_row(db, r, home) for r in runs], home, db.record_trackrecord_file, db=db)
     failpoint("runs.filed")
     return db.mark_filed_ids(r.id for r in runs)
 
@@ -138,40 +138,71 @@ class Refiled(BaseModel):
 
 
 def refile_lost_runs(db: StateDB, home: Path) -> Refiled:
-    """Set aside every data file the state database does not know (``trackrecord.known``), then file
-    again, from the state database, every run marked filed whose row no readable file holds. Cheap when
-    nothing was lost: each file's digest (kept per process while it is unchanged) is looked up, and the
-    readable files' row counts (from their footers) weighed against the count of filed runs; every run
-    id is read only when the two disagree or a file was set aside."""
+    """Set aside every data file of the folder (or bucket) the state database does not know
+    (``trackrecord.known``) or that fails its checks; retire from the track-record log every live file
+    that is missing or whose bytes are not those recorded (one signed ``retired`` entry); then file
+    again, from the state database, every run marked filed whose row no live file holds. Cheap when
+    nothing was lost: each file's digest (kept while it is unchanged) is looked up, and the live files'
+    row counts weighed against the count of filed runs; every run id is read only when the two disagree
+    or a file was set aside or retired."""
+    from storage.trackrecord import log
+
     filed = db.count_filed()
     layout = Layout(home)
-    inventory = _inventory(layout)
-    aside = known.set_aside(db, layout, known.unknown_files(db, layout, inventory))
-    db.forget_trackrecord_files(str(p).rsplit("/", 1)[-1] for p in inventory.readable())
-    if not aside and inventory.rows() == filed:
+    listing = _listing(layout)
+    aside = known.set_aside(db, layout, known.unknown_files(db, layout, listing))
+    db.forget_trackrecord_files(str(p).rsplit("/", 1)[-1] for p in listing.readable())
+    inventory = _inventory(layout, db)
+    live = {f.name: f.digest for f in db.trackrecord_live_files()}
+    bad = [str(p).rsplit("/", 1)[-1] for p, _ in inventory.left_out]
+    retires = [{"name": n, "digest": live[n]} for n in bad if n in live]
+    if retires:
+        db.append_trackrecord_entry(log.RETIRED, [], retires)
+        inventory = _inventory(layout, db)
+    if not aside and not retires and inventory.rows() == filed:
         return Refiled()
     wanted = db.filed_run_ids()  # before the files are read: each of these was written before its mark
-    lost = sorted(wanted - _run_ids_on_disk(layout))
+    lost = sorted(wanted - _run_ids_on_disk(layout, db))
     for runs in _in_batches(db, lost):
-        file_rows([_row(db, r, home) for r in runs], home, db.record_trackrecord_file)
+        file_rows([_row(db, r, home) for r in runs], home, db.record_trackrecord_file, db=db)
     return Refiled(runs=lost, set_aside=aside)
+
+
+def _listing(layout: Layout):
+    """Every file of the folder (or bucket), each checked from its footer; those that fail set aside."""
+    from storage.trackrecord import inventory, shared
+
+    if layout.store is not None:
+        return shared.set_aside(layout.store, shared.take_inventory(layout.store))
+    if not layout.folder.is_dir():
+        return inventory.Inventory(layout.folder, layout.schema_file, ())
+    return inventory.set_aside(inventory.take_inventory(layout))
 
 
 def rebuild_track_record(db: StateDB, home: Path) -> int:
     """Write the whole track record again from the state database (every ended run it keeps, filed
-    or not, then marked filed), then remove the data files it replaced and compact; returns the runs
-    written. Crash-safe as filing is: the old files go only once the new ones are whole, and until
-    then the views show each run once."""
+    or not, then marked filed), retire the files it replaced from the track-record log (one signed
+    ``retired`` entry), remove them and compact; returns the runs written. Crash-safe as filing is: the
+    old files go only once the new ones are whole and logged, and until then the views show each run
+    once."""
+    from storage.trackrecord import log
+
     layout = Layout(home)
-    before = set(_inventory(layout).readable()) | (set(layout.files()) if layout.store is None else set())
+    before = set(_inventory(layout, db).readable()) | (set(layout.files()) if layout.store is None else set())
     ids = db.recordable_run_ids()
     written: set[Path] = set()
     for runs in _in_batches(db, ids):
-        done = file_rows([_row(db, r, home) for r in runs], home, db.record_trackrecord_file)
+        done = file_rows([_row(db, r, home) for r in runs], home, db.record_trackrecord_file, db=db)
         if done.path is not None:
             written.add(done.path)
         db.mark_filed(r.id for r in runs)
     failpoint("trackrecord.rebuilt")
+    kept = {str(p).rsplit("/", 1)[-1] for p in written}
+    retires = [
+        {"name": f.name, "digest": f.digest} for f in db.trackrecord_live_files() if f.name not in kept
+    ]
+    if retires:
+        db.append_trackrecord_entry(log.RETIRED, [], retires)
     for path in before - written:
         _remove(layout, path)
     # A compaction elsewhere meanwhile may have kept its output under a name of ``before`` (the same
@@ -188,10 +219,14 @@ def _in_batches(db: StateDB, ids: list[str]):
             yield runs
 
 
-def _inventory(layout: Layout):
+def _inventory(layout: Layout, db: StateDB | None = None):
+    """The live files, each checked (``db``'s live set); without ``db``, every file of the folder or
+    bucket that passes its footer checks (what ``known`` looks up)."""
+    if db is None:
+        return _listing(layout)
     from storage.trackrecord.views import inventory_of
 
-    return inventory_of(layout)
+    return inventory_of(layout, db)
 
 
 def _remove(layout: Layout, path) -> None:
@@ -204,20 +239,22 @@ def _remove(layout: Layout, path) -> None:
         path.unlink()
 
 
-def _run_ids_on_disk(layout: Layout) -> set[str]:
-    """The run ids of every readable data file (a file a compaction removes meanwhile: listed again)."""
+def _run_ids_on_disk(layout: Layout, db: StateDB) -> set[str]:
+    """The run ids of every live file that passes its check (a file a compaction removes meanwhile:
+    listed again)."""
+    import io
+
     import pyarrow.parquet as pq
-
-    if layout.store is not None:
-        from storage.trackrecord.shared import run_ids
-
-        return run_ids(layout.store)
 
     for attempt in range(3):
         found: set[str] = set()
         try:
-            for path in _inventory(layout).readable():
-                found.update(pq.read_table(path, columns=["run_id"]).column("run_id").to_pylist())
+            for where in _inventory(layout, db).readable():
+                if layout.store is not None:
+                    from storage.trackrecord.shared import key_of, read_bounded
+
+                    where = io.BytesIO(read_bounded(layout.store, key_of(layout.store, where)))
+                found.update(pq.read_table(where, columns=["run_id"]).column("run_id").to_pylist())
             return found
         except FileNotFoundError:
             if attempt == 2:

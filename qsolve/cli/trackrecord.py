@@ -3,6 +3,8 @@
     qsolve query SQL [--format table|csv|json|parquet] [--output PATH] [--timeout S]
     qsolve page NAME [--version V] [--json]
     qsolve views-sql [--credentials] [--output PATH]
+    qsolve trackrecord verify [--checkpoint FILE] [--trust FILE]
+    qsolve trackrecord checkpoint
 
 Both read ``QSOLVE_HOME`` (default ``./.qsolve``). Exit 0 when the command did what was asked; 2 for SQL
 DuckDB refused, an unknown workflow or version, or an output that cannot be written, with the reason on
@@ -94,6 +96,30 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="the folder to write <digest>.json into")
     p.set_defaults(func=cmd_receipts)
 
+    p = subparsers.add_parser(
+        "trackrecord",
+        help="the track record's signed log: verify it, print its checkpoint (docs/trackrecord.md)",
+        description="The track record's signed append-only log.",
+    )
+    sub = p.add_subparsers(dest="trackrecord_command", metavar="COMMAND", required=True)
+    v = sub.add_parser(
+        "verify",
+        help="check the log's signatures and chain, every file against its entry, every row's run "
+        "(exit 0: all holds, 1: something does not, named; 2: a file given does not read)",
+    )
+    v.add_argument(
+        "--checkpoint", metavar="FILE", help="a checkpoint saved earlier: today's log must extend it"
+    )
+    v.add_argument(
+        "--trust",
+        metavar="FILE",
+        help="a trust list (wai.quantum.receipt-keys/1: qsolve receipt-key --trust-list) whose keys "
+        "may sign entries; default: the keys the configured root (QSOLVE_RECEIPT_ROOT) endorsed",
+    )
+    v.set_defaults(func=cmd_trackrecord_verify)
+    c = sub.add_parser("checkpoint", help="print the log's head, signed by this host, as JSON to publish")
+    c.set_defaults(func=cmd_trackrecord_checkpoint)
+
 
 def _fail(command: str, message: str) -> int:
     print(f"qsolve {command}: {message}", file=sys.stderr)
@@ -181,6 +207,11 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def cmd_views_sql(args: argparse.Namespace) -> int:
+    with _warnings_on_stderr("views-sql"):
+        return _views_sql(args)
+
+
+def _views_sql(args: argparse.Namespace) -> int:
     import os
 
     from storage.trackrecord.layout import Layout
@@ -191,8 +222,13 @@ def cmd_views_sql(args: argparse.Namespace) -> int:
         from storage.trackrecord.analyst import analyst_sql
 
         text = analyst_sql(layout.store, credentials=args.credentials)
-    else:
-        views = definitions(Sources.globbed(layout.folder))
+    else:  # the recorded files, checked now, by absolute path (no glob: docs/trackrecord.md)
+        from dataclasses import replace
+
+        from storage.trackrecord.views import reading
+
+        files = replace(reading(layout), schema_file=layout.schema_file)
+        views = definitions(Sources.of(files))
         text = "".join(f"CREATE OR REPLACE VIEW {name} AS {select};\n" for name, select in views)
     if args.output is None:
         sys.stdout.write(text)
@@ -225,6 +261,59 @@ def cmd_receipts(args: argparse.Namespace) -> int:
     for path in write_receipts(digests, qsolve_home(), Path(args.out)):
         print(path)
     print(f"{len(digests)} receipts of {what}; check each with: qsolve verify FILE", file=sys.stderr)
+    return EXIT_OK
+
+
+def _json_file(command: str, name: str) -> Any:
+    from pathlib import Path
+
+    try:
+        with open(Path(name), "rb") as f:
+            data = f.read(1 << 20)
+        return json.loads(data)
+    except (OSError, ValueError) as e:
+        raise SystemExit(
+            _fail(command, f"{name}: does not read as JSON ({getattr(e, 'strerror', None) or e})")
+        ) from None
+
+
+def cmd_trackrecord_verify(args: argparse.Namespace) -> int:
+    from qsolve.receipts.root import NoReceiptRoot
+    from qsolve.receipts.trust import TrustListRefused
+    from storage.state import connect
+    from storage.trackrecord.layout import Layout
+    from storage.trackrecord.verify import file_reader, trusted_keys, verify
+
+    command = "trackrecord verify"
+    checkpoint = None if args.checkpoint is None else _json_file(command, args.checkpoint)
+    with connect() as db:
+        try:
+            trust = _json_file(command, args.trust) if args.trust is not None else db.trust_list()
+            trusted = trusted_keys(trust)
+        except (NoReceiptRoot, TrustListRefused) as e:
+            return _fail(command, f"{args.trust or 'the trust list'}: {e}")
+        documents = db.trackrecord_log_documents()
+        live = {f.name: f.digest for f in db.trackrecord_live_files()}
+    found = verify(documents, file_reader(Layout()), trusted, live=live, checkpoint=checkpoint)
+    for line in found.said:
+        print(line)
+    for line in found.problems:
+        print(f"qsolve {command}: {line}", file=sys.stderr)
+    if not found.ok:
+        print(
+            f"qsolve {command}: {len(found.problems)} problems: the track record does not verify",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    print("the track record verifies")
+    return EXIT_OK
+
+
+def cmd_trackrecord_checkpoint(args: argparse.Namespace) -> int:
+    from storage.state import connect
+
+    with connect() as db:
+        print(json.dumps(db.trackrecord_checkpoint(), indent=2))
     return EXIT_OK
 
 

@@ -62,6 +62,7 @@ from storage.state._rows import (
 from storage.state._stages import HistoryStages
 from storage.state._tables import account_roles, accounts, history_stages, runs, versions, workflows
 from storage.state._trackrecord_files import TrackRecordFiles
+from storage.state._trackrecord_log import TrackRecordLog
 
 #: ids per ``IN (...)`` list: well under SQLite's and PostgreSQL's limits on bound parameters
 ID_CHUNK = 500
@@ -234,6 +235,7 @@ class StateDB(
     Binding,
     TrackRecordFiles,
     BlobSizes,
+    TrackRecordLog,
 ):
     """Versions, runs, history stages and leases, credit accounts and the ledger, hardware quote
     batches (``_quotes``), provider jobs, calibration task results, and what every machine shares: the

@@ -517,6 +517,29 @@ trackrecord_files = sa.Table(
     sa.Column("recorded_at", UTCDateTime, nullable=False),
 )
 
+# the track record's signed append-only log and its fold, the files readers read (issue 34; migration 0015)
+
+trackrecord_log = sa.Table(
+    "trackrecord_log",
+    metadata,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),  # 1, 2, ...: one chain
+    sa.Column("prev", sa.String(64), nullable=False, unique=True),  # the previous entry's hash
+    sa.Column("hash", sa.String(64), nullable=False, unique=True),  # BLAKE3 of this entry's document
+    sa.Column("document", sa.Text, nullable=False),  # the signed entry (storage.trackrecord.log)
+    sa.Column("recorded_at", UTCDateTime, nullable=False),
+)
+
+trackrecord_live = sa.Table(
+    "trackrecord_live",
+    metadata,
+    sa.Column("name", sa.String(100), primary_key=True),
+    sa.Column("digest", sa.String(64), nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("rows", sa.BigInteger, nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),  # the entry that added it
+    sa.Column("seen", sa.String(200), nullable=True),  # what identified its bytes when they last matched
+)
+
 # issue 33, item 3: a provider has a holder, and only those it allows spend on it (migration 0013)
 
 provider_owners = sa.Table(  # the account that holds each provider name: the first to add it, on any machine

@@ -7,6 +7,9 @@ track record" and "What the workflow page shows").
     inventory      which of the folder's files the views read: each checked from its footer
     known          which data files the state database knows, by name and content: a pass sets aside
                    the others
+    log            the signed append-only log of every file filed or compacted, and its checkpoints
+    live           what every reader reads: the log's live set, each file checked against its digest
+    verify         qsolve trackrecord verify: the log, the files and every row's run, with a trust list
     writing        whole files: a temporary file, fsynced, linked into place; Parquet as the track
                    record writes it
     schema_file    the empty file every view reads first (made where absent, or in a temporary folder

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from storage.objects import ENDPOINT_VARIABLE, REGION_VARIABLE, ObjectStore
 
-from .layout import FOLDER
+from .layout import FOLDER, SCHEMA_FILE
 from .views import Sources, definitions, sql_text
 
 SECRET_NAME = "qsolve_storage"
@@ -49,8 +49,11 @@ def create_secret(store: ObjectStore, *, credentials: bool = False) -> str:
     return f"CREATE OR REPLACE SECRET {SECRET_NAME} ({listed});"
 
 
-def analyst_sql(store: ObjectStore, *, credentials: bool = False) -> str:
-    """The views over the store's files, after the secret: a script for ``duckdb -init`` or ``.read``."""
+def analyst_sql(store: ObjectStore, *, credentials: bool = False, files=None) -> str:
+    """The views over the store's files, after the secret: a script for ``duckdb -init`` or ``.read``.
+    ``files``: the files to name (an inventory, ``views.reading``'s: the state database's live set,
+    checked); by default the files recorded now. No glob: an object the log does not hold is never
+    read, and an object replaced after this was printed is not checked by DuckDB (docs/storage.md)."""
     lines = [
         "-- The track record's views (docs/storage.md) over object storage, for DuckDB with httpfs.",
         "-- INSTALL httpfs;  -- once, where DuckDB may download it; else LOAD the extension's file first",
@@ -59,6 +62,12 @@ def analyst_sql(store: ObjectStore, *, credentials: bool = False) -> str:
     if not credentials:
         lines.append("-- replace the placeholders, or print this again with: qsolve views-sql --credentials")
     lines.append(create_secret(store, credentials=credentials))
-    sources = Sources.globbed(store.address(FOLDER))
+    if files is None:
+        from dataclasses import replace
+
+        from .views import reading
+
+        files = replace(reading(), schema_file=store.address(f"{FOLDER}/{SCHEMA_FILE}"))
+    sources = Sources.of(files)
     lines += [f"CREATE OR REPLACE VIEW {name} AS {select};" for name, select in definitions(sources)]
     return "\n".join(lines) + "\n"

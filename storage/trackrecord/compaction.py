@@ -23,9 +23,11 @@ removes its inputs may fail once with a missing file; run it again.
 from __future__ import annotations
 
 import contextlib
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -33,14 +35,16 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import known
-from .filing import recording, set_aside_one
-from .inventory import take_inventory
+from storage.objects import ObjectTooLarge
+
+from .filing import set_aside_one
+from .inventory import warn_left_out
 from .layout import BATCH, DATABASE, HEAD, OLDER, SQL_FILE, TEMPORARY_PREFIX, Layout, file_name
+from .live import state_of, verified_local, verified_shared
 from .row import COLUMNS, SCHEMA
-from .schema_file import ensure_schema_file
-from .views import COPY_ORDER, GROUP, LATEST_ORDER, ensure_views, parquet_source, session
-from .writing import COMPRESSION, ROW_GROUP_ROWS, Recorder, fsync_folder, write_named
+from .schema_file import ensure_schema_file, reading_schema_file
+from .views import COPY_ORDER, GROUP, LATEST_ORDER, ensure_views, housekeeping, parquet_source, session
+from .writing import COMPRESSION, ROW_GROUP_ROWS, digest_bytes, digest_file, fsync_folder, write_named
 
 if TYPE_CHECKING:
     from storage.state import StateDB
@@ -82,45 +86,51 @@ def compact(
         return _compact_shared(layout, older_files_limit, db)
     if not layout.folder.is_dir():
         return Compacted(skipped="nothing filed")
-    ensure_schema_file(layout)
     removed = _remove_stale_temporary(layout, temporary_age_s)
-    inventory = take_inventory(layout)
-    unknown = _unknown(db, layout, inventory)
-    inputs = [p for p in inventory.readable(BATCH, HEAD) if p.name not in unknown]
-    writing = _local_writing(layout, None if db is None else db.record_trackrecord_file)
+    with state_of(layout, db) as state:
+        if state is None:
+            return Compacted(removed_temporary=removed, skipped="nothing filed")
+        return _compact_local(layout, state, older_files_limit, removed)
+
+
+def _compact_local(layout: Layout, state: StateDB, older_files_limit: int, removed: int) -> Compacted:
+    ensure_schema_file(layout)
+    aside = housekeeping(layout)
+    inventory = verified_local(layout, state, reading_schema_file())
+    moved = {p for p, _ in aside}
+    aside += [(p, why) for p, why in inventory.left_out if p not in moved]
+    warn_left_out(aside, stacklevel=4)
+    recorded = {f.name: f for f in state.trackrecord_live_files()}
+    writing = _local_writing(layout, state, {n: f.digest for n, f in recorded.items()})
+    private = tempfile.mkdtemp(prefix="qsolve-compaction-")
+    candidates = inventory.readable(BATCH, HEAD)
+    inputs, copies = _verified_copies(candidates, _read_local, recorded, private, writing)
     merged = heads = older = 0
     skipped = None
     con = session(duckdb.connect())
     try:
-        if len(inputs) > 1 or inventory.readable(BATCH):
+        if len(inputs) > 1 or any(_name_of(p).startswith(f"{BATCH}-") for p in inputs):
             merged, heads, older, skipped = _merge_or_set_aside(
-                lambda: _merge_heads(con, inputs, writing),
+                lambda: _merge_heads(con, copies, writing),
                 inputs,
                 lambda: _unreadable(inputs),
                 lambda p, e: set_aside_one(p, f"its data does not read ({e})"),
             )
         else:
             skipped = "no batch files"
-        small = [
-            p
-            for p in inventory.readable(OLDER)
-            if inventory.entry(p).size < OLDER_FILE_BYTES and p.name not in unknown
-        ]
+        small = [p for p in inventory.readable(OLDER) if inventory.entry(p).size < OLDER_FILE_BYTES]
         merged_older = 0
         if len(small) > older_files_limit:
+            small, small_copies = _verified_copies(small, _read_local, recorded, private, writing)
             with contextlib.suppress(duckdb.IOException):
-                _merge_older(con, small, writing)
+                _merge_older(con, small_copies, writing)
                 merged_older = len(small)
     finally:
         con.close()
-    ensure_views(layout)  # which warns of each file left out
-    left_out = tuple(p for p, _ in inventory.left_out) + tuple(layout.folder / n for n in sorted(unknown))
+        shutil.rmtree(private, ignore_errors=True)
+    ensure_views(layout, db=state)  # which warns of each file left out
+    left_out = tuple(p for p, _ in aside)
     return Compacted(merged, heads, older, merged_older, removed, skipped, left_out)
-
-
-def _unknown(db: StateDB | None, layout: Layout, inventory) -> set[str]:
-    """The names of the readable data files the state database does not know (none without one)."""
-    return set() if db is None else {name for name, _ in known.unknown_files(db, layout, inventory)}
 
 
 def _merge_heads(con: duckdb.DuckDBPyConnection, inputs: list, writing: Writing) -> tuple[int, int]:
@@ -147,7 +157,7 @@ def _merge_heads(con: duckdb.DuckDBPyConnection, inputs: list, writing: Writing)
         _write_selection(con, writing, HEAD, rows % "ANTI"),
         _write_selection(con, writing, OLDER, rows % "SEMI"),
     ]
-    writing.remove([p for p in inputs if p not in {p for p, _ in outputs}])
+    writing.commit(outputs, inputs)
     for table in ("merged", "contested", "latest", "replaced"):
         con.execute(f"DROP TABLE {table}")
     return outputs[0][1], outputs[1][1]
@@ -202,13 +212,13 @@ def _merge_older(con: duckdb.DuckDBPyConnection, files: list, writing: Writing) 
     source = parquet_source([str(writing.schema_file)] + [str(p) for p in files])
     con.execute(f"CREATE OR REPLACE TEMP TABLE merged AS {_one_copy_per_run(source)}")
     out = _write_selection(con, writing, OLDER, "SELECT {cols} FROM merged")
-    writing.remove([p for p in files if p != out[0]])
+    writing.commit([out], files)
     con.execute("DROP TABLE merged")
 
 
 def _write_selection(
     con: duckdb.DuckDBPyConnection, writing: Writing, kind: str, select: str
-) -> tuple[Path | str | None, int]:
+) -> tuple[Path | str | None, int, bool]:
     """Write the rows of ``select`` sorted, in one pass, as a file named (once written) for its run ids."""
     cols = ", ".join(name for name, _, _ in COLUMNS)
     reader = con.sql(f"{select.format(cols=cols)} ORDER BY {ORDER}").to_arrow_reader(BATCH_ROWS)
@@ -225,30 +235,102 @@ def _write_selection(
         ids = [i for chunk in run_ids for i in chunk.to_pylist()]
         return file_name(kind, ids) if ids else None
 
-    path, _ = writing.place(kind, write, name)
-    return path, sum(len(c) for c in run_ids)
+    path, made = writing.place(kind, write, name)
+    return path, sum(len(c) for c in run_ids), made
 
 
 @dataclass(frozen=True)
 class Writing:
     """Where a compaction writes: ``place(kind, write, name)`` writes an output whole under the name
-    ``name()`` gives once written and returns (its location, whether this call made it); ``remove``
-    removes inputs; ``schema_file`` is what every source reads first. A folder, or an object store."""
+    ``name()`` gives once written and returns (its location, whether this call made it), recording its
+    digest and size in ``made``; ``remove`` removes inputs; ``schema_file`` is what every source reads
+    first (this process's own, never the home's or the bucket's); ``state`` is the state database whose
+    track-record log gets the compaction's entry and ``live`` its live files' digests, by name."""
 
     schema_file: Path | str
     place: Callable[[str, Callable[[BinaryIO], None], Callable[[], str | None]], tuple[Any, bool]]
     remove: Callable[[list], None]
+    state: Any = None
+    live: dict[str, str] = field(default_factory=dict)
+    made: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: by name: the input a private copy stands for (what is retired and removed)
+    originals: dict[str, Any] = field(default_factory=dict)
+
+    def commit(self, outputs: list[tuple[Any, int, bool]], inputs: list) -> None:
+        """The outputs logged (one signed ``compacted`` entry: they are added, the inputs they replace
+        retired), then the inputs removed. An output this call did not make under a name no input has
+        (another file sits there) commits nothing: the inputs stay, and the outputs are not read."""
+        from . import log
+
+        names = {_name_of(p): p for p in inputs}
+        adds = []
+        for location, rows, made in outputs:
+            if location is None:
+                continue
+            name = _name_of(location)
+            if made:
+                digest, size = self.made[name]
+                adds.append(log.added(name, digest, size, rows, name[2 : -len(".parquet")]))
+            elif name not in names:
+                return
+        kept = {_name_of(o[0]) for o in outputs if o[0] is not None}
+        retired = [p for n, p in names.items() if n not in kept]
+        retires = [{"name": _name_of(p), "digest": self.live[_name_of(p)]} for p in retired]
+        if self.state is not None and (adds or retires):
+            self.state.append_trackrecord_entry(log.COMPACTED, adds, retires)
+        self.remove([self.originals.get(_name_of(p), p) for p in retired])
 
 
-def _local_writing(layout: Layout, record: Recorder | None) -> Writing:
+def _read_local(path: Path, size: int) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(size + 1)
+
+
+def _verified_copies(inputs: list, read, recorded: dict, private: str, writing: Writing) -> tuple[list, list]:
+    """Each input read once (no further than its recorded size and a byte), its bytes checked against
+    the digest its log entry recorded, and those very bytes written to this compaction's private folder,
+    which is all DuckDB reads: a file rewritten after its check is never merged (it is left out, named,
+    for the next pass). Returns the inputs that verified and their private copies, in the same order."""
+    from .live import CHANGED
+
+    kept, copies, said = [], [], []
+    for where in inputs:
+        name = _name_of(where)
+        f = recorded.get(name)
+        try:
+            data = None if f is None else read(where, f.size)
+        except (FileNotFoundError, ObjectTooLarge):
+            data = None
+        if f is None or data is None or len(data) != f.size or digest_bytes(data) != f.digest:
+            if f is not None and data is not None:
+                said.append((where, CHANGED.format(digest=f.digest)))
+            continue
+        copy = Path(private) / name
+        copy.write_bytes(data)
+        writing.originals[name] = where
+        kept.append(where)
+        copies.append(copy)
+    warn_left_out(said, stacklevel=4)
+    return kept, copies
+
+
+def _name_of(location: Path | str) -> str:
+    return str(location).rsplit("/", 1)[-1]
+
+
+def _local_writing(layout: Layout, state: StateDB, live: dict[str, str]) -> Writing:
+    made: dict[str, tuple[str, int]] = {}
+
+    def before_link(tmp: Path, path: Path) -> None:
+        made[path.name] = digest_file(tmp), tmp.stat().st_size
+        state.record_trackrecord_file(path.name, made[path.name][0])
+
     def place(kind, write, name):
         def named() -> Path | None:
             found = name()
             return None if found is None else layout.folder / found
 
-        return write_named(
-            layout.folder, named, write, before_link=None if record is None else recording(record)
-        )
+        return write_named(layout.folder, named, write, before_link=before_link)
 
     def remove(files: list[Path]) -> None:
         for p in files:
@@ -256,7 +338,7 @@ def _local_writing(layout: Layout, record: Recorder | None) -> Writing:
                 p.unlink()
         fsync_folder(layout.folder)
 
-    return Writing(layout.schema_file, place, remove)
+    return Writing(reading_schema_file(), place, remove, state, live, made)
 
 
 def _compact_shared(layout: Layout, older_files_limit: int, given: StateDB | None) -> Compacted:
@@ -277,52 +359,63 @@ def _compact_shared(layout: Layout, older_files_limit: int, given: StateDB | Non
                 layout,
                 older_files_limit,
                 lambda: db.claim(shared.COMPACTION_CLAIM, owner, CLAIM_SECONDS),
-                given,
+                db,
             )
         finally:
             db.release_claim(shared.COMPACTION_CLAIM, owner)
 
 
 def _compact_claimed(
-    layout: Layout, older_files_limit: int, renew: Callable[[], bool], db: StateDB | None
+    layout: Layout, older_files_limit: int, renew: Callable[[], bool], db: StateDB
 ) -> Compacted:
     from . import shared
 
     store = layout.store
-    shared.ensure_schema(store)
-    inventory = shared.reading(store)
-    record = None if db is None else db.record_trackrecord_file
-    writing = Writing(inventory.schema_file, shared.placer(store, record), shared.remover(store))
-    unknown = _unknown(db, layout, inventory)
-    inputs = [a for a in inventory.readable(BATCH, HEAD) if a.rsplit("/", 1)[-1] not in unknown]
+    inventory = verified_shared(layout, db, str(reading_schema_file()))
+    warn_left_out(inventory.left_out, stacklevel=4)
+    made: dict[str, tuple[str, int]] = {}
+    live = {f.name: f.digest for f in db.trackrecord_live_files()}
+    writing = Writing(
+        inventory.schema_file,
+        shared.placer(store, db.record_trackrecord_file, made),
+        shared.remover(store),
+        db,
+        live,
+        made,
+    )
+    recorded = {f.name: f for f in db.trackrecord_live_files()}
+    private = tempfile.mkdtemp(prefix="qsolve-compaction-")
+
+    def read_shared(address: str, size: int) -> bytes:
+        return store.get(shared.key_of(store, address), limit=size)
+
+    candidates = inventory.readable(BATCH, HEAD)
+    inputs, copies = _verified_copies(candidates, read_shared, recorded, private, writing)
     merged = heads = older = 0
     skipped = None
     con = session(duckdb.connect())
     store.attach(con)
     try:
-        if len(inputs) > 1 or inventory.readable(BATCH):
+        if len(inputs) > 1 or any(_name_of(a).startswith(f"{BATCH}-") for a in inputs):
             merged, heads, older, skipped = _merge_or_set_aside(
-                lambda: _merge_heads(con, inputs, writing),
+                lambda: _merge_heads(con, copies, writing),
                 inputs,
                 lambda: shared.unreadable(store, inputs),
                 lambda a, _: shared.set_aside_one(store, a.rsplit("/", 1)[-1]),
             )
         else:
             skipped = "no batch files"
-        small = [
-            a
-            for a in inventory.readable(OLDER)
-            if inventory.size(a) < OLDER_FILE_BYTES and a.rsplit("/", 1)[-1] not in unknown
-        ]
+        small = [a for a in inventory.readable(OLDER) if inventory.size(a) < OLDER_FILE_BYTES]
         merged_older = 0
         if len(small) > older_files_limit and renew():
+            small, small_copies = _verified_copies(small, read_shared, recorded, private, writing)
             with contextlib.suppress(duckdb.IOException):
-                _merge_older(con, small, writing)
+                _merge_older(con, small_copies, writing)
                 merged_older = len(small)
     finally:
         con.close()
-    aside = tuple(store.address(shared.key(n)) for n in sorted(unknown))
-    left_out = tuple(a for a, _ in inventory.left_out) + aside
+        shutil.rmtree(private, ignore_errors=True)
+    left_out = tuple(a for a, _ in inventory.left_out)
     return Compacted(merged, heads, older, merged_older, 0, skipped, left_out)
 
 

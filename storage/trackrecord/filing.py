@@ -10,6 +10,7 @@ track record": the track record is never duplicated).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -22,11 +23,12 @@ import pyarrow.parquet as pq
 from .inventory import FileEntry, Inventory, aside_folder, remember, set_aside
 from .layout import BATCH, Layout
 from .row import TrackRecordRow, conform, to_table
-from .schema_file import ensure_schema_file
 from .writing import BATCH_COMPRESSION, SORT_KEYS, Recorder, digest_file, write_parquet, write_whole
 
 #: why a file under a batch's name that holds other runs is set aside
 MISNAMED = "holds other runs than its name says"
+#: why a file under a batch's name that the track-record log does not hold (with those bytes) is set aside
+NOT_LOGGED = "not the bytes the state database's track-record log holds under its name"
 
 
 @dataclass(frozen=True)
@@ -39,46 +41,85 @@ class Filed:
 
 
 def file_rows(
-    rows: Iterable[TrackRecordRow], home: Path | str | None = None, record: Recorder | None = None
+    rows: Iterable[TrackRecordRow],
+    home: Path | str | None = None,
+    record: Recorder | None = None,
+    *,
+    db=None,
 ) -> Filed:
     """File these rows as one batch under ``QSOLVE_HOME/trackrecord/``; see the module's docstring."""
-    return file_table(to_table(rows), home, record)
+    return file_table(to_table(rows), home, record, db=db)
 
 
-def file_table(table: pa.Table, home: Path | str | None = None, record: Recorder | None = None) -> Filed:
+def file_table(
+    table: pa.Table, home: Path | str | None = None, record: Recorder | None = None, *, db=None
+) -> Filed:
     """File an Arrow table of the track record's columns (``row.SCHEMA``) as one batch. ``record`` (the
     state database's ``record_trackrecord_file``) records the file before it takes its name: a pass
-    sets aside every data file the database does not know (``known``)."""
-    from .views import ensure_views
+    sets aside every data file the database does not know (``known``). Once the file has its name, the
+    state database's track-record log gets a signed entry for it (``log``): readers read only the files
+    the log holds. ``db``: that state database (default: ``record``'s, else the home's)."""
+    from .live import adopt, saw_started, state_of
 
     layout = Layout(home)
     table = one_copy_per_run(conform(table))
     if table.num_rows == 0:
         return Filed(None, 0, False)
-    if layout.store is not None:
-        from .shared import file_table as file_shared
+    if db is None:
+        db = getattr(record, "__self__", None)
+    with state_of(layout, db, create=True) as state:
+        if not state.trackrecord_log_started():
+            adopt(state, layout)
+        if layout.store is not None:
+            from .shared import file_table as file_shared
 
-        address, new = file_shared(layout.store, table, record)
-        return Filed(address, table.num_rows, new)
+            address, new = file_shared(layout.store, table, record, state)
+            filed = Filed(address, table.num_rows, new)
+        else:
+            filed = _file_local(layout, table, record, state)
+        if filed.new:
+            saw_started(state, layout)
+        return filed
+
+
+def _file_local(layout: Layout, table: pa.Table, record: Recorder | None, state) -> Filed:
+    from . import log
+    from .live import _local_seen, batch_added
+
     layout.folder.mkdir(parents=True, exist_ok=True)
-    ensure_schema_file(layout)
     run_ids = table.column("run_id").to_pylist()
     path = layout.data_file(BATCH, run_ids)
+    live = state.trackrecord_live_file(path.name)
     new = False
-    if path.exists() and not holds_runs(path, run_ids):
-        set_aside_one(path, MISNAMED)
-    if not path.exists():
-        table = table.sort_by(SORT_KEYS)
-        new = write_whole(
-            path,
-            lambda f: write_parquet(table, f, BATCH_COMPRESSION),
-            durable=False,
-            before_link=None if record is None else recording(record),
-        )
-        if new:
-            remember(path, table.num_rows)
-    ensure_views(layout, filed=True)
+    if path.exists() or path.is_symlink():
+        if live is not None and _same(path, live.digest):
+            return Filed(path, table.num_rows, False)  # filed already, as recorded
+        set_aside_one(path, MISNAMED if not holds_runs(path, run_ids) else NOT_LOGGED)
+    made: dict[str, object] = {}
+
+    def before_link(tmp: Path, final: Path) -> None:
+        made["digest"], made["size"] = digest_file(tmp), tmp.stat().st_size
+        if record is not None:
+            record(final.name, made["digest"])
+
+    table = table.sort_by(SORT_KEYS)
+    new = write_whole(
+        path, lambda f: write_parquet(table, f, BATCH_COMPRESSION), durable=False, before_link=before_link
+    )
+    if new:
+        remember(path, table.num_rows)
+        add = batch_added(path.name, made["digest"], made["size"], run_ids)
+        with contextlib.suppress(FileNotFoundError):
+            add["seen"] = _local_seen(path.stat())
+        state.append_trackrecord_entry(log.FILED, [add])
     return Filed(path, table.num_rows, new)
+
+
+def _same(path: Path, digest: str) -> bool:
+    try:
+        return digest_file(path) == digest
+    except OSError:
+        return False
 
 
 def holds_runs(path: Path, run_ids: list[str]) -> bool:

@@ -70,8 +70,9 @@ class Inventory:
         return [self.folder / name for name in chosen]
 
     def files(self, *kinds: str) -> list[Path]:
-        """What a view of these kinds reads: the schema file, then the readable data files."""
-        return [self.schema_file, *self.readable(*kinds)]
+        """What a view of these kinds reads: the readable data files, or the schema file where there is
+        none (the views read no schema file beside data files: issue 34)."""
+        return self.readable(*kinds) or [self.schema_file]
 
     def entry(self, path: Path) -> FileEntry | None:
         return self._by_name.get(path.name) if path.parent == self.folder else None

@@ -43,7 +43,13 @@ def _digest(layout: Layout, name: str) -> str:
     cache = (store.url, name, listed.size, listed.version)
     found = _objects.get(cache)
     if found is None:
-        found = _objects[cache] = digest_bytes(store.get(shared.key(name)))
+        from storage.objects import ObjectTooLarge
+
+        try:  # bounded: an object larger than any track-record file is none of qsolve's ("" is no digest)
+            found = digest_bytes(shared.read_bounded(store, shared.key(name)))
+        except ObjectTooLarge:
+            return ""
+        _objects[cache] = found
     return found
 
 
@@ -62,9 +68,10 @@ def unknown_files(db, layout: Layout, inventory) -> list[tuple[str, str]]:
             digests[name] = _digest(layout, name)
         except FileNotFoundError:  # compacted meanwhile: not there
             continue
-    if not db.has_trackrecord_files():
-        return _adopt(db, layout, digests)
-    known = db.known_trackrecord_files(digests)
+    logged = {(f.name, f.digest) for f in db.trackrecord_live_files()}  # the log's live set (issue 34)
+    if not db.has_trackrecord_files():  # what the log holds is known; the others are weighed
+        return _adopt(db, layout, {n: d for n, d in digests.items() if (n, d) not in logged})
+    known = db.known_trackrecord_files(digests) | logged
     return [(name, UNKNOWN) for name, digest in digests.items() if (name, digest) not in known]
 
 
@@ -90,7 +97,9 @@ def _known_now(db, layout: Layout, name: str) -> bool:
         digest = _digest(layout, name)
     except FileNotFoundError:
         return True  # gone: nothing to set aside
-    return (name, digest) in db.known_trackrecord_files([name])
+    live = db.trackrecord_live_file(name)
+    logged = live is not None and live.digest == digest
+    return logged or (name, digest) in db.known_trackrecord_files([name])
 
 
 def _run_ids(layout: Layout, name: str) -> list[str] | None:

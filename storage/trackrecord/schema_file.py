@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from .inventory import FileEntry, checked
+from .inventory import FileEntry, checked, remember
 from .layout import SCHEMA_FILE, Layout
 from .row import SCHEMA
 from .writing import write_parquet, write_replacing, write_whole
@@ -28,18 +28,21 @@ def ensure_schema_file(layout: Layout, known: Mapping[str, FileEntry] | None = N
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         write_whole(path, lambda f: write_parquet(SCHEMA.empty_table(), f))
+        remember(path, 0)  # written whole here: no footer to read
     elif not schema_file_reads(path, known):
         out = io.BytesIO()
         write_parquet(SCHEMA.empty_table(), out)
         write_replacing(path, out.getvalue())
+        remember(path, 0)
 
 
 def schema_file_reads(path: Path, known: Mapping[str, FileEntry] | None = None) -> bool:
     """Whether the schema file is there and passes the checks every file of the folder must pass."""
     try:
-        return checked(path, path.stat(), known).problem is None
+        entry = checked(path, path.stat(), known)
     except FileNotFoundError:
         return False
+    return entry.problem is None and entry.rows == 0  # a schema file holds no rows: one that does is forged
 
 
 _reading_schema: list[Path] = []

@@ -25,7 +25,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage.objects import ObjectStore
+from storage.bounds import TRACKRECORD_FILE_BYTES
+from storage.objects import ObjectStore, ObjectTooLarge
 
 from .inventory import CHECKS, warn_left_out
 from .layout import BATCH, FOLDER, HEAD, LEFT_OUT, OLDER, SCHEMA_FILE, file_name
@@ -65,7 +66,7 @@ class SharedInventory:
         return [self.store.address(k) for k in self.data_keys(*kinds)]
 
     def files(self, *kinds: str) -> list[str]:
-        return [self.schema_file, *self.readable(*kinds)]
+        return self.readable(*kinds) or [self.schema_file]
 
     def rows(self, *kinds: str) -> int:
         chosen = set(self.data_keys(*kinds))
@@ -200,18 +201,37 @@ def set_aside(store: ObjectStore, inventory: SharedInventory) -> SharedInventory
 
 
 def set_aside_one(store: ObjectStore, name: str) -> None:
+    """Move one object into ``trackrecord/left-out/``, read once and bounded (``TRACKRECORD_FILE_BYTES``).
+    One larger than any track-record file is none of qsolve's: it is removed, not copied."""
     try:
-        data = store.get(key(name))
+        data = store.get(key(name), limit=TRACKRECORD_FILE_BYTES)
     except FileNotFoundError:
+        return
+    except ObjectTooLarge:
+        store.delete(key(name))
+        _checked.pop((store.url, name), None)
         return
     n, target = 0, key(f"{LEFT_OUT}/{name}")
     while not store.create(target, data):
-        if store.get(target) == data:
+        if _same(store, target, data):
             break
         n += 1
         target = key(f"{LEFT_OUT}/{name}.{n}")
     store.delete(key(name))
     _checked.pop((store.url, name), None)
+
+
+def _same(store: ObjectStore, target: str, data: bytes) -> bool:
+    try:
+        return store.get(target, limit=len(data)) == data
+    except (FileNotFoundError, ObjectTooLarge):
+        return False
+
+
+def read_bounded(store: ObjectStore, k: str) -> bytes:
+    """A track-record object's bytes, read no further than ``TRACKRECORD_FILE_BYTES`` (a larger one is
+    :class:`ObjectTooLarge`, an ``OSError``)."""
+    return store.get(k, limit=TRACKRECORD_FILE_BYTES)
 
 
 def reading(store: ObjectStore) -> SharedInventory:
@@ -236,24 +256,47 @@ def reading(store: ObjectStore) -> SharedInventory:
     return inventory
 
 
-def file_table(store: ObjectStore, table: pa.Table, record: Recorder | None = None) -> tuple[str, bool]:
+def file_table(
+    store: ObjectStore, table: pa.Table, record: Recorder | None = None, state=None
+) -> tuple[str, bool]:
     """``filing.file_table`` into the store: one ``b-`` object named for its runs, created only where
-    absent (``record`` records it in the state database first); returns its address and whether this
-    call created it. One already there that does not hold these runs (read whole: a small file) is set
-    aside and the batch created again."""
+    absent (``record`` records it in the state database first, ``state``'s track-record log gets its
+    signed entry once it is there); returns its address and whether this call created it. One already
+    there that is not the live file of that name (read whole, bounded: a small file) is set aside and
+    the batch created again."""
+    from . import log
+
     ensure_schema(store)
     run_ids = table.column("run_id").to_pylist()
     name = file_name(BATCH, run_ids)
     data = parquet_bytes(table.sort_by(SORT_KEYS), BATCH_COMPRESSION)
+    digest = digest_bytes(data)
+    live = None
+    if state is not None:
+        live = state.trackrecord_live_file(name)
     if record is not None:
-        record(name, digest_bytes(data))
+        record(name, digest)
     new = store.create(key(name), data, durable=False)
-    if not new and not _holds(store, name, run_ids):
+    if not new:
+        if live is not None and _digest_of(store, name, live.size) == live.digest:
+            return store.address(key(name)), False
         set_aside_one(store, name)
         new = store.create(key(name), data, durable=False)
     if new:
         remember(store, name, table.num_rows)
+        if state is not None:
+            add = log.added(name, digest, len(data), len(run_ids), name[2 : -len(".parquet")], run_ids)
+            state.append_trackrecord_entry(log.FILED, [add])
     return store.address(key(name)), new
+
+
+def _digest_of(store: ObjectStore, name: str, limit: int) -> str | None:
+    from storage.objects import ObjectTooLarge
+
+    try:
+        return digest_bytes(store.get(key(name), limit=limit))
+    except (FileNotFoundError, ObjectTooLarge):
+        return None
 
 
 def _holds(store: ObjectStore, name: str, run_ids: list[str]) -> bool:
@@ -264,7 +307,7 @@ def _holds(store: ObjectStore, name: str, run_ids: list[str]) -> bool:
 def file_run_ids(store: ObjectStore, name: str) -> list[str] | None:
     """The run ids one object of the track record holds; None when it is gone or does not read."""
     try:
-        found = pq.read_table(io.BytesIO(store.get(key(name))), columns=["run_id"]).column("run_id")
+        found = pq.read_table(io.BytesIO(read_bounded(store, key(name))), columns=["run_id"]).column("run_id")
     except (OSError, ValueError, pa.ArrowException):  # FileNotFoundError among them
         return None
     return found.to_pylist()
@@ -276,7 +319,7 @@ def run_ids(store: ObjectStore) -> set[str]:
         found: set[str] = set()
         try:
             for k in take_inventory(store).data_keys():
-                table = pq.read_table(io.BytesIO(store.get(k)), columns=["run_id"])
+                table = pq.read_table(io.BytesIO(read_bounded(store, k)), columns=["run_id"])
                 found.update(table.column("run_id").to_pylist())
             return found
         except FileNotFoundError:
@@ -290,7 +333,7 @@ def unreadable(store: ObjectStore, addresses: list[str]) -> list[str]:
     bad = []
     for a in addresses:
         try:
-            pq.read_table(io.BytesIO(store.get(key_of(store, a))))
+            pq.read_table(io.BytesIO(read_bounded(store, key_of(store, a))))
         except FileNotFoundError:
             continue
         except (OSError, ValueError, pa.ArrowException):
@@ -306,10 +349,10 @@ def key_of(store: ObjectStore, address: str) -> str:
 
 
 def placer(
-    store: ObjectStore, record: Recorder | None = None
+    store: ObjectStore, record: Recorder | None = None, made: dict[str, tuple[str, int]] | None = None
 ) -> Callable[[str, Callable[[Any], None], Callable[[], str | None]], Any]:
-    """How compaction writes an output here: whole into memory, recorded (``record``), then created in
-    the store."""
+    """How compaction writes an output here: whole into memory, recorded (``record``; its digest and
+    size kept in ``made``), then created in the store."""
 
     def place(kind: str, write: Callable[[Any], None], name: Callable[[], str | None]):
         out = io.BytesIO()
@@ -317,10 +360,13 @@ def placer(
         found = name()
         if found is None:
             return None, False
+        digest = digest_bytes(out.getvalue())
+        if made is not None:
+            made[found] = digest, len(out.getvalue())
         if record is not None:
-            record(found, digest_bytes(out.getvalue()))
-        made = store.create(key(found), out.getvalue())
-        return store.address(key(found)), made
+            record(found, digest)
+        created = store.create(key(found), out.getvalue())
+        return store.address(key(found)), created
 
     return place
 

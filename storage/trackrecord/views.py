@@ -33,16 +33,13 @@ order is version order and this agrees with the state database's current version
 published since; only versions published before that rule (1.0.1 after 2.0.0), or an older version whose
 first history rows were recorded late (``qsolve history --version``), can differ: no change was needed.
 
-``trackrecord.duckdb``'s views read the folder through globs (``trackrecord/*.parquet``, and
-``trackrecord/[bhs]*.parquet`` for the latest candidates), each always matching the schema file, so that
-the DuckDB 1.x an analyst installs (which knows no ``allow_empty`` and refuses a glob that matches no file)
-opens it, and filing a batch or compacting changes nothing in it: it is built again only when its views'
-definitions change or the home moved (every command that touches the track record checks). A file that
-fails a check is set aside into ``trackrecord/left-out/`` by the command that finds it (``inventory``), so
-no glob meets it. A home whose path holds a glob character gets views naming its files one by one
-instead, rebuilt whenever they change. The in-memory views of ``qsolve query`` and ``qsolve page`` name
-the files they found, so they read a home they may not write as well. Its paths are absolute, so it opens
-from any folder; ``trackrecord.sql`` uses the same globs relative to the home.
+Every view reads exactly the files of the state database's live set (the track-record log folded),
+each checked against its recorded digest (``live``; issue 34): ``trackrecord.duckdb``'s views name them
+one by one (or the schema file alone where none is recorded) and are rebuilt whenever they change (every
+command that reads the track record checks; a filing does not, to stay quick); the in-memory views of
+``qsolve query`` and ``qsolve page`` name them too, with a schema file of the process's own where none is
+recorded, so they read a home they may not write as well. Its paths are absolute, so it opens from any
+folder; ``trackrecord.sql`` names the same files relative to the home.
 """
 
 from __future__ import annotations
@@ -52,7 +49,7 @@ import os
 import secrets
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -61,10 +58,10 @@ from .damaged import leave_out_damaged
 from .errors import TrackRecordWarning
 from .inventory import Inventory, set_aside, take_inventory, warn_left_out
 from .layout import BATCH, HEAD, OLDER, SCHEMA_FILE, TEMPORARY_PREFIX, Layout
+from .live import state_of, verified_local, verified_shared
 from .row import SCHEMA_VERSION
-from .schema_file import ensure_schema_file, for_reading
+from .schema_file import ensure_schema_file, reading_schema_file
 from .shared import SharedInventory
-from .shared import reading as shared_reading
 from .writing import fsync_folder, write_replacing
 
 #: the storage version of ``trackrecord.duckdb``: DuckDB 2.x writes files that 1.x cannot open (version 69
@@ -112,7 +109,11 @@ class Sources:
             files = inventory.files(*kinds)
             if relative_to is not None:
                 files = [f.relative_to(relative_to) for f in files]
-            return parquet_source(files)
+            if inventory.readable(*kinds):
+                return parquet_source(files)
+            # the schema file alone: only its columns count, never a row (one in a bucket or a home may
+            # have been replaced by anyone who can write there, and no digest vouches for it)
+            return f"(SELECT * FROM {parquet_source(files)} LIMIT 0)"
 
         return cls(filed=source(BATCH, HEAD, OLDER), candidates=source(BATCH, HEAD))
 
@@ -305,29 +306,35 @@ def attach(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
         layout.store.attach(con)
 
 
-def reading(home: Path | str | Layout | None = None) -> Inventory:
-    """What ``qsolve query`` and ``qsolve page`` read: the home's files now. A home qsolve has filed in
-    gets its ``trackrecord.duckdb`` brought up to date on the way, so any command re-binds a copied or
-    moved home (a home it cannot write to is read all the same, with a warning); an empty home is left
-    as it is. Each file left out is named in a :class:`TrackRecordWarning`."""
+def reading(home: Path | str | Layout | None = None, db=None) -> Inventory | SharedInventory:
+    """What ``qsolve query``, ``qsolve page`` and the web pages read: the files of the state database's
+    live set (``db``, default the home's), each checked against its recorded digest (``live``). A home
+    qsolve has filed in gets its ``trackrecord.duckdb`` brought up to date on the way, so any command
+    re-binds a copied or moved home (a home it cannot write to is read all the same, with a warning).
+    Each file left out is named in a :class:`TrackRecordWarning`. The views read no schema file of the
+    home or the bucket: their own, in a temporary folder (``schema_file.reading_schema_file``)."""
     layout = home if isinstance(home, Layout) else Layout(home)
-    if layout.store is not None:
-        return shared_reading(layout.store)
-    inventory = None
-    if layout.schema_file == layout.folder / SCHEMA_FILE and layout.folder.is_dir():
-        try:
-            inventory = _ensure(layout)[1]
-        except (OSError, duckdb.Error) as e:
-            said = f"{layout.database}: not brought up to date ({e})"
-            warnings.warn(said, TrackRecordWarning, stacklevel=2)
-    if inventory is None:
-        inventory = take_inventory(for_reading(layout))
-        warn_left_out(inventory.left_out, stacklevel=3)
-    return inventory
+    own_schema = reading_schema_file()
+    with state_of(layout, db) as state:
+        if layout.store is not None:
+            shared = verified_shared(layout, state, str(own_schema))
+            warn_left_out(shared.left_out, stacklevel=3)
+            return shared
+        inventory = None
+        if layout.folder.is_dir():
+            try:
+                inventory = _ensure(layout, state)[1]
+            except (OSError, duckdb.Error) as e:
+                said = f"{layout.database}: not brought up to date ({e})"
+                warnings.warn(said, TrackRecordWarning, stacklevel=2)
+        if inventory is None:
+            inventory = verified_local(layout, state, own_schema)
+            warn_left_out(inventory.left_out, stacklevel=3)
+    return replace(inventory, schema_file=own_schema)
 
 
 def ensure_views(
-    home: Path | str | Layout | None = None, *, force: bool = False, filed: bool = False
+    home: Path | str | Layout | None = None, *, force: bool = False, filed: bool = False, db=None
 ) -> bool:
     """Make ``trackrecord.duckdb`` (and ``trackrecord.sql``) hold this code's views over this home's
     files, if it does not already (the module's docstring says when it does), files left out set aside
@@ -338,20 +345,19 @@ def ensure_views(
     layout = home if isinstance(home, Layout) else Layout(home)
     if layout.store is not None:  # no trackrecord.duckdb: an analyst reads the store (``analyst_sql``)
         return False
-    if filed and not force and _globbed(layout) and layout.sql_file.exists():
-        found = stored(layout.database)
-        if found is not None and found.serves(layout, None):
-            return False
-    return _ensure(layout, force=force)[0]
+    del filed  # views name their files: a filing changes them too
+    with state_of(layout, db) as state:
+        return _ensure(layout, state, force=force)[0]
 
 
-def inventory_of(home: Path | str | Layout | None = None) -> Inventory:
+def inventory_of(home: Path | str | Layout | None = None, db=None) -> Inventory:
     """The home's files, checked, those left out set aside (and named in warnings), with
     ``trackrecord.duckdb`` brought up to date: what a command that writes the home reads."""
     layout = home if isinstance(home, Layout) else Layout(home)
     if layout.store is not None:
-        return reading(layout)
-    return _ensure(layout)[1]
+        return reading(layout, db)
+    with state_of(layout, db) as state:
+        return _ensure(layout, state)[1]
 
 
 @dataclass(frozen=True)
@@ -373,8 +379,10 @@ class Stored:
 
 
 def _globbed(layout: Layout) -> bool:
-    """Whether the home's database reads its files by glob: not where its path has a glob character."""
-    return GLOB_CHARACTERS.isdisjoint(str(layout.home))
+    """Whether the home's database reads its files by glob: never since issue 34 (a glob would let in
+    a file the state database never recorded); its views name the recorded files one by one."""
+    del layout
+    return False
 
 
 def _files_digest(layout: Layout, inventory: Inventory | None) -> str | None:
@@ -437,7 +445,7 @@ def stored(database: Path) -> Stored | None:
     return found
 
 
-def _ensure(layout: Layout, *, force: bool = False) -> tuple[bool, Inventory]:
+def _ensure(layout: Layout, state, *, force: bool = False) -> tuple[bool, Inventory]:
     """Bring ``trackrecord.duckdb`` up to date, files left out set aside first (each named in a
     :class:`TrackRecordWarning`, even when the build then fails); returns whether it was built and the
     folder's files. After a build the folder is listed again, and the database built again if it no
@@ -448,10 +456,12 @@ def _ensure(layout: Layout, *, force: bool = False) -> tuple[bool, Inventory]:
     inventory = None
     said: dict[Path, str] = {}  # every file left out on the way: one set aside is gone from a later listing
     try:
+        said.update(housekeeping(layout))
         for attempt in range(TRIES):
             found = None if force else stored(layout.database)
-            inventory = set_aside(take_inventory(layout))
-            said.update(inventory.left_out)
+            inventory = verified_local(layout, state, layout.schema_file)
+            for path, why in inventory.left_out:  # one set aside on the way is said as such
+                said.setdefault(path, why)
             if found is not None and found.serves(layout, inventory) and layout.sql_file.exists():
                 break
             try:
@@ -464,6 +474,17 @@ def _ensure(layout: Layout, *, force: bool = False) -> tuple[bool, Inventory]:
     finally:
         warn_left_out(list(said.items()), stacklevel=4)
     return built, inventory
+
+
+def housekeeping(layout: Layout) -> list[tuple[Path, str]]:
+    """The folder's files that fail their footer checks (damaged, or not qsolve's), set aside into
+    ``left-out/`` and returned with why, for a command that may write the home to name. Nothing here
+    decides what a reader reads (the live set does); a file that passes its checks but that the log does
+    not hold is the maintenance pass's to set aside (``known``)."""
+    try:
+        return set_aside(take_inventory(layout)).left_out
+    except OSError:
+        return []
 
 
 def _build(layout: Layout, inventory: Inventory) -> None:

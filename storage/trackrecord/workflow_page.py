@@ -25,6 +25,7 @@ from rich.text import Text
 from .damaged import found_damaged, leave_out_damaged, read_failure
 from .errors import UnknownWorkflow
 from .layout import Layout
+from .live import state_of
 from .row import COLUMNS, TrackRecordRow
 from .views import Sources, attach, create_views, parquet_source, reading, session, sql_text
 
@@ -101,6 +102,10 @@ class WorkflowPage(BaseModel):
     unverified_devices: list[TrackRecordRow] = []
     earlier_results: list[EarlierResult]
     nondeterministic: list[Nondeterministic] = []  # the version's cases whose rounds differ (issue 37)
+    #: the track-record log's checkpoint its rows are in: its first ``log_entries`` entries, the last of
+    #: hash ``log_head`` (``qsolve trackrecord checkpoint`` signs it; ``verify --checkpoint`` checks it)
+    log_entries: int = 0
+    log_head: str | None = None
 
     def none_said(self) -> str:
         """How many track-record rows have no accuracy, and why: ``2 rows have none: the baseline is 0
@@ -129,6 +134,8 @@ def page(
     says (issue 11): it is the current one, shown with its own track record even while that is empty."""
     layout = Layout(home)
     inventory = leave_out_damaged(reading(layout))
+    with state_of(layout) as state:  # read after the files: the rows are in this prefix of the log
+        log_entries, log_head = state.trackrecord_log_head() if state is not None else (0, None)
     con = session(duckdb.connect())
     try:
         attach(con, layout)
@@ -174,6 +181,8 @@ def page(
             metric_note=metric_note,
             passed=passed,
             total=total,
+            log_entries=log_entries,
+            log_head=log_head if log_entries else None,
             track_record=_rows(con, "track_record", "case_name, target"),
             noise_model_estimate=_rows(con, "noise_model_estimate", "case_name, target"),
             on_hardware=_rows(con, "on_hardware", "case_name, target"),
@@ -190,6 +199,11 @@ def page(
         )
     finally:
         con.close()
+
+
+def checkpoint_label(p: WorkflowPage) -> str:
+    """Which checkpoint of the log the page's rows are in: its size and the start of its head's hash."""
+    return f"{p.log_entries} (head {str(p.log_head)[:16]})"
 
 
 def _read_filed(con: duckdb.DuckDBPyConnection, inventory, name: str) -> None:
@@ -232,6 +246,8 @@ def render_page(p: WorkflowPage, console: Console | None = None) -> None:
         f"{matches} of {p.total} match the best classical answer"
     )
     note = [Text(f"The accuracy: {p.metric_note}", style="dim")] if p.metric_note else []
+    if p.log_head is not None:
+        note.append(Text(f"Rows as of the track-record log's checkpoint {checkpoint_label(p)}", style="dim"))
     warned = [Text(f"warning: {w}", style="yellow") for w in warnings(p)]
     console.print(Group(head, Text(summary), *note, *warned))
     _section(console, "Track record", p.track_record, _TRACK)

@@ -30,6 +30,9 @@ def version(db: StateDB) -> Version:
     return db.publish_version("max-cut", "1.0.0", "d1" * 32, [])[0]
 
 
+#: what a reader says of a file whose bytes are not those the log recorded (issue 34)
+CHANGED = "its bytes are not those the state database's track-record log recorded"
+
 def analyst_ids(home: Path) -> list[str]:
     """The run ids as an analyst reads them: plain DuckDB on trackrecord.duckdb, from another folder."""
     con = duckdb.connect(str(Layout(home).database), read_only=True)
@@ -115,7 +118,8 @@ def test_the_reading_commands_read_the_good_rows_beside_a_file_damaged_past_its_
         p = page("max-cut", home=home)
     assert sorted(r.run_id for r in p.track_record) == good
     said = [str(w.message) for w in caught if str(head) in str(w.message)]
-    assert said and all("\n" not in m and "qsolve maintenance" in m for m in said), said
+    # left out by its digest before DuckDB reads it (issue 34), in one line
+    assert said and all("\n" not in m and CHANGED in m for m in said), said
     assert head.exists()  # a reader moves nothing: the maintenance pass sets it aside
 
 
@@ -126,7 +130,7 @@ def test_qsolve_query_and_page_name_the_damaged_file_in_one_line(db, version, tm
     out, err = capsys.readouterr()
     assert out.split() == ["run_id", *good]
     (line,) = [x for x in err.splitlines() if str(head) in x]
-    assert line.startswith("qsolve query: warning: ") and "qsolve maintenance" in line
+    assert line.startswith("qsolve query: warning: ") and CHANGED in line
     assert run_command("page", "max-cut", "--json") == 0
     out, err = capsys.readouterr()
     assert sorted(r["run_id"] for r in json.loads(out)["track_record"]) == good
@@ -150,16 +154,21 @@ def test_a_good_track_record_and_a_bad_query_read_no_file_whole(db, version, tmp
 
 
 def test_a_damaged_file_is_read_whole_once_by_a_long_lived_reader(db, version, tmp_path, monkeypatch):
+    from storage.trackrecord import live
+
     home, head, good = damaged_home(db, version, tmp_path)
-    read = []
+    read, hashed = [], []
     real = damaged._data_problem
     monkeypatch.setattr(damaged, "_data_problem", lambda inv, e: read.append(e.name) or real(inv, e))
+    real_digest = live.digest_file
+    monkeypatch.setattr(live, "digest_file", lambda p: hashed.append(Path(p).name) or real_digest(p))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TrackRecordWarning)
         for _ in range(3):  # the web server: one process, many reads
             assert run_ids(home) == good
             assert sorted(r.run_id for r in page("max-cut", home=home).track_record) == good
-    assert sorted(read) == sorted(set(read)) and head.name in read
+    # its digest (issue 34) reads it whole once and leaves it out: DuckDB never meets its data
+    assert hashed.count(head.name) == 1 and head.name not in read
 
 
 def test_a_dangling_symlink_named_like_a_batch_breaks_no_view(db, version, tmp_path):

@@ -13,6 +13,7 @@ import pytest
 
 from qsolve.cli.trackrecord import add_commands
 from storage.trackrecord import file_rows
+from storage.trackrecord.views import ensure_views
 
 from .builders import scenario
 
@@ -27,6 +28,7 @@ def run(*argv: str) -> int:
 @pytest.fixture
 def filed(home):
     file_rows(scenario(), home)
+    ensure_views(home)  # as the first reading command does (a filing leaves trackrecord.duckdb as it is)
     return home
 
 

@@ -15,6 +15,7 @@ import pytest
 from qsolve.judging.deciding import BELOW
 from storage.trackrecord import file_rows
 from storage.trackrecord.row import MethodObjective
+from storage.trackrecord.sql import run_sql
 
 from .builders import row, scenario
 
@@ -64,6 +65,7 @@ def analyst(tmp_path_factory: pytest.TempPathFactory):
             methods=[MethodObjective(name="qaoa", kind="quantum", objective=-9.0)]),
     ]
     file_rows([*scenario(), *ring, *honest], home)
+    run_sql("SELECT 1", home)  # any reading command, as the doc says: it rebuilds trackrecord.duckdb
     con = duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True)
     yield con
     con.close()

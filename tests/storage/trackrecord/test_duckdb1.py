@@ -1,6 +1,7 @@
 """trackrecord.duckdb and trackrecord.sql work in the DuckDB 1.x an analyst installs from the package index
-(issue 11): their views read globs that always match the schema file, with no ``allow_empty`` (which 1.x
-lacks), so filing and compacting leave the database as it is (issue 24).
+(issue 11): their views name exactly the files the state database recorded (issue 34: no glob, so a file
+the state database never recorded is never read), with no ``allow_empty`` (which 1.x lacks); a filing
+leaves the database as it is (issue 24) and the next reading command brings it up to date.
 
 The first tests need no DuckDB 1.x. The others use the DuckDB 1.5 of ``REPO/.venv-duckdb15``, which
 ``.ci/run`` makes (``tests/duckdb15.py``: skipped, saying how to make it, where it is missing locally).
@@ -51,30 +52,42 @@ def listed_files(sql: str) -> list[str]:
     return [p.replace("''", "'") for inner in lists for p in re.findall(r"'((?:[^']|'')*)'", inner)]
 
 
-def test_the_database_reads_the_folder_by_globs_each_matching_the_schema_file(home):
+def recorded_files(home: Path) -> list[str]:
+    """The names of the files the state database's track-record log holds (its live set)."""
+    from storage.state import connect as connect_state
+
+    with connect_state(home=home) as db:
+        return sorted(f.name for f in db.trackrecord_live_files())
+
+
+def test_the_database_names_exactly_the_recorded_files(home):
     file_scenario(home)
     layout = Layout(home)
-    assert (layout.folder / "left-out" / "b-0000.parquet").is_file()  # set aside, out of the globs' way
+    assert (layout.folder / "left-out" / "b-0000.parquet").is_file()  # set aside, named by no view
     con = duckdb.connect(str(layout.database), read_only=True)
     views = dict(con.sql("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
     con.close()
     assert sorted(views) == EVERY_VIEW
-    globs: set[str] = set()
+    named: set[str] = set()
     for name, sql in views.items():
         assert "allow_empty" not in sql, name
-        globs.update(listed_files(sql) if "read_parquet" in sql else [])
-    assert globs == {f"{layout.folder}/*.parquet", f"{layout.folder}/[bhs]*.parquet"}
-    for pattern in globs:  # never an empty glob, which DuckDB 1.x refuses
-        assert layout.schema_file in layout.folder.glob(Path(pattern).name)
+        named.update(listed_files(sql) if "read_parquet" in sql else [])
+    recorded = recorded_files(home)
+    assert recorded and "b-0000.parquet" not in recorded
+    # no glob: each recorded file, one by one, every one there (no schema file beside them: issue 34)
+    assert named == {str(layout.folder / n) for n in recorded}
+    assert not any(GLOB.search(Path(p).name) for p in named)
+    assert all(Path(p).is_file() for p in named)
 
 
-def test_filing_and_compacting_leave_the_database_as_it_is(home, tmp_path):
+def test_filing_leaves_the_database_as_it_is_and_a_reading_command_brings_it_up_to_date(home, tmp_path):
     file_rows(scenario()[:3], home)
+    assert ensure_views(home)  # what a reading command does
     database = Layout(home).database
     before = database.stat().st_ino
     file_rows(scenario()[3:], home)
-    compact(home)
-    assert database.stat().st_ino == before
+    assert database.stat().st_ino == before  # a filing stays quick: the database is as it was
+    compact(home)  # brings it up to date over the merged files
     out = analyst(database, sorted(EXPECTED), tmp_path)
     assert {k: set(out[k]) for k in EXPECTED} == EXPECTED
 
@@ -83,6 +96,7 @@ def test_a_home_whose_path_has_a_glob_character_names_its_files(tmp_path, monkey
     home = tmp_path / "home[1]"
     file_rows(scenario()[:3], home)
     file_rows(scenario()[3:], home)
+    ensure_views(home)  # what any reading command does
     con = duckdb.connect(str(Layout(home).database), read_only=True)
     sql = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'filed_rows'").fetchall()[0][0]
     out = {r[0] for r in con.sql("SELECT run_id FROM current").fetchall()}
@@ -91,11 +105,11 @@ def test_a_home_whose_path_has_a_glob_character_names_its_files(tmp_path, monkey
     assert out == EXPECTED["current"]
 
 
-def test_the_sql_file_reads_the_same_globs_relative_to_the_home(home, tmp_path, monkeypatch):
+def test_the_sql_file_names_the_same_files_relative_to_the_home(home, tmp_path, monkeypatch):
     file_scenario(home)
     text = (home / "trackrecord.sql").read_text()
     assert "allow_empty" not in text
-    assert set(listed_files(text)) == {"trackrecord/*.parquet", "trackrecord/[bhs]*.parquet"}
+    assert set(listed_files(text)) == {f"trackrecord/{n}" for n in recorded_files(home)}
     monkeypatch.chdir(home)  # run from the home, by plain DuckDB
     con = duckdb.connect()
     con.execute(text)

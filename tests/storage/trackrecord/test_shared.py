@@ -24,7 +24,7 @@ from tests.duckdb15 import httpfs1
 from tests.s3server import KEY_ID, SECRET
 
 from .builders import EXPECTED, scenario
-from .test_duckdb1 import run
+from .test_duckdb1 import listed_files, run
 
 
 def ids(home: Path, view: str) -> set[str]:
@@ -51,7 +51,9 @@ def test_the_views_read_the_bucket_as_they_read_a_folder(bucket, home):
     assert f"schema-v{SCHEMA_VERSION}.parquet" in names and sum(n.startswith("h-") for n in names) == 1
 
 
-def test_filing_the_same_runs_from_two_homes_makes_one_object(bucket, tmp_path):
+def test_filing_the_same_runs_from_two_homes_makes_one_object(bucket, tmp_path, monkeypatch):
+    # two homes of one deployment: one bucket, one state database (whose log the readers read)
+    monkeypatch.setenv("QSOLVE_DATABASE_URL", f"sqlite:///{tmp_path / 'state.db'}")
     a = file_rows(scenario()[:5], tmp_path / "a")
     b = file_rows(scenario()[:5], tmp_path / "b")
     assert a.path == b.path and a.new and not b.new
@@ -71,15 +73,23 @@ def test_a_compaction_claimed_elsewhere_merges_nothing_and_a_lapsed_claim_is_tak
     assert ids(home, "current") == EXPECTED["current"]
 
 
-def test_a_damaged_object_is_set_aside_and_named(bucket, home):
+def test_a_damaged_object_is_never_read_and_the_maintenance_pass_sets_it_aside(bucket, home):
+    from storage.maintenance import refile_lost_runs
+
     file_rows(scenario(), home)
     store = storage_of(home)
     store.create("trackrecord/b-0000.parquet", b"PAR1 not a Parquet file PAR1")
-    with pytest.warns(TrackRecordWarning, match=r"b-0000\.parquet"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TrackRecordWarning)  # the log does not hold it: never read
         got = run_sql("SELECT run_id FROM current", home).column("run_id").to_pylist()
     assert set(got) == EXPECTED["current"]
+    assert "b-0000.parquet" in objects(home)  # a reader moves nothing
+    with connect(home=home) as db, warnings.catch_warnings():
+        warnings.simplefilter("ignore", TrackRecordWarning)
+        refile_lost_runs(db, home)
     assert "b-0000.parquet" not in objects(home)
     assert objects(home, "trackrecord/left-out") == ["b-0000.parquet"]
+    assert ids(home, "current") == EXPECTED["current"]
 
 
 def test_the_reading_commands_read_around_an_object_damaged_past_its_footer(bucket, home, tmp_path):
@@ -101,9 +111,10 @@ def test_the_reading_commands_read_around_an_object_damaged_past_its_footer(buck
     damage_a_column_chunk(copy)
     store.delete(f"trackrecord/{head}")
     store.create(f"trackrecord/{head}", copy.read_bytes())
-    with pytest.warns(TrackRecordWarning, match=rf"{head}: its data does not read.*qsolve maintenance"):
+    changed = rf"{head}: its bytes are not those the state database's track-record log recorded"
+    with pytest.warns(TrackRecordWarning, match=changed):  # left out before DuckDB reads it (issue 34)
         assert set(run_sql("SELECT run_id FROM rows", home).column("run_id").to_pylist()) == good
-    with pytest.warns(TrackRecordWarning, match=rf"{head}: its data does not read"):
+    with pytest.warns(TrackRecordWarning, match=changed):
         p = page("max-cut", home=home)
     assert {r.run_id for r in p.track_record} <= good and p.track_record
     assert head in objects(home)  # a reader moves nothing: the maintenance pass sets it aside
@@ -124,10 +135,13 @@ def test_query_and_page_read_the_bucket_and_show_no_credential(bucket, home, cap
 
 
 def test_views_sql_writes_no_secret_unless_asked(bucket, home, capsys):
+    file_rows(scenario(), home)
     assert run("views-sql") == 0
     text = capsys.readouterr().out
     assert KEY_ID not in text and SECRET not in text and "<AWS_SECRET_ACCESS_KEY>" in text
-    assert f"read_parquet('{bucket}/trackrecord/*.parquet'" in text
+    with connect(home=home) as db:  # no glob: exactly the objects the state database's log holds
+        recorded = {f"{bucket}/trackrecord/{f.name}" for f in db.trackrecord_live_files()}
+    assert recorded and set(listed_files(text)) == recorded
     assert run("views-sql", "--credentials", "--output", str(home.parent / "views.sql")) == 0
     written = home.parent / "views.sql"
     assert SECRET in written.read_text() and written.stat().st_mode & 0o077 == 0

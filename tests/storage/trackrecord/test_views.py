@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.trackrecord import compact, connect, file_rows, page
+from storage.trackrecord import compact, connect, ensure_views, file_rows, page
 
 from .builders import EXPECTED, EXPECTED_CARDS, scenario
 
@@ -132,6 +132,7 @@ def test_the_database_is_in_a_storage_version_duckdb_1x_reads(home):
     import struct
 
     file_rows(scenario(), home)
+    ensure_views(home)  # what any reading command does: a filing leaves the database as it was
     header = (home / "trackrecord.duckdb").read_bytes()[:20]
     assert header[8:12] == b"DUCK"
     assert 64 <= struct.unpack("<Q", header[12:20])[0] <= 68

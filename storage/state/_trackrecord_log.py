@@ -1,0 +1,174 @@
+"""The track record's signed append-only log, and its fold, the files readers read (issue 34, item 2;
+migration 0015; the entries' form: ``storage.trackrecord.log``).
+
+Each append is one transaction: the head read, the entry signed by this host's receipt key
+(``signing_key``), inserted under the next sequence number with the head's hash as its ``prev`` (both
+unique: a writer that lost a race to another process or machine gets an IntegrityError and signs again
+on the new head; no process lock), and the live set updated. An append that would change nothing (a
+batch filed again, its file live already with the same digest) adds no entry.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from storage.state._rows import now
+from storage.state._store import Store
+from storage.state._tables import trackrecord_files, trackrecord_live, trackrecord_log
+
+TRIES = 50  # appends lost to other writers before giving up (each loser signs again on the new head)
+
+
+@dataclass(frozen=True)
+class LiveFile:
+    """A file of the live set: what a reader reads, checked against ``digest`` first."""
+
+    name: str
+    digest: str
+    size: int
+    rows: int
+    seq: int
+    seen: str | None
+
+
+class TrackRecordLog(Store):
+    _log_key: Any = None
+    _log_started: bool = False
+
+    def _trackrecord_signer(self) -> tuple[Any, str]:
+        from qsolve.home import host_name
+
+        if self._log_key is None:
+            self._log_key = self.signing_key(self.home)
+        return self._log_key, host_name()
+
+    def append_trackrecord_entry(
+        self, kind: str, adds: list[dict[str, Any]], retires: list[dict[str, str]] = ()
+    ) -> dict[str, Any] | None:
+        """Append an entry adding ``adds`` (``log.added``) and retiring ``retires`` ({name, digest});
+        returns its document, or None where it would change nothing: each add already live with its
+        digest, each retire not live with its digest."""
+        from storage.state import _trackrecord_entries as log
+
+        key, host = self._trackrecord_signer()
+        t, live = trackrecord_log.c, trackrecord_live.c
+        for attempt in range(TRIES):
+            try:
+                with self._write() as connection:
+                    names = sorted({a["name"] for a in adds} | {r["name"] for r in retires})
+                    found = (
+                        dict(
+                            connection.execute(
+                                sa.select(live.name, live.digest).where(live.name.in_(names))
+                            ).all()
+                        )
+                        if names
+                        else {}
+                    )
+                    todo_adds = [a for a in adds if found.get(a["name"]) != a["digest"]]
+                    todo_retires = [r for r in retires if found.get(r["name"]) == r["digest"]]
+                    if not todo_adds and not todo_retires:
+                        return None
+                    head = connection.execute(
+                        sa.select(t.seq, t.hash).order_by(t.seq.desc()).limit(1)
+                    ).first()
+                    seq, prev = (head[0] + 1, head[1]) if head is not None else (1, log.GENESIS)
+                    at_ms = time.time_ns() // 1_000_000
+                    document = log.entry_document(seq, prev, kind, todo_adds, todo_retires, key, host, at_ms)
+                    connection.execute(
+                        trackrecord_log.insert().values(
+                            seq=seq,
+                            prev=prev,
+                            hash=log.document_hash(document),
+                            document=log.text(document),
+                            recorded_at=now(),
+                        )
+                    )
+                    gone = [r["name"] for r in todo_retires] + [a["name"] for a in todo_adds]
+                    if gone:
+                        connection.execute(trackrecord_live.delete().where(live.name.in_(gone)))
+                    for a in todo_adds:
+                        connection.execute(
+                            trackrecord_live.insert().values(
+                                name=a["name"],
+                                digest=a["digest"],
+                                size=a["size"],
+                                rows=a["rows"],
+                                seq=seq,
+                                seen=a.get("seen"),
+                            )
+                        )
+                    return document
+            except IntegrityError:
+                if attempt == TRIES - 1:
+                    raise
+                continue
+        return None
+
+    def trackrecord_live_files(self) -> list[LiveFile]:
+        """The live set, by name: the files every reader reads."""
+        c = trackrecord_live.c
+        with self._read() as connection:
+            rows = connection.execute(
+                sa.select(c.name, c.digest, c.size, c.rows, c.seq, c.seen).order_by(c.name)
+            ).all()
+        return [LiveFile(*r) for r in rows]
+
+    def trackrecord_live_file(self, name: str) -> LiveFile | None:
+        """The live file of this name, or None."""
+        c = trackrecord_live.c
+        with self._read() as connection:
+            found = connection.execute(
+                sa.select(c.name, c.digest, c.size, c.rows, c.seq, c.seen).where(c.name == name)
+            ).first()
+        return None if found is None else LiveFile(*found)
+
+    def trackrecord_log_started(self) -> bool:
+        """Whether the log has an entry (kept once true: a log is never emptied)."""
+        if not self._log_started:
+            self._log_started = self.trackrecord_log_head()[0] > 0
+        return self._log_started
+
+    def mark_trackrecord_seen(self, name: str, digest: str, seen: str) -> None:
+        """What identified a live file's bytes when they last matched its digest (a reader's cache)."""
+        c = trackrecord_live.c
+        with self._write() as connection:
+            connection.execute(
+                trackrecord_live.update().where(c.name == name, c.digest == digest).values(seen=seen)
+            )
+
+    def trackrecord_log_documents(self, after: int = 0) -> list[str]:
+        """The log's entries after entry ``after``, in order, each its document's text."""
+        t = trackrecord_log.c
+        with self._read() as connection:
+            return list(
+                connection.execute(sa.select(t.document).where(t.seq > after).order_by(t.seq)).scalars()
+            )
+
+    def trackrecord_log_head(self) -> tuple[int, str]:
+        """The log's size and its last entry's hash (``log.GENESIS`` when empty)."""
+        from storage.state import _trackrecord_entries as log
+
+        t = trackrecord_log.c
+        with self._read() as connection:
+            head = connection.execute(sa.select(t.seq, t.hash).order_by(t.seq.desc()).limit(1)).first()
+        return (0, log.GENESIS) if head is None else (head[0], head[1])
+
+    def trackrecord_checkpoint(self) -> dict[str, Any]:
+        """The log's head as a signed checkpoint (``log.checkpoint_document``), by this host's key."""
+        from storage.state import _trackrecord_entries as log
+
+        key, host = self._trackrecord_signer()
+        size, head = self.trackrecord_log_head()
+        return log.checkpoint_document(size, head, key, host, time.time_ns() // 1_000_000)
+
+    def recorded_trackrecord_files(self) -> list[tuple[str, str]]:
+        """Every (name, digest) recorded before the log (migration 0011): what adoption takes in."""
+        c = trackrecord_files.c
+        with self._read() as connection:
+            return [tuple(r) for r in connection.execute(sa.select(c.name, c.digest).where(c.digest != ""))]

@@ -1,0 +1,63 @@
+"""The track record's signed append-only log, as JSON anyone can check offline (issue 34, item 2): its
+entries, checkpoints, fold and chain check. The form is defined beside the state database that keeps the
+log (``storage.state._trackrecord_entries``, whose docstring describes it); this module is its name here."""
+
+from __future__ import annotations
+
+from storage.state._trackrecord_entries import (
+    ADD_ORDER,
+    ADOPTED,
+    CHECKPOINT_DOMAIN,
+    CHECKPOINT_FORMAT,
+    COMPACTED,
+    ENTRY_DOMAIN,
+    ENTRY_FORMAT,
+    FILED,
+    GENESIS,
+    KINDS,
+    RETIRED,
+    Chain,
+    LogRefused,
+    added,
+    apply,
+    blake3,
+    canonical_bytes,
+    check_checkpoint,
+    check_entry,
+    checkpoint_document,
+    document_hash,
+    entry_document,
+    fold,
+    key_refused,
+    read,
+    text,
+)
+
+__all__ = [
+    "ADD_ORDER",
+    "ADOPTED",
+    "CHECKPOINT_DOMAIN",
+    "CHECKPOINT_FORMAT",
+    "COMPACTED",
+    "ENTRY_DOMAIN",
+    "ENTRY_FORMAT",
+    "FILED",
+    "GENESIS",
+    "KINDS",
+    "RETIRED",
+    "Chain",
+    "LogRefused",
+    "added",
+    "apply",
+    "blake3",
+    "canonical_bytes",
+    "check_checkpoint",
+    "check_entry",
+    "checkpoint_document",
+    "document_hash",
+    "entry_document",
+    "fold",
+    "key_refused",
+    "read",
+    "text",
+]

@@ -1,0 +1,178 @@
+"""``qsolve trackrecord verify``: the track record checked with nothing but its files, the log and a trust
+list (issue 34, item 2; the log's form: ``log``).
+
+    chain       every entry of its form, signed (strictly) by a key of the trust list not revoked then,
+                numbered 1, 2, ... and naming the hash of the one before: an entry changed, removed or
+                put in names the first entry where the chain breaks
+    live set    the state database's live set (what readers read) is the log folded
+    files       every live file's bytes have the digest and size its entry signed; its run ids hash to
+                its name, and a batch's are the run ids its entry lists
+    runs        every row's run is in an entry: a batch's listed, a compaction's within the runs the log
+                filed (runs from before the log, in files it adopted, are counted apart)
+    checkpoint  a checkpoint given (``--checkpoint FILE``, saved earlier by anyone) is signed by a trusted
+                key, and today's log extends it: its entry ``size`` has hash ``head``
+
+What it does not prove: that a row's values are the run's (the platform's word, signed by its key: a host
+whose key the operator endorsed can file what it likes), or that nothing was filed and retired between
+two checkpoints (the log keeps every entry, so a reader holding both sees it).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import log
+from .layout import Layout
+
+
+@dataclass
+class Verified:
+    """What ``verify`` found: each failure names the entry or the file; ``said`` the lines that are not."""
+
+    problems: list[str] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def trusted_keys(trust: Mapping[str, Any]) -> dict[str, Any]:
+    """A trust list (``wai.quantum.receipt-keys/1``) as key -> its entry: the window it vouches for
+    what it signs in (``not_before_ms``, ``not_after_ms``, ``revoked_from_ms``; ``log.key_refused``)."""
+    from qsolve.receipts.trust import TrustList
+
+    found = TrustList.from_value(dict(trust))
+    return dict(found.entries)
+
+
+def verify(
+    documents: Iterable[str | Mapping[str, Any]],
+    read_file: Callable[[str, int], bytes | None],
+    trusted: Mapping[str, Any],
+    *,
+    live: Mapping[str, str] | None = None,
+    checkpoint: Mapping[str, Any] | None = None,
+) -> Verified:
+    """Check the log ``documents`` (in order) against the files (``read_file(name, size)``: the bytes,
+    read no further than ``size`` + 1, or None where missing) and ``trusted`` keys; ``live``: the state
+    database's live set (name -> digest) to hold to the fold; ``checkpoint``: a checkpoint document."""
+    import pyarrow.parquet as pq
+
+    out = Verified()
+    read = []
+    for n, d in enumerate(documents, start=1):
+        try:
+            read.append(log.read(d))
+        except log.LogRefused as e:
+            out.problems.append(f"entry {n}: {e}")
+            read.append({})
+    chain = log.Chain.of(read, trusted)
+    out.problems += chain.problems
+    folded = log.fold(e for e in chain.entries if isinstance(e.get("retires"), list))
+    out.said.append(f"{len(read)} entries; {len(folded)} files live")
+    if live is not None:
+        for name in sorted(set(live) | set(folded)):
+            want = folded.get(name, {}).get("digest")
+            if live.get(name) != want:
+                out.problems.append(
+                    f"{name}: the state database's live set says {str(live.get(name))[:16]}, its log "
+                    f"{str(want)[:16]}: the live set was changed outside the log"
+                )
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    filed_runs = pa.array(
+        [
+            i
+            for e in chain.entries
+            if e.get("kind") == log.FILED
+            for a in e.get("adds", [])
+            if isinstance(a.get("run_ids"), list)
+            for i in a["run_ids"]
+        ],
+        pa.string(),
+    )
+    adopted = any(e.get("kind") == log.ADOPTED for e in chain.entries)
+    rows = before_log = 0
+    for name, add in sorted(folded.items()):
+        data = read_file(name, add["size"])
+        where = f"{name} (entry {add['seq']})"
+        if data is None:
+            out.problems.append(f"{where}: missing")
+            continue
+        if len(data) != add["size"] or log.blake3(data).hexdigest() != add["digest"]:
+            out.problems.append(f"{where}: its bytes are not those its entry signed (rewritten or replaced)")
+            continue
+        ids = pq.read_table(io.BytesIO(data), columns=["run_id"]).column("run_id").combine_chunks()
+        ids = ids.cast(pa.string()) if ids.type != pa.string() else ids
+        in_order = pc.take(ids, pc.array_sort_indices(ids))
+        rows += len(ids)
+        if len(ids) != add["rows"] or _ids_digest(in_order) != add["run_ids_digest"]:
+            out.problems.append(f"{where}: its runs are not those its entry names")
+        if add.get("run_ids") is not None:
+            if in_order.to_pylist() != add["run_ids"]:
+                out.problems.append(f"{where}: its runs are not those its entry lists")
+            continue
+        outside = pc.filter(ids, pc.invert(pc.is_in(ids, value_set=filed_runs)))
+        if len(outside) and adopted:
+            before_log += len(outside)
+        elif len(outside):
+            out.problems.append(f"{where}: {len(outside)} rows of runs no entry filed (run {outside[0]})")
+    out.said.append(
+        f"{rows} rows, each a run of an entry"
+        + (f" ({before_log} from before the log)" if before_log else "")
+    )
+    if checkpoint is not None:
+        try:
+            statement = log.check_checkpoint(checkpoint)
+        except log.LogRefused as e:
+            out.problems.append(f"the checkpoint: {e}")
+        else:
+            key = statement["key"]
+            if key not in trusted:
+                out.problems.append(f"the checkpoint: signed by key {key[:16]}, not in the trust list")
+            elif (refused := log.key_refused(trusted[key], statement["at_ms"])) is not None:
+                out.problems.append(f"the checkpoint: signed by key {key[:16]}, {refused}")
+            why = chain.extends(statement)
+            if why is not None:
+                out.problems.append(f"the checkpoint of {statement['size']} entries: {why}")
+            else:
+                out.said.append(f"the log extends the checkpoint of {statement['size']} entries")
+    return out
+
+
+def _ids_digest(in_order) -> str:
+    """``layout.run_ids_digest`` of run ids already sorted (an Arrow array), joined in Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    joined = pc.binary_join(
+        pa.ListArray.from_arrays(pa.array([0, len(in_order)], pa.int32()), in_order), "\n"
+    )
+    return log.blake3(joined[0].as_py().encode()).hexdigest(length=16)
+
+
+def file_reader(layout: Layout) -> Callable[[str, int], bytes | None]:
+    """``read_file`` for the home's folder or bucket: bounded by the size the entry signed."""
+    from storage.objects import ObjectTooLarge
+
+    def read(name: str, size: int) -> bytes | None:
+        try:
+            if layout.store is not None:
+                from .shared import key
+
+                return layout.store.get(key(name), limit=size)
+            path: Path = layout.folder / name
+            with open(path, "rb") as f:
+                return f.read(size + 1)
+        except FileNotFoundError:
+            return None
+        except ObjectTooLarge:
+            return b""
+
+    return read
