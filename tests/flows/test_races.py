@@ -2,11 +2,13 @@
 
 Four `qsolve submit` of one folder at once; a `qsolve history` killed with SIGKILL at a chosen point
 of its history stage (a crash point, ``QSOLVE_FAILPOINT``), then a maintenance pass and a resubmission.
-Whatever happens: one version, one history stage, six runs recorded and charged once each, six current
-rows, no hold left open, no run left running.
+Whatever happens: one version, one history stage, each case's run recorded and charged once, a current
+row each, no hold left open, no run left running.
 
-The commands run as separate processes against the shared Prefect test server, each with the same
-``QSOLVE_HOME`` and state database (a fresh SQLite file, or a fresh PostgreSQL schema).
+The racing and the killed commands run as separate processes against the shared Prefect test server, each
+with the same ``QSOLVE_HOME`` and state database (a fresh SQLite file, or a fresh PostgreSQL schema); the
+commands that only reach or look at a state in between (the maintenance pass, the resubmission that
+finishes a stage, the last look) run in the test's process, through the same ``main``.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from qsolve.cli import main
 from storage.state import RunStatus, connect
 from storage.trackrecord.sql import run_sql
-from tests.flows.cheap_max_cut import CASES, copy_cheap_max_cut
+from tests.flows.cheap_max_cut import FEW, copy_cheap_max_cut
 from tests.storage.state.conftest import POSTGRES_URL, _admin, postgres_problem
 
 LEASE_S = 6.0  # progress-bound: a busy machine leaves a few seconds between beats
+CASES = len(FEW)  # four of max-cut's cases: more than a history stage's three case threads
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +88,9 @@ def home(request: pytest.FixtureRequest, tmp_path: Path, api_url: str) -> Iterat
 
 @pytest.fixture(scope="module")
 def max_cut(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of max-cut, its six cases at the cheaper params (the races are the platform's, not QAOA's)."""
-    return copy_cheap_max_cut(tmp_path_factory.mktemp("wf") / "max-cut")
+    """A copy of max-cut, four of its cases at the cheaper params (the races are the platform's, not
+    QAOA's)."""
+    return copy_cheap_max_cut(tmp_path_factory.mktemp("wf") / "max-cut", only=FEW)
 
 
 def qsolve(home: Home, *args: str, failpoint: str | None = None) -> subprocess.Popen:
@@ -100,17 +105,33 @@ def qsolve(home: Home, *args: str, failpoint: str | None = None) -> subprocess.P
     )
 
 
+def enter(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's own process in ``home``, with the commands' environment."""
+    for name in ("QSOLVE_HOME", "QSOLVE_DATABASE_URL", "QSOLVE_LEASE_SECONDS", "QSOLVE_FAILPOINT"):
+        if name in home.env:
+            monkeypatch.setenv(name, home.env[name])
+        else:
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(home.path)
+
+
 def publish(home: Home, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Publish ``folder`` in ``home`` as the publication stage does (the gates are another test's)."""
     from qsolve.validation.checks import check_submission
     from tasks.publication import publish
 
-    for name in ("QSOLVE_HOME", "QSOLVE_DATABASE_URL"):
-        if name in home.env:
-            monkeypatch.setenv(name, home.env[name])
-        else:
-            monkeypatch.delenv(name, raising=False)
+    enter(home, monkeypatch)
     assert publish(check_submission(folder)).published.created
+
+
+def qsolve_here(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """A command that only reaches or shows a state, run in the test's process (entered in its home):
+    its exit code, and what it wrote. No race needs its own process, and each process pays Prefect's
+    and Qiskit's imports."""
+    capsys.readouterr()
+    code = main(list(args))
+    said = capsys.readouterr()
+    return code, said.out + said.err
 
 
 def finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
@@ -188,7 +209,12 @@ KILLS = [
 
 @pytest.mark.parametrize(("point", "again", "home"), KILLS, indirect=["home"])
 def test_a_history_stage_killed_is_finished_by_a_pass_and_a_resubmission(
-    home: Home, max_cut: Path, point: str, again: str, monkeypatch: pytest.MonkeyPatch
+    home: Home,
+    max_cut: Path,
+    point: str,
+    again: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``again``: how the stage is finished, by a resubmission or by `qsolve history`."""
     publish(home, max_cut, monkeypatch)
@@ -201,22 +227,22 @@ def test_a_history_stage_killed_is_finished_by_a_pass_and_a_resubmission(
         assert killed["unended"], "the kill left no run running: the crash point came too late"
 
     time.sleep(LEASE_S + 0.5)  # nothing renews the dead process's leases
-    code, out = finish(qsolve(home, "maintenance", "--json"))
+    code, out = qsolve_here(capsys, "maintenance", "--json")
     assert code == 0, out
     after_pass = state_of(home)
     assert after_pass["unended"] == [] and after_pass["open_holds"] == set()
 
     if again == "submit":
-        code, out = finish(qsolve(home, "submit", str(max_cut)))
+        code, out = qsolve_here(capsys, "submit", str(max_cut))
         said = out.split("## History stage", 1)[1].strip().splitlines()[0]
     else:
-        code, out = finish(qsolve(home, "history", "max-cut", "--json"))
+        code, out = qsolve_here(capsys, "history", "max-cut", "--json")
         outcome = json.loads(out.strip().splitlines()[-1])
         said = f"{outcome['status']}: {outcome['message']}"
     assert code == 0, out
     missing = CASES - len(after_pass["recorded"])
     if missing:
-        assert said.startswith(f"ran: resumed round 1: ran the {missing} of 6 cases"), said
+        assert said.startswith(f"ran: resumed round 1: ran the {missing} of {CASES} cases"), said
     else:
         assert said.startswith("already recorded"), said
     s = assert_six_recorded_once(home)
@@ -224,8 +250,8 @@ def test_a_history_stage_killed_is_finished_by_a_pass_and_a_resubmission(
     earlier = {r.id for r in killed["recorded"]}
     assert earlier <= {r.id for r in s["recorded"]}  # what was recorded before the kill is kept
 
-    code, out = finish(qsolve(home, "history", "max-cut"))
-    assert code == 0 and "\nalready recorded: max-cut 1.0.0 has a track record: every case" in out, out
+    code, out = qsolve_here(capsys, "history", "max-cut")
+    assert code == 0 and "\nalready recorded: max-cut 1.0.0 has a track record: every case" in f"\n{out}", out
 
 
 @contextmanager
@@ -274,7 +300,7 @@ def stage_locked(home: Home) -> Iterator[Callable[[], None]]:
 
 
 def test_a_history_stage_stopped_while_its_cases_wait_on_a_lock_records_no_crash(
-    home: Home, max_cut: Path, monkeypatch: pytest.MonkeyPatch
+    home: Home, max_cut: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 24: SIGTERM of `qsolve history` while its cases wait on a row lock. The stage stops its
     cases, waits for them, ends them as the platform's failures and only then removes its folder: no
@@ -302,9 +328,9 @@ def test_a_history_stage_stopped_while_its_cases_wait_on_a_lock_records_no_crash
     assert stopped["recorded"] == [], [(r.case_name, r.status, r.reason, r.detail) for r in stopped["runs"]]
     assert all(r.reason and r.reason.value == "platform_error" for r in stopped["runs"]), stopped["runs"]
 
-    code, out = finish(qsolve(home, "maintenance", "--json"))
+    code, out = qsolve_here(capsys, "maintenance", "--json")
     assert code == 0, out
-    code, out = finish(qsolve(home, "history", "max-cut", "--json"))
+    code, out = qsolve_here(capsys, "history", "max-cut", "--json")
     assert code == 0, out
     outcome = json.loads(out.strip().splitlines()[-1])
     assert outcome["status"] == "ran" and len(outcome["recorded"]) + len(outcome["not_run"]) == CASES, outcome
