@@ -51,9 +51,6 @@ def admit(folder: Path) -> subprocess.CompletedProcess | None:
         return None
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 1: a FIFO named *.claim in the claims folder hangs every admission"
-)
 def test_a_fifo_left_in_the_claims_folder_does_not_hang_admission(tmp_path) -> None:
     # the claims folder is QSOLVE_HOME/run/jobs-memory-HOST/: anything in it named *.claim is opened
     # (O_RDONLY, no O_NONBLOCK) to test its lock. A FIFO left there blocks that open forever, with the
@@ -66,9 +63,6 @@ def test_a_fifo_left_in_the_claims_folder_does_not_hang_admission(tmp_path) -> N
     assert "admitted" in done.stdout or "stopped:" in done.stdout
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 2: the folder's lock, inherited by a forked worker, blocks all"
-)
 def test_a_folder_lock_inherited_by_a_forked_process_does_not_block_every_admission(tmp_path) -> None:
     # the history stage runs three cases in threads of one process, and each forks its platform worker
     # (os.fork, no exec: O_CLOEXEC does nothing) when its first batch comes. A fork while another thread
@@ -97,7 +91,6 @@ def test_a_folder_lock_inherited_by_a_forked_process_does_not_block_every_admiss
 
 
 @pytest.mark.parametrize("raw", ["\u00b2", "9" * 5000])
-@pytest.mark.xfail(strict=True, reason="finding 3: some QSOLVE_JOBS_MEMORY_MB values raise a bare ValueError")
 def test_a_bad_budget_setting_is_refused_as_one(raw: str, monkeypatch) -> None:
     # "²".isdigit() is True but int("²") raises; so does int() of more than 4300 digits. Both escape as a
     # bare ValueError, which the callers (jobs._run, tasks/runs.py) do not catch: a traceback, not the
