@@ -115,7 +115,7 @@ def budget_mb() -> int:
     raw = os.environ.get(VARIABLE, "").strip()
     if not raw:
         return int(machine_mb() * SHARE)
-    if not re.fullmatch(r"[0-9]{1,%d}" % MAX_DIGITS, raw, re.ASCII) or int(raw) <= 0:
+    if not re.fullmatch(rf"[0-9]{{1,{MAX_DIGITS}}}", raw, re.ASCII) or int(raw) <= 0:
         raise BudgetSettingInvalid(f"{VARIABLE}={raw[:40]!r} is not a positive whole number of MB")
     return int(raw)
 
