@@ -105,6 +105,13 @@ class WorkflowInvalid(QsolveError):
         return "\n".join(str(i) for i in self.issues) or self.message
 
 
+class PlatformFailed(WorkflowInvalid):
+    """The platform could not check a workflow (its worker was killed by the host, short of memory):
+    the platform's failure, not the workflow's; read as any :class:`WorkflowInvalid` is (one line), its
+    issues carry no lint code, and a caller that files a verdict does not file this one as the
+    workflow's."""
+
+
 class MethodUnavailable(Exception):  # noqa: N818 - the name workflows already use
     """Raised by a method that cannot serve this input; the case is not failed by it alone."""
 

@@ -246,7 +246,6 @@ def _schema_workers(stop: threading.Event, killed: list[int]) -> None:
         stop.wait(0.01)
 
 
-@pytest.mark.xfail(strict=True, reason="finding 6: a schema worker killed by the host's OOM reads as E061")
 def test_a_schema_worker_killed_by_the_hosts_out_of_memory_killer_is_not_the_workflows_error(
     wf: WorkflowDir,
 ) -> None:
