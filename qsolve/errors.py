@@ -144,6 +144,11 @@ class PlatformStopped(WorkflowProcessFailed):
     """The flow the job ran for was stopped (SIGTERM, SIGINT, a cancellation): the platform's doing."""
 
 
+class HostShortOfMemory(WorkflowProcessFailed):
+    """The platform's worker for a job was killed by the host (short of memory) while the job was within
+    its budget: the platform's failure, never the workflow's (its run is not recorded nor charged)."""
+
+
 _PYDANTIC_WORDING = {
     "extra_forbidden": "unknown key",
     "missing": "required key missing",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from qsolve.errors import Unconfined, WorkflowProcessFailed
+from qsolve.errors import HostShortOfMemory, Unconfined, WorkflowProcessFailed
 from qsolve.home import qsolve_home
 from qsolve.runtime import worker
 from qsolve.runtime.cgroups import WORKER_MB
@@ -177,6 +177,9 @@ class RemoteCode:
         except worker.WorkOutOfTime:
             p.kill()
             raise worker.out_of_time(p.timeout_s) from None
+        except worker.HostShort as e:  # the host's failure, not the workflow's
+            p.kill()
+            raise HostShortOfMemory(str(e)) from None
         except worker.WorkStopped as e:  # the platform's bound: the case fails, naming it
             p.kill()
             raise PlatformStopped(str(e)) from None
@@ -231,6 +234,9 @@ class RemoteCode:
         p = self.process
         try:
             return bounded_schema_error(schema, value, what, deadline=p.deadline, on=self._worker())
+        except worker.HostShort as e:  # the host's failure, not the workflow's
+            p.kill()
+            raise HostShortOfMemory(str(e)) from None
         except worker.WorkOutOfTime:
             p.kill()
             raise worker.out_of_time(p.timeout_s) from None

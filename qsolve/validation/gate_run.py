@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from qsolve.errors import OutOfTime, Unconfined, WorkflowInvalid, WorkflowProcessFailed
+from qsolve.errors import HostShortOfMemory, OutOfTime, Unconfined, WorkflowInvalid, WorkflowProcessFailed
 from qsolve.judging.results import CaseResult
 from qsolve.sandbox.calls import WorkflowCode
 from qsolve.validation.case_runner import case_params, run_case
@@ -56,7 +56,7 @@ class Runner:
                 return _failed(case, self.target, code.import_error)
             wf = self.workflow
             return run_case(wf.manifest, code, case, value, self.target, wf.output_schema)
-        except (OutOfTime, Unconfined):
+        except (OutOfTime, Unconfined, HostShortOfMemory):
             raise
         except WorkflowProcessFailed as e:
             self.code = None
@@ -69,7 +69,7 @@ class Runner:
                 return None, None
             answer = code.estimate(copy.deepcopy(case_input(self.workflow.root, case)),
                                    case_params(self.workflow.manifest, case))
-        except (OutOfTime, Unconfined):
+        except (OutOfTime, Unconfined, HostShortOfMemory):
             raise
         except WorkflowProcessFailed as e:
             self.code = None

@@ -190,9 +190,6 @@ def _workers(stop: threading.Event, killed: list[int]) -> None:
         stop.wait(0.05)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 5: a worker killed by the host's OOM is filed as the workflow's crash"
-)
 def test_a_worker_killed_by_the_hosts_out_of_memory_killer_is_not_the_workflows_crash(
     wf: WorkflowDir, tmp_path, monkeypatch
 ) -> None:
