@@ -125,9 +125,6 @@ def quantum(input, params, ctx):
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 4: a Clifford circuit Aer simulates in kB is refused as 16 TiB"
-)
 def test_a_wide_clifford_circuit_aer_simulates_by_stabilizer_is_not_refused(wf: WorkflowDir) -> None:
     # sim-cpu's AerSimulator (automatic method) runs a 40-qubit GHZ circuit with the stabilizer method,
     # in kilobytes (it did before item 4, and does in the platform's process today). The up-front check
