@@ -2,6 +2,7 @@
 
     QsolveError
     ├── WorkflowInvalid      a workflow folder that does not read: carries its issues
+    │   └── PlatformFailed   the platform could not check it (the host killed its worker)
     ├── MethodUnavailable    a method that cannot serve an input (raised by workflow code)
     ├── CircuitsRefused      a classical method's context was asked to run circuits
     ├── RecordNotFound       a book (the state database) holds no record of that id
@@ -11,6 +12,7 @@
         ├── ProtocolBroken      it sent what the protocol does not allow: it is not used again
         ├── OutOfTime           the job's time limit passed: the whole job ends
         ├── PlatformStopped     the platform stopped the flow the job ran for (qsolve.runtime.stopping)
+        ├── HostShortOfMemory   the host killed the job's platform worker, the job within its budget
         └── Unconfined          the platform needs the full boundary and the kernel did not give it
 
 An issue's location is a tuple built from the inside out, as pydantic builds `loc`, and is
