@@ -121,7 +121,7 @@ def run_gates(
             now = f"{first.name} (its estimate)"
             inputs.estimate, inputs.estimate_error = again.estimate(first)
             runner.import_seconds += again.import_seconds
-    except OutOfTime as e:
+    except (OutOfTime, HostShortOfMemory) as e:  # the job's time, or the host's memory: the job ends
         inputs.died = stopped(e, now) + f"; {len(inputs.results)} of {len(cases)} cases finished"
         emit({"event": "stopped", "why": inputs.died})
     inputs.module_seconds = runner.import_seconds
