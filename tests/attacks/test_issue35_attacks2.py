@@ -1,7 +1,7 @@
 """Issue 35, item 4 attacked (second round): one job, one memory budget, and the host's budget of
 concurrent jobs' memory (qsolve/runtime/admission.py, the up-front refusal in qsolve/sandbox/remote.py).
 
-Each test is a finding that fails today (strict xfail) and passes once it is fixed. What held has no
+Each test was a finding that failed (a strict xfail) and passes since it was mended. What held has no
 test here (see the attack's report)."""
 
 from __future__ import annotations
