@@ -2,6 +2,7 @@
 
     QsolveError
     ├── WorkflowInvalid      a workflow folder that does not read: carries its issues
+    │   └── PlatformFailed   the platform could not check it (the host killed its worker)
     ├── MethodUnavailable    a method that cannot serve an input (raised by workflow code)
     ├── CircuitsRefused      a classical method's context was asked to run circuits
     ├── RecordNotFound       a book (the state database) holds no record of that id
@@ -11,6 +12,7 @@
         ├── ProtocolBroken      it sent what the protocol does not allow: it is not used again
         ├── OutOfTime           the job's time limit passed: the whole job ends
         ├── PlatformStopped     the platform stopped the flow the job ran for (qsolve.runtime.stopping)
+        ├── HostShortOfMemory   the host killed the job's platform worker, the job within its budget
         └── Unconfined          the platform needs the full boundary and the kernel did not give it
 
 An issue's location is a tuple built from the inside out, as pydantic builds `loc`, and is
@@ -105,6 +107,13 @@ class WorkflowInvalid(QsolveError):
         return "\n".join(str(i) for i in self.issues) or self.message
 
 
+class PlatformFailed(WorkflowInvalid):
+    """The platform could not check a workflow (its worker was killed by the host, short of memory):
+    the platform's failure, not the workflow's; read as any :class:`WorkflowInvalid` is (one line), its
+    issues carry no lint code, and a caller that files a verdict does not file this one as the
+    workflow's."""
+
+
 class MethodUnavailable(Exception):  # noqa: N818 - the name workflows already use
     """Raised by a method that cannot serve this input; the case is not failed by it alone."""
 
@@ -135,6 +144,11 @@ class Unconfined(WorkflowProcessFailed):
 
 class PlatformStopped(WorkflowProcessFailed):
     """The flow the job ran for was stopped (SIGTERM, SIGINT, a cancellation): the platform's doing."""
+
+
+class HostShortOfMemory(WorkflowProcessFailed):
+    """The platform's worker for a job was killed by the host (short of memory) while the job was within
+    its budget: the platform's failure, never the workflow's (its run is not recorded nor charged)."""
 
 
 _PYDANTIC_WORDING = {

@@ -150,11 +150,14 @@ def _admitted(
 
 def _platform_stop(folder: Path, outcome: Outcome) -> str | None:
     """Why a case that did not come back with a result was stopped by the platform: its flow was
-    stopped, or its workflow folder (the platform's copy) went away under it. ``None``: it was not."""
+    stopped, its workflow folder (the platform's copy) went away under it, or the host killed the platform's
+    worker for it (short of memory, the job within its budget). ``None``: it was not."""
     if outcome.report is not None and outcome.report["result"].get("ran"):
         return None  # a result came back: it is the case's, whatever happened since
     if why := stopped():
         return why
+    if outcome.host_failure:  # the host killed the platform's worker for it: not the workflow's crash
+        return outcome.died or "the host failed the job"
     if not folder.is_dir():
         return f"the platform's copy of the workflow ({folder}) was removed while the case ran"
     return None
@@ -218,7 +221,8 @@ def _run(
 
     beat()
     if why := _platform_stop(folder, outcome):  # the platform's doing, never the workflow's crash
-        db.end_stopped_runs(None, f"{why}: the case did not end; it runs again", run_id=run.id)
+        detail = why if why == outcome.died else f"{why}: the case did not end; it runs again"
+        db.end_stopped_runs(None, detail, run_id=run.id)
         current = db.get_run(run.id)
         return RunOutcome(case.name, target, run.id, False, "failed", str(current.reason), current.detail)
     current = db.get_run(run.id)

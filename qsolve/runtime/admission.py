@@ -13,6 +13,17 @@ on one host), and outlive no process: each is a file in a per-host folder held w
 admission counts the claims under a lock on the folder's ``lock`` file: a claim it can lock itself is
 a dead holder's, and is removed. A claim's size is in its name, so that nothing is read that a holder
 may still be writing.
+
+Nothing in the folder blocks an admission: a claim is opened ``O_NONBLOCK | O_NOFOLLOW`` and anything
+that is not a regular file (a FIFO, a socket, a device, a link) is removed unread, and the folder's
+lock is taken without blocking, polling (saying once that it waits, hearing a platform stop). The
+platform's workers are forked without exec (:mod:`qsolve.runtime.worker`), and a fork shares every open
+file description of its parent, with its ``flock`` (open file description locks, ``F_OFD_SETLK``, are
+shared the same way; only POSIX record locks are not, and those are per process, not per thread). So
+every descriptor this module holds is registered, and a child forked while one is open closes its copy
+at once (``os.register_at_fork``): the lock and the claims stay the admitting thread's alone. A fork
+that this module never saw (a C library's) can still keep the folder's lock: the wait then says so and
+ends at a stop, rather than blocking unheard.
 """
 
 from __future__ import annotations
@@ -20,7 +31,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import secrets
+import stat
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -36,6 +50,48 @@ VARIABLE = "QSOLVE_JOBS_MEMORY_MB"
 SHARE = 0.75
 POLL_S = 0.25
 SUFFIX = ".claim"
+#: the most digits QSOLVE_JOBS_MEMORY_MB may have (a billion TB is more than any host)
+MAX_DIGITS = 12
+
+#: the descriptors this module holds open (the folder's lock, claims), closed in any child forked
+#: meanwhile; ``_fds_lock`` is held across a fork, so that none is opened and not yet registered then
+_fds: set[int] = set()
+_fds_lock = threading.Lock()
+
+
+def _close_inherited() -> None:  # pragma: no cover - in a forked child
+    global _fds_lock
+    for fd in list(_fds):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _fds.clear()
+    _fds_lock = threading.Lock()
+
+
+def _release_after_fork() -> None:
+    _fds_lock.release()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=lambda: _fds_lock.acquire(),
+        after_in_parent=_release_after_fork,
+        after_in_child=_close_inherited,
+    )
+
+
+def _open(path: Path, flags: int, mode: int = 0o600) -> int:
+    """``os.open``, the descriptor registered (closed in a forked child): :func:`_close`."""
+    with _fds_lock:
+        fd = os.open(path, flags | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, mode)
+        _fds.add(fd)
+    return fd
+
+
+def _close(fd: int) -> None:
+    with _fds_lock:
+        _fds.discard(fd)
+        os.close(fd)
 
 
 class BudgetSettingInvalid(ValueError):
@@ -59,7 +115,7 @@ def budget_mb() -> int:
     raw = os.environ.get(VARIABLE, "").strip()
     if not raw:
         return int(machine_mb() * SHARE)
-    if not raw.isdigit() or int(raw) <= 0:
+    if not re.fullmatch(rf"[0-9]{{1,{MAX_DIGITS}}}", raw, re.ASCII) or int(raw) <= 0:
         raise BudgetSettingInvalid(f"{VARIABLE}={raw[:40]!r} is not a positive whole number of MB")
     return int(raw)
 
@@ -81,40 +137,81 @@ def _size(path: Path) -> int | None:
 
 def _live(folder: Path) -> Claims:
     """The live claims in ``folder`` (its lock held): a claim whose file can be locked here is a dead
-    holder's, and is removed."""
+    holder's, and is removed; so is anything named as a claim that is not a regular file (a FIFO, a
+    link: never opened in a way that can block)."""
     total = jobs = 0
     for path in folder.glob(f"*{SUFFIX}"):
         size = _size(path)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:  # released meanwhile
+            fd = _open(path, os.O_RDONLY)
+        except FileNotFoundError:  # released meanwhile
+            continue
+        except OSError:  # a link (ELOOP), or what cannot be opened: not a claim of ours
+            with contextlib.suppress(OSError):
+                path.unlink()
             continue
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # held: its holder lives
-            total, jobs = total + (size or 0), jobs + 1
-            continue
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # held: its holder lives
+                total, jobs = total + (size or 0), jobs + 1
+                continue
         finally:
-            os.close(fd)  # a lock taken here goes with it
+            _close(fd)  # a lock taken here goes with it
         with contextlib.suppress(OSError):
             path.unlink()
     return Claims(total, jobs)
 
 
+def _lock_file(folder: Path) -> int:
+    """The folder's ``lock``, opened without blocking; anything else in its place is removed first."""
+    path = folder / "lock"
+    for _ in range(3):
+        try:
+            fd = _open(path, os.O_RDWR | os.O_CREAT)
+        except FileNotFoundError:
+            continue
+        except OSError as e:  # a link in its place
+            with contextlib.suppress(OSError):
+                path.unlink()
+            last = e
+            continue
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+        _close(fd)
+        with contextlib.suppress(OSError):
+            path.unlink()
+    raise OSError(f"the lock of {folder} cannot be opened as a file: {locals().get('last', 'not a file')}")
+
+
 @contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+def _locked(folder: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    """The folder's lock, held for a few system calls by each admission. Taken without blocking:
+    ``waiting()`` is called between tries (it says so, hears a stop), so that a holder that lives on
+    (a fork that kept its descriptor) never makes a wait unheard."""
+    fd = _lock_file(folder)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # held for a few system calls by each admission
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if waiting is not None:
+                    waiting()
+                time.sleep(POLL_S / 10)
         yield
     finally:
-        os.close(fd)
+        _close(fd)
 
 
 def _claim(folder: Path, mb: int) -> tuple[int, Path]:
     """A claim of ``mb``, held by the descriptor returned (its folder's lock held)."""
     path = folder / f"{mb}-{os.getpid()}-{secrets.token_hex(6)}{SUFFIX}"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    fd = _open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: no one else holds it
     return fd, path
 
@@ -130,8 +227,25 @@ def admitted(
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     began = time.monotonic()
     said = False
+    locked_since: list[float] = []
+
+    def waiting() -> None:
+        """Between tries of the folder's lock: after a second, said once; a stop heard."""
+        now = time.monotonic()
+        if not locked_since:
+            locked_since.append(now)
+        if len(locked_since) == 1 and now - locked_since[0] >= 1.0:
+            locked_since.append(now)  # said
+            tell(
+                f"{what} waits for memory: this host's claims of memory ({folder}) are held by another "
+                "process; it starts when they are released"
+            )
+        beat()
+        if (why := stopped()) is not None:
+            raise PlatformStopped(f"the sandbox job was ended because {why}, while it waited for memory")
+
     while True:
-        with _locked(folder):
+        with _locked(folder, waiting):
             held = _live(folder)
             if held.jobs == 0 or held.mb + mb <= budget:
                 fd, path = _claim(folder, mb)
@@ -152,4 +266,4 @@ def admitted(
     finally:
         with contextlib.suppress(OSError):
             path.unlink()  # its name first, then its lock (with the file)
-        os.close(fd)
+        _close(fd)

@@ -52,6 +52,17 @@ class WorkOutOfTime(WorkStopped):
     """The work reached its deadline and was killed."""
 
 
+class HostShort(WorkStopped):
+    """The worker was killed (SIGKILL) while its job's own cgroup recorded no out-of-memory kill of its
+    own: the host's out-of-memory killer took it (its ``oom_score_adj`` of :data:`OOM_SCORE_ADJ`
+    makes it the first taken, whatever its job holds), or something else of the host's did. The
+    platform's failure, never the workflow's: its case is not filed against the workflow, nor charged."""
+
+
+#: what a :class:`HostShort` says of the host, in its one line
+HOST_SHORT = "the host ran short of memory"
+
+
 def _mapped_bytes() -> int:
     try:
         with open("/proc/self/statm") as f:
@@ -235,7 +246,14 @@ class Worker:
             how = f"was killed by {signal.Signals(os.WTERMSIG(status)).name}"
         else:
             how = "exited" if status is None else f"exited with status {os.waitstatus_to_exitcode(status)}"
-        if over and status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+        killed = status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        if killed and not over:  # not its job's cgroup's doing: the host's (its memory, most likely)
+            return HostShort(
+                f"the platform's worker {how} while it did {what}: {HOST_SHORT} (the kernel's "
+                f"out-of-memory killer takes the platform's workers first; the job was within its memory "
+                f"budget of {self.memory_mb} MB): the platform's failure, not the workflow's"
+            )
+        if over and killed:
             return WorkStopped(
                 f"the platform's worker {how} while it did {what}: over the job's memory budget of "
                 f"{self.memory_mb} MB (its workflow process and the platform's work for it, together; the "

@@ -16,6 +16,7 @@ import binascii
 import io
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 #: the most one batch may carry, checked before anything is built
 MAX_BATCH_BYTES = 16 * 2**20
@@ -83,6 +84,39 @@ def widest(text: str) -> tuple[int, int] | None:
 def state_vector_bytes(qubits: int) -> int:
     """What one state vector of ``qubits`` qubits holds: 2**qubits amplitudes of 16 bytes."""
     return 16 << qubits
+
+
+def stabilizer_bytes(qubits: int) -> int:
+    """What Aer's stabilizer method holds for ``qubits`` qubits: a tableau of ``2 * qubits`` rows of
+    X and Z bits (packed in 64-bit words) and their phases."""
+    return 2 * qubits * (2 * 8 * ((qubits + 63) // 64) + 1)
+
+
+def _stabilizer_names() -> frozenset[str]:
+    """The instructions Aer's stabilizer method takes (its own target's names)."""
+    global _STABILIZER
+    if _STABILIZER is None:
+        from qiskit_aer import AerSimulator
+
+        _STABILIZER = frozenset(AerSimulator(method="stabilizer").target.operation_names) | {"barrier"}
+    return _STABILIZER
+
+
+_STABILIZER: frozenset[str] | None = None
+
+
+def runs_by_stabilizer(circuit: Any) -> bool:
+    """Whether Aer's automatic method, without a noise model, takes the stabilizer method for
+    ``circuit``: as Aer decides it, by its instructions' names, every one (in every block of its control
+    flow) one its stabilizer method takes."""
+    names = _stabilizer_names()
+    for instruction in circuit.data:
+        op = instruction.operation
+        if op.name not in names:
+            return False
+        if any(not runs_by_stabilizer(block) for block in getattr(op, "blocks", ())):
+            return False
+    return True
 
 
 def simulation_bytes(qubits: int, shots: object, *, noisy: bool, cap_mb: int) -> tuple[int, str]:

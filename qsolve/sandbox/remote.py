@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from qsolve.errors import Unconfined, WorkflowProcessFailed
+from qsolve.errors import HostShortOfMemory, Unconfined, WorkflowProcessFailed
 from qsolve.home import qsolve_home
 from qsolve.runtime import worker
 from qsolve.runtime.cgroups import WORKER_MB
@@ -177,6 +177,9 @@ class RemoteCode:
         except worker.WorkOutOfTime:
             p.kill()
             raise worker.out_of_time(p.timeout_s) from None
+        except worker.HostShort as e:  # the host's failure, not the workflow's
+            p.kill()
+            raise HostShortOfMemory(str(e)) from None
         except worker.WorkStopped as e:  # the platform's bound: the case fails, naming it
             p.kill()
             raise PlatformStopped(str(e)) from None
@@ -197,7 +200,11 @@ class RemoteCode:
         budget, so the case fails at once, naming the circuit's width and the budget, rather than after
         the simulation has taken what the machine has. Counted by the method the simulator will use: a
         noisy (``fake:``) target's density matrix where Aer would take one
-        (:func:`~qsolve.sandbox.circuits.simulation_bytes`), else a state vector."""
+        (:func:`~qsolve.sandbox.circuits.simulation_bytes`), else a state vector; on an ideal target, a
+        circuit Aer runs by its stabilizer method (a Clifford circuit: a 40-qubit GHZ state) is counted
+        as its stabilizer tableau (kilobytes). The headers alone count every circuit as a state
+        vector; only when that does not fit is the batch read (in the worker, bounded) and each
+        circuit counted by the method Aer will take for it."""
         from qsolve.targets.base import SIMULATION_MB
 
         p = self.process
@@ -207,6 +214,25 @@ class RemoteCode:
             return
         index, qubits = found
         need, method = circuits.simulation_bytes(qubits, shots, noisy=noisy, cap_mb=SIMULATION_MB)
+        if need > budget_mb * 2**20 and not noisy:  # a Clifford circuit needs no state vector
+            try:
+                counted = p.platform_worker.call(
+                    _counted, text, shots, what="counting a batch's memory", deadline=p.deadline
+                )
+            except worker.Raised:  # a batch that does not read: its run says why
+                return
+            except worker.WorkOutOfTime:
+                p.kill()
+                raise worker.out_of_time(p.timeout_s) from None
+            except worker.HostShort as e:  # the host's failure, not the workflow's
+                p.kill()
+                raise HostShortOfMemory(str(e)) from None
+            except worker.WorkStopped as e:
+                p.kill()
+                raise PlatformStopped(str(e)) from None
+            if counted is None:
+                return
+            index, qubits, need, method = counted
         if need > budget_mb * 2**20:
             p.kill()
             raise PlatformStopped(
@@ -231,6 +257,9 @@ class RemoteCode:
         p = self.process
         try:
             return bounded_schema_error(schema, value, what, deadline=p.deadline, on=self._worker())
+        except worker.HostShort as e:  # the host's failure, not the workflow's
+            p.kill()
+            raise HostShortOfMemory(str(e)) from None
         except worker.WorkOutOfTime:
             p.kill()
             raise worker.out_of_time(p.timeout_s) from None
@@ -262,6 +291,27 @@ class RemoteCode:
 class PlatformStopped(WorkflowProcessFailed):
     """The platform stopped its own work on what the workflow sent (a bound of the platform's, named);
     the case fails with why, and the workflow process, left waiting, is replaced."""
+
+
+def _counted(text: str, shots: Any) -> tuple[int, int, int, str] | None:
+    """In the platform worker: ``(index, qubits, bytes, method)`` of the batch's circuit that needs the
+    most memory on the ideal simulator (sim-cpu), each counted by the method Aer's automatic selection
+    takes for it once written in sim-cpu's native gates: its stabilizer method for a circuit all of
+    whose instructions it takes (:func:`~qsolve.sandbox.circuits.runs_by_stabilizer`), else a state
+    vector. ``None`` for an empty batch."""
+    from qsolve.targets.base import SIMULATION_MB
+    from qsolve.targets.sim_cpu import native_gates
+
+    worst: tuple[int, int, int, str] | None = None
+    for index, circuit in enumerate(circuits.decode(text)):
+        qubits = circuit.num_qubits
+        if circuits.runs_by_stabilizer(native_gates().run(circuit)):
+            need, method = circuits.stabilizer_bytes(qubits), "stabilizer tableau"
+        else:
+            need, method = circuits.simulation_bytes(qubits, shots, noisy=False, cap_mb=SIMULATION_MB)
+        if worst is None or need > worst[2]:
+            worst = (index, qubits, need, method)
+    return worst
 
 
 def _decode_and_run(target: str, seed: int, dispatches: int, text: str, shots: Any) -> tuple:

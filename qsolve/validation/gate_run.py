@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from qsolve.errors import OutOfTime, Unconfined, WorkflowInvalid, WorkflowProcessFailed
+from qsolve.errors import HostShortOfMemory, OutOfTime, Unconfined, WorkflowInvalid, WorkflowProcessFailed
 from qsolve.judging.results import CaseResult
 from qsolve.sandbox.calls import WorkflowCode
 from qsolve.validation.case_runner import case_params, run_case
@@ -56,7 +56,7 @@ class Runner:
                 return _failed(case, self.target, code.import_error)
             wf = self.workflow
             return run_case(wf.manifest, code, case, value, self.target, wf.output_schema)
-        except (OutOfTime, Unconfined):
+        except (OutOfTime, Unconfined, HostShortOfMemory):
             raise
         except WorkflowProcessFailed as e:
             self.code = None
@@ -69,7 +69,7 @@ class Runner:
                 return None, None
             answer = code.estimate(copy.deepcopy(case_input(self.workflow.root, case)),
                                    case_params(self.workflow.manifest, case))
-        except (OutOfTime, Unconfined):
+        except (OutOfTime, Unconfined, HostShortOfMemory):
             raise
         except WorkflowProcessFailed as e:
             self.code = None
@@ -121,7 +121,7 @@ def run_gates(
             now = f"{first.name} (its estimate)"
             inputs.estimate, inputs.estimate_error = again.estimate(first)
             runner.import_seconds += again.import_seconds
-    except OutOfTime as e:
+    except (OutOfTime, HostShortOfMemory) as e:  # the job's time, or the host's memory: the job ends
         inputs.died = stopped(e, now) + f"; {len(inputs.results)} of {len(cases)} cases finished"
         emit({"event": "stopped", "why": inputs.died})
     inputs.module_seconds = runner.import_seconds

@@ -27,7 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qsolve.errors import OutOfTime, PlatformStopped, Unconfined, WorkflowInvalid, WorkflowProcessFailed
+from qsolve.errors import (
+    HostShortOfMemory,
+    OutOfTime,
+    PlatformFailed,
+    PlatformStopped,
+    Unconfined,
+    WorkflowInvalid,
+    WorkflowProcessFailed,
+)
 from qsolve.home import host_name, qsolve_home
 from qsolve.runtime import admission
 from qsolve.runtime.cgroups import JOB_OVERHEAD_MB
@@ -83,6 +91,9 @@ class Outcome:
     limits: Limits
     seconds: float
     log_tail: str = ""
+    #: the job ended by the host's failure, not the workflow's (its platform worker killed by the
+    #: host short of memory; a check the platform could not make): ``died`` says so
+    host_failure: bool = False
 
     @property
     def network(self) -> str:
@@ -243,10 +254,13 @@ def _admitted(
     processes = _Processes(root, limits, start + limits.timeout_s, process, require)
     died = None
     report = None
+    host_failure = False
     try:
         report = body(processes)
     except OutOfTime as e:
         died = str(e)
+    except (HostShortOfMemory, PlatformFailed) as e:  # the host's doing, never the workflow's
+        died, host_failure = str(e), True
     except Unconfined:
         raise
     except (WorkflowProcessFailed, CopyRefused) as e:
@@ -262,6 +276,7 @@ def _admitted(
         limits=limits,
         seconds=time.monotonic() - start,
         log_tail=tail,
+        host_failure=host_failure,
     )
 
 

@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator, FormatChecker, SchemaError
 from jsonschema.validators import validator_for
 from pydantic import ValidationError
 
-from qsolve.errors import Issue, WorkflowInvalid, format_loc, issues_from_validation
+from qsolve.errors import Issue, PlatformFailed, WorkflowInvalid, format_loc, issues_from_validation
 from qsolve.workflow import patterns
 from qsolve.workflow.cases import CasesFile, case_label
 from qsolve.workflow.manifest import Manifest
@@ -74,10 +74,9 @@ def check_schema(schema: Any, label: str, loc: tuple = ()) -> None:
     from qsolve.workflow.reading import excerpt
 
     try:
-        found = worker.run(
-            _schema_problem, schema, what=f"checking {label} against its metaschema",
-            deadline=time.monotonic() + worker.SCHEMA_S,
-        )
+        found = _checked_by_worker(schema, label)
+    except worker.HostShort as e:  # the platform's failure: never the workflow's E061
+        raise PlatformFailed(str(e), [Issue(label, f"not checked: {e}", loc=loc)]) from None
     except worker.WorkOutOfTime:
         found = (f"the platform stopped checking it after {worker.SCHEMA_S:g} s (a pattern as costly)", ())
     except worker.Raised as e:
@@ -88,6 +87,30 @@ def check_schema(schema: Any, label: str, loc: tuple = ()) -> None:
         message, path = found
         msg = f"not a valid JSON Schema: {message}"
         raise WorkflowInvalid(msg, [Issue(label, msg, loc=loc + path, code="E061")])
+
+
+#: how many times a schema's check is tried when the host killed its worker (a host short of memory
+#: for a moment); the pauses between tries, in seconds
+HOST_TRIES = 3
+HOST_PAUSE_S = 0.5
+
+
+def _checked_by_worker(schema: Any, label: str) -> tuple[str, tuple] | None:
+    """:func:`_schema_problem` in a platform worker, tried again (:data:`HOST_TRIES` in all) when the
+    host killed the worker (:class:`~qsolve.runtime.worker.HostShort`), which is raised after the last."""
+    from qsolve.runtime import worker
+
+    for attempt in range(HOST_TRIES):
+        try:
+            return worker.run(
+                _schema_problem, schema, what=f"checking {label} against its metaschema",
+                deadline=time.monotonic() + worker.SCHEMA_S,
+            )  # fmt: skip
+        except worker.HostShort:
+            if attempt + 1 == HOST_TRIES:
+                raise
+            time.sleep(HOST_PAUSE_S)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _schema_problem(schema: dict[str, Any] | bool) -> tuple[str, tuple] | None:

@@ -95,7 +95,7 @@ def bounded_schema_error(
         ) from None
     except Raised as e:
         raise SchemaStopped(f"the platform could not validate {what}: {e}") from None
-    except SchemaStopped:
+    except (SchemaStopped, worker.HostShort):  # the host's failure is its caller's to name
         raise
     except WorkStopped as e:
         raise SchemaStopped(str(e)) from None

@@ -1,7 +1,7 @@
 """Issue 35, item 4 attacked (second round): one job, one memory budget, and the host's budget of
 concurrent jobs' memory (qsolve/runtime/admission.py, the up-front refusal in qsolve/sandbox/remote.py).
 
-Each test is a finding that fails today (strict xfail) and passes once it is fixed. What held has no
+Each test was a finding that failed (a strict xfail) and passes since it was mended. What held has no
 test here (see the attack's report)."""
 
 from __future__ import annotations
@@ -51,9 +51,6 @@ def admit(folder: Path) -> subprocess.CompletedProcess | None:
         return None
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 1: a FIFO named *.claim in the claims folder hangs every admission"
-)
 def test_a_fifo_left_in_the_claims_folder_does_not_hang_admission(tmp_path) -> None:
     # the claims folder is QSOLVE_HOME/run/jobs-memory-HOST/: anything in it named *.claim is opened
     # (O_RDONLY, no O_NONBLOCK) to test its lock. A FIFO left there blocks that open forever, with the
@@ -66,9 +63,6 @@ def test_a_fifo_left_in_the_claims_folder_does_not_hang_admission(tmp_path) -> N
     assert "admitted" in done.stdout or "stopped:" in done.stdout
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 2: the folder's lock, inherited by a forked worker, blocks all"
-)
 def test_a_folder_lock_inherited_by_a_forked_process_does_not_block_every_admission(tmp_path) -> None:
     # the history stage runs three cases in threads of one process, and each forks its platform worker
     # (os.fork, no exec: O_CLOEXEC does nothing) when its first batch comes. A fork while another thread
@@ -97,7 +91,6 @@ def test_a_folder_lock_inherited_by_a_forked_process_does_not_block_every_admiss
 
 
 @pytest.mark.parametrize("raw", ["\u00b2", "9" * 5000])
-@pytest.mark.xfail(strict=True, reason="finding 3: some QSOLVE_JOBS_MEMORY_MB values raise a bare ValueError")
 def test_a_bad_budget_setting_is_refused_as_one(raw: str, monkeypatch) -> None:
     # "²".isdigit() is True but int("²") raises; so does int() of more than 4300 digits. Both escape as a
     # bare ValueError, which the callers (jobs._run, tasks/runs.py) do not catch: a traceback, not the
@@ -132,9 +125,6 @@ def quantum(input, params, ctx):
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 4: a Clifford circuit Aer simulates in kB is refused as 16 TiB"
-)
 def test_a_wide_clifford_circuit_aer_simulates_by_stabilizer_is_not_refused(wf: WorkflowDir) -> None:
     # sim-cpu's AerSimulator (automatic method) runs a 40-qubit GHZ circuit with the stabilizer method,
     # in kilobytes (it did before item 4, and does in the platform's process today). The up-front check
@@ -197,9 +187,6 @@ def _workers(stop: threading.Event, killed: list[int]) -> None:
         stop.wait(0.05)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 5: a worker killed by the host's OOM is filed as the workflow's crash"
-)
 def test_a_worker_killed_by_the_hosts_out_of_memory_killer_is_not_the_workflows_crash(
     wf: WorkflowDir, tmp_path, monkeypatch
 ) -> None:
@@ -253,7 +240,6 @@ def _schema_workers(stop: threading.Event, killed: list[int]) -> None:
         stop.wait(0.01)
 
 
-@pytest.mark.xfail(strict=True, reason="finding 6: a schema worker killed by the host's OOM reads as E061")
 def test_a_schema_worker_killed_by_the_hosts_out_of_memory_killer_is_not_the_workflows_error(
     wf: WorkflowDir,
 ) -> None:

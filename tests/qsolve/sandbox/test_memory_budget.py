@@ -31,6 +31,7 @@ def reference(input, params, ctx):
 def quantum(input, params, ctx):
     qc = QuantumCircuit({width})
     qc.h(range({width}))
+    qc.t(range({width}))  # not Clifford: Aer takes a state vector (a Clifford circuit, its stabilizer method)
     qc.measure_all()
     ctx.sample([qc], 10)
     return MethodResult(-1.0)
@@ -104,3 +105,24 @@ def test_the_worker_runs_the_batch_in_the_workflow_process_cgroup(wf: WorkflowDi
     assert seen  # a worker, and the workflow process beside it, within the job's budget
     budget = 256 + cgroups.JOB_OVERHEAD_MB
     assert all(worker and workflow and limit == budget for worker, workflow, limit in seen)
+
+
+def test_a_clifford_circuit_is_counted_by_the_stabilizer_method_aer_takes() -> None:
+    # Aer's automatic method runs a circuit of stabilizer instructions only by its stabilizer method: a
+    # 40-qubit GHZ state is a tableau of kilobytes; one T gate more, and it is a 16 TiB state vector
+    from qiskit import QuantumCircuit
+
+    from qsolve.sandbox.circuits import encode
+    from qsolve.sandbox.remote import _counted
+
+    ghz = QuantumCircuit(40)
+    ghz.h(0)
+    for i in range(39):
+        ghz.cx(i, i + 1)
+    ghz.measure_all()
+    index, qubits, need, method = _counted(encode([ghz]), 100)
+    assert (index, qubits, method) == (0, 40, "stabilizer tableau") and need < 2**20
+    t = ghz.copy_empty_like()
+    t.compose(ghz, inplace=True)
+    t.t(0)
+    assert _counted(encode([ghz, t]), 100) == (1, 40, 16 << 40, "state vector")
