@@ -23,7 +23,15 @@ import pyarrow.parquet as pq
 from .inventory import FileEntry, Inventory, aside_folder, remember, set_aside
 from .layout import BATCH, Layout
 from .row import TrackRecordRow, conform, to_table
-from .writing import BATCH_COMPRESSION, SORT_KEYS, Recorder, digest_file, write_parquet, write_whole
+from .writing import (
+    BATCH_COMPRESSION,
+    SORT_KEYS,
+    Recorder,
+    digest_bytes,
+    digest_file,
+    write_parquet,
+    write_whole,
+)
 
 #: why a file under a batch's name that holds other runs is set aside
 MISNAMED = "holds other runs than its name says"
@@ -89,26 +97,27 @@ def _file_local(layout: Layout, table: pa.Table, record: Recorder | None, state)
     layout.folder.mkdir(parents=True, exist_ok=True)
     run_ids = table.column("run_id").to_pylist()
     path = layout.data_file(BATCH, run_ids)
-    live = state.trackrecord_live_file(path.name)
     new = False
     if path.exists() or path.is_symlink():
+        live = state.trackrecord_live_file(path.name)
         if live is not None and _same(path, live.digest):
             return Filed(path, table.num_rows, False)  # filed already, as recorded
         set_aside_one(path, MISNAMED if not holds_runs(path, run_ids) else NOT_LOGGED)
-    made: dict[str, object] = {}
+    # the file's bytes made in memory, hashed there and written in one go: what is recorded and signed is
+    # the BLAKE3 of exactly the bytes written, with no second read of the file just written
+    sink = pa.BufferOutputStream()
+    write_parquet(table.sort_by(SORT_KEYS), sink, BATCH_COMPRESSION)
+    data = sink.getvalue()
+    digest = digest_bytes(data)
 
     def before_link(tmp: Path, final: Path) -> None:
-        made["digest"], made["size"] = digest_file(tmp), tmp.stat().st_size
         if record is not None:
-            record(final.name, made["digest"])
+            record(final.name, digest)
 
-    table = table.sort_by(SORT_KEYS)
-    new = write_whole(
-        path, lambda f: write_parquet(table, f, BATCH_COMPRESSION), durable=False, before_link=before_link
-    )
+    new = write_whole(path, lambda f: f.write(data), durable=False, before_link=before_link)
     if new:
         remember(path, table.num_rows)
-        add = batch_added(path.name, made["digest"], made["size"], run_ids)
+        add = batch_added(path.name, digest, data.size, run_ids)
         with contextlib.suppress(FileNotFoundError):
             add["seen"] = _local_seen(path.stat())
         state.append_trackrecord_entry(log.FILED, [add])

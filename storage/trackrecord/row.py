@@ -367,10 +367,12 @@ def from_table(table: pa.Table) -> list[TrackRecordRow]:
 
 def conform(table: pa.Table) -> pa.Table:
     """``table`` as ``SCHEMA``: the same columns in order, cast to their types; nulls only where allowed."""
-    missing = [name for name, _, _ in COLUMNS if name not in table.column_names]
-    if missing:
-        raise ValueError(f"track record table lacks columns: {', '.join(missing)}")
-    table = table.select([name for name, _, _ in COLUMNS]).cast(SCHEMA)
+    if not table.schema.equals(SCHEMA):  # a table of SCHEMA already (``to_table``'s) is taken as it is
+        present = set(table.column_names)  # once: ``column_names`` builds its list on every call
+        missing = [name for name, _, _ in COLUMNS if name not in present]
+        if missing:
+            raise ValueError(f"track record table lacks columns: {', '.join(missing)}")
+        table = table.select([name for name, _, _ in COLUMNS]).cast(SCHEMA)
     for name, _, nullable in COLUMNS:
         if not nullable and table.column(name).null_count:
             raise ValueError(f"track record column {name} holds nulls")

@@ -271,13 +271,11 @@ def file_table(
     name = file_name(BATCH, run_ids)
     data = parquet_bytes(table.sort_by(SORT_KEYS), BATCH_COMPRESSION)
     digest = digest_bytes(data)
-    live = None
-    if state is not None:
-        live = state.trackrecord_live_file(name)
     if record is not None:
         record(name, digest)
     new = store.create(key(name), data, durable=False)
-    if not new:
+    if not new:  # filed already (then live with these bytes), or something else under its name
+        live = state.trackrecord_live_file(name) if state is not None else None
         if live is not None and _digest_of(store, name, live.size) == live.digest:
             return store.address(key(name)), False
         set_aside_one(store, name)

@@ -19,7 +19,6 @@ two checkpoints (the log keeps every entry, so a reader holding both sees it).
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,8 +60,6 @@ def verify(
     """Check the log ``documents`` (in order) against the files (``read_file(name, size)``: the bytes,
     read no further than ``size`` + 1, or None where missing) and ``trusted`` keys; ``live``: the state
     database's live set (name -> digest) to hold to the fold; ``checkpoint``: a checkpoint document."""
-    import pyarrow.parquet as pq
-
     out = Verified()
     read = []
     for n, d in enumerate(documents, start=1):
@@ -99,30 +96,29 @@ def verify(
     )
     adopted = any(e.get("kind") == log.ADOPTED for e in chain.entries)
     rows = before_log = 0
-    for name, add in sorted(folded.items()):
-        data = read_file(name, add["size"])
-        where = f"{name} (entry {add['seq']})"
-        if data is None:
-            out.problems.append(f"{where}: missing")
+    # each file read, hashed and its run ids sorted in a pool of threads (BLAKE3, Parquet and Arrow's
+    # sort let go of the GIL); what is found is told in the files' order, as one thread would
+    checked = _in_pool(lambda item: _check_file(item[0], item[1], read_file), sorted(folded.items()))
+    unlisted = []  # (where, its run ids): a compaction's files, whose runs must be among those filed
+    for where, problems, ids, listed in checked:
+        out.problems += problems
+        if ids is None:
             continue
-        if len(data) != add["size"] or log.blake3(data).hexdigest() != add["digest"]:
-            out.problems.append(f"{where}: its bytes are not those its entry signed (rewritten or replaced)")
-            continue
-        ids = pq.read_table(io.BytesIO(data), columns=["run_id"]).column("run_id").combine_chunks()
-        ids = ids.cast(pa.string()) if ids.type != pa.string() else ids
-        in_order = pc.take(ids, pc.array_sort_indices(ids))
         rows += len(ids)
-        if len(ids) != add["rows"] or _ids_digest(in_order) != add["run_ids_digest"]:
-            out.problems.append(f"{where}: its runs are not those its entry names")
-        if add.get("run_ids") is not None:
-            if in_order.to_pylist() != add["run_ids"]:
-                out.problems.append(f"{where}: its runs are not those its entry lists")
-            continue
-        outside = pc.filter(ids, pc.invert(pc.is_in(ids, value_set=filed_runs)))
-        if len(outside) and adopted:
-            before_log += len(outside)
-        elif len(outside):
-            out.problems.append(f"{where}: {len(outside)} rows of runs no entry filed (run {outside[0]})")
+        if not listed:
+            unlisted.append((where, ids))
+    if unlisted:
+        # one lookup of every such run among the runs filed (a set built once, not once per file)
+        joined = pa.chunked_array([ids for _, ids in unlisted], pa.string()).combine_chunks()
+        filed = pc.is_in(joined, value_set=filed_runs)
+        at = 0
+        for where, ids in unlisted:
+            outside = pc.filter(ids, pc.invert(filed.slice(at, len(ids))))
+            at += len(ids)
+            if len(outside) and adopted:
+                before_log += len(outside)
+            elif len(outside):
+                out.problems.append(f"{where}: {len(outside)} rows of runs no entry filed (run {outside[0]})")
     out.said.append(
         f"{rows} rows, each a run of an entry"
         + (f" ({before_log} from before the log)" if before_log else "")
@@ -144,6 +140,47 @@ def verify(
             else:
                 out.said.append(f"the log extends the checkpoint of {statement['size']} entries")
     return out
+
+
+def _check_file(name: str, add: Mapping[str, Any], read_file: Callable[[str, int], bytes | None]):
+    """One live file against its entry: (where, problems, its run ids (None where its bytes are not its
+    entry's), whether its entry lists them). A batch's runs are held here to the list its entry signed; a
+    compaction's the caller looks up among every run filed."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    data = read_file(name, add["size"])
+    where = f"{name} (entry {add['seq']})"
+    if data is None:
+        return where, [f"{where}: missing"], None, False
+    digest = log.blake3(data, max_threads=log.blake3.AUTO).hexdigest()
+    if len(data) != add["size"] or digest != add["digest"]:
+        changed = f"{where}: its bytes are not those its entry signed (rewritten or replaced)"
+        return where, [changed], None, False
+    ids = pq.read_table(pa.BufferReader(data), columns=["run_id"], use_threads=False).column("run_id")
+    ids = ids.combine_chunks()
+    ids = ids.cast(pa.string()) if ids.type != pa.string() else ids
+    in_order = pc.take(ids, pc.array_sort_indices(ids))
+    problems = []
+    if len(ids) != add["rows"] or _ids_digest(in_order) != add["run_ids_digest"]:
+        problems.append(f"{where}: its runs are not those its entry names")
+    if add.get("run_ids") is not None and in_order.to_pylist() != add["run_ids"]:
+        problems.append(f"{where}: its runs are not those its entry lists")
+    return where, problems, ids, add.get("run_ids") is not None
+
+
+def _in_pool(work: Callable[[Any], Any], items: list) -> list:
+    """``work`` of each item, in the items' order, on a few threads (the machine's cores, at most 4: each
+    holds one file's bytes)."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = min(4, os.cpu_count() or 1, len(items))
+    if threads <= 1:
+        return [work(i) for i in items]
+    with ThreadPoolExecutor(threads, thread_name_prefix="qsolve-verify") as pool:
+        return list(pool.map(work, items))
 
 
 def _ids_digest(in_order) -> str:
