@@ -367,7 +367,8 @@ WORKFLOW_COMMANDS = ("lint", "test", "submit", "run", "history", "maintenance", 
 #: server's module); a test holds this table to what each area's ``add_commands`` adds
 AREA_OF = {
     "query": "trackrecord", "page": "trackrecord", "views-sql": "trackrecord", "receipts": "trackrecord",
-    "verify": "receipts", "receipt-key": "receipts", "providers": "providers", "worker": "worker",
+    "trackrecord": "trackrecord", "verify": "receipts", "receipt-key": "receipts", "providers": "providers",
+    "worker": "worker",
     "quote": "hardware", "confirm": "hardware", "refuse": "hardware", "credits": "credits",
     "knowledge": "knowledge", "calibrate": "calibration", "evaluate": "evaluation",
     "evaluations": "evaluation", "serve": "web", "accounts": "web", "server": "server",

@@ -207,6 +207,7 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def cmd_views_sql(args: argparse.Namespace) -> int:
+    arrow_without_pandas()  # the views name the recorded files, each verified (pyarrow reads their footers)
     with _warnings_on_stderr("views-sql"):
         return _views_sql(args)
 

@@ -206,8 +206,14 @@ def test_a_worker_renews_its_registration_while_it_runs_and_passes_a_stop_on(
             worker.kill()
             worker.wait()
     assert code == 128 + signal.SIGTERM, (code, worker.stderr.read()[-1500:])  # as a shell says it
-    for pid in children:  # the Prefect worker stopped with it: nothing left serving its queues
-        assert not Path(f"/proc/{pid}").exists() or _state(pid) == "Z", pid
+    # the Prefect worker stopped with it: nothing left serving its queues (the janitor that ends what the
+    # worker started may finish a moment after the worker's own exit)
+    left = list(children)
+    deadline = time.monotonic() + 60
+    while left and time.monotonic() < deadline:
+        left = [pid for pid in left if _alive(pid)]
+        time.sleep(0.2)
+    assert left == [], {pid: children[pid] for pid in left}
     last = seen()[0]
     time.sleep(1.5)
     assert seen()[0] == last  # no one renews it now
@@ -224,6 +230,14 @@ def _children(pid: int) -> dict[int, list[str]]:
             except (OSError, IndexError, ValueError):
                 continue
     return out
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` runs (neither gone nor a zombie awaiting its parent)."""
+    try:
+        return _state(pid) != "Z"
+    except OSError:
+        return False
 
 
 def _state(pid: int) -> str:

@@ -142,7 +142,7 @@ def test_the_registry_names_every_command_of_each_area() -> None:
 
     assert commands(build_parser("lint")) == sorted(WORKFLOW_COMMANDS)
     assert commands(build_parser("page")) == sorted(
-        [*WORKFLOW_COMMANDS, "query", "views-sql", "receipts", "page"]
+        [*WORKFLOW_COMMANDS, "query", "views-sql", "receipts", "page", "trackrecord"]
     )
     assert (
         commands(build_parser()) == commands(build_parser("--help")) == sorted([*WORKFLOW_COMMANDS, *AREA_OF])
