@@ -10,7 +10,6 @@ import shutil
 import sys
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from tests.conftest import REPO, SAMPLING_MODULE, WorkflowDir
@@ -24,13 +23,14 @@ def submit(folder: Path):
     return state, report_of(state)
 
 
-def rows(home: Path, workflow: str) -> list[tuple]:
-    if not (home / "trackrecord.duckdb").exists():  # nothing filed yet in this session
-        return []
-    with duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True) as con:
-        return con.execute(
-            "select case_name, target, passed from rows where workflow = ? order by case_name", [workflow]
-        ).fetchall()
+def rows(home: Path, workflow: str, columns: str = "case_name, target, passed", order: str = "case_name"):
+    """``workflow``'s rows, read as ``qsolve query`` reads them (a filing leaves ``trackrecord.duckdb`` as
+    it was: a reading command brings it up to date over the files the state database recorded)."""
+    from storage.trackrecord.sql import run_sql
+
+    assert workflow.replace("-", "").isalnum()  # quoted below as it is
+    table = run_sql(f"select {columns} from rows where workflow = '{workflow}' order by {order}", home)
+    return [tuple(r.values()) for r in table.to_pylist()]
 
 
 @pytest.fixture(scope="module")
@@ -247,10 +247,7 @@ def test_two_cases_of_one_name_each_run_on_their_own_target_once(prefect, home, 
     state, report = submit(wf.root)
     assert state.is_completed(), report.markdown()
     assert report.history.recorded == ["same", "same"] and report.history.not_run == []
-    with duckdb.connect(str(home / "trackrecord.duckdb"), read_only=True) as con:
-        got = con.execute(
-            "select target, quantum from rows where workflow = 'same-names' order by target"
-        ).fetchall()
+    got = rows(home, "same-names", "target, quantum", "target")
     assert got == [("fake:fez@1.6", -1.0), ("sim-cpu", -2.0)]  # each case its own input and target
 
 
