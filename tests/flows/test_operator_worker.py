@@ -182,10 +182,10 @@ def _queues(pool: str) -> set[str]:
         return {q.name for q in client.read_work_queues(work_pool_name=pool)}
 
 
-def _declare(home: Path, server) -> None:
+def _declare(home: Path, server, **changes) -> None:
     import yaml
 
-    spec = server.spec()
+    spec = server.spec(**changes)
     doc = {"version": 1, "models": [spec.model_dump(mode="json", exclude_none=True, exclude={"kind"})]}
     (home / "evaluation.yaml").write_text(yaml.safe_dump(doc))
 
@@ -311,22 +311,30 @@ def test_a_third_evaluation_run_waits_while_two_run(platform: Platform) -> None:
     _fresh_evaluation_limit()
     platform.deploy("evaluation", "flows.evaluation:evaluation_flow")
     env = _env(platform.home, "host-c")
-    with ModelServer({k: slow(v, 4) for k, v in HEALTHY.items()}) as server, worker(platform, env) as w:
-        _declare(platform.home, server)
+    from prefect.client.orchestration import get_client
+
+    def messages() -> list[list[str]]:
+        with get_client(sync_client=True) as client:
+            return [[s.message or "" for s in client.read_flow_run_states(run)] for run in runs]
+
+    def waited() -> list[list[str]]:
+        said = "waits for a slot of the concurrency limit evaluation"
+        return [m for m in messages() if any(said in x for x in m)]
+
+    # every answer held until a run is seen waiting (the two holding the slots cannot finish first, however
+    # slowly a loaded machine starts the third), then all released at once (the server's stop event)
+    held = {k: slow(v, 2 * WAIT_S) for k, v in HEALTHY.items()}
+    with ModelServer(held) as server, worker(platform, env) as w:
+        _declare(platform.home, server, timeout_seconds=3 * WAIT_S)
         with open_store(platform.home) as store:
             ids = [r.id for r in store.list(task="CheckT1", chip="fake:fez")]
         runs = [platform.run("evaluation", task_ids=[i]) for i in ids]
+        seen = _until(waited)
+        server.state.stopping.set()
         states = [_final(run) for run in runs]
         most = server.max_in_flight
+    assert seen, (messages(), w.log.read_text()[-3000:])  # one of the three said in its state that it waited
     assert all(s.is_completed() for s in states), (states, w.log.read_text()[-3000:])
-    from prefect.client.orchestration import get_client
-
-    with get_client(sync_client=True) as client:
-        messages = [[s.message or "" for s in client.read_flow_run_states(run)] for run in runs]
-    waited = [
-        m for m in messages if any("waits for a slot of the concurrency limit evaluation" in x for x in m)
-    ]
-    assert waited, messages  # one of the three said, in its state, that it waited
     assert most <= 2 * 6, most  # two runs x one record at a time x six questions
 
 
