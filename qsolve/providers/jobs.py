@@ -167,8 +167,29 @@ class Sealed:
     path: str
 
 
+class HeldToLimit:
+    """A device job's wait held to the job's own limit (issue 35), for a class keeping ``wait_s``,
+    ``limit_s`` and ``deadline``: a provider's session and an IBM backend."""
+
+    wait_s: float
+    limit_s: float | None
+    deadline: float | None
+
+    def hold_to(self, limit_s: float) -> None:
+        """Wait on a device job no longer than the job's own limit, ``limit_s`` seconds from now:
+        ``qsolve run``, a hardware run and the quote flow's runs each set theirs."""
+        self.limit_s, self.deadline = float(limit_s), time.monotonic() + float(limit_s)
+
+    def _wait_until(self) -> tuple[float, str]:
+        """When following a job stops, and the limit that says so, as the person is told it."""
+        until, said = time.monotonic() + self.wait_s, f"{self.wait_s:g} s"
+        if self.deadline is not None and self.deadline <= until:
+            until, said = self.deadline, f"the job's time limit of {self.limit_s:g} s"
+        return until, said
+
+
 @dataclass
-class ProviderSession:
+class ProviderSession(HeldToLimit):
     """What one provider's jobs need from the platform: its client, its name and kind, the book,
     the host's signer, where a sealed job is kept, the person's confirmation, and who is told what."""
 
@@ -200,18 +221,6 @@ class ProviderSession:
         """The provider's client and the book closed."""
         self.client.close()
         self.book.close()
-
-    def hold_to(self, limit_s: float) -> None:
-        """Wait on a provider job no longer than the job's own limit, ``limit_s`` seconds from now (issue
-        35): ``qsolve run``, a hardware run and the quote flow's runs each set theirs."""
-        self.limit_s, self.deadline = float(limit_s), time.monotonic() + float(limit_s)
-
-    def _wait_until(self) -> tuple[float, str]:
-        """When following a job stops, and the limit that says so, as the person is told it."""
-        until, said = time.monotonic() + self.wait_s, f"{self.wait_s:g} s"
-        if self.deadline is not None and self.deadline <= until:
-            until, said = self.deadline, f"the job's time limit of {self.limit_s:g} s"
-        return until, said
 
     def description(self) -> dict[str, Any]:
         if self._description is None:

@@ -28,6 +28,8 @@ from qsolve.sandbox.process import PACKAGE, JobProcess
 from qsolve.workflow.params import bounded_schema_error
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from qsolve.workflow.context import Context
 
 #: the operator's setting that lets the platform's flows run workflow code without the full boundary
@@ -157,7 +159,6 @@ class RemoteCode:
         text, shots = event.get("circuits"), event.get("shots")
         if not isinstance(text, str) or set(event) != {"event", "circuits", "shots"}:
             raise self.process.broke("a sample request that is not {circuits, shots}")
-        p = self.process
         self._worker()
         local = ctx.backend.name == "sim-cpu" or ctx.backend.name.startswith("fake:")
         what = "reading and running a batch of circuits" if local else "reading a batch of circuits"
@@ -166,23 +167,13 @@ class RemoteCode:
         start = time.perf_counter()
         try:
             if local:  # decoded, transpiled, simulated and scored in the worker
-                counts, new, dispatches, simulated = p.platform_worker.call(
-                    _decode_and_run, ctx.backend.name, ctx.seed, ctx.dispatches, text, shots,
-                    what=what, deadline=p.deadline,
+                counts, new, dispatches, simulated = self._call(
+                    _decode_and_run, ctx.backend.name, ctx.seed, ctx.dispatches, text, shots, what=what
                 )
             else:  # a device's own backend (its receipts, its meter) stays here: only decoded there
-                batch = p.platform_worker.call(circuits.decode, text, what=what, deadline=p.deadline)
+                batch = self._call(circuits.decode, text, what=what)
         except worker.Raised as e:  # what the target says of these circuits: the method's to handle
             return {"op": "refused", "error": str(e)}
-        except worker.WorkOutOfTime:
-            p.kill()
-            raise worker.out_of_time(p.timeout_s) from None
-        except worker.HostShort as e:  # the host's failure, not the workflow's
-            p.kill()
-            raise HostShortOfMemory(str(e)) from None
-        except worker.WorkStopped as e:  # the platform's bound: the case fails, naming it
-            p.kill()
-            raise PlatformStopped(str(e)) from None
         if not local:
             try:
                 return {"op": "counts", "counts": ctx.sample(batch, shots)}
@@ -216,20 +207,9 @@ class RemoteCode:
         need, method = circuits.simulation_bytes(qubits, shots, noisy=noisy, cap_mb=SIMULATION_MB)
         if need > budget_mb * 2**20 and not noisy:  # a Clifford circuit needs no state vector
             try:
-                counted = p.platform_worker.call(
-                    _counted, text, shots, what="counting a batch's memory", deadline=p.deadline
-                )
+                counted = self._call(_counted, text, shots, what="counting a batch's memory")
             except worker.Raised:  # a batch that does not read: its run says why
                 return
-            except worker.WorkOutOfTime:
-                p.kill()
-                raise worker.out_of_time(p.timeout_s) from None
-            except worker.HostShort as e:  # the host's failure, not the workflow's
-                p.kill()
-                raise HostShortOfMemory(str(e)) from None
-            except worker.WorkStopped as e:
-                p.kill()
-                raise PlatformStopped(str(e)) from None
             if counted is None:
                 return
             index, qubits, need, method = counted
@@ -240,6 +220,23 @@ class RemoteCode:
                 f"{need / 2**30:g} GiB, more than the job's memory budget of {budget_mb} MB "
                 "(resources.memory_mb); it was not simulated"
             )
+
+    def _call(self, fn: Callable[..., Any], *args: Any, what: str) -> Any:
+        """``fn(*args)`` in the platform's worker, within the job's deadline. Its time limit, the host's
+        shortage of memory and the platform's bound end the job (the workflow process killed), each
+        named; what ``fn`` raised (:class:`worker.Raised`) is the caller's to answer."""
+        p = self.process
+        try:
+            return p.platform_worker.call(fn, *args, what=what, deadline=p.deadline)
+        except worker.WorkOutOfTime:
+            p.kill()
+            raise worker.out_of_time(p.timeout_s) from None
+        except worker.HostShort as e:  # the host's failure, not the workflow's
+            p.kill()
+            raise HostShortOfMemory(str(e)) from None
+        except worker.WorkStopped as e:  # the platform's bound: the case fails, naming it
+            p.kill()
+            raise PlatformStopped(str(e)) from None
 
     def _worker(self) -> worker.Worker:
         """The platform's worker for this process's work, started on first use; what it does for this

@@ -22,7 +22,15 @@ from qiskit.transpiler import PassManager, generate_preset_pass_manager
 
 from qsolve.errors import RecordStateError
 from qsolve.providers.credentials import Secret
-from qsolve.providers.jobs import Confirmation, JobStopped, NotConfirmed, Sealed, StillRunning, job_text
+from qsolve.providers.jobs import (
+    Confirmation,
+    HeldToLimit,
+    JobStopped,
+    NotConfirmed,
+    Sealed,
+    StillRunning,
+    job_text,
+)
 from qsolve.providers.sealing import provider_request, provider_result
 from qsolve.runtime.heartbeat import beat
 from qsolve.targets.base import Backend
@@ -62,7 +70,7 @@ class _Pending:
     job: Any | None  # the client's job, in the process that sent it
 
 
-class IbmBackend(Backend):
+class IbmBackend(HeldToLimit, Backend):
     """An IBM Quantum device as a target; every job it runs is sealed (``sealed``, in order)."""
 
     ideal = False
@@ -252,18 +260,6 @@ class IbmBackend(Backend):
                 record=record,
             )
         return record
-
-    def hold_to(self, limit_s: float) -> None:
-        """Wait on an IBM job no longer than the job's own limit, ``limit_s`` seconds from now (issue 35,
-        as a provider's session does): ``qsolve run`` and a hardware run each set theirs."""
-        self.limit_s, self.deadline = float(limit_s), time.monotonic() + float(limit_s)
-
-    def _wait_until(self) -> tuple[float, str]:
-        """When following a job stops, and the limit that says so, as the person is told it."""
-        until, said = time.monotonic() + self.wait_s, f"{self.wait_s:g} s"
-        if self.deadline is not None and self.deadline <= until:
-            until, said = self.deadline, f"the job's time limit of {self.limit_s:g} s"
-        return until, said
 
     def follow(self, record: str) -> Sealed:
         """Follow a submitted job to its end, then read, seal and keep its counts."""
