@@ -97,18 +97,16 @@ def _file_local(layout: Layout, table: pa.Table, record: Recorder | None, state)
     layout.folder.mkdir(parents=True, exist_ok=True)
     run_ids = table.column("run_id").to_pylist()
     path = layout.data_file(BATCH, run_ids)
-    new = False
-    if path.exists() or path.is_symlink():
-        live = state.trackrecord_live_file(path.name)
-        if live is not None and _same(path, live.digest):
-            return Filed(path, table.num_rows, False)  # filed already, as recorded
-        set_aside_one(path, MISNAMED if not holds_runs(path, run_ids) else NOT_LOGGED)
     # the file's bytes made in memory, hashed there and written in one go: what is recorded and signed is
     # the BLAKE3 of exactly the bytes written, with no second read of the file just written
     sink = pa.BufferOutputStream()
     write_parquet(table.sort_by(SORT_KEYS), sink, BATCH_COMPRESSION)
     data = sink.getvalue()
     digest = digest_bytes(data)
+    if path.exists() or path.is_symlink():
+        if _filed_already(state, path, digest, run_ids):
+            return Filed(path, table.num_rows, False)
+        set_aside_one(path, MISNAMED if not holds_runs(path, run_ids) else NOT_LOGGED)
 
     def before_link(tmp: Path, final: Path) -> None:
         if record is not None:
@@ -124,11 +122,31 @@ def _file_local(layout: Layout, table: pa.Table, record: Recorder | None, state)
     return Filed(path, table.num_rows, new)
 
 
-def _same(path: Path, digest: str) -> bool:
+def _filed_already(state, path: Path, digest: str, run_ids: list[str]) -> bool:
+    """Whether the file under the batch's name is qsolve's filing of it: live in the log with its bytes,
+    or bytes qsolve recorded under that name (``record_trackrecord_file``) or is about to write itself
+    (``digest``): another process filing the same runs at once, between taking the name and its log
+    entry, or one that crashed there. Such a file gets its log entry here (an append that changes
+    nothing where it is live already); any other is not qsolve's, and is set aside."""
+    from . import log
+    from .live import _local_seen, batch_added
+
+    live = state.trackrecord_live_file(path.name)
+    if path.is_symlink():
+        return False
     try:
-        return digest_file(path) == digest
+        found = digest_file(path)
+        st = path.stat()
     except OSError:
         return False
+    if live is not None and live.digest == found:
+        return True
+    if found != digest and (path.name, found) not in state.known_trackrecord_files([path.name]):
+        return False
+    add = batch_added(path.name, found, st.st_size, run_ids)
+    add["seen"] = _local_seen(st)
+    state.append_trackrecord_entry(log.FILED, [add])
+    return True
 
 
 def holds_runs(path: Path, run_ids: list[str]) -> bool:

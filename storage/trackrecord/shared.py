@@ -274,25 +274,43 @@ def file_table(
     if record is not None:
         record(name, digest)
     new = store.create(key(name), data, durable=False)
-    if not new:  # filed already (then live with these bytes), or something else under its name
-        live = state.trackrecord_live_file(name) if state is not None else None
-        if live is not None and _digest_of(store, name, live.size) == live.digest:
+    if not new:  # filed already, at once elsewhere, or something else under its name
+        there = _bytes_of(store, name)
+        found = None if there is None else digest_bytes(there)
+        if found is not None and _ours(state, name, found, digest):
+            if state is not None:  # its log entry, where the process that created it has not added it yet
+                state.append_trackrecord_entry(log.FILED, [_added(name, found, len(there), run_ids)])
             return store.address(key(name)), False
         set_aside_one(store, name)
         new = store.create(key(name), data, durable=False)
     if new:
         remember(store, name, table.num_rows)
         if state is not None:
-            add = log.added(name, digest, len(data), len(run_ids), name[2 : -len(".parquet")], run_ids)
-            state.append_trackrecord_entry(log.FILED, [add])
+            state.append_trackrecord_entry(log.FILED, [_added(name, digest, len(data), run_ids)])
     return store.address(key(name)), new
 
 
-def _digest_of(store: ObjectStore, name: str, limit: int) -> str | None:
+def _ours(state, name: str, found: str, digest: str) -> bool:
+    """Whether the object under a batch's name, of BLAKE3 ``found``, is qsolve's filing of it: the bytes
+    this filing would create, the live file's, or bytes recorded under that name (another process filing
+    the same runs at once, between creating it and its log entry, or one that crashed there)."""
+    if found == digest or state is None:
+        return found == digest
+    live = state.trackrecord_live_file(name)
+    return (live is not None and live.digest == found) or (name, found) in state.known_trackrecord_files([name])
+
+
+def _added(name: str, digest: str, size: int, run_ids: list[str]) -> dict:
+    from . import log
+
+    return log.added(name, digest, size, len(run_ids), name[2 : -len(".parquet")], run_ids)
+
+
+def _bytes_of(store: ObjectStore, name: str) -> bytes | None:
     from storage.objects import ObjectTooLarge
 
     try:
-        return digest_bytes(store.get(key(name), limit=limit))
+        return read_bounded(store, key(name))
     except (FileNotFoundError, ObjectTooLarge):
         return None
 
