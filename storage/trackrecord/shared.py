@@ -297,7 +297,9 @@ def _ours(state, name: str, found: str, digest: str) -> bool:
     if found == digest or state is None:
         return found == digest
     live = state.trackrecord_live_file(name)
-    return (live is not None and live.digest == found) or (name, found) in state.known_trackrecord_files([name])
+    if live is not None and live.digest == found:
+        return True
+    return (name, found) in state.known_trackrecord_files([name])
 
 
 def _added(name: str, digest: str, size: int, run_ids: list[str]) -> dict:
