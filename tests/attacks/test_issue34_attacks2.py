@@ -1,0 +1,102 @@
+"""A second attacker's findings on issue 34 (readers read only the live set, verified; the signed log;
+the maintenance pass's set-aside and refile; two processes at once), after the first attack's were
+closed (``test_issue34_attacks``). Each acts as the folder's (or bucket's) writer, the state database's
+writer (who holds no host key the operator endorsed), or both; each is a strict xfail that passes once
+mended.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from qsolve.receipts.keys import load_host_key
+from storage.state import connect
+from storage.trackrecord import TrackRecordWarning, file_rows
+from storage.trackrecord.layout import Layout
+from storage.trackrecord.sql import run_sql
+from storage.trackrecord.verify import file_reader, verify
+from storage.trackrecord.writing import digest_bytes
+from tests.attacks.test_issue34_attacks import home, parquet, place, plant  # noqa: F401 - fixtures
+from tests.storage.conftest import bucket, s3_server  # noqa: F401 - fixtures
+from tests.storage.trackrecord.builders import scenario
+
+
+def seen(home: Path, sql: str) -> list:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TrackRecordWarning)
+        return run_sql(sql, home).to_pylist()
+
+
+def checked(home: Path):
+    """``qsolve trackrecord verify`` with the host's own key trusted."""
+    host = load_host_key(home, create=False)
+    with connect(home=home) as db:
+        documents = db.trackrecord_log_documents()
+        live = {f.name: f.digest for f in db.trackrecord_live_files()}
+    return verify(documents, file_reader(Layout(home)), {host.public_hex: None}, live=live)
+
+
+def passed_forgery(rows) -> bytes:
+    """The batch of ``rows`` as the writer would have it: every run passed, accuracy 1."""
+    return parquet([r.model_copy(update={"passed": True, "status": "passed", "accuracy": 1.0}) for r in rows])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the folder's writer who renames a forgery over a batch just linked has it read unhashed for good",
+)
+def test_a_batch_swapped_between_its_link_and_its_seen_key_is_left_out(home, monkeypatch):
+    from storage.trackrecord import filing
+
+    file_rows(scenario()[4:6], home)  # the track record exists
+    rows = scenario()[:3]  # r03 failed
+    forged = passed_forgery(rows)
+    real, swapped = filing.remember, []
+
+    def remember(path, n):  # just after the batch took its name, before filing stats it for its entry
+        real(path, n)
+        spare = path.parent / "spare"
+        spare.write_bytes(forged)
+        os.replace(spare, path)  # the folder's writer (inotify tells them the name at once)
+        swapped.append(path.name)
+
+    monkeypatch.setattr(filing, "remember", remember)
+    file_rows(rows, home)
+    monkeypatch.setattr(filing, "remember", real)
+    assert swapped
+    assert seen(home, "SELECT run_id FROM rows WHERE run_id = 'r03' AND passed") == []
+
+
+def record_as_database_writer(home: Path, name: str, digest: str) -> None:
+    """As the state database's writer: (name, digest) put in ``trackrecord_files`` (migration 0011's
+    table of the files qsolve wrote), the log and the live set untouched."""
+    from storage.state._tables import trackrecord_files
+
+    with connect(home=home) as db, db.engine.begin() as connection:
+        connection.execute(
+            trackrecord_files.insert().values(name=name, digest=digest, recorded_at=sa.func.now())
+        )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a trackrecord_files row of the database's writer gets a rewritten batch signed as filed by the "
+    "next filing of its runs, and verify then finds nothing",
+)
+def test_a_rewritten_batch_is_not_signed_as_filed_for_a_planted_record(place, home):
+    rows = scenario()[:3]  # r03 failed
+    file_rows(rows, home)
+    with connect(home=home) as db:
+        (batch,) = [f.name for f in db.trackrecord_live_files()]
+    forged = passed_forgery(rows)
+    plant(home, batch, forged)  # the folder's (or bucket's) writer: the batch rewritten
+    record_as_database_writer(home, batch, digest_bytes(forged))  # the database's writer
+    assert seen(home, "SELECT run_id FROM rows WHERE run_id = 'r03' AND passed") == []  # left out: holds
+    file_rows(rows, home)  # the same runs filed again (a pass refiling them, a stage that stopped)
+    shown = seen(home, "SELECT run_id FROM rows WHERE run_id = 'r03' AND passed")
+    assert shown == [] or not checked(home).ok  # today: shown, in an entry this host signed as filed
