@@ -21,9 +21,30 @@ from storage.trackrecord.layout import Layout
 from storage.trackrecord.sql import run_sql
 from storage.trackrecord.verify import file_reader, verify
 from storage.trackrecord.writing import digest_bytes
-from tests.attacks.test_issue34_attacks import home, parquet, place, plant  # noqa: F401 - fixtures
+from tests.attacks.test_issue34_attacks import parquet, plant
 from tests.storage.conftest import bucket, s3_server  # noqa: F401 - fixtures
+from tests.storage.state.conftest import postgres_schema
 from tests.storage.trackrecord.builders import scenario
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "home"
+    monkeypatch.setenv("QSOLVE_HOME", str(path))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    return path
+
+
+@pytest.fixture(params=["folder-sqlite", "bucket-postgresql"])
+def place(request, home, monkeypatch):
+    """A home's folder with its SQLite state database, or a bucket (moto) with a PostgreSQL one."""
+    if request.param == "folder-sqlite":
+        yield "folder"
+        return
+    request.getfixturevalue("bucket")
+    with postgres_schema() as url:
+        monkeypatch.setenv("QSOLVE_DATABASE_URL", url)
+        yield "bucket"
 
 
 def seen(home: Path, sql: str) -> list:
@@ -154,3 +175,92 @@ def test_verify_names_a_live_file_that_is_not_a_file(home, tmp_path, capsys, kin
     err = capsys.readouterr().err
     assert code == 1, code  # today: a traceback (98), or it waits for a writer of the FIFO for ever (99)
     assert batch.name in err and "Traceback" not in err
+
+
+def rewrite_entry(home: Path, seq: int, change) -> None:
+    """As the state database's writer: entry ``seq``'s document changed by ``change`` (no key to sign)."""
+    import json
+
+    from storage.state._tables import trackrecord_log
+
+    with connect(home=home) as db:
+        document = json.loads(db.trackrecord_log_documents()[seq - 1])
+    change(document)
+    with connect(home=home) as db, db.engine.begin() as connection:
+        connection.execute(
+            trackrecord_log.update().where(trackrecord_log.c.seq == seq).values(document=json.dumps(document))
+        )
+
+
+MALFORMED = {
+    "a retire not an object": lambda d: d["entry"].__setitem__("retires", [1]),
+    "an add without its size": lambda d: d["entry"]["adds"][0].pop("size"),
+    "an add's size a string": lambda d: d["entry"]["adds"][0].__setitem__("size", "12"),
+    "an add not an object": lambda d: d["entry"].__setitem__("adds", ["x"]),
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the database's writer who changes one entry's form crashes qsolve trackrecord verify "
+    "(a traceback), which names nothing",
+)
+@pytest.mark.parametrize("how", sorted(MALFORMED))
+def test_verify_names_an_entry_not_of_its_form(home, tmp_path, capsys, how):
+    file_rows(scenario()[:3], home)
+    file_rows(scenario()[3:6], home)
+    rewrite_entry(home, 2, MALFORMED[how])
+    capsys.readouterr()
+    code = verify_cli(home, tmp_path)
+    err = capsys.readouterr().err
+    assert code == 1, code  # today: 98, a traceback
+    assert "entry 2" in err
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="verify reads any path of the machine an unsigned entry names, as far as the size it claims "
+    "(/dev/zero, 1 TB)",
+)
+def test_verify_reads_no_file_an_unsigned_entry_names_outside_the_folder(home, tmp_path, monkeypatch):
+    import builtins
+
+    from storage.trackrecord import verify as verify_module
+
+    file_rows(scenario()[:3], home)
+    file_rows(scenario()[3:6], home)
+
+    def point_elsewhere(document):  # the database's writer: no key, so the signature fails
+        document["entry"]["adds"][0].update(name="/dev/zero", size=2**40)
+
+    rewrite_entry(home, 2, point_elsewhere)
+    folder = Layout(home).folder
+    opened: list[str] = []
+
+    def spy(path, *args, **kwargs):  # what verify opens; nothing outside the folder is really read
+        opened.append(str(path))
+        if not str(path).startswith(f"{folder}/"):
+            raise FileNotFoundError(path)
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(verify_module, "open", spy, raising=False)
+    result = checked(home)
+    assert any("entry 2" in p for p in result.problems), result.problems
+    assert [p for p in opened if not p.startswith(f"{folder}/")] == []  # today: ['/dev/zero']
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the database's writer who changes a live row's size takes the platform's file off every page, "
+    "blamed on its bytes, and verify says the track record verifies",
+)
+def test_a_live_rows_size_changed_outside_the_log_is_named_by_verify(place, home):
+    from storage.state._tables import trackrecord_live
+
+    file_rows(scenario()[:3], home)
+    file_rows(scenario()[3:6], home)
+    with connect(home=home) as db, db.engine.begin() as connection:
+        connection.execute(trackrecord_live.update().values(size=trackrecord_live.c.size + 1, seen=None))
+    assert seen(home, "SELECT count(*) AS n FROM rows") == [{"n": 0}]  # every file left out, "rewritten"
+    result = checked(home)
+    assert not result.ok  # today: "the track record verifies"
