@@ -295,3 +295,21 @@ def test_a_pass_does_not_set_aside_the_batch_filed_under_a_planted_name_meanwhil
     assert filed and filed[0].new  # the other process set the planted file aside and filed its batch
     shown = seen(home, "SELECT run_id, passed FROM rows WHERE run_id IN ('r01', 'r02', 'r03') ORDER BY run_id")
     assert shown == [{"run_id": r.run_id, "passed": r.passed} for r in rows], done.set_aside
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the database's writer who empties the log has every reader say the log was emptied, yet "
+    "qsolve trackrecord verify exits 0, 'the track record verifies'",
+)
+def test_verify_names_a_log_emptied_that_this_home_saw_hold_entries(home, tmp_path, capsys):
+    from tests.attacks.test_issue34_attacks import empty_the_log_and_record
+
+    file_rows(scenario()[:3], home)
+    empty_the_log_and_record(home, [])  # the database's writer: the log and its fold deleted
+    with pytest.warns(TrackRecordWarning, match="they were removed"):  # what every reader says
+        run_sql("SELECT count(*) FROM rows", home)
+    capsys.readouterr()
+    code = verify_cli(home, tmp_path)
+    captured = capsys.readouterr()
+    assert code == 1, captured.out  # today: 0, "the track record verifies"
