@@ -293,7 +293,7 @@ def test_a_pass_does_not_set_aside_the_batch_filed_under_a_planted_name_meanwhil
     with connect(home=home) as db:
         done = refile_lost_runs(db, home)
     assert filed and filed[0].new  # the other process set the planted file aside and filed its batch
-    shown = seen(home, "SELECT run_id, passed FROM rows WHERE run_id IN ('r01', 'r02', 'r03') ORDER BY run_id")
+    shown = seen(home, "SELECT run_id, passed FROM rows WHERE run_id IN ('r01', 'r02', 'r03') ORDER BY 1")
     assert shown == [{"run_id": r.run_id, "passed": r.passed} for r in rows], done.set_aside
 
 
@@ -313,3 +313,32 @@ def test_verify_names_a_log_emptied_that_this_home_saw_hold_entries(home, tmp_pa
     code = verify_cli(home, tmp_path)
     captured = capsys.readouterr()
     assert code == 1, captured.out  # today: 0, "the track record verifies"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a --checkpoint file of JSON null is taken as no checkpoint (exit 0, 'verifies'); a number, or "
+    "a --trust file of null or a number: a traceback",
+)
+@pytest.mark.parametrize(
+    "option, content",
+    [("--checkpoint", "null"), ("--checkpoint", "5"), ("--trust", "null"), ("--trust", "5")],
+)
+def test_verify_refuses_a_file_given_that_is_not_an_object(home, tmp_path, option, content):
+    import json
+
+    from qsolve.cli import main
+
+    file_rows(scenario()[:3], home)
+    key = load_host_key(home, create=False).public_hex
+    trust = tmp_path / "keys.json"
+    trust.write_text(json.dumps({"format": "wai.quantum.receipt-keys/1", "keys": [{"key": key}]}))
+    given = tmp_path / "given.json"
+    given.write_text(content)
+    files = {"--trust": str(trust), "--checkpoint": None} | {option: str(given)}
+    argv = ["trackrecord", "verify"] + [a for o, f in files.items() if f for a in (o, f)]
+    try:
+        code = main(argv)
+    except Exception as e:  # noqa: BLE001 - what the user sees: a traceback
+        code = repr(e)
+    assert code in (1, 2)  # today: 0 for a checkpoint of null (none checked), else a TypeError
