@@ -377,3 +377,39 @@ def test_a_batch_swapped_between_its_hash_and_its_stat_when_filed_again_is_left_
     monkeypatch.setattr(filing, "digest_file", real)
     assert swapped
     assert seen(home, "SELECT run_id FROM rows WHERE run_id = 'r03' AND passed") == []
+
+
+@pytest.fixture
+def state_db(place, home):
+    """The state database of ``place`` (the home's SQLite, or the PostgreSQL of QSOLVE_DATABASE_URL)."""
+    with connect(home=home) as db:
+        yield db
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a rebuild retires the batch another process filed while it ran (a file it never replaced): "
+    "those runs' rows are off every page until a later pass files them again",
+)
+def test_a_rebuild_does_not_retire_a_batch_filed_while_it_ran(state_db, home, monkeypatch):
+    from storage import maintenance
+    from tests.storage.state.test_rebuild import ended
+
+    db = state_db
+    version = db.publish_version("max-cut", "1.0.0", "d1" * 32, [])[0]
+    first = ended(db, version, 4)
+    maintenance.file_ended_runs(db, home)
+    real, other = maintenance.failpoint, []
+
+    def failpoint(name):  # the rebuild has written its batches; another process files runs just ended
+        if name == "trackrecord.rebuilt" and not other:
+            other.extend(ended(db, version, 3, start=4))
+            runs = db.runs_by_id(other)
+            file_rows([maintenance._row(db, r, home) for r in runs], home, db.record_trackrecord_file, db=db)
+        return real(name)
+
+    monkeypatch.setattr(maintenance, "failpoint", failpoint)
+    maintenance.rebuild_track_record(db, home)
+    db.mark_filed_ids(other)  # the other process marks its runs filed, as file_runs does after filing
+    shown = [r["run_id"] for r in seen(home, "SELECT run_id FROM rows ORDER BY run_id")]
+    assert shown == sorted(first + other)  # today: the other process's runs are missing
