@@ -413,3 +413,27 @@ def test_a_rebuild_does_not_retire_a_batch_filed_while_it_ran(state_db, home, mo
     db.mark_filed_ids(other)  # the other process marks its runs filed, as file_runs does after filing
     shown = [r["run_id"] for r in seen(home, "SELECT run_id FROM rows ORDER BY run_id")]
     assert shown == sorted(first + other)  # today: the other process's runs are missing
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="qsolve trackrecord checkpoint signs the head the database's hash column states: its writer "
+    "gets the host's signature on a checkpoint of a log that never was",
+)
+def test_the_host_signs_no_checkpoint_of_a_head_the_log_does_not_have(place, home):
+    from storage.state._tables import trackrecord_log
+
+    file_rows(scenario()[:3], home)
+    file_rows(scenario()[3:6], home)
+    with connect(home=home) as db, db.engine.begin() as connection:  # the database's writer
+        connection.execute(trackrecord_log.update().where(trackrecord_log.c.seq == 2).values(hash="ab" * 32))
+    try:
+        with connect(home=home) as db:
+            checkpoint = db.trackrecord_checkpoint()  # the operator, publishing the log's head
+    except Exception:  # noqa: BLE001 - refusing is right too
+        return
+    host = load_host_key(home, create=False)
+    with connect(home=home) as db:
+        documents = db.trackrecord_log_documents()
+    found = verify(documents, file_reader(Layout(home)), {host.public_hex: None}, checkpoint=checkpoint)
+    assert found.ok, found.problems  # today: "entry 2's hash is not the checkpoint's head"
