@@ -506,3 +506,43 @@ def test_a_maintenance_pass_hashes_no_planted_file_past_the_bound(home, monkeypa
         with connect(home=home) as db:
             refile_lost_runs(db, home)
     assert hashed == []  # today: the planted file, hashed whole (twice)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="compaction checks its inputs against the live set the database's writer can change, not "
+    "the signed log: a forged batch is merged into an h- file the host signs as compacted",
+)
+def test_compaction_merges_no_batch_whose_live_digest_the_log_never_signed(place, home):
+    import io
+
+    import pyarrow.parquet as pq
+
+    from storage.objects import storage_of
+    from storage.state._tables import trackrecord_live
+    from storage.trackrecord import compact
+
+    rows = scenario()
+    file_rows(rows[:3], home)  # r03 failed
+    file_rows(rows[3:], home)
+    with connect(home=home) as db:
+        (batch,) = [f.name for f in db.trackrecord_live_files() if f.rows == 3]
+    forged = passed_forgery(rows[:3])
+    plant(home, batch, forged)  # the folder's (or bucket's) writer, and the database's:
+    with connect(home=home) as db, db.engine.begin() as connection:
+        connection.execute(
+            trackrecord_live.update()
+            .where(trackrecord_live.c.name == batch)
+            .values(digest=digest_bytes(forged), size=len(forged), seen=None)
+        )
+    compact(home)
+    with connect(home=home) as db:
+        heads = [f.name for f in db.trackrecord_live_files() if f.name.startswith("h-")]
+    store = storage_of(home)
+    signed = [
+        r["run_id"]
+        for name in heads
+        for r in pq.read_table(io.BytesIO(store.get(f"trackrecord/{name}"))).to_pylist()
+        if r["passed"] and r["run_id"] == "r03"
+    ]
+    assert signed == []  # today: ['r03'], in an h- file of an entry this host signed as compacted
