@@ -546,3 +546,26 @@ def test_compaction_merges_no_batch_whose_live_digest_the_log_never_signed(place
         if r["passed"] and r["run_id"] == "r03"
     ]
     assert signed == []  # today: ['r03'], in an h- file of an entry this host signed as compacted
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="verify where no state database is found (a reader's copy of the files, the database not "
+    "beside them) creates an empty one and exits 0, 'the track record verifies'",
+)
+def test_verify_without_a_state_database_does_not_pass(home, tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    from qsolve.cli import main
+
+    file_rows(scenario()[:3], home)
+    key = load_host_key(home, create=False).public_hex
+    trust = tmp_path / "keys.json"
+    trust.write_text(json.dumps({"format": "wai.quantum.receipt-keys/1", "keys": [{"key": key}]}))
+    copy = tmp_path / "copy"  # an outside reader's copy of the track record's files, the database left out
+    shutil.copytree(Layout(home).folder, copy / "trackrecord")
+    monkeypatch.setenv("QSOLVE_HOME", str(copy))
+    code = main(["trackrecord", "verify", "--trust", str(trust)])
+    assert code != 0  # today: 0
+    assert not (copy / "state.db").exists()  # today: an empty one, made by verify
