@@ -1,8 +1,23 @@
 """A second attacker's findings on issue 34 (readers read only the live set, verified; the signed log;
 the maintenance pass's set-aside and refile; two processes at once), after the first attack's were
 closed (``test_issue34_attacks``). Each acts as the folder's (or bucket's) writer, the state database's
-writer (who holds no host key the operator endorsed), or both; each is a strict xfail that passes once
-mended.
+writer (who holds no host key the operator endorsed), both, or an operator; each is a strict xfail that
+passes once mended.
+
+- a batch swapped between its link and the stat its ``seen`` key is taken from (and, filed again,
+  between its hash and that stat) is read unhashed by every reader for good;
+- a ``trackrecord_files`` row of the database's writer gets a rewritten batch signed as ``filed`` by the
+  next filing of its runs; compaction checks its inputs against the live set, not the signed log, and
+  signs a forged batch into an ``h-`` file;
+- ``qsolve trackrecord verify``: a live name that is a directory (traceback) or a FIFO (hangs); an entry
+  not of its form (traceback); an unsigned entry's name and size read anywhere (``/dev/zero``, 1 TB); a
+  live row's size changed, or the whole log emptied, not named; a ``--checkpoint`` of ``null`` taken as
+  none; no state database: one made, and "verifies";
+- ``qsolve trackrecord checkpoint`` signs the head the ``hash`` column states;
+- a pass sets aside the batch another process filed under a planted name meanwhile; a rebuild retires a
+  batch filed while it ran;
+- a planted file in the folder read past ``TRACKRECORD_FILE_BYTES``: its footer by every reader, its
+  bytes hashed by the pass.
 """
 
 from __future__ import annotations
