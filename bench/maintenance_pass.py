@@ -9,15 +9,17 @@ checkout: `python -m deployments.pool --pool qsolve-N --home ...`, the `maintena
 `prefect.yaml` (entrypoint, work queue, job variables; named `maintenance-N`, its schedule left out so
 that only the bench's runs are timed), and `qsolve worker --pool qsolve-N` with that checkout first on
 PYTHONPATH. Rounds alternate the checkouts, so a busy machine weighs on each alike. A round creates a
-flow run of the deployment, due now, and waits for its final state and for the worker's process tree to
-be back to what it was. Per run:
+flow run of the deployment due 15 s later (as the schedule makes them ahead of time), and waits for its
+final state and for the worker's process tree to be back to what it was. Per run:
 
-- wall: from the run's creation to its final state, split into ``taken`` (Scheduled until Pending: the
-  worker's poll), ``start`` (Pending until Running: a process, its imports, the engine's set-up) and
-  ``body`` (Running until final: the flow's tasks, logs, artifact, and the pass itself);
+- wall: from the time the run is due to its final state, split into ``taken`` (due until Pending: the
+  worker's claim; negative when it claims ahead), ``start`` (Pending until Running: a process, its
+  imports, the engine's set-up) and ``body`` (Running until final: the flow's tasks, logs, artifact, and
+  the pass itself);
 - cpu: user and system seconds of the worker's whole process tree (``qsolve worker``, Prefect's worker,
-  every flow-run process, reaped ones included: /proc's utime, stime, cutime and cstime), from before
-  the run's creation until the tree is back to its size.
+  the maintenance runner, every flow-run process, reaped ones included: /proc's utime, stime, cutime
+  and cstime), from before the run's creation until the tree is back to its size (its 15 s of waiting
+  included); and the Prefect server's over the same time (the run's API calls, and its own loops).
 
 Also: the worker tree's CPU while nothing runs (per minute: its polls), and the pass's own work, the
 five steps of ``storage.maintenance`` called in this process (warm) on the same home. Medians printed.
@@ -36,10 +38,14 @@ import sys
 import tempfile
 import time
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TICK = os.sysconf("SC_CLK_TCK")
+#: each run is due this long after it is made, as the schedule makes them ahead (longer than a worker's
+#: poll, 10 s, so that each worker sees it before it is due)
+AHEAD_S = 15
 
 
 def free_port() -> int:
@@ -114,6 +120,7 @@ class Variant:
         }
         self.walls: list[float] = []
         self.cpus: list[float] = []
+        self.server_cpus: list[float] = []
         self.splits: list[tuple[float, float, float]] = []
         self.worker: subprocess.Popen | None = None
         self.log = tmp / f"worker-{n}.log"
@@ -186,18 +193,22 @@ class Variant:
             time.sleep(0.2)
         return last
 
-    def one(self, size: int) -> None:
+    def one(self, size: int, server: int) -> None:
         from prefect.client.orchestration import get_client
+        from prefect.states import Scheduled
 
-        cpu0 = tree_cpu(self.worker.pid)
+        cpu0, server0 = tree_cpu(self.worker.pid), tree_cpu(server)
         with get_client(sync_client=True) as client:
-            flow_run = client.create_flow_run_from_deployment(self.deployment, parameters={})
-            created = flow_run.state.timestamp
+            due = datetime.now(UTC) + timedelta(seconds=AHEAD_S)
+            flow_run = client.create_flow_run_from_deployment(
+                self.deployment, parameters={}, state=Scheduled(scheduled_time=due)
+            )
+            created = due
             final = wait_until(
                 lambda: (s := client.read_flow_run(flow_run.id).state) and s.is_final() and s, timeout=900
             )
             wait_until(lambda: len(tree(self.worker.pid)) <= size, timeout=300)
-            cpu1 = tree_cpu(self.worker.pid)
+            cpu1, server1 = tree_cpu(self.worker.pid), tree_cpu(server)
             history = client.read_flow_run_states(flow_run.id)
         if not final.is_completed():
             raise SystemExit(f"{self.name}: the pass ended {final.type.value}: {final.message}")
@@ -207,6 +218,7 @@ class Variant:
         body = (final.timestamp - at["RUNNING"]).total_seconds()
         self.walls.append((final.timestamp - created).total_seconds())
         self.cpus.append(cpu1 - cpu0)
+        self.server_cpus.append(server1 - server0)
         self.splits.append((taken, started, body))
 
 
@@ -271,11 +283,12 @@ def main() -> None:
             idle[v.pool] = (tree_cpu(v.worker.pid) - c0) * 60 / args.idle
         for r in range(args.rounds):
             for v in variants:
-                v.one(sizes[v.pool])
+                v.one(sizes[v.pool], server.pid)
                 taken, started, body = v.splits[-1]
                 print(
                     f"round {r + 1} {v.name}: wall {v.walls[-1]:.1f} s (taken {taken:.1f}, start "
-                    f"{started:.1f}, body {body:.1f}), cpu {v.cpus[-1]:.2f} s",
+                    f"{started:.1f}, body {body:.1f}), cpu {v.cpus[-1]:.2f} s "
+                    f"(server {v.server_cpus[-1]:.2f} s)",
                     flush=True,
                 )
         results = []
@@ -285,6 +298,7 @@ def main() -> None:
                 "repo": str(v.repo),
                 "wall_median_s": round(statistics.median(v.walls), 2),
                 "cpu_median_s": round(statistics.median(v.cpus), 2),
+                "server_cpu_median_s": round(statistics.median(v.server_cpus), 2),
                 "taken_start_body_median_s": [
                     round(statistics.median(s[i] for s in v.splits), 2) for i in range(3)
                 ],

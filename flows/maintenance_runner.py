@@ -92,7 +92,7 @@ class Runner:
         from prefect.states import Pending
         from prefect.utilities.engine import propose_state_sync
 
-        from flows.maintenance import maintenance_flow
+        from flows.maintenance import maintenance_flow  # imported once, at the runner's start
 
         deployment = self._deployment(client, flow_run.deployment_id)
         if deployment is None or deployment.entrypoint != ENTRYPOINT:
@@ -173,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
 
     heartbeats()  # before Prefect reads its settings: a pass whose process dies is Crashed, not Running
     import prefect  # noqa: F401 - Prefect's logging, to the API too
+    import prefect.flow_engine  # noqa: F401
+
+    import flows.maintenance  # noqa: F401 - the pass's imports (storage, DuckDB, Arrow) paid once, here
 
     runner = Runner(args.pool, query_seconds())
 
@@ -181,7 +184,10 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(message)s")
+    handler = logging.StreamHandler()  # this module's lines only (the root logger would print every request)
+    handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
     print(
         f"maintenance runner: serving the work queue {args.pool}/{MAINTENANCE_QUEUE} in this process",
         file=sys.stderr,
