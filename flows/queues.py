@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterable
 from qsolve.targets.routing import IBM_QUEUE, PROVIDER_QUEUE_PREFIX
 
 DEFAULT_QUEUE = "default"
+#: the scheduled maintenance passes' queue: served by flows.maintenance_runner (one long-lived process
+#: beside each ``qsolve worker``, which makes it where missing), never polled by Prefect's worker
+MAINTENANCE_QUEUE = "maintenance"
 
 
 def pool_queues(known_providers: Iterable[str] = (), held: Iterable[str] = ()) -> list[str]:

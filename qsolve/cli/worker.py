@@ -9,13 +9,21 @@ registering again every ``QSOLVE_WORKER_RENEW_S`` (60 s) while it lives: a host 
 not seen any more, and after ``storage.state._holders.STALE_AFTER`` (10 minutes) is not counted as
 holding its providers. SIGTERM and SIGINT are passed on to the worker; this command then exits 128 + the
 signal (143 for SIGTERM, as a shell says it), whether the worker died of it or ended cleanly. ``--print``
-prints that command instead of running it. Exit codes: 0 done, 2 misuse (a providers.yaml that does not
-read), 128 + N stopped by signal N, else the worker's.
+prints that command instead of running it.
+
+Beside it runs ``python -m flows.maintenance_runner --pool P``, which serves the pool's ``maintenance``
+work queue (the scheduled maintenance passes) in one long-lived process instead of a new interpreter a
+minute (issue 39, item 3: :mod:`flows.maintenance_runner`); Prefect's worker does not poll that queue.
+It is stopped with the worker, and started again (said) if it dies while the worker lives.
+
+Exit codes: 0 done, 2 misuse (a providers.yaml that does not read), 128 + N stopped by signal N, else
+the worker's.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shlex
@@ -27,6 +35,7 @@ from typing import Any
 
 DEFAULT_POOL = "qsolve"
 DEFAULT_QUEUE = "default"
+MAINTENANCE_QUEUE = "maintenance"  # flows.queues.MAINTENANCE_QUEUE: the maintenance runner serves it
 RENEW_VARIABLE = "QSOLVE_WORKER_RENEW_S"
 RENEW_S = 60.0
 
@@ -62,6 +71,12 @@ def worker_command(pool: str, queues: list[str], args: argparse.Namespace) -> li
     return command
 
 
+def runner_command(pool: str, args: argparse.Namespace) -> list[str]:
+    """The maintenance runner's command: the pool's scheduled passes, served in one process."""
+    command = [sys.executable, "-m", "flows.maintenance_runner", "--pool", pool]
+    return command + (["--run-once"] if args.run_once else [])
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     from qsolve.home import host_name
     from qsolve.providers.registry import RegistryError
@@ -91,7 +106,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     try:
         from flows.queues import ensure_queues
 
-        ensure_queues(args.pool, polled, _say)  # a queue the pool lacks: Prefect's worker would take nothing
+        # a queue the pool lacks: Prefect's worker would take nothing
+        ensure_queues(args.pool, [*polled, MAINTENANCE_QUEUE], _say)
     except Exception as e:  # noqa: BLE001 - the Prefect server does not answer: one line
         print(
             f"qsolve worker: the work queues of pool {args.pool} were not made: {_one_line(e)}",
@@ -100,7 +116,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 2
     sys.stdout.flush()
     sys.stderr.flush()
-    return run_registered(command, host, queues, every, pool=args.pool)
+    return run_registered(
+        command, host, queues, every, pool=args.pool, runner=runner_command(args.pool, args)
+    )
 
 
 def _say(line: str) -> None:
@@ -129,6 +147,20 @@ def _check_queues(pool: str, polled: list[str]) -> None:
         _say(f"could not read the work queues of pool {pool}: {_one_line(e)}")
 
 
+def _stop_runner(process: subprocess.Popen | None) -> None:
+    """The maintenance runner stopped: SIGTERM (a pass it runs ends first, or is Crashed by Prefect's
+    engine), then SIGKILL after 60 s."""
+    if process is None:
+        return
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def renew_seconds() -> float:
     """How often a running worker registers again: ``QSOLVE_WORKER_RENEW_S``, else 60 s."""
     text = os.environ.get(RENEW_VARIABLE, "").strip()
@@ -144,23 +176,37 @@ def renew_seconds() -> float:
 
 
 def run_registered(
-    command: list[str], host: str, queues: list[str], every: float, pool: str | None = None
+    command: list[str],
+    host: str,
+    queues: list[str],
+    every: float,
+    pool: str | None = None,
+    runner: list[str] | None = None,
 ) -> int:
     """Run the worker ``command`` as a child, registering ``host``'s ``queues`` every ``every`` seconds
     while it lives; its exit code (128 + the signal's number after a stop passed on, as a shell says it,
     whether Prefect's worker dies of it or ends cleanly). A database that does not answer a renewal is
     tried again next time. With ``pool``, each renewal also checks that the queues it polls exist: one
-    deleted meanwhile (Prefect's worker then takes nothing, and says nothing) is said and made again."""
+    deleted meanwhile (Prefect's worker then takes nothing, and says nothing) is said and made again.
+    ``runner`` (the maintenance runner's command) runs beside the worker: signals are passed on to it too,
+    it is stopped when the worker ends, and one that died while the worker lives is said and started
+    again at the next renewal."""
     from storage.state import connect
 
     stop = threading.Event()
     child: subprocess.Popen | None = None
+    beside: list[subprocess.Popen] = []  # the maintenance runner, the latest last
     caught: list[int] = []
 
     def pass_on(signum: int, _frame: object) -> None:
         caught.append(signum)
-        if child is not None and child.poll() is None:
-            child.send_signal(signum)
+        for process in [child, *beside[-1:]]:
+            if process is not None and process.poll() is None:
+                process.send_signal(signum)
+
+    def start_runner() -> None:
+        if runner is not None and not caught and not stop.is_set():
+            beside.append(subprocess.Popen(runner, process_group=0))
 
     def renew() -> None:
         while not stop.wait(every):
@@ -170,12 +216,18 @@ def run_registered(
             except Exception as e:  # noqa: BLE001 - a busy or lost database: next time
                 log.warning("qsolve worker: could not renew %s's registration: %s", host, e)
             if pool is not None:
-                _check_queues(pool, [DEFAULT_QUEUE, *queues])
+                _check_queues(pool, [DEFAULT_QUEUE, *queues, MAINTENANCE_QUEUE])
+            if beside and (code := beside[-1].poll()) is not None and not caught and not stop.is_set():
+                if runner is not None and "--run-once" in runner:
+                    continue
+                _say(f"the maintenance runner ended ({code}): started again")
+                start_runner()
 
     before = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGTERM, signal.SIGINT)}
     renewing = threading.Thread(target=renew, name="qsolve-worker-renew", daemon=True)
     try:
         child = subprocess.Popen(command, process_group=0)  # a signal reaches it once: passed on from here
+        start_runner()
         if caught:  # a stop that came while it started
             child.send_signal(caught[0])
         renewing.start()
@@ -186,6 +238,10 @@ def run_registered(
         stop.set()
         if renewing.is_alive():
             renewing.join(timeout=5)
+        if beside and not caught and runner is not None and "--run-once" in runner:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # its one poll's passes, finished
+                beside[-1].wait(timeout=600)
+        _stop_runner(beside[-1] if beside else None)
     if caught and code == 0:  # a worker that stops cleanly on the signal passed on: stopped all the same
         return 128 + caught[0]
     return code if code >= 0 else 128 - code
