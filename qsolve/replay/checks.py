@@ -73,6 +73,11 @@ def check(bundle: Bundle, trust: Any | None = None) -> Checked:
     for row in out.rows:
         if not row.simulated:
             out.receipts[row.run_id] = _receipts(bundle, row, trust_list)
+            out.problems += out.receipts[row.run_id].problems
+    held = [r for r in out.receipts.values() if not r.problems]
+    if held:
+        n = sum(len(r.jobs) for r in held)
+        out.said.append(f"{n} receipts of {len(held)} hardware rows verify strictly against the trust list")
     return out
 
 

@@ -8,6 +8,8 @@ the platform's own runner (``qsolve.validation.jobs.run_cases_job``, as ``qsolve
   again from the device's own counts; only where its receipts all verify;
 - any other row (an ``ibm:`` device's): not recomputed, and why.
 
+A bundle whose checks fail runs nothing: its verdict is FAIL, naming the first problem.
+
 Nothing here reads a state database or the network.
 """
 
@@ -73,7 +75,11 @@ def replay(
     """Check ``bundle`` and run its rows again (see the module's docstring)."""
     start = time.monotonic()
     checked = check(bundle, trust)
-    rows = _run(bundle, checked, tell, require_confinement) if checked.rows else []
+    if checked.problems:  # nothing of a bundle that does not verify is the platform's: nothing runs
+        why = "the bundle does not verify (see its problems)"
+        rows = [RowReplay(**_base(r), outcome="not_run", detail=why) for r in checked.rows]
+    else:
+        rows = _run(bundle, checked, tell, require_confinement)
     passing = sum(r.outcome in PASSING for r in rows)
     ok = not checked.problems and bool(rows) and passing == len(rows)
     return ReplayReport(
@@ -109,6 +115,10 @@ def _verdict(checked: Checked, rows: list[RowReplay], ok: bool) -> str:
     )
     more = len(checked.problems) + sum(r.outcome not in PASSING for r in rows) - 1
     return f"FAIL: {first}" + (f" (and {more} more)" if more > 0 else "") + (f"; {said}" if said else "")
+
+
+def _base(row: Row) -> dict[str, Any]:
+    return dict(run_id=row.run_id, case=row.case_name, target=row.target, source=row.source)
 
 
 def _cases(bundle: Bundle) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -153,7 +163,7 @@ def _run(
     plan: list[tuple[Any, list[Row], SealedCounts | None]] = []  # (case, its rows, its replay target)
     shared: dict[tuple, int] = {}
     for row in checked.rows:
-        base = dict(run_id=row.run_id, case=row.case_name, target=row.target, source=row.source)
+        base = _base(row)
         case, why = _case_for(row, cases, hardware)
         if case is None:
             out[row.run_id] = RowReplay(
@@ -202,7 +212,7 @@ def _run(
         results = (outcome.report or {}).get("results", [])
         for i, (_, rows, target) in enumerate(plan):
             for row in rows:
-                base = dict(run_id=row.run_id, case=row.case_name, target=row.target, source=row.source)
+                base = _base(row)
                 if i >= len(results):
                     why = outcome.died or "the sandbox job ended before it"
                     out[row.run_id] = RowReplay(**base, outcome="not_run", detail=why)
