@@ -77,7 +77,10 @@ def check(bundle: Bundle, trust: Any | None = None) -> Checked:
     held = [r for r in out.receipts.values() if not r.problems]
     if held:
         n = sum(len(r.jobs) for r in held)
-        out.said.append(f"{n} receipts of {len(held)} hardware rows verify strictly against the trust list")
+        rows = "1 hardware row" if len(held) == 1 else f"{len(held)} hardware rows"
+        out.said.append(
+            f"{n} receipts ({rows}) verify strictly against the trust list, each sealing its row's run"
+        )
     return out
 
 

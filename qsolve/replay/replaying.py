@@ -70,9 +70,11 @@ def replay(
     trust: Any | None = None,
     *,
     tell: Callable[[str], None] = lambda line: None,
-    require_confinement: bool = False,
+    require_confinement: bool | None = None,
 ) -> ReplayReport:
-    """Check ``bundle`` and run its rows again (see the module's docstring)."""
+    """Check ``bundle`` and run its rows again (see the module's docstring). The bundle's code is
+    another's: it runs only in a workflow process with the full boundary, as a platform run does, unless
+    ``QSOLVE_ACCEPT_UNCONFINED_CODE=1`` (``require_confinement`` None) or ``require_confinement`` says."""
     start = time.monotonic()
     checked = check(bundle, trust)
     if checked.problems:  # nothing of a bundle that does not verify is the platform's: nothing runs
@@ -147,8 +149,9 @@ def _case_for(row: Row, cases: list[dict[str, Any]], hardware: list[dict[str, An
 
 
 def _run(
-    bundle: Bundle, checked: Checked, tell: Callable[[str], None], require_confinement: bool
+    bundle: Bundle, checked: Checked, tell: Callable[[str], None], require_confinement: bool | None
 ) -> list[RowReplay]:
+    from qsolve.errors import Unconfined
     from qsolve.judging.results import CaseResult
     from qsolve.targets import use
     from qsolve.validation.jobs import Limits, run_cases_job
@@ -206,15 +209,19 @@ def _run(
                     use(target)
                 tell(f"case {i + 1} of {len(plan)}: {case.name} on {case.target}")
 
-            outcome = run_cases_job(
-                folder, [p[0] for p in plan], limits, before, require_confinement=require_confinement
-            )
-        results = (outcome.report or {}).get("results", [])
+            try:
+                outcome = run_cases_job(
+                    folder, [p[0] for p in plan], limits, before, require_confinement=require_confinement
+                )
+                died = outcome.died
+            except Unconfined as e:  # the bundle's code is another's: never run without the boundary
+                outcome, died = None, f"{e} (QSOLVE_ACCEPT_UNCONFINED_CODE=1 runs it all the same)"
+        results = ((outcome.report if outcome else None) or {}).get("results", [])
         for i, (_, rows, target) in enumerate(plan):
             for row in rows:
                 base = _base(row)
                 if i >= len(results):
-                    why = outcome.died or "the sandbox job ended before it"
+                    why = died or "the sandbox job ended before it"
                     out[row.run_id] = RowReplay(**base, outcome="not_run", detail=why)
                     continue
                 result = CaseResult.model_validate(results[i])
