@@ -233,3 +233,44 @@ def test_an_archive_changed_and_renamed_to_its_new_digest_gives_other_numbers(
     simulated = [r for r in report["rows"] if not r["target"].startswith("provider:")]
     assert simulated and all(r["outcome"] == "different" for r in simulated), report["rows"]
     assert all("recorded" in r["detail"] and "now" in r["detail"] for r in simulated)
+
+
+def test_a_row_is_reproduced_exactly_equal_within_tolerance_or_different_naming_the_number(exported) -> None:
+    """The comparison, on a real run's result as the platform stored it: the same hash; every number
+    within the reproducible gate's tolerances (relative 1e-8); or the first number that moved."""
+    from qsolve.judging.results import CaseResult
+    from qsolve.replay.compare import compare
+    from qsolve.replay.rows import Row
+    from storage.state import connect
+
+    rows = [Row.model_validate(r) for r in json.loads(entries(exported["bundle"])["rows.json"])]
+    row = next(r for r in rows if r.target == "sim-cpu" and r.quantum)
+    with connect(home=exported["root"] / "home") as db:
+        result = CaseResult.model_validate(db.get_run(row.run_id).result)
+    assert compare(row, result) == ("exact", None)
+    nudged = result.model_copy(update={"quantum": result.quantum * (1 + 1e-11)}).with_hash()
+    assert nudged.result_hash != row.result_hash
+    assert compare(row, nudged) == ("close", None)
+    moved = result.model_copy(update={"gap": (result.gap or 0.0) + 0.125}).with_hash()
+    how, detail = compare(row, moved)
+    assert how == "different" and detail.startswith("gap: recorded")
+
+
+def test_a_circuit_other_than_the_one_sealed_next_is_named(exported) -> None:
+    """The replay target of a hardware row answers a circuit only with the counts of the receipt that
+    sealed its compiled program, in order."""
+    from qiskit import qasm3
+
+    from qsolve.replay.bundle import read_bundle
+    from qsolve.replay.sealed import SealedCounts, SealedMismatch
+
+    bundle = read_bundle(exported["bundle"])
+    row = next(r for r in bundle.rows if r["target"].startswith("provider:"))
+    jobs = [json.loads(bundle.receipts[d]) for d in row["receipt_digest"].split(",")]
+    target = SealedCounts(row["target"], bundle.providers[jobs[0]["result"]["provider"]["describe"]], jobs)
+    first = qasm3.loads(jobs[0]["request"]["qasm"])
+    sent = target.transpile([first], seed=row["seed"])
+    assert target.execute(sent, jobs[0]["result"]["shots"], 0) == [jobs[0]["result"]["counts"]]
+    with pytest.raises(SealedMismatch, match="circuit 2 compiles to program .*, and receipt 2 sealed"):
+        target.transpile([first], seed=row["seed"])  # the first circuit again, where the second was sealed
+    assert target.problem is not None and target.used == 1
