@@ -73,7 +73,8 @@ def check(bundle: Bundle, trust: Any | None = None) -> Checked:
     for row in out.rows:
         if not row.simulated:
             out.receipts[row.run_id] = _receipts(bundle, row, trust_list)
-            out.problems += out.receipts[row.run_id].problems
+            if row.receipts:  # a row that names none (filed before receipts) is only not recomputed
+                out.problems += out.receipts[row.run_id].problems
     held = [r for r in out.receipts.values() if not r.problems]
     if held:
         n = sum(len(r.jobs) for r in held)

@@ -28,3 +28,16 @@ def test_the_page_links_its_bundle_and_the_bundle_checks_offline(seeded, client)
 def test_no_bundle_for_a_version_never_published(seeded, client) -> None:
     answer = client.get("/workflows/max-cut/versions/7.0.0/replay.zip")
     assert answer.status_code == 404 and "max-cut" in answer.text
+
+
+def test_an_earlier_versions_bundle_holds_its_hardware_row_that_names_no_receipt(seeded, client) -> None:
+    """0.9.0's ibm: row was filed with no receipt: the bundle still checks, and that row alone is one a
+    replay cannot recompute, saying why."""
+    answer = client.get("/workflows/max-cut/versions/0.9.0/replay.zip")
+    assert answer.status_code == 200
+    found = check(read_bundle(answer.content))
+    assert not found.problems, found.problems
+    (hardware,) = [r for r in found.rows if r.target.startswith("ibm:")]
+    assert found.receipts[hardware.run_id].problems == [
+        f"row {hardware.run_id[:12]} ({hardware.case_name} on {hardware.target}): names no receipt"
+    ]
