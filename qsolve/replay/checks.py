@@ -7,7 +7,8 @@
     files       each track-record file is live in the log's fold, its bytes have the digest and size its
                 entry signed, and its runs are those the entry lists (a batch) or hashes (a compaction)
     rows        ``rows.json`` is exactly the version's rows in those files, member for member
-    archive     its bytes have the digest the bundle names, and it is that workflow's version
+    archive     its bytes have the digest the bundle names, it is that workflow's version, and
+                ``cases.json``'s cases are its own ``benchmarks/cases.yaml``
     receipts    each receipt a hardware row names has the bytes of its digest, verifies strictly against
                 the trust list, seals the row's run in its request, and the row's circuits and shots are
                 its receipts' (one receipt a circuit)
@@ -25,7 +26,7 @@ from blake3 import blake3
 
 from qsolve.receipts import trackrecord_log as log
 
-from .bundle import ARCHIVE, CHECKPOINT, LOG, ROWS, TRUST, Bundle
+from .bundle import ARCHIVE, CASES, CHECKPOINT, LOG, ROWS, TRUST, Bundle
 from .rows import Row, file_run_ids, version_rows
 
 
@@ -169,11 +170,39 @@ def _rows(bundle: Bundle, in_files: dict[str, tuple[str, dict]], out: Checked) -
 
 
 def _archive(bundle: Bundle, out: Checked) -> None:
+    """The archive is the version's digest, of the workflow and version the bundle names, and the cases
+    a replay runs are its own ``benchmarks/cases.yaml``."""
     if blake3(bundle.archive).hexdigest() != bundle.index.digest:
         out.problems.append(
             f"{ARCHIVE}: its bytes are not the version's digest {bundle.index.digest[:16]} "
             "(the archive changed)"
         )
+        return
+    import tempfile
+    from pathlib import Path
+
+    import yaml
+
+    from qsolve.workflow.folder import CASES as CASES_FILE
+    from qsolve.workflow.folder import load_manifest
+    from qsolve.workflow.publication import unpack
+
+    index = bundle.index
+    try:
+        with tempfile.TemporaryDirectory(prefix="qsolve-replay-") as tmp:
+            folder = unpack(bundle.archive, Path(tmp) / "workflow")
+            manifest = load_manifest(folder)
+            cases = yaml.safe_load((folder / CASES_FILE).read_text()) or {}
+    except Exception as e:  # noqa: BLE001 - an archive that does not read is named, whatever the reason
+        out.problems.append(f"{ARCHIVE}: does not read as a workflow ({type(e).__name__}: {str(e)[:200]})")
+        return
+    if (manifest.name, manifest.version) != (index.workflow, index.version):
+        out.problems.append(
+            f"{ARCHIVE}: it is {manifest.name} {manifest.version}, not {index.workflow} {index.version}"
+        )
+    given = bundle.cases.get("cases") if isinstance(bundle.cases, dict) else None
+    if given != (cases.get("cases") or []):
+        out.problems.append(f"{CASES}: its cases are not the archive's {CASES_FILE} (the cases changed)")
 
 
 def _receipts(bundle: Bundle, row: Row, trust_list: Any) -> RowReceipts:

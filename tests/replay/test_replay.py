@@ -177,6 +177,13 @@ def _change_archive(files: dict[str, bytes]) -> str:
     return "the archive changed"
 
 
+def _change_cases(files: dict[str, bytes]) -> str:
+    cases = json.loads(files["cases.json"])
+    cases["cases"][0]["seed"] = cases["cases"][0].get("seed", 0) + 1
+    files["cases.json"] = json.dumps(cases).encode()
+    return "the cases changed"
+
+
 TAMPERS = {
     "a row changed": _change_row,
     "a row changed in its file": _change_row_in_its_file,
@@ -184,6 +191,7 @@ TAMPERS = {
     "a count changed": _change_count,
     "an entry removed": _remove_entry,
     "the archive changed": _change_archive,
+    "the cases changed": _change_cases,
 }
 
 
