@@ -39,6 +39,22 @@ def platform_versions() -> Platform:
     )
 
 
+def _signed_at(trust: dict[str, Any], key: str, last: dict[str, Any]) -> int:
+    """When the checkpoint is signed: at its last entry's time, or, where this host's key was endorsed
+    only later (another host filed that entry), from the key's endorsement on; either is fixed for the
+    same track record, so the checkpoint is the same bytes."""
+    from qsolve.receipts.trust import TrustList
+
+    at = last["entry"]["at_ms"]
+    entry = TrustList.from_value(trust).entries.get(key)
+    if entry is None:
+        raise ExportRefused(
+            f"this host's receipt key {key[:16]} is not endorsed by the operator's root: a checkpoint it "
+            "signs would verify nowhere (qsolve receipt-key; docs/receipts.md)"
+        )
+    return max(at, entry.not_before_ms or 0)
+
+
 def export(name: str, version: str | None = None, home: Path | str | None = None) -> Bundle:
     """The bundle of ``name``'s ``version`` (default: its latest published)."""
     from qsolve.home import host_name, qsolve_home
@@ -87,7 +103,7 @@ def export(name: str, version: str | None = None, home: Path | str | None = None
         last = documents[-1]
         key = db.signing_key(home)
         checkpoint = log.checkpoint_document(
-            size, log.document_hash(last), key, host_name(), last["entry"]["at_ms"]
+            size, log.document_hash(last), key, host_name(), _signed_at(trust, key.public_hex, last)
         )
         digests = sorted({d for r in rows if not r["target"].startswith(SIMULATED)
                           for d in (r["receipt_digest"] or "").split(",") if d})  # fmt: skip
