@@ -1,4 +1,5 @@
-"""The track record's signed append-only log (issue 34, item 2; issue 40: in the core, so that a replay checks it with no state database): what the state database keeps of every
+"""The track record's signed append-only log (issue 34, item 2; in the core since issue 40, so that a
+replay checks it with no state database): what the state database keeps of every
 file filed or compacted, as self-contained JSON anyone can check offline.
 
 An **entry** is a document ``{"entry": {...}, "signature": "<128 hex>"}``; its entry, of the format
