@@ -6,6 +6,7 @@ hardware     qsolve quote, confirm, refuse               credits     qsolve cred
 calibration  qsolve calibrate                           evaluation  qsolve evaluate, evaluations ...
 knowledge    qsolve knowledge ...                       receipts    qsolve verify, receipt-key
 trackrecord  qsolve page, query, views-sql, ...         web         qsolve serve, accounts
+replay       qsolve export, replay
 server       qsolve server start|stop|status            worker      qsolve worker
 ibm          python -m qsolve.targets.ibm               report_view how qsolve test shows a report
 
@@ -356,7 +357,7 @@ def _rebuild_track_record(args: argparse.Namespace) -> int:
 #: the modules of the command line's areas, in the order the help lists their commands
 AREAS = (
     "trackrecord", "receipts", "providers", "worker", "hardware", "credits", "knowledge", "calibration",
-    "evaluation", "web", "server",
+    "evaluation", "web", "server", "replay",
 )  # fmt: skip
 
 #: the commands of this module
@@ -372,6 +373,7 @@ AREA_OF = {
     "quote": "hardware", "confirm": "hardware", "refuse": "hardware", "credits": "credits",
     "knowledge": "knowledge", "calibrate": "calibration", "evaluate": "evaluation",
     "evaluations": "evaluation", "serve": "web", "accounts": "web", "server": "server",
+    "export": "replay", "replay": "replay",
 }  # fmt: skip
 
 
@@ -518,7 +520,7 @@ READS = {"page", "query", "views-sql", "verify", "receipts"}
 #: folders): run as a command, each gets a janitor, so that even SIGKILL leaves nothing behind
 GUARDED = {
     "submit", "history", "maintenance", "run", "evaluate", "evaluations", "calibrate", "quote", "serve",
-    "confirm", "worker",
+    "confirm", "worker", "replay",
 }  # fmt: skip
 
 

@@ -17,6 +17,7 @@ reading          verify's inputs read (a time, its allowance), a verdict told pl
 endorsement      the host key's proof of possession, the root's endorsement, the root's signed list
 root             the operator's root key: its file, and the public half each machine is configured with
 newest           the newest endorsement of each key this machine has seen (no rollback)
+trackrecord_log  the track record's signed log: its entries, checkpoints, fold and chain check
 
 The commands (``qsolve verify``, ``qsolve receipt-key``) are :mod:`qsolve.cli.receipts`.
 """

@@ -1,4 +1,5 @@
-"""Sandbox jobs: the gates run (seed: "Writing good cases"), and one case as a platform run.
+"""Sandbox jobs: the gates run (seed: "Writing good cases"), one case as a platform run, and a replay's
+cases (``run_cases_job``).
 
 The workflow folder is copied into the job's workflow process's own folder (regular files only, read
 beneath the folder through :mod:`qsolve.workflow.reading`, no link, at most :data:`COPY_MAX_BYTES`); the cases
@@ -47,6 +48,7 @@ from qsolve.workflow.publication import PublicationError, listing
 from qsolve.workflow.reading import read_bytes
 
 if TYPE_CHECKING:
+    from qsolve.workflow.cases import Case
     from qsolve.workflow.manifest import Resources
 
 TIMEOUT_RANGE = (300, 7200)
@@ -338,6 +340,7 @@ def run_case_job(
     platform run refuses workflow code a process without the full boundary
     (:func:`confinement_required`). ``admit``: the job claims its memory budget here (else its caller
     holds the claim: :func:`admitted`); ``tell``: where a wait for memory is said."""
+
     def body(processes: _Processes) -> dict[str, Any] | None:
         processes.begin()
         from qsolve.validation.gate_run import run_one
@@ -351,3 +354,38 @@ def run_case_job(
     if outcome.report is None and outcome.died is None:
         outcome.died = "the run was not approved"
     return outcome
+
+
+def run_cases_job(
+    root: Path,
+    cases: list[Case],
+    limits: Limits,
+    before: Callable[[int, Case], None] = lambda i, c: None,
+    on_event: Event = lambda e: None,
+    *,
+    require_confinement: bool | None = None,
+    tell: Tell | None = None,
+) -> Outcome:
+    """``cases`` (each with its own target, params and seed) run one after another in the sandbox, as
+    the gates run theirs (:class:`~qsolve.validation.gate_run.Runner`, in one workflow process, a new one
+    after a process that failed): what a replay re-runs (``qsolve replay``). ``before(i, case)`` is
+    called on the platform's side before each case (a replay sets the target its circuits run on). The
+    report's ``results`` are the cases' results, in order."""
+
+    def body(processes: _Processes) -> dict[str, Any]:
+        processes.begin()
+        from qsolve.validation.gate_run import Runner
+        from qsolve.workflow.folder import load_workflow
+
+        _open(sorted({c.target for c in cases if c.target and c.target.startswith(("sim-", "fake:"))}))
+        workflow = load_workflow(root)
+        runner = Runner(workflow, "sim-cpu", processes.start)
+        results = []
+        for i, case in enumerate(cases):
+            on_event({"event": "case", "index": i, "total": len(cases), "name": case.name})
+            before(i, case)
+            results.append(runner.run(case).model_dump(mode="json"))
+        return {"results": results}
+
+    require = confinement_required() if require_confinement is None else require_confinement
+    return _run(root, limits, body, require=require, what=f"the replay of {root.name}", tell=tell)

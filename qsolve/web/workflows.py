@@ -20,7 +20,7 @@ import warnings
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from qsolve.web.charts import Point, history_chart, y_range
 from qsolve.web.pages import db, home, render
@@ -164,6 +164,25 @@ def current_page(request: Request, name: str) -> HTMLResponse:
 @router.get("/workflows/{name}/versions/{version}", response_class=HTMLResponse)
 def version_page(request: Request, name: str, version: str) -> HTMLResponse:
     return _show(request, name, version)
+
+
+@router.get("/workflows/{name}/versions/{version}/replay.zip", response_model=None)
+def replay_bundle(request: Request, name: str, version: str) -> Response | HTMLResponse:
+    """The version's replay bundle (``qsolve export``; docs/replay.md): the same bytes every time for the
+    same track record."""
+    from qsolve.web.pages import error_page
+    from storage.trackrecord.export import ExportRefused, export
+
+    try:
+        data = export(name, version, home(request)).to_bytes()
+    except ExportRefused as e:
+        return error_page(request, 404, "No replay bundle", str(e))
+    filename = f"{name}-{version}.replay.zip".replace('"', "")
+    return Response(
+        data,
+        media_type="application/zip",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
 
 
 def _show(request: Request, name: str, version: str | None) -> HTMLResponse:

@@ -1,6 +1,7 @@
 """The track record's signed append-only log, as JSON anyone can check offline (issue 34, item 2): its
-entries, checkpoints, fold and chain check. The form is defined beside the state database that keeps the
-log (``storage.state._trackrecord_entries``, whose docstring describes it); this module is its name here."""
+entries, checkpoints, fold and chain check. The form is defined in the core
+(``qsolve.receipts.trackrecord_log``, whose docstring describes it), so that a replay checks it with no
+state database; this module is its name here."""
 
 from __future__ import annotations
 
