@@ -70,7 +70,8 @@ def add_reference(*flags: str, name: str = "ref", holder: str = "dev") -> None:
 
 class QuoteFlowRun:
     """``quote_flow(*args)`` on a thread: :meth:`paused` waits for its next pause, :meth:`outcomes` for
-    its end."""
+    its end. Their deadlines only bound a wait for an event (at load 35 on 2 cores the first pause took
+    over 90 s: the flow prices its quotes first)."""
 
     def __init__(self, *args: Any) -> None:
         from flows.hardware import quote_flow
@@ -82,7 +83,7 @@ class QuoteFlowRun:
         )
         self.thread.start()
 
-    def paused(self, after_key: str | None = None, timeout_s: float = 90.0):
+    def paused(self, after_key: str | None = None, timeout_s: float = 600.0):
         """The flow run once paused for its next input (one whose pause key is not ``after_key``)."""
         from prefect.client.orchestration import get_client
         from prefect.client.schemas.filters import (
@@ -114,6 +115,6 @@ class QuoteFlowRun:
 
         return read_flow_run_input(keyset_from_paused_state(run.state)["description"], run.id, _sync=True)
 
-    def outcomes(self, timeout_s: float = 120.0) -> list:
+    def outcomes(self, timeout_s: float = 600.0) -> list:
         self.thread.join(timeout_s)
         return self.result["outcomes"]

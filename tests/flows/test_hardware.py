@@ -5,8 +5,10 @@ refused while one is in progress; insufficient credits refuse the run before any
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -19,12 +21,43 @@ from tests.flows.hardware_setup import HARDWARE, REPO, QuoteFlowRun, add_referen
 from tests.qsolve.receipts.roots import endorse_all, trust_root
 
 
-def test_quote_confirm_run_files_the_row_with_valid_receipts(home, tmp_path):
-    add_reference()
-    publish(home, tmp_path)
+@pytest.fixture(scope="module")
+def quoted_template(tmp_path_factory) -> tuple[Path, object, object]:
+    """A home with the reference provider as ``provider:ref``, hw-max-cut published with its one hardware
+    case, and that case's quote requested for ``dev`` (no credits granted yet): where most tests here start.
+    A quote costs a sandboxed estimate and the provider's price (10 to 30 s on a busy machine), so it is
+    made once a module and each test gets a copy of the home (:func:`quoted`); no path in a home names
+    its folder."""
+    root = tmp_path_factory.mktemp("quoted")
+    home = root / "home"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("QSOLVE_HOME", str(home))
+        mp.setenv("QSOLVE_ACCOUNT", "dev")
+        mp.delenv("QSOLVE_DATABASE_URL", raising=False)
+        mp.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+        add_reference()
+        publish(home, root)
+        with connect(home=home) as db:
+            batch, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
+    return home, batch, quote
+
+
+@pytest.fixture
+def quoted(quoted_template, home):
+    """The test's own copy of :func:`quoted_template`'s home, as ``home``: its batch and its quote."""
+    template, batch, quote = quoted_template
+    shutil.copytree(template, home)
+    return batch, quote
+
+
+def test_quote_confirm_run_files_the_row_with_valid_receipts_and_the_page_marks_it(
+    home, tmp_path, quoted, capsys, monkeypatch
+):
+    """One run checked twice: as filed (its row and receipts, each valid) and as an analyst sees it (the
+    page marks the row's receipts verified; ``qsolve receipts`` writes them, each of which verifies)."""
+    batch, quote = quoted
     with connect(home=home) as db:
         db.grant("dev", 100)
-        batch, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
         assert quote.target == "provider:ref" and quote.estimate["circuits"] >= 1
         assert quote.estimate["device"]["cost"] == "free" and not quote.unknown_cost
         with pytest.raises(HardwareRefused, match="not_confirmed"):
@@ -53,19 +86,8 @@ def test_quote_confirm_run_files_the_row_with_valid_receipts(home, tmp_path):
     rows = [r for f in files for r in pq.read_table(f).to_pylist() if r["run_id"] == quote.run_id]
     assert rows and rows[0]["receipt_digest"] == ",".join(outcome.receipts)
 
-
-def test_the_page_marks_a_hardware_row_whose_receipts_verify_and_receipts_writes_them(
-    home, tmp_path, capsys, monkeypatch
-):
-    import json
-
-    add_reference()
-    publish(home, tmp_path)
+    # the page marks the hardware row whose receipts verify, and ``qsolve receipts`` writes them
     with connect(home=home) as db:
-        db.grant("dev", 100)
-        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
-        db.confirm_quote(quote.id, "dev")
-        outcome = run_quote(db, quote.id, home=home)
         endorse_all(db, trust_root(monkeypatch))  # the operator's root endorses the host's key
     capsys.readouterr()
     assert main(["page", "hw-max-cut", "--json"]) == 0
@@ -113,24 +135,20 @@ def test_an_unknown_cost_never_runs_unconfirmed(home, tmp_path, capsys):
         assert db.get_run(quote.run_id).status is RunStatus.CREATED and db.list_provider_jobs() == []
 
 
-def test_insufficient_credits_refuse_the_run_before_anything_is_sent(home, tmp_path):
-    add_reference()
-    publish(home, tmp_path)
+def test_insufficient_credits_refuse_the_run_before_anything_is_sent(home, quoted):
+    _, quote = quoted
     with connect(home=home) as db:
         db.grant("dev", Decimal("0.000001"))
-        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
         db.confirm_quote(quote.id, "dev")
         outcome = run_quote(db, quote.id, home=home)
         assert outcome.reason == "insufficient_credits" and not outcome.recorded
         assert db.list_provider_jobs() == [] and db.get_run(quote.run_id).status is RunStatus.FAILED
 
 
-def test_jobs_past_what_was_authorised_stop_the_run_unrecorded(home, tmp_path, monkeypatch):
-    add_reference()
-    publish(home, tmp_path)
+def test_jobs_past_what_was_authorised_stop_the_run_unrecorded(home, quoted):
+    _, quote = quoted
     with connect(home=home) as db:
         db.grant("dev", 100)
-        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
     # a confirmation that authorised less than one job costs: the first job is never sent
     with connect(home=home) as db:
         db.set_limits(per_run_limit=Decimal("0.01"))
@@ -179,14 +197,12 @@ def test_qsolve_quote_json_lists_each_quote(home, tmp_path, capsys):
     assert {"id", "case", "target", "price"} <= set(listed) and listed["target"] == "provider:ref"
 
 
-def test_the_hardware_flow_runs_only_confirmed_quotes(home, tmp_path, prefect, monkeypatch):
+def test_the_hardware_flow_runs_only_confirmed_quotes(home, quoted, prefect):
     from flows.hardware import hardware_flow
 
-    add_reference()
-    publish(home, tmp_path)
+    batch, quote = quoted
     with connect(home=home) as db:
         db.grant("dev", 100)
-        batch, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
     assert hardware_flow(batch=batch.id) == []  # not confirmed: nothing runs
     with connect(home=home) as db:
         db.confirm_quote(quote.id, "dev")
@@ -252,15 +268,13 @@ def test_the_quote_flow_waits_for_each_confirmation_as_a_run_input(home, tmp_pat
     assert any(quotes[1].id in json.dumps(a.data) for a in table)
 
 
-def test_a_quote_flow_refused_in_progress_ends_failed_naming_why(home, tmp_path, prefect):
+def test_a_quote_flow_refused_in_progress_ends_failed_naming_why(home, quoted, prefect):
     from flows.hardware import quote_flow
 
-    add_reference()
-    publish(home, tmp_path)
+    batch, quote = quoted
     with connect(home=home) as db:
-        batch, quotes = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
         db.grant("dev", 100)
-        db.confirm_quote(quotes[0].id, "dev")  # a confirmed quote to run: the batch is in progress
+        db.confirm_quote(quote.id, "dev")  # a confirmed quote to run: the batch is in progress
     state = quote_flow("hw-max-cut", "dev", target="provider:ref", return_state=True)
     assert state.is_failed() and "in progress" in state.message and batch.id in state.message
 
@@ -421,7 +435,7 @@ def test_a_quote_left_unanswered_is_not_run_and_the_flow_run_ends(home, tmp_path
 
 
 def test_a_hardware_run_killed_before_it_was_marked_filed_is_filed_once_by_maintenance(
-    home, tmp_path, capsys, monkeypatch
+    home, quoted, capsys, monkeypatch
 ):
     """The process running a quote dies (SIGKILL) between writing its row and marking it filed; the
     maintenance pass files it: one row, naming its receipts, which verify on the page."""
@@ -430,11 +444,9 @@ def test_a_hardware_run_killed_before_it_was_marked_filed_is_filed_once_by_maint
 
     import pyarrow.parquet as pq
 
-    add_reference()
-    publish(home, tmp_path)
+    _, quote = quoted
     with connect(home=home) as db:
         db.grant("dev", 100)
-        _, (quote,) = request_quotes(db, "hw-max-cut", "dev", target="provider:ref", home=home)
         db.confirm_quote(quote.id, "dev")
     code = (
         "from storage.state import connect\nfrom tasks.hardware import run_quote\n"

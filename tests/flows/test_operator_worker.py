@@ -12,7 +12,8 @@
 - SIGKILL of ``qsolve worker``'s process group leaves no Prefect worker and no flow run behind.
 
 The flows' code runs from the worker's environment (PYTHONPATH, else the installed package). Each test
-makes its own pool and deployments and removes them.
+makes its own pool and deployments and removes them, but for the rejected submission and the crashed
+history run, which share one pool and one worker (``shared``).
 """
 
 from __future__ import annotations
@@ -113,6 +114,26 @@ def platform(prefect, tmp_path: Path) -> Iterator[Platform]:
     made_here = Platform(tmp_path)
     try:
         yield made_here
+    finally:
+        made_here.remove()
+
+
+@pytest.fixture(scope="module")
+def shared(prefect, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Platform, subprocess.Popen]]:
+    """One pool and one worker (host-s) for the tests whose flow runs ask nothing of their own of the worker
+    (its start costs 10 to 60 s on a busy machine): the submission and history deployments, hw-max-cut
+    published, and the failpoint that SIGKILLs a history flow run once it holds the stage (a submission
+    rejected at its folder never reaches it). A test waits for its flow run's process to end."""
+    from tests.flows.hardware_setup import publish
+
+    made_here = Platform(tmp_path_factory.mktemp("shared"))
+    try:
+        publish(made_here.home, made_here.root)
+        made_here.deploy("submission", "flows.submission:submission_flow")
+        made_here.deploy("history", "flows.history:history_flow")
+        env = _env(made_here.home, "host-s", QSOLVE_FAILPOINT="history.claimed")
+        with worker(made_here, env) as w:
+            yield made_here, w
     finally:
         made_here.remove()
 
@@ -255,49 +276,54 @@ def test_cancelling_an_evaluation_flow_run_cancels_its_run_and_a_failed_one_is_f
     _fresh_evaluation_limit()
     platform.deploy("evaluation", "flows.evaluation:evaluation_flow")
     env = _env(platform.home, "host-e")
-    with ModelServer({k: slow(v, 600) for k, v in HEALTHY.items()}) as server, worker(platform, env) as w:
-        _declare(platform.home, server)
-        run = platform.run("evaluation", task="CheckT1", chip="fake:fez")  # no run_id among its parameters
+    with worker(platform, env) as w:  # one worker takes both runs (its start costs 10 to 60 s at load)
+        with ModelServer({k: slow(v, 600) for k, v in HEALTHY.items()}) as server:
+            # its questions wait for the cancel (at load 30 the cancel command took longer than the default
+            # 5 s a question, and the run had failed before it came)
+            _declare(platform.home, server, timeout_seconds=3 * WAIT_S)
+            # no run_id among its parameters
+            run = platform.run("evaluation", task="CheckT1", chip="fake:fez")
 
-        def started():
-            with open_store(platform.home) as store:
-                return [r for r in store.db.list_evaluation_runs() if r.status == "running"]
+            def started():
+                with open_store(platform.home) as store:
+                    return [r for r in store.db.list_evaluation_runs() if r.status == "running"]
 
-        (evaluation,) = _until(started) or [None]
-        assert evaluation is not None, w.log.read_text()[-3000:]
-        cancel = subprocess.run(
-            [sys.executable, "-m", "prefect", "flow-run", "cancel", str(run)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert cancel.returncode == 0, cancel.stderr[-2000:]
-        state = _final(run)
+            (evaluation,) = _until(started) or [None]
+            assert evaluation is not None, w.log.read_text()[-3000:]
+            cancel = subprocess.run(
+                [sys.executable, "-m", "prefect", "flow-run", "cancel", str(run)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert cancel.returncode == 0, cancel.stderr[-2000:]
+            state = _final(run)
 
-        def ended():
-            with open_store(platform.home) as store:
-                return store.db.get_evaluation_run(evaluation.id).status == "cancelled"
+            def ended():
+                with open_store(platform.home) as store:
+                    return store.db.get_evaluation_run(evaluation.id).status == "cancelled"
 
-        assert _until(ended, timeout=120), w.log.read_text()[-3000:]
+            assert _until(ended, timeout=120), w.log.read_text()[-3000:]
+
+        with open_store(platform.home) as store:
+            first = store.list(task="CheckT1", chip="fake:fez")[0].id
+        with ModelServer({k: fail(500) for k in HEALTHY}) as server:
+            _declare(platform.home, server)
+            failing = platform.run("evaluation", task_ids=[first])
+            failed = _final(failing)
     assert state.is_cancelled(), state
     logs = _logs(run)
     said = [log.message for log in logs]
     assert not any("error was encountered while running hook" in m for m in said), said
     assert not [log.message for log in logs if log.level >= 40], said  # a cancel is no error
 
-    with open_store(platform.home) as store:
-        first = store.list(task="CheckT1", chip="fake:fez")[0].id
-    with ModelServer({k: fail(500) for k in HEALTHY}) as server, worker(platform, env, "worker-2") as w:
-        _declare(platform.home, server)
-        run = platform.run("evaluation", task_ids=[first])
-        state = _final(run)
-    assert state.is_failed(), (state, w.log.read_text()[-3000:])
+    assert failed.is_failed(), (failed, w.log.read_text()[-3000:])
     with open_store(platform.home) as store:
         (latest, *_) = sorted(store.db.list_evaluation_runs(), key=lambda r: r.created_at, reverse=True)
-    assert latest.status == "failed" and state.message.startswith(f"{latest.id}  failed ")
-    assert "\n" not in state.message
-    logs = _logs(run)
+    assert latest.status == "failed" and failed.message.startswith(f"{latest.id}  failed ")
+    assert "\n" not in failed.message
+    logs = _logs(failing)
     assert not [log.message for log in logs if log.level >= 40], [
         log.message for log in logs if log.level >= 40
     ]
@@ -338,11 +364,11 @@ def test_a_third_evaluation_run_waits_while_two_run(platform: Platform) -> None:
     assert most <= 2 * 6, most  # two runs x one record at a time x six questions
 
 
-def test_a_rejected_submission_logs_no_error(platform: Platform) -> None:
-    platform.deploy("submission", "flows.submission:submission_flow")
-    with worker(platform, _env(platform.home, "host-s")) as w:
-        run = platform.run("submission", folder=str(platform.root / "no-such-folder"))
-        state = _final(run)
+def test_a_rejected_submission_logs_no_error(shared: tuple[Platform, subprocess.Popen]) -> None:
+    platform, w = shared
+    run = platform.run("submission", folder=str(platform.root / "no-such-folder"))
+    state = _final(run)
+    assert _until(lambda: not _flow_run_processes(w.pid), timeout=120), _flow_run_processes(w.pid)
     assert state.is_failed() and "no such folder" in state.message, (state, w.log.read_text()[-3000:])
     logs = _logs(run)
     assert not [log.message for log in logs if log.level >= 40], [
@@ -385,22 +411,20 @@ def test_a_quote_flow_run_goes_to_the_queue_of_the_target_it_prices(platform: Pl
         assert store.db.list_quotes() == []  # nothing priced here
 
 
-def test_a_crashed_history_run_says_what_is_left_and_the_command_that_finishes_it(platform: Platform) -> None:
+def test_a_crashed_history_run_says_what_is_left_and_the_command_that_finishes_it(
+    shared: tuple[Platform, subprocess.Popen],
+) -> None:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-    from tests.flows.hardware_setup import publish
-
-    publish(platform.home, platform.root)
-    platform.deploy("history", "flows.history:history_flow")
-    env = _env(platform.home, "host-h", QSOLVE_FAILPOINT="history.claimed")  # SIGKILL once it holds the stage
-    with worker(platform, env) as w:
-        run = platform.run("history", workflow="hw-max-cut", version="1.0.0")
-        state = _until(
-            lambda: (s := _state(run)).is_crashed() and "qsolve history" in (s.message or "") and s,
-            timeout=WAIT_S,
-        )
-        assert state, (_state(run), w.log.read_text()[-3000:])
+    platform, w = shared  # its worker's failpoint SIGKILLs the flow run once it holds the stage
+    run = platform.run("history", workflow="hw-max-cut", version="1.0.0")
+    state = _until(
+        lambda: (s := _state(run)).is_crashed() and "qsolve history" in (s.message or "") and s,
+        timeout=WAIT_S,
+    )
+    assert state, (_state(run), w.log.read_text()[-3000:])
+    assert _until(lambda: not _flow_run_processes(w.pid), timeout=120), _flow_run_processes(w.pid)
     assert "left to finish: the history stage of hw-max-cut 1.0.0" in state.message
     assert "(qsolve history hw-max-cut --version 1.0.0 runs the cases with no recorded run)" in state.message
     with get_client(sync_client=True) as client:
@@ -433,6 +457,11 @@ def test_killing_the_workers_group_leaves_no_prefect_worker_and_no_flow_run(plat
         assert not _state(run).is_completed()
     finally:
         _fresh_evaluation_limit()  # the killed run's slot
+
+
+def _flow_run_processes(pid: int) -> dict[int, str]:
+    """The flow run processes under the worker ``pid`` (Prefect's engine), with their command lines."""
+    return {p: cmd for p, cmd in _descendants(pid).items() if "prefect.engine" in cmd or "bootstrap" in cmd}
 
 
 def _descendants(pid: int) -> dict[int, str]:

@@ -171,13 +171,13 @@ def test_a_worker_renews_its_registration_while_it_runs_and_passes_a_stop_on(
     import signal
     import time
 
+    from deployments.pool import main as make_pool
+
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    _run(
-        [sys.executable, "-m", "deployments.pool", "--pool", pool],
-        _env(None, "operator", database),
-        elsewhere,
-    )
+    # the pool made as the other test makes it, from this process (its command's run is that test's)
+    monkeypatch.delenv("QSOLVE_HOME", raising=False)
+    assert make_pool(["--pool", pool]) == 0
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path / "home-c"))
     assert main(["providers", "add", "ref", "--process", "--", *REFERENCE]) == 0  # host-c holds ref
     env = _env(tmp_path / "home-c", "host-c", database) | {"QSOLVE_WORKER_RENEW_S": "0.5"}
