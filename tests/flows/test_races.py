@@ -1,6 +1,6 @@
 """Nothing twice, nothing lost (issue 11), with real processes on SQLite and PostgreSQL.
 
-Four `qsolve submit` of one folder at once; a `qsolve history` killed with SIGKILL at a chosen point
+Two `qsolve submit` of one folder at once; a `qsolve history` killed with SIGKILL at a chosen point
 of its history stage (a crash point, ``QSOLVE_FAILPOINT``), then a maintenance pass and a resubmission.
 Whatever happens: one version, one history stage, each case's run recorded and charged once, a current
 row each, no hold left open, no run left running.
@@ -182,12 +182,18 @@ def assert_six_recorded_once(home: Home) -> dict:
     return s
 
 
-def test_four_submissions_at_once_make_one_history_stage(
+#: submissions at once: two is the race (both run the gates, meet at publication and at the history
+#: stage's claim); each one more is another whole submission's gates on a 2-core machine and meets the
+#: same lock the second already meets
+RACERS = 2
+
+
+def test_two_submissions_at_once_make_one_history_stage(
     home: Home, max_cut: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    processes = [qsolve(home, "submit", str(max_cut)) for _ in range(4)]
+    processes = [qsolve(home, "submit", str(max_cut)) for _ in range(RACERS)]
     outputs = [finish(p) for p in processes]
-    assert [code for code, _ in outputs] == [0] * 4, "\n\n".join(out for _, out in outputs)
+    assert [code for code, _ in outputs] == [0] * RACERS, "\n\n".join(out for _, out in outputs)
     stages = [out.split("## History stage", 1)[1].strip().splitlines()[0] for _, out in outputs]
     ran = [s for s in stages if s.startswith("ran")]
     assert len(ran) == 1, stages
@@ -222,6 +228,7 @@ def test_a_history_stage_killed_is_finished_by_a_pass_and_a_resubmission(
     """``again``: how the stage is finished, by a resubmission or by `qsolve history`."""
     publish(home, max_cut, monkeypatch)
     code, out = finish(qsolve(home, "history", "max-cut", failpoint=point))
+    leases_out = time.monotonic() + LEASE_S + 0.5  # nothing renews the dead process's leases
     assert code == -9, out  # SIGKILL, at the crash point
     killed = state_of(home)
     if point == "runs.filed":
@@ -229,7 +236,7 @@ def test_a_history_stage_killed_is_finished_by_a_pass_and_a_resubmission(
     else:
         assert killed["unended"], "the kill left no run running: the crash point came too late"
 
-    time.sleep(LEASE_S + 0.5)  # nothing renews the dead process's leases
+    time.sleep(max(0.0, leases_out - time.monotonic()))  # counted from the kill, not after the look
     code, out = qsolve_here(capsys, "maintenance", "--json")
     assert code == 0, out
     after_pass = state_of(home)
