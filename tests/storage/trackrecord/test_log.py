@@ -282,7 +282,7 @@ def _linked_not_logged(home: Path, rows, monkeypatch) -> str:
     from storage.state import StateDB
 
     with monkeypatch.context() as m, connect(home=home) as db:
-        m.setattr(StateDB, "append_trackrecord_entry", lambda self, kind, adds, retires=(): None)
+        m.setattr(StateDB, "append_trackrecord_entry", lambda self, *args, **kwargs: None)
         filed = file_rows(rows, home, db.record_trackrecord_file, db=db)
     assert filed.new
     return str(filed.path).rsplit("/", 1)[-1]
