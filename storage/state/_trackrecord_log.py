@@ -6,6 +6,13 @@ Each append is one transaction: the head read, the entry signed by this host's r
 unique: a writer that lost a race to another process or machine gets an IntegrityError and signs again
 on the new head; no process lock), and the live set updated. An append that would change nothing (a
 batch filed again, its file live already with the same digest) adds no entry.
+
+A filing's entry (``durable=False``) is committed without waiting for its own fsync on a SQLite file
+(``Store._write_durable_later``): it follows the batch's record (``record_trackrecord_file``, durable,
+before the file takes its name), so losing it with the power leaves what a crash between the file taking
+its name and its entry leaves, and what a maintenance pass mends (the runs are marked filed only by a
+later commit, which makes the entry durable first). The log's first entry is always durable, and a
+checkpoint is signed only over entries made durable (:meth:`TrackRecordLog.trackrecord_checkpoint`).
 """
 
 from __future__ import annotations
@@ -48,18 +55,25 @@ class TrackRecordLog(Store):
         return self._log_key, host_name()
 
     def append_trackrecord_entry(
-        self, kind: str, adds: list[dict[str, Any]], retires: list[dict[str, str]] = ()
+        self,
+        kind: str,
+        adds: list[dict[str, Any]],
+        retires: list[dict[str, str]] = (),
+        *,
+        durable: bool = True,
     ) -> dict[str, Any] | None:
         """Append an entry adding ``adds`` (``log.added``) and retiring ``retires`` ({name, digest});
         returns its document, or None where it would change nothing: each add already live with its
-        digest, each retire not live with its digest."""
+        digest, each retire not live with its digest. ``durable=False``: a filing's entry, durable with
+        the next durable commit (module docstring); the log's first entry is durable all the same."""
         from storage.state import _trackrecord_entries as log
 
         key, host = self._trackrecord_signer()
         t, live = trackrecord_log.c, trackrecord_live.c
+        write = self._write if durable or not self._log_started else self._write_durable_later
         for attempt in range(TRIES):
             try:
-                with self._write() as connection:
+                with write() as connection:
                     names = sorted({a["name"] for a in adds} | {r["name"] for r in retires})
                     found = (
                         dict(
@@ -81,29 +95,35 @@ class TrackRecordLog(Store):
                     at_ms = time.time_ns() // 1_000_000
                     document = log.entry_document(seq, prev, kind, todo_adds, todo_retires, key, host, at_ms)
                     connection.execute(
-                        trackrecord_log.insert().values(
-                            seq=seq,
-                            prev=prev,
-                            hash=log.document_hash(document),
-                            document=log.text(document),
-                            recorded_at=now(),
-                        )
+                        trackrecord_log.insert(),
+                        {
+                            "seq": seq,
+                            "prev": prev,
+                            "hash": log.document_hash(document),
+                            "document": log.text(document),
+                            "recorded_at": now(),
+                        },
                     )
                     gone = [r["name"] for r in todo_retires] + [a["name"] for a in todo_adds]
                     if gone:
                         connection.execute(trackrecord_live.delete().where(live.name.in_(gone)))
-                    for a in todo_adds:
+                    if todo_adds:
                         connection.execute(
-                            trackrecord_live.insert().values(
-                                name=a["name"],
-                                digest=a["digest"],
-                                size=a["size"],
-                                rows=a["rows"],
-                                seq=seq,
-                                seen=a.get("seen"),
-                            )
+                            trackrecord_live.insert(),
+                            [
+                                {
+                                    "name": a["name"],
+                                    "digest": a["digest"],
+                                    "size": a["size"],
+                                    "rows": a["rows"],
+                                    "seq": seq,
+                                    "seen": a.get("seen"),
+                                }
+                                for a in todo_adds
+                            ],
                         )
-                    return document
+                self._log_started = True
+                return document
             except IntegrityError:
                 if attempt == TRIES - 1:
                     raise
@@ -164,6 +184,7 @@ class TrackRecordLog(Store):
         from storage.state import _trackrecord_entries as log
 
         key, host = self._trackrecord_signer()
+        self._durable_now()  # never a checkpoint over an entry a power cut could still take back
         size, head = self.trackrecord_log_head()
         return log.checkpoint_document(size, head, key, host, time.time_ns() // 1_000_000)
 

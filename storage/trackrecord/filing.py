@@ -118,7 +118,8 @@ def _file_local(layout: Layout, table: pa.Table, record: Recorder | None, state)
         add = batch_added(path.name, digest, data.size, run_ids)
         with contextlib.suppress(FileNotFoundError):
             add["seen"] = _local_seen(path.stat())
-        state.append_trackrecord_entry(log.FILED, [add])
+        # recorded (durably) before it took its name: its entry may wait for the next durable commit
+        state.append_trackrecord_entry(log.FILED, [add], durable=record is None)
     return Filed(path, table.num_rows, new)
 
 

@@ -285,8 +285,9 @@ def file_table(
         new = store.create(key(name), data, durable=False)
     if new:
         remember(store, name, table.num_rows)
-        if state is not None:
-            state.append_trackrecord_entry(log.FILED, [_added(name, digest, len(data), run_ids)])
+        if state is not None:  # recorded (durably) before it was created: its entry may wait (filing)
+            add = _added(name, digest, len(data), run_ids)
+            state.append_trackrecord_entry(log.FILED, [add], durable=record is None)
     return store.address(key(name)), new
 
 

@@ -124,3 +124,21 @@ def test_rows_filed_out_of_time_order_around_compactions(home):
     compact(home)
     assert run_ids(home, "current") == ["t20"]
     assert run_ids(home, "history") == ["t1", "t10", "t5"]
+
+
+def test_a_filing_leaves_every_other_commit_of_its_database_durable(home):
+    """A filing's log entry skips its own fsync on SQLite (it follows the batch's durable record); the
+    connection goes back to the pool fsyncing every commit again, so a ledger's or a run's commit on it
+    is never one a power cut could take back. The log's entries are all there, in order."""
+    from storage.state import connect as connect_state
+
+    with connect_state(home=home) as db:
+        for n in range(3):
+            file_rows([row(f"r{n}", case=f"case-{n}")], home, db.record_trackrecord_file, db=db)
+        with db.engine.connect() as connection:
+            level = connection.exec_driver_sql("PRAGMA synchronous").scalar()
+        documents = db.trackrecord_log_documents()
+        live = db.trackrecord_live_files()
+    assert level == 2  # FULL: each commit fsyncs the write-ahead log
+    assert len(documents) == 3 and len(live) == 3
+    assert run_ids(home) == ["r0", "r1", "r2"]

@@ -20,7 +20,7 @@ from storage.objects import storage_of
 from storage.state import connect
 from storage.trackrecord import TrackRecordWarning, compact, file_rows
 from storage.trackrecord import log as tlog
-from storage.trackrecord.layout import Layout
+from storage.trackrecord.layout import BATCH, Layout, file_name
 from storage.trackrecord.row import to_table
 from storage.trackrecord.sql import run_sql
 from storage.trackrecord.verify import file_reader, verify
@@ -274,3 +274,72 @@ def test_two_writers_at_once_never_fork_the_log(backend, tmp_path):
         chain = tlog.Chain.of([json.loads(d) for d in documents], keys)
         assert len(documents) == 30 and chain.problems == []
         assert len(dbs[1].trackrecord_live_files()) == 30
+
+
+def _linked_not_logged(home: Path, rows, monkeypatch) -> str:
+    """As a process filing ``rows`` that recorded its batch and gave it its name, then stopped (or was
+    slower than another) before the batch's log entry: returns the batch's name."""
+    from storage.state import StateDB
+
+    with monkeypatch.context() as m, connect(home=home) as db:
+        m.setattr(StateDB, "append_trackrecord_entry", lambda self, *args, **kwargs: None)
+        filed = file_rows(rows, home, db.record_trackrecord_file, db=db)
+    assert filed.new
+    return str(filed.path).rsplit("/", 1)[-1]
+
+
+def left_out(home: Path) -> list[str]:
+    return sorted(e.key.rsplit("/", 1)[-1] for e in storage_of(home).children("trackrecord/left-out"))
+
+
+def file_again(home: Path, rows):
+    with connect(home=home) as db:
+        return file_rows(rows, home, db.record_trackrecord_file, db=db)
+
+
+def live_digest(home: Path, name: str) -> str | None:
+    with connect(home=home) as db:
+        live = db.trackrecord_live_file(name)
+    return None if live is None else live.digest
+
+
+@pytest.mark.parametrize("bytes_of", ["these", "recorded other"])
+def test_a_batch_linked_by_another_filing_before_its_log_entry_is_logged_not_set_aside(
+    place, home, monkeypatch, bytes_of
+):
+    """Two processes filing the same runs at once (CI: two passes and a rebuild): the second finds the
+    first's batch under its name, recorded, not yet in the log. It gives the batch its log entry; it sets
+    nothing aside. ``these``: the very bytes this filing would write; ``recorded other``: the first wrote
+    the same runs with other values (recorded under that name, so qsolve's)."""
+    from storage.trackrecord.writing import digest_bytes
+
+    rows = scenario()[:4]
+    theirs = rows if bytes_of == "these" else [r.model_copy(update={"run_seconds": 7.25}) for r in rows]
+    name = _linked_not_logged(home, theirs, monkeypatch)
+    assert live_digest(home, name) is None and seen(home, "SELECT run_id FROM rows")[0] == []
+
+    again = file_again(home, rows)
+    assert not again.new and str(again.path).endswith(name)
+    assert left_out(home) == []
+    assert live_digest(home, name) == digest_bytes(read(home, name))
+    found, said = seen(home, "SELECT run_id, run_seconds FROM rows ORDER BY run_id")
+    assert said == []
+    assert found == [{"run_id": r.run_id, "run_seconds": r.run_seconds} for r in theirs]  # each once
+    assert checked(home).ok
+
+
+def test_other_bytes_nobody_recorded_under_a_batchs_name_are_set_aside(place, home):
+    """A file of the bucket's (or folder's) writer under the name of the batch being filed, of bytes the
+    state database never recorded: set aside, and the batch filed under its name."""
+    rows = scenario()[:4]
+    forged = [r.model_copy(update={"passed": True, "accuracy": 1.0, "run_seconds": 0.5}) for r in rows]
+    name = file_name(BATCH, [r.run_id for r in rows])
+    assert storage_of(home).create(f"trackrecord/{name}", parquet(forged))
+
+    filed = file_again(home, rows)
+    assert filed.new and str(filed.path).endswith(name)
+    assert left_out(home) == [name]
+    found, said = seen(home, "SELECT run_id, run_seconds FROM rows ORDER BY run_id")
+    assert said == []
+    assert found == [{"run_id": r.run_id, "run_seconds": r.run_seconds} for r in rows]
+    assert checked(home).ok
