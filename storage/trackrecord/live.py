@@ -236,8 +236,13 @@ def _measure(layout: Layout, name: str) -> tuple[str, int, int]:
 
         data = read_bounded(layout.store, key(name))  # ObjectTooLarge is an OSError: not adopted
         return digest_bytes(data), len(data), pq.read_metadata(io.BytesIO(data)).num_rows
+    from storage.bounds import TRACKRECORD_FILE_BYTES
+
     path = layout.folder / name
-    return digest_file(path), path.stat().st_size, pq.read_metadata(path).num_rows
+    size = path.stat().st_size
+    if size > TRACKRECORD_FILE_BYTES:  # no track-record file is this large: not hashed, not adopted
+        raise ValueError(f"{name}: {size} bytes, larger than any track-record file")
+    return digest_file(path), size, pq.read_metadata(path).num_rows
 
 
 def batch_added(name: str, digest: str, size: int, run_ids: list[str]) -> dict:

@@ -464,11 +464,6 @@ def sparse(path: Path, size: int, tail: bytes) -> None:
         f.write(tail)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a planted file whose Parquet footer says it is 4 GB long is read whole by every reader's "
-    "check of the folder (1.5 GB and 18 s for a footer of 1.5 GB)",
-)
 def test_a_reader_reads_no_footer_past_the_bound(home, monkeypatch):
     import struct
 
@@ -493,11 +488,6 @@ def test_a_reader_reads_no_footer_past_the_bound(home, monkeypatch):
     assert handed == []  # today: [o-2222...parquet], read to its footer's length
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a maintenance pass hashes a planted file of any size in the folder (8 GiB sparse: a pass of "
-    "134 s), never held to TRACKRECORD_FILE_BYTES",
-)
 def test_a_maintenance_pass_hashes_no_planted_file_past_the_bound(home, monkeypatch):
     from storage.bounds import TRACKRECORD_FILE_BYTES
     from storage.maintenance import refile_lost_runs
