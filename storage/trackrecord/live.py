@@ -181,6 +181,11 @@ def _started_marker(db, layout: Layout) -> Path:
     return layout.home / f".trackrecord-log-{_digest(url.encode())[:16]}.started"
 
 
+def saw_log_started(db, layout: Layout) -> bool:
+    """Whether this home saw ``db``'s log hold entries (:func:`saw_started`)."""
+    return _started_marker(db, layout).exists()
+
+
 def saw_started(db, layout: Layout) -> None:
     """Remember, in the home (outside the state database: its writer cannot undo it), that ``db``'s log
     holds entries, so that an emptied log is never adopted again by this host (:func:`adopt`)."""

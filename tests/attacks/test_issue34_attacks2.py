@@ -175,11 +175,6 @@ def verify_cli(home: Path, tmp_path: Path, *, fifo: Path | None = None) -> int:
     return done[0] if isinstance(done[0], int) else 98
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the folder's writer who puts a directory or a FIFO under a live name crashes or hangs "
-    "qsolve trackrecord verify, which names nothing",
-)
 @pytest.mark.parametrize("kind", ["directory", "fifo"])
 def test_verify_names_a_live_file_that_is_not_a_file(home, tmp_path, capsys, kind):
     file_rows(scenario()[:3], home)
@@ -216,11 +211,6 @@ MALFORMED = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the database's writer who changes one entry's form crashes qsolve trackrecord verify "
-    "(a traceback), which names nothing",
-)
 @pytest.mark.parametrize("how", sorted(MALFORMED))
 def test_verify_names_an_entry_not_of_its_form(home, tmp_path, capsys, how):
     file_rows(scenario()[:3], home)
@@ -233,11 +223,6 @@ def test_verify_names_an_entry_not_of_its_form(home, tmp_path, capsys, how):
     assert "entry 2" in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="verify reads any path of the machine an unsigned entry names, as far as the size it claims "
-    "(/dev/zero, 1 TB)",
-)
 def test_verify_reads_no_file_an_unsigned_entry_names_outside_the_folder(home, tmp_path, monkeypatch):
     import builtins
 
@@ -313,11 +298,6 @@ def test_a_pass_does_not_set_aside_the_batch_filed_under_a_planted_name_meanwhil
     assert shown == [{"run_id": r.run_id, "passed": r.passed} for r in rows], done.set_aside
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the database's writer who empties the log has every reader say the log was emptied, yet "
-    "qsolve trackrecord verify exits 0, 'the track record verifies'",
-)
 def test_verify_names_a_log_emptied_that_this_home_saw_hold_entries(home, tmp_path, capsys):
     from tests.attacks.test_issue34_attacks import empty_the_log_and_record
 
@@ -331,11 +311,6 @@ def test_verify_names_a_log_emptied_that_this_home_saw_hold_entries(home, tmp_pa
     assert code == 1, captured.out  # today: 0, "the track record verifies"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a --checkpoint file of JSON null is taken as no checkpoint (exit 0, 'verifies'); a number, or "
-    "a --trust file of null or a number: a traceback",
-)
 @pytest.mark.parametrize(
     "option, content",
     [("--checkpoint", "null"), ("--checkpoint", "5"), ("--trust", "null"), ("--trust", "5")],
@@ -554,11 +529,6 @@ def test_compaction_merges_no_batch_whose_live_digest_the_log_never_signed(place
     assert signed == []  # today: ['r03'], in an h- file of an entry this host signed as compacted
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="verify where no state database is found (a reader's copy of the files, the database not "
-    "beside them) creates an empty one and exits 0, 'the track record verifies'",
-)
 def test_verify_without_a_state_database_does_not_pass(home, tmp_path, monkeypatch):
     import json
     import shutil
