@@ -311,7 +311,7 @@ def cmd_trackrecord_verify(args: argparse.Namespace) -> int:
             f"{layout.home / 'state.db'}: no state database (and no {DATABASE_URL_VARIABLE}): the track "
             "record's log is kept there; nothing verified",
         )
-    emptied = []
+    database_problems = []
     with connect() as db:
         try:
             trust = given_trust if given_trust is not None else db.trust_list()
@@ -319,15 +319,17 @@ def cmd_trackrecord_verify(args: argparse.Namespace) -> int:
         except (NoReceiptRoot, TrustListRefused) as e:
             return _fail(command, f"{args.trust or 'the trust list'}: {e}")
         documents = db.trackrecord_log_documents()
-        live = {f.name: f.digest for f in db.trackrecord_live_files()}
+        files, outside = db.trackrecord_live_checked()
+        live = {f.name: f.digest for f in files}
+        database_problems += [f"{name}: {why}" for name, why in outside]
         if not documents and saw_log_started(db, layout):
             database = db.engine.url.render_as_string(hide_password=True)
-            emptied.append(
+            database_problems.append(
                 f"{database}: its track-record log is empty, yet this home saw it hold entries: they were "
                 "removed (a checkpoint saved earlier, --checkpoint, says how many)"
             )
     found = verify(documents, file_reader(layout), trusted, live=live, checkpoint=checkpoint)
-    found.problems[:0] = emptied
+    found.problems[:0] = database_problems
     for line in found.said:
         print(line)
     for line in found.problems:

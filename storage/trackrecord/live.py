@@ -77,8 +77,9 @@ def _local_seen(st: os.stat_result) -> str:
 
 def verified_local(layout: Layout, db, schema_file: Path) -> Inventory:
     """The live set's files in the home's folder, each checked; those that fail are in ``left_out``."""
-    entries = []
-    for f in _live(db, layout):
+    files, outside = _live(db, layout)
+    entries = [FileEntry(name, 0, 0, why) for name, why in outside]
+    for f in files:
         path = layout.folder / f.name
         try:
             st = path.stat()
@@ -114,8 +115,9 @@ def verified_shared(layout: Layout, db, schema_file: str):
 
     store = layout.store
     listed = {Path(o.key).name: o for o in store.children("trackrecord")}
-    entries = []
-    for f in _live(db, layout):
+    files, outside = _live(db, layout)
+    entries = [Entry(name, 0, "", why) for name, why in outside]
+    for f in files:
         found = listed.get(f.name)
         if found is None:
             entries.append(Entry(f.name, 0, "", MISSING))
@@ -157,14 +159,16 @@ def _etag_seen(etag: str, size: int) -> str:
     return f"etag:{etag.strip(chr(34)).lower()}:{size}"
 
 
-def _live(db, layout: Layout) -> list:
+def _live(db, layout: Layout) -> tuple[list, list[tuple[str, str]]]:
+    """The live files a reader reads, and the live rows it does not, each (name, why): rows not as the
+    log entry that added them signed them (``StateDB.trackrecord_live_checked``)."""
     if db is None:
-        return []
+        return [], []
     if db.trackrecord_log_head()[0] == 0:
         adopt(db, layout)
     else:
         saw_started(db, layout)
-    return db.trackrecord_live_files()
+    return db.trackrecord_live_checked()
 
 
 EMPTIED = (

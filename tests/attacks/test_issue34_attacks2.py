@@ -250,11 +250,6 @@ def test_verify_reads_no_file_an_unsigned_entry_names_outside_the_folder(home, t
     assert [p for p in opened if not p.startswith(f"{folder}/")] == []  # today: ['/dev/zero']
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the database's writer who changes a live row's size takes the platform's file off every page, "
-    "blamed on its bytes, and verify says the track record verifies",
-)
 def test_a_live_rows_size_changed_outside_the_log_is_named_by_verify(place, home):
     from storage.state._tables import trackrecord_live
 
