@@ -165,7 +165,9 @@ def _live(db, layout: Layout) -> tuple[list, list[tuple[str, str]]]:
     if db is None:
         return [], []
     if db.trackrecord_log_head()[0] == 0:
-        adopt(db, layout)
+        unsigned = adopt(db, layout, in_memory=True)
+        if unsigned is not None:  # a database this reader may not write: adopted here, in memory
+            return unsigned, []
     else:
         saw_started(db, layout)
     return db.trackrecord_live_checked()
@@ -206,10 +208,14 @@ def _mark_seen(db, f, seen: str) -> None:
         db.mark_trackrecord_seen(f.name, f.digest, seen)
 
 
-def adopt(db, layout: Layout) -> None:
+def adopt(db, layout: Layout, *, in_memory: bool = False) -> list | None:
     """The first entry of a database that recorded files before the log: each recorded file found with
-    its recorded digest, as ``adopted`` (module docstring). Nothing where nothing was recorded."""
+    its recorded digest, as ``adopted`` (module docstring). Nothing where nothing was recorded. For a
+    reader (``in_memory``) whose database (or home's key) cannot be written (a read-only home), the files
+    adoption would add are returned as the live set, read in memory and signed by no one; else None."""
     import warnings
+
+    import sqlalchemy.exc
 
     from . import log
     from .errors import TrackRecordWarning
@@ -217,7 +223,7 @@ def adopt(db, layout: Layout) -> None:
     if _started_marker(db, layout).exists():  # the log was emptied: its writer is not to be signed for
         database = db.engine.url.render_as_string(hide_password=True)
         warnings.warn(EMPTIED.format(database=database), TrackRecordWarning, stacklevel=3)
-        return
+        return None
     recorded = db.recorded_trackrecord_files()
     adds = []
     for name, digest in sorted(recorded):
@@ -231,8 +237,16 @@ def adopt(db, layout: Layout) -> None:
         if data_digest == digest:
             adds.append(log.added(name, digest, size, rows, m.group(1)))
     if adds:
-        db.append_trackrecord_entry(log.ADOPTED, adds)
+        try:
+            db.append_trackrecord_entry(log.ADOPTED, adds)
+        except (OSError, sqlalchemy.exc.SQLAlchemyError):
+            if not in_memory:  # a writer: its filing must not go on as if the files were adopted
+                raise
+            from storage.state._trackrecord_log import LiveFile
+
+            return [LiveFile(a["name"], a["digest"], a["size"], a["rows"], 0, None) for a in adds]
         saw_started(db, layout)
+    return None
 
 
 def _measure(layout: Layout, name: str) -> tuple[str, int, int]:

@@ -563,11 +563,6 @@ def read_only(tmp_path):
         subprocess.run(["chattr", "-i", str(p)], capture_output=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="qsolve query and page on a read-only home whose database is from before the log fail (exit 2): "
-    "'qsolve query writes there (the reading commands ... work on a read-only home)'",
-)
 def test_a_reader_on_a_read_only_home_reads_a_database_from_before_the_log(home, capsys, read_only):
     from qsolve.cli import main
     from tests.attacks.test_issue34_attacks import empty_the_log_and_record
