@@ -105,7 +105,8 @@ def add_commands(subparsers: Any) -> None:
     v = sub.add_parser(
         "verify",
         help="check the log's signatures and chain, every file against its entry, every row's run "
-        "(exit 0: all holds, 1: something does not, named; 2: a file given does not read)",
+        "(exit 0: all holds, 1: something does not, named; 2: a file given is not a JSON object, or no "
+        "state database is found)",
     )
     v.add_argument(
         "--checkpoint", metavar="FILE", help="a checkpoint saved earlier: today's log must extend it"

@@ -16,7 +16,12 @@ an empty file of its own, in a temporary folder of the process (``schema_file.re
 
 A database whose log is empty but which recorded files before it (migration 0011's ``trackrecord_files``)
 gets one ``adopted`` entry, signed by the first host that reads or files with the log: each recorded
-file found with its recorded digest (:func:`adopt`).
+file found with its recorded digest (:func:`adopt`); a reader that may not write the database (a
+read-only home) reads those files in memory instead.
+
+A live row is read only as the log entry that added it signed it (digest, size, rows): one changed
+outside the log is left out and named as such (``StateDB.trackrecord_live_checked``), not blamed on the
+file's bytes.
 """
 
 from __future__ import annotations
