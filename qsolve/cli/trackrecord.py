@@ -105,7 +105,8 @@ def add_commands(subparsers: Any) -> None:
     v = sub.add_parser(
         "verify",
         help="check the log's signatures and chain, every file against its entry, every row's run "
-        "(exit 0: all holds, 1: something does not, named; 2: a file given does not read)",
+        "(exit 0: all holds, 1: something does not, named; 2: a file given is not a JSON object, or no "
+        "state database is found)",
     )
     v.add_argument(
         "--checkpoint", metavar="FILE", help="a checkpoint saved earlier: today's log must extend it"
@@ -265,37 +266,71 @@ def cmd_receipts(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _json_file(command: str, name: str) -> Any:
+class _FileRefused(ValueError):
+    """A file given on the command line that is not what it must be: one line naming it and why."""
+
+
+def _json_file(name: str) -> dict[str, Any]:
+    """The JSON object in file ``name`` (read to 1 MiB); :class:`_FileRefused` where it does not read or
+    is not an object."""
     from pathlib import Path
 
     try:
         with open(Path(name), "rb") as f:
             data = f.read(1 << 20)
-        return json.loads(data)
+        value = json.loads(data)
     except (OSError, ValueError) as e:
-        raise SystemExit(
-            _fail(command, f"{name}: does not read as JSON ({getattr(e, 'strerror', None) or e})")
-        ) from None
+        raise _FileRefused(f"{name}: does not read as JSON ({getattr(e, 'strerror', None) or e})") from None
+    if type(value) is not dict:
+        shown = "null" if value is None else type(value).__name__
+        raise _FileRefused(f"{name}: not a JSON object (it is {shown})")
+    return value
 
 
 def cmd_trackrecord_verify(args: argparse.Namespace) -> int:
+    import os
+
     from qsolve.receipts.root import NoReceiptRoot
     from qsolve.receipts.trust import TrustListRefused
     from storage.state import connect
+    from storage.state._config import DATABASE_URL_VARIABLE
     from storage.trackrecord.layout import Layout
+    from storage.trackrecord.live import saw_log_started
     from storage.trackrecord.verify import file_reader, trusted_keys, verify
 
     command = "trackrecord verify"
-    checkpoint = None if args.checkpoint is None else _json_file(command, args.checkpoint)
+    try:
+        checkpoint = None if args.checkpoint is None else _json_file(args.checkpoint)
+        given_trust = None if args.trust is None else _json_file(args.trust)
+    except _FileRefused as e:
+        return _fail(command, str(e))
+    layout = Layout()
+    if not os.environ.get(DATABASE_URL_VARIABLE) and not (layout.home / "state.db").exists():
+        # the log is the state database's: without one there is nothing to verify, and none is made
+        return _fail(
+            command,
+            f"{layout.home / 'state.db'}: no state database (and no {DATABASE_URL_VARIABLE}): the track "
+            "record's log is kept there; nothing verified",
+        )
+    database_problems = []
     with connect() as db:
         try:
-            trust = _json_file(command, args.trust) if args.trust is not None else db.trust_list()
+            trust = given_trust if given_trust is not None else db.trust_list()
             trusted = trusted_keys(trust)
         except (NoReceiptRoot, TrustListRefused) as e:
             return _fail(command, f"{args.trust or 'the trust list'}: {e}")
         documents = db.trackrecord_log_documents()
-        live = {f.name: f.digest for f in db.trackrecord_live_files()}
-    found = verify(documents, file_reader(Layout()), trusted, live=live, checkpoint=checkpoint)
+        files, outside = db.trackrecord_live_checked()
+        live = {f.name: f.digest for f in files}
+        database_problems += [f"{name}: {why}" for name, why in outside]
+        if not documents and saw_log_started(db, layout):
+            database = db.engine.url.render_as_string(hide_password=True)
+            database_problems.append(
+                f"{database}: its track-record log is empty, yet this home saw it hold entries: they were "
+                "removed (a checkpoint saved earlier, --checkpoint, says how many)"
+            )
+    found = verify(documents, file_reader(layout), trusted, live=live, checkpoint=checkpoint)
+    found.problems[:0] = database_problems
     for line in found.said:
         print(line)
     for line in found.problems:

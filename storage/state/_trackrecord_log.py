@@ -43,6 +43,49 @@ class LiveFile:
     seen: str | None
 
 
+#: what log entries add, by database, seq and hash: (digest, size, rows) by name (``_signed_adds``)
+_signed_cache: dict[tuple[str, int, str], dict[str, tuple[Any, Any, Any]]] = {}
+
+OUTSIDE_LOG = (
+    "the state database's live set says log entry {seq} added it{said}: the live set was changed outside "
+    "the log (qsolve trackrecord verify names it)"
+)
+
+
+def _adds_of(document: Any) -> dict[str, tuple[Any, Any, Any]]:
+    """An entry document's adds as name -> (digest, size, rows); nothing of what is not of that form."""
+    import json
+
+    try:
+        adds = json.loads(document)["entry"]["adds"]
+        return {a["name"]: (a["digest"], a["size"], a["rows"]) for a in adds if isinstance(a["name"], str)}
+    except (ValueError, TypeError, KeyError):
+        return {}
+
+
+def _held_to_log(
+    files: list[LiveFile], signed: dict[int, dict[str, tuple[Any, Any, Any]]]
+) -> tuple[list[LiveFile], list[tuple[str, str]]]:
+    held, outside = [], []
+    for f in files:
+        if f.seq not in signed:
+            outside.append((f.name, OUTSIDE_LOG.format(seq=f.seq, said=", an entry the log does not have")))
+            continue
+        added = signed[f.seq].get(f.name)
+        if added is None:
+            outside.append((f.name, OUTSIDE_LOG.format(seq=f.seq, said=", but that entry adds no such file")))
+        elif added != (f.digest, f.size, f.rows):
+            outside.append(
+                (
+                    f.name,
+                    OUTSIDE_LOG.format(seq=f.seq, said=", but not with the digest, size and rows it gives"),
+                )
+            )
+        else:
+            held.append(f)
+    return held, outside
+
+
 class TrackRecordLog(Store):
     _log_key: Any = None
     _log_started: bool = False
@@ -131,22 +174,58 @@ class TrackRecordLog(Store):
         return None
 
     def trackrecord_live_files(self) -> list[LiveFile]:
-        """The live set, by name: the files every reader reads."""
+        """The live set, by name: the files every reader reads, each row as the log entry that added it
+        signed it (:meth:`trackrecord_live_checked`; a row changed outside the log is not among them)."""
+        return self.trackrecord_live_checked()[0]
+
+    def trackrecord_live_checked(self) -> tuple[list[LiveFile], list[tuple[str, str]]]:
+        """The live set's rows that are as the log entry they name (``seq``) added them (name, digest,
+        size, rows), and the others, each (name, why): a row the state database's writer changed outside
+        the log, which no reader reads and ``qsolve trackrecord verify`` names (it is not in the fold)."""
         c = trackrecord_live.c
         with self._read() as connection:
             rows = connection.execute(
                 sa.select(c.name, c.digest, c.size, c.rows, c.seq, c.seen).order_by(c.name)
             ).all()
-        return [LiveFile(*r) for r in rows]
+            signed = self._signed_adds(connection, {r[4] for r in rows})
+        return _held_to_log([LiveFile(*r) for r in rows], signed)
 
     def trackrecord_live_file(self, name: str) -> LiveFile | None:
-        """The live file of this name, or None."""
+        """The live file of this name, or None (None too where its row is not as its entry signed it)."""
         c = trackrecord_live.c
         with self._read() as connection:
             found = connection.execute(
                 sa.select(c.name, c.digest, c.size, c.rows, c.seq, c.seen).where(c.name == name)
             ).first()
-        return None if found is None else LiveFile(*found)
+            if found is None:
+                return None
+            signed = self._signed_adds(connection, {found[4]})
+        held = _held_to_log([LiveFile(*found)], signed)[0]
+        return held[0] if held else None
+
+    def _signed_adds(self, connection, seqs: set[int]) -> dict[int, dict[str, tuple[str, int, int]]]:
+        """What the log entries ``seqs`` add, by seq then name: (digest, size, rows). Kept per process by
+        database, seq and the entry's hash (an entry is never rewritten by qsolve; one rewritten outside
+        it fails ``qsolve trackrecord verify``'s signature check)."""
+        if not seqs:
+            return {}
+        t = trackrecord_log.c
+        url = self.engine.url.render_as_string(hide_password=True)
+        wanted = sorted(s for s in seqs if isinstance(s, int))
+        heads: dict[int, str] = {}
+        for at in range(0, len(wanted), 500):
+            chunk = wanted[at : at + 500]
+            heads.update(connection.execute(sa.select(t.seq, t.hash).where(t.seq.in_(chunk))).all())
+        todo = [s for s, h in heads.items() if (url, s, h) not in _signed_cache]
+        for at in range(0, len(todo), 100):
+            chunk = todo[at : at + 100]
+            for seq, hash_, document in connection.execute(
+                sa.select(t.seq, t.hash, t.document).where(t.seq.in_(chunk))
+            ):
+                if len(_signed_cache) > 100_000:
+                    _signed_cache.clear()
+                _signed_cache[(url, seq, hash_)] = _adds_of(document)
+        return {s: _signed_cache.get((url, s, h), {}) for s, h in heads.items()}
 
     def trackrecord_log_started(self) -> bool:
         """Whether the log has an entry (kept once true: a log is never emptied)."""

@@ -157,12 +157,56 @@ def check_file(path: Path) -> str | None:
     return _check(path)[0]
 
 
+#: what a file larger than any track-record file is (``storage.bounds.TRACKRECORD_FILE_BYTES``)
+TOO_LARGE = "larger than any track-record file ({size} bytes): not qsolve's, its footer not read"
+#: what a file is whose footer's stated length is past its start or past the bound
+FOOTER_OUT_OF_BOUNDS = "its Parquet footer says it is {length} bytes, more than the file or the bound holds"
+
+
+def footer_problem(size: int, tail: bytes) -> str | None:
+    """Why a file of ``size`` bytes ending in ``tail`` (its last 8 bytes) has no footer pyarrow may be
+    handed (larger than the bound, or a footer length past the file's start), or None: checked before
+    pyarrow reads a footer, which it reads whole, however long the file says it is."""
+    from storage.bounds import TRACKRECORD_FILE_BYTES
+
+    if size > TRACKRECORD_FILE_BYTES:
+        return TOO_LARGE.format(size=size)
+    if size < 12 or len(tail) != 8 or tail[4:] != b"PAR1":
+        return None  # pyarrow refuses it at once: no footer to read
+    length = int.from_bytes(tail[:4], "little")
+    if length > size - 12:
+        return FOOTER_OUT_OF_BOUNDS.format(length=length)
+    return None
+
+
+def _local_footer_problem(path: Path) -> str | None:
+    """``footer_problem`` of a folder's file, measured through one descriptor (no FIFO waited on)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return "not a file"
+        tail = os.pread(fd, 8, max(0, st.st_size - 8)) if st.st_size >= 8 else b""
+    finally:
+        os.close(fd)
+    return footer_problem(st.st_size, tail)
+
+
 def _check(path: Path) -> tuple[str | None, int]:
-    """Why the views must leave ``path`` out (or None), and its row count from the footer."""
+    """Why the views must leave ``path`` out (or None), and its row count from the footer (read only
+    where ``footer_problem`` finds none)."""
     import pyarrow.parquet as pq
 
     schema, rows = None, 0
     if NAME.fullmatch(path.name) is not None:
+        try:
+            bounded = _local_footer_problem(path)
+        except FileNotFoundError:
+            raise
+        except OSError:
+            bounded = "not a file pyarrow reads (not readable)"
+        if bounded is not None:
+            return bounded, 0
         try:
             footer = pq.read_metadata(path)
             schema, rows = footer.schema.to_arrow_schema(), footer.num_rows

@@ -37,7 +37,12 @@ _objects: dict[tuple, str] = {}  # an object's digest, by its store, name, size 
 def _digest(layout: Layout, name: str) -> str:
     """BLAKE3 of a data file's bytes (kept per process: module docstring)."""
     if layout.store is None:
-        return digest_file(layout.folder / name)
+        from storage.bounds import TRACKRECORD_FILE_BYTES
+
+        path = layout.folder / name
+        if path.stat().st_size > TRACKRECORD_FILE_BYTES:  # none of qsolve's: not hashed ("" is no digest)
+            return ""
+        return digest_file(path)
     store = layout.store
     listed = store.head(shared.key(name))
     cache = (store.url, name, listed.size, listed.version)

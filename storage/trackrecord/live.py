@@ -16,7 +16,12 @@ an empty file of its own, in a temporary folder of the process (``schema_file.re
 
 A database whose log is empty but which recorded files before it (migration 0011's ``trackrecord_files``)
 gets one ``adopted`` entry, signed by the first host that reads or files with the log: each recorded
-file found with its recorded digest (:func:`adopt`).
+file found with its recorded digest (:func:`adopt`); a reader that may not write the database (a
+read-only home) reads those files in memory instead.
+
+A live row is read only as the log entry that added it signed it (digest, size, rows): one changed
+outside the log is left out and named as such (``StateDB.trackrecord_live_checked``), not blamed on the
+file's bytes.
 """
 
 from __future__ import annotations
@@ -77,8 +82,9 @@ def _local_seen(st: os.stat_result) -> str:
 
 def verified_local(layout: Layout, db, schema_file: Path) -> Inventory:
     """The live set's files in the home's folder, each checked; those that fail are in ``left_out``."""
-    entries = []
-    for f in _live(db, layout):
+    files, outside = _live(db, layout)
+    entries = [FileEntry(name, 0, 0, why) for name, why in outside]
+    for f in files:
         path = layout.folder / f.name
         try:
             st = path.stat()
@@ -114,8 +120,9 @@ def verified_shared(layout: Layout, db, schema_file: str):
 
     store = layout.store
     listed = {Path(o.key).name: o for o in store.children("trackrecord")}
-    entries = []
-    for f in _live(db, layout):
+    files, outside = _live(db, layout)
+    entries = [Entry(name, 0, "", why) for name, why in outside]
+    for f in files:
         found = listed.get(f.name)
         if found is None:
             entries.append(Entry(f.name, 0, "", MISSING))
@@ -157,14 +164,18 @@ def _etag_seen(etag: str, size: int) -> str:
     return f"etag:{etag.strip(chr(34)).lower()}:{size}"
 
 
-def _live(db, layout: Layout) -> list:
+def _live(db, layout: Layout) -> tuple[list, list[tuple[str, str]]]:
+    """The live files a reader reads, and the live rows it does not, each (name, why): rows not as the
+    log entry that added them signed them (``StateDB.trackrecord_live_checked``)."""
     if db is None:
-        return []
+        return [], []
     if db.trackrecord_log_head()[0] == 0:
-        adopt(db, layout)
+        unsigned = adopt(db, layout, in_memory=True)
+        if unsigned is not None:  # a database this reader may not write: adopted here, in memory
+            return unsigned, []
     else:
         saw_started(db, layout)
-    return db.trackrecord_live_files()
+    return db.trackrecord_live_checked()
 
 
 EMPTIED = (
@@ -179,6 +190,11 @@ def _started_marker(db, layout: Layout) -> Path:
 
     url = db.engine.url.render_as_string(hide_password=True)
     return layout.home / f".trackrecord-log-{_digest(url.encode())[:16]}.started"
+
+
+def saw_log_started(db, layout: Layout) -> bool:
+    """Whether this home saw ``db``'s log hold entries (:func:`saw_started`)."""
+    return _started_marker(db, layout).exists()
 
 
 def saw_started(db, layout: Layout) -> None:
@@ -197,10 +213,14 @@ def _mark_seen(db, f, seen: str) -> None:
         db.mark_trackrecord_seen(f.name, f.digest, seen)
 
 
-def adopt(db, layout: Layout) -> None:
+def adopt(db, layout: Layout, *, in_memory: bool = False) -> list | None:
     """The first entry of a database that recorded files before the log: each recorded file found with
-    its recorded digest, as ``adopted`` (module docstring). Nothing where nothing was recorded."""
+    its recorded digest, as ``adopted`` (module docstring). Nothing where nothing was recorded. For a
+    reader (``in_memory``) whose database (or home's key) cannot be written (a read-only home), the files
+    adoption would add are returned as the live set, read in memory and signed by no one; else None."""
     import warnings
+
+    import sqlalchemy.exc
 
     from . import log
     from .errors import TrackRecordWarning
@@ -208,7 +228,7 @@ def adopt(db, layout: Layout) -> None:
     if _started_marker(db, layout).exists():  # the log was emptied: its writer is not to be signed for
         database = db.engine.url.render_as_string(hide_password=True)
         warnings.warn(EMPTIED.format(database=database), TrackRecordWarning, stacklevel=3)
-        return
+        return None
     recorded = db.recorded_trackrecord_files()
     adds = []
     for name, digest in sorted(recorded):
@@ -222,8 +242,16 @@ def adopt(db, layout: Layout) -> None:
         if data_digest == digest:
             adds.append(log.added(name, digest, size, rows, m.group(1)))
     if adds:
-        db.append_trackrecord_entry(log.ADOPTED, adds)
+        try:
+            db.append_trackrecord_entry(log.ADOPTED, adds)
+        except (OSError, sqlalchemy.exc.SQLAlchemyError):
+            if not in_memory:  # a writer: its filing must not go on as if the files were adopted
+                raise
+            from storage.state._trackrecord_log import LiveFile
+
+            return [LiveFile(a["name"], a["digest"], a["size"], a["rows"], 0, None) for a in adds]
         saw_started(db, layout)
+    return None
 
 
 def _measure(layout: Layout, name: str) -> tuple[str, int, int]:
@@ -236,8 +264,13 @@ def _measure(layout: Layout, name: str) -> tuple[str, int, int]:
 
         data = read_bounded(layout.store, key(name))  # ObjectTooLarge is an OSError: not adopted
         return digest_bytes(data), len(data), pq.read_metadata(io.BytesIO(data)).num_rows
+    from storage.bounds import TRACKRECORD_FILE_BYTES
+
     path = layout.folder / name
-    return digest_file(path), path.stat().st_size, pq.read_metadata(path).num_rows
+    size = path.stat().st_size
+    if size > TRACKRECORD_FILE_BYTES:  # no track-record file is this large: not hashed, not adopted
+        raise ValueError(f"{name}: {size} bytes, larger than any track-record file")
+    return digest_file(path), size, pq.read_metadata(path).num_rows
 
 
 def batch_added(name: str, digest: str, size: int, run_ids: list[str]) -> dict:

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from storage.bounds import TRACKRECORD_FILE_BYTES
 from storage.objects import ObjectStore, ObjectTooLarge
 
-from .inventory import CHECKS, warn_left_out
+from .inventory import CHECKS, footer_problem, warn_left_out
 from .layout import BATCH, FOLDER, HEAD, LEFT_OUT, OLDER, SCHEMA_FILE, file_name
 from .writing import BATCH_COMPRESSION, SORT_KEYS, Recorder, digest_bytes, write_parquet
 
@@ -128,6 +128,13 @@ def _check(store: ObjectStore, listed) -> Entry:
     if cached is not None and (cached.size, cached.version) == (listed.size, listed.version):
         return cached
     schema, rows = None, 0
+    bounded = footer_problem(listed.size, b"") if listed.size > TRACKRECORD_FILE_BYTES else None
+    if bounded is None and listed.size >= 12:  # the footer's stated length, before pyarrow reads it
+        bounded = footer_problem(listed.size, store.get_range(listed.key, listed.size - 8, listed.size))
+    if bounded is not None:
+        entry = Entry(name, listed.size, listed.version, bounded, 0)
+        _checked[(store.url, name)] = entry
+        return entry
     try:
         footer = pq.read_metadata(opened(store, listed.key, listed.size))
         schema, rows = footer.schema.to_arrow_schema(), footer.num_rows

@@ -19,13 +19,75 @@ two checkpoints (the log keeps every entry, so a reader holding both sees it).
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+
+from storage.bounds import TRACKRECORD_FILE_BYTES
+
 from . import log
 from .layout import Layout
+
+#: the name of a file the log may add: one of the folder's (``b-``, ``h-`` or ``o-`` and 32 hex digits), never
+#: a path
+FILE_NAME = r"^[bho]-[0-9a-f]{32}\.parquet$"
+
+
+class Added(BaseModel):
+    """A file an entry adds, as ``verify`` reads it: a name of the folder's form, a size within the bound
+    of a track-record file (``storage.bounds``), whole numbers where numbers are due."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: StrictStr = Field(pattern=FILE_NAME)
+    digest: StrictStr = Field(pattern=r"^[0-9a-f]{64}$")
+    size: StrictInt = Field(ge=0, le=TRACKRECORD_FILE_BYTES)
+    rows: StrictInt = Field(ge=0)
+    run_ids_digest: StrictStr
+    run_ids: list[StrictStr] | None
+
+
+class Retired(BaseModel):
+    """A file an entry retires."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: StrictStr
+    digest: StrictStr
+
+
+class EntryForm(BaseModel):
+    """What ``verify`` folds and reads of an entry (the rest of its form and its signature:
+    ``log.check_entry``). An entry not of this form is named and neither folded nor read."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    seq: StrictInt = Field(ge=1)
+    kind: StrictStr
+    adds: list[Added]
+    retires: list[Retired]
+
+
+def form_problem(entry: Any) -> str | None:
+    """Why ``entry`` is not of :class:`EntryForm`, in one line (where, what), or None."""
+    try:
+        EntryForm.model_validate(entry)
+    except ValidationError as e:
+        errors = e.errors(include_url=False, include_input=False)
+        first = errors[0]
+        where = ".".join(str(part) for part in first["loc"]) or "it"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return f"not of its form: {where}: {first['msg']}{more}"
+    return None
+
+
+class NotAFile(OSError):
+    """A name of the folder that holds no regular file (a directory, a FIFO, a symlink, a device)."""
 
 
 @dataclass
@@ -70,7 +132,17 @@ def verify(
             read.append({})
     chain = log.Chain.of(read, trusted)
     out.problems += chain.problems
-    folded = log.fold(e for e in chain.entries if isinstance(e.get("retires"), list))
+    formed = []  # the entries of the form folded and read: no other is (a traceback, a path, a size)
+    for n, d in enumerate(read, start=1):
+        entry = d.get("entry")
+        if not isinstance(entry, dict):
+            continue  # the chain named it
+        why = form_problem(entry)
+        if why is not None:
+            out.problems.append(f"entry {n}: {why}")
+        else:
+            formed.append(entry)
+    folded = log.fold(formed)
     out.said.append(f"{len(read)} entries; {len(folded)} files live")
     if live is not None:
         for name in sorted(set(live) | set(folded)):
@@ -86,15 +158,15 @@ def verify(
     filed_runs = pa.array(
         [
             i
-            for e in chain.entries
+            for e in formed
             if e.get("kind") == log.FILED
-            for a in e.get("adds", [])
-            if isinstance(a.get("run_ids"), list)
+            for a in e["adds"]
+            if a["run_ids"] is not None
             for i in a["run_ids"]
         ],
         pa.string(),
     )
-    adopted = any(e.get("kind") == log.ADOPTED for e in chain.entries)
+    adopted = any(e.get("kind") == log.ADOPTED for e in formed)
     rows = before_log = 0
     # each file read, hashed and its run ids sorted in a pool of threads (BLAKE3, Parquet and Arrow's
     # sort let go of the GIL); what is found is told in the files' order, as one thread would
@@ -150,8 +222,11 @@ def _check_file(name: str, add: Mapping[str, Any], read_file: Callable[[str, int
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    data = read_file(name, add["size"])
     where = f"{name} (entry {add['seq']})"
+    try:
+        data = read_file(name, add["size"])
+    except OSError as e:  # not a file (a directory, a FIFO), or not readable: named, not read
+        return where, [f"{where}: {e.strerror or e}"], None, False
     if data is None:
         return where, [f"{where}: missing"], None, False
     digest = log.blake3(data, max_threads=log.blake3.AUTO).hexdigest()
@@ -195,21 +270,50 @@ def _ids_digest(in_order) -> str:
 
 
 def file_reader(layout: Layout) -> Callable[[str, int], bytes | None]:
-    """``read_file`` for the home's folder or bucket: bounded by the size the entry signed."""
+    """``read_file`` for the home's folder or bucket: only a name of the folder's form (``FILE_NAME``),
+    bounded by the size the entry signed and by ``TRACKRECORD_FILE_BYTES``. A folder's name that is not a
+    regular file raises :class:`NotAFile` (opened without waiting on a FIFO, without following a
+    symlink); an object past the bound reads as no bytes (not the entry's)."""
+    import re
+
     from storage.objects import ObjectTooLarge
 
+    form = re.compile(FILE_NAME)
+
     def read(name: str, size: int) -> bytes | None:
+        if form.fullmatch(name) is None:
+            raise NotAFile(f"{name!r}: not a name of the track record's folder; not read")
+        limit = min(size, TRACKRECORD_FILE_BYTES)
         try:
             if layout.store is not None:
                 from .shared import key
 
-                return layout.store.get(key(name), limit=size)
+                return layout.store.get(key(name), limit=limit)
             path: Path = layout.folder / name
-            with open(path, "rb") as f:
-                return f.read(size + 1)
+            flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
+            with open(path, "rb", opener=lambda p, _f: os.open(p, flags)) as f:
+                mode = os.fstat(f.fileno()).st_mode
+                if not stat.S_ISREG(mode):
+                    raise NotAFile(f"not a file (a {_kind(mode)}); not read")
+                return f.read(limit + 1)
         except FileNotFoundError:
             return None
         except ObjectTooLarge:
             return b""
+        except NotAFile:
+            raise
+        except OSError as e:
+            if e.errno == getattr(os, "ELOOP", None):  # O_NOFOLLOW met a symlink
+                raise NotAFile("not a file (a symlink); not read") from None
+            if isinstance(e, IsADirectoryError):
+                raise NotAFile("not a file (a directory); not read") from None
+            raise
 
     return read
+
+
+def _kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return kind
+    return "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "special file"

@@ -175,11 +175,6 @@ def verify_cli(home: Path, tmp_path: Path, *, fifo: Path | None = None) -> int:
     return done[0] if isinstance(done[0], int) else 98
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the folder's writer who puts a directory or a FIFO under a live name crashes or hangs "
-    "qsolve trackrecord verify, which names nothing",
-)
 @pytest.mark.parametrize("kind", ["directory", "fifo"])
 def test_verify_names_a_live_file_that_is_not_a_file(home, tmp_path, capsys, kind):
     file_rows(scenario()[:3], home)
@@ -216,11 +211,6 @@ MALFORMED = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the database's writer who changes one entry's form crashes qsolve trackrecord verify "
-    "(a traceback), which names nothing",
-)
 @pytest.mark.parametrize("how", sorted(MALFORMED))
 def test_verify_names_an_entry_not_of_its_form(home, tmp_path, capsys, how):
     file_rows(scenario()[:3], home)
@@ -233,11 +223,6 @@ def test_verify_names_an_entry_not_of_its_form(home, tmp_path, capsys, how):
     assert "entry 2" in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="verify reads any path of the machine an unsigned entry names, as far as the size it claims "
-    "(/dev/zero, 1 TB)",
-)
 def test_verify_reads_no_file_an_unsigned_entry_names_outside_the_folder(home, tmp_path, monkeypatch):
     import builtins
 
@@ -265,11 +250,6 @@ def test_verify_reads_no_file_an_unsigned_entry_names_outside_the_folder(home, t
     assert [p for p in opened if not p.startswith(f"{folder}/")] == []  # today: ['/dev/zero']
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the database's writer who changes a live row's size takes the platform's file off every page, "
-    "blamed on its bytes, and verify says the track record verifies",
-)
 def test_a_live_rows_size_changed_outside_the_log_is_named_by_verify(place, home):
     from storage.state._tables import trackrecord_live
 
@@ -313,11 +293,6 @@ def test_a_pass_does_not_set_aside_the_batch_filed_under_a_planted_name_meanwhil
     assert shown == [{"run_id": r.run_id, "passed": r.passed} for r in rows], done.set_aside
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the database's writer who empties the log has every reader say the log was emptied, yet "
-    "qsolve trackrecord verify exits 0, 'the track record verifies'",
-)
 def test_verify_names_a_log_emptied_that_this_home_saw_hold_entries(home, tmp_path, capsys):
     from tests.attacks.test_issue34_attacks import empty_the_log_and_record
 
@@ -331,11 +306,6 @@ def test_verify_names_a_log_emptied_that_this_home_saw_hold_entries(home, tmp_pa
     assert code == 1, captured.out  # today: 0, "the track record verifies"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a --checkpoint file of JSON null is taken as no checkpoint (exit 0, 'verifies'); a number, or "
-    "a --trust file of null or a number: a traceback",
-)
 @pytest.mark.parametrize(
     "option, content",
     [("--checkpoint", "null"), ("--checkpoint", "5"), ("--trust", "null"), ("--trust", "5")],
@@ -464,11 +434,6 @@ def sparse(path: Path, size: int, tail: bytes) -> None:
         f.write(tail)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a planted file whose Parquet footer says it is 4 GB long is read whole by every reader's "
-    "check of the folder (1.5 GB and 18 s for a footer of 1.5 GB)",
-)
 def test_a_reader_reads_no_footer_past_the_bound(home, monkeypatch):
     import struct
 
@@ -493,11 +458,6 @@ def test_a_reader_reads_no_footer_past_the_bound(home, monkeypatch):
     assert handed == []  # today: [o-2222...parquet], read to its footer's length
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a maintenance pass hashes a planted file of any size in the folder (8 GiB sparse: a pass of "
-    "134 s), never held to TRACKRECORD_FILE_BYTES",
-)
 def test_a_maintenance_pass_hashes_no_planted_file_past_the_bound(home, monkeypatch):
     from storage.bounds import TRACKRECORD_FILE_BYTES
     from storage.maintenance import refile_lost_runs
@@ -524,11 +484,6 @@ def test_a_maintenance_pass_hashes_no_planted_file_past_the_bound(home, monkeypa
     assert hashed == []  # today: the planted file, hashed whole (twice)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compaction checks its inputs against the live set the database's writer can change, not "
-    "the signed log: a forged batch is merged into an h- file the host signs as compacted",
-)
 def test_compaction_merges_no_batch_whose_live_digest_the_log_never_signed(place, home):
     import io
 
@@ -564,11 +519,6 @@ def test_compaction_merges_no_batch_whose_live_digest_the_log_never_signed(place
     assert signed == []  # today: ['r03'], in an h- file of an entry this host signed as compacted
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="verify where no state database is found (a reader's copy of the files, the database not "
-    "beside them) creates an empty one and exits 0, 'the track record verifies'",
-)
 def test_verify_without_a_state_database_does_not_pass(home, tmp_path, monkeypatch):
     import json
     import shutil
@@ -608,11 +558,6 @@ def read_only(tmp_path):
         subprocess.run(["chattr", "-i", str(p)], capture_output=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="qsolve query and page on a read-only home whose database is from before the log fail (exit 2): "
-    "'qsolve query writes there (the reading commands ... work on a read-only home)'",
-)
 def test_a_reader_on_a_read_only_home_reads_a_database_from_before_the_log(home, capsys, read_only):
     from qsolve.cli import main
     from tests.attacks.test_issue34_attacks import empty_the_log_and_record
