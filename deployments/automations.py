@@ -10,17 +10,14 @@ this file once against the server. Creating it again changes nothing.
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 
+from flows.heartbeats import HEARTBEAT_S, heartbeats
+
+__all__ = ["HEARTBEAT_S", "NAME", "SILENT_AFTER", "crash_silent_runs", "heartbeats"]
+
 NAME = "qsolve: crash flow runs that stopped sending heartbeats"
-HEARTBEAT_S = 30
 SILENT_AFTER = timedelta(seconds=3 * HEARTBEAT_S)
-
-
-def heartbeats() -> None:
-    """Flow runs of this process's deployments send heartbeats (unless the operator set another period)."""
-    os.environ.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", str(HEARTBEAT_S))
 
 
 def crash_silent_runs():

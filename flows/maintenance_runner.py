@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-once", action="store_true", help="poll once, run what is due, then stop")
     args = parser.parse_args(argv)
 
-    from deployments.automations import heartbeats
+    from flows.heartbeats import heartbeats
 
     heartbeats()  # before Prefect reads its settings: a pass whose process dies is Crashed, not Running
     import prefect  # noqa: F401 - Prefect's logging, to the API too
