@@ -20,14 +20,36 @@ def use_server() -> None:
     use_prefect()
 
 
+def begin_server():
+    """:func:`use_server` for a command with work that needs no server: a temporary server is started
+    and this returns at once; its ``wait()`` waits for it (one line if it does not start), its
+    ``failed()`` says meanwhile whether it already has not (flows/server.py's ``begin_prefect``)."""
+    from flows.server import begin_prefect
+
+    return begin_prefect()
+
+
+def load_engine() -> None:
+    """What a flow's first call imports (Prefect's flow and task engines, the encoder of a flow run's
+    parameters), loaded by a command while its server starts rather than after."""
+    import contextlib
+
+    import prefect.flow_engine  # noqa: F401
+    import prefect.task_engine  # noqa: F401
+
+    with contextlib.suppress(ImportError):
+        import fastapi.encoders  # noqa: F401 - Prefect's serialisation of a flow run's parameters
+
+
 def run_evaluation(**parameters: Any) -> dict[str, Any] | BaseException:
     """The evaluation flow (flows/evaluation.py) run here on ``parameters``; the run's summary (a run that
     ended failed or cancelled ends its flow run so, its summary kept with the ending), or what it
     raised."""
-    use_server()
+    server = begin_server()  # a temporary server starts; the flow loads meanwhile
     from flows.endings import outcome
     from flows.evaluation import evaluation_flow
 
+    server.wait()
     state = evaluation_flow(**parameters, return_state=True)
     return outcome(state.result(raise_on_failure=False, _sync=True))
 
@@ -35,9 +57,10 @@ def run_evaluation(**parameters: Any) -> dict[str, Any] | BaseException:
 def run_hardware(quote_id: str) -> Any:
     """The hardware flow (flows/hardware.py) run here on a confirmed quote: its outcomes, or what it
     raised."""
-    use_server()
+    server = begin_server()  # a temporary server starts; the flow loads meanwhile
     from flows.hardware import hardware_flow
 
+    server.wait()
     state = hardware_flow(quote=quote_id, return_state=True)
     return state.result(raise_on_failure=False, _sync=True)
 

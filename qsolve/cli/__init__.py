@@ -157,25 +157,42 @@ def _progress(console):
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from qsolve.sandbox.process import start_ahead
+    from qsolve.sandbox.process import JobProcess
 
     root = _folder(args.dir)
-    # the gates' first workflow process imports while Prefect and the flows do; none for a version
-    # already published, which the flow sends to publication without the gates
-    process = None if _published_already(root) else start_ahead()
-    try:
-        from flows.dispatch import use_server
+    from flows.dispatch import begin_server
 
-        use_server()
+    server = begin_server()  # a temporary server starts now, and lint, the checks, the gates meanwhile
+    # none for a version already published, which the flow sends to publication without the gates
+    published = _published_already(root)
+    process = None if published else JobProcess()
+    from tasks import ahead
+
+    try:
+        try:
+            ahead.compute(root, gates=not published, process=process, stop=server.failed)
+        finally:
+            if process is not None:
+                process.close()
+        if server.failed():
+            server.wait()  # one line, at once; nothing was recorded
+        # while the server starts: Prefect, the flow and its engine load, the state database is made ready
+        from flows.dispatch import load_engine
         from flows.submission import report_of, submission_flow
         from qsolve.home import local_account
+        from storage.state import connect
+
+        load_engine()
+        if not published:
+            with connect():
+                pass  # created and migrated now (a fresh home), not inside the flow's stages
+        server.wait()  # one line if it does not start; nothing was recorded
 
         state = submission_flow(
             str(root), run_history=not args.no_history, account=local_account(args.account), return_state=True
         )
     finally:
-        if process is not None:
-            process.close()
+        ahead.forget()
     return _submitted(args, report_of(state))
 
 
@@ -270,11 +287,12 @@ def cmd_history(args: argparse.Namespace) -> int:
             db.get_version(args.name, args.version)
         except NotFound as e:
             raise UsageError(str(e)) from None
-    from flows.dispatch import use_server
+    from flows.dispatch import begin_server
 
-    use_server()
+    server = begin_server()  # a temporary server starts; the flow loads meanwhile
     from flows.history import history_flow
 
+    server.wait()
     state = history_flow(args.name, args.version, again=args.again, return_state=True)
     outcome = state.result(raise_on_failure=False, _sync=True)
     if isinstance(outcome, BaseException):
@@ -300,11 +318,12 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
 
     with connect() as db:
         db.count_unfiled()
-    from flows.dispatch import use_server
+    from flows.dispatch import begin_server
 
-    use_server()
+    server = begin_server()  # a temporary server starts; the flow loads meanwhile
     from flows.maintenance import maintenance_flow
 
+    server.wait()
     state = maintenance_flow(return_state=True)
     report = state.result(raise_on_failure=False, _sync=True)
     if isinstance(report, BaseException):
