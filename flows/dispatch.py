@@ -20,13 +20,14 @@ def use_server() -> None:
     use_prefect()
 
 
-def begin_server():
+def begin_server(announce: bool = True):
     """:func:`use_server` for a command with work that needs no server: a temporary server is started
     and this returns at once; its ``wait()`` waits for it (one line if it does not start), its
-    ``failed()`` says meanwhile whether it already has not (flows/server.py's ``begin_prefect``)."""
+    ``failed()`` says meanwhile whether it already has not (flows/server.py's ``begin_prefect``;
+    ``announce=False``: its line said only once the command waits for it)."""
     from flows.server import begin_prefect
 
-    return begin_prefect()
+    return begin_prefect(announce=announce)
 
 
 def load_engine() -> None:
@@ -49,6 +50,7 @@ def run_evaluation(**parameters: Any) -> dict[str, Any] | BaseException:
     from flows.endings import outcome
     from flows.evaluation import evaluation_flow
 
+    load_engine()
     server.wait()
     state = evaluation_flow(**parameters, return_state=True)
     return outcome(state.result(raise_on_failure=False, _sync=True))
@@ -60,6 +62,7 @@ def run_hardware(quote_id: str) -> Any:
     server = begin_server()  # a temporary server starts; the flow loads meanwhile
     from flows.hardware import hardware_flow
 
+    load_engine()
     server.wait()
     state = hardware_flow(quote=quote_id, return_state=True)
     return state.result(raise_on_failure=False, _sync=True)

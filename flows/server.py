@@ -262,10 +262,12 @@ def use_prefect(say: Callable[[str], None] | None = None) -> str:
     return begin_prefect(say).wait()
 
 
-def begin_prefect(say: Callable[[str], None] | None = None) -> Pending:
+def begin_prefect(say: Callable[[str], None] | None = None, *, announce: bool = True) -> Pending:
     """Find the Prefect server this command's flows will run on, or start the temporary one and return
     at once (issue 39, item 1): :meth:`Pending.wait` then waits for it, so that what needs no server
-    runs while it starts. ServerError at once when the server of ``PREFECT_API_URL`` does not answer."""
+    runs while it starts. ServerError at once when the server of ``PREFECT_API_URL`` does not answer.
+    ``announce=False``: the temporary server's line is said when the command waits for it, so that a
+    command refused meanwhile (its one line) says nothing of a server it no longer needs."""
     say = say or (lambda line: print(f"qsolve: {line}", file=sys.stderr, flush=True))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     url = os.environ.get("PREFECT_API_URL")
@@ -282,7 +284,7 @@ def begin_prefect(say: Callable[[str], None] | None = None) -> Pending:
     if kept is not None:
         _point_at(kept.url)
         return Pending("qsolve server")
-    return Pending("temporary", Temporary(say))
+    return Pending("temporary", Temporary(say, announce=announce))
 
 
 def _prefect_api_url() -> str | None:
@@ -332,7 +334,7 @@ class Temporary:
     still held (an exit function registered before Prefect's own: those run first), and its time-out
     counts from its start (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``, 600 s unless set)."""
 
-    def __init__(self, say: Callable[[str], None]) -> None:
+    def __init__(self, say: Callable[[str], None], announce: bool = True) -> None:
         import atexit
         import tempfile
 
@@ -343,10 +345,13 @@ class Temporary:
             limit = float(self.timeout)
         except ValueError:
             raise ServerError(f"{EPHEMERAL_VARIABLE} is {self.timeout!r}: give a number of seconds") from None
-        say(
+        self.say = say
+        self.line: str | None = (
             f"starting Prefect's temporary server (10 to 30 s, at most {self.timeout} s; qsolve server start "
             "keeps one running for every command) ..."
         )
+        if announce:
+            self._announce()
         fd, log = tempfile.mkstemp(prefix="prefect-temporary-server-", suffix=".log")
         os.close(fd)
         self.log = Path(log)
@@ -388,8 +393,14 @@ class Temporary:
         code = self.process.poll()
         return (code is not None and (code != 3 or self.relaunches >= 2)) or time.monotonic() >= self.deadline
 
+    def _announce(self) -> None:
+        line, self.line = self.line, None
+        if line is not None:
+            self.say(line)
+
     def wait(self) -> str:
         """The server's API URL once it answers; ServerError (and the server stopped) if it does not."""
+        self._announce()
         while self.url is None and self.error is None:
             code = self.process.poll()
             if code == 3 and self.relaunches < 2 and time.monotonic() < self.deadline:

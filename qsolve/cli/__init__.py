@@ -290,8 +290,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     from flows.dispatch import begin_server
 
     server = begin_server()  # a temporary server starts; the flow loads meanwhile
+    from flows.dispatch import load_engine
     from flows.history import history_flow
 
+    load_engine()
     server.wait()
     state = history_flow(args.name, args.version, again=args.again, return_state=True)
     outcome = state.result(raise_on_failure=False, _sync=True)
@@ -314,14 +316,19 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     if args.rebuild:
         return _rebuild_track_record(args)
     _home_writable()  # a read-only home, a damaged database: one line (main's handler), before a flow
+    from flows.dispatch import begin_server
+
+    # a temporary server starts first (its line said once the pass waits for it, none for a home
+    # refused meanwhile); the state database is opened and the flow loads while it starts
+    server = begin_server(announce=False)
     from storage.state import connect  # logs a traceback of each task it fails
 
     with connect() as db:
         db.count_unfiled()
-    from flows.dispatch import begin_server
-
-    server = begin_server()  # a temporary server starts; the flow loads meanwhile
+    from flows.dispatch import load_engine
     from flows.maintenance import maintenance_flow
+
+    load_engine()
 
     server.wait()
     state = maintenance_flow(return_state=True)
@@ -533,6 +540,12 @@ ENDS_AT_ONCE = {"test", "lint", "check"}
 READS = {"page", "query", "views-sql", "verify", "receipts"}
 
 
+#: commands whose flow run's final state is recorded before they return (issue 39, item 2): they end as
+#: the read commands do, once their exit functions have run (Prefect's logs and events sent, the
+#: temporary server stopped), without the interpreter's teardown of Prefect's, Qiskit's and Aer's objects
+FLOWS_END = {"submit", "history", "maintenance"}
+
+
 #: commands that start helpers of their own (Prefect's temporary server, a provider's process, sandbox
 #: folders): run as a command, each gets a janitor, so that even SIGKILL leaves nothing behind
 GUARDED = {
@@ -549,8 +562,8 @@ def run() -> None:
 
         guard()
     code = main(argv)
-    if argv[:1] and argv[0] in ENDS_AT_ONCE | READS:
-        if argv[0] in READS:
+    if argv[:1] and argv[0] in ENDS_AT_ONCE | READS | FLOWS_END:
+        if argv[0] in READS | FLOWS_END:
             import atexit
 
             atexit._run_exitfuncs()  # a reading's temporary schema file removed, logging flushed

@@ -105,10 +105,13 @@ def test_the_gates_run_while_the_temporary_server_starts_and_the_flow_records_th
     asked = events.index(f"asked port {port}")  # the command's first look at whether it answers
     # the server's process first, then the workflow process and every stage, all before the command
     # first asked the server anything: nothing of them waited for it
-    assert events[1:asked] == [
-        "workflow process started", "computed lint", "computed checks", "computed gates",
-    ], events  # fmt: skip
-    assert events.count("workflow process started") == 1  # the flow's gates stage ran no job again
+    before = events[1:asked]
+    assert before[0] == "workflow process started", events
+    computed = [e for e in before if e.startswith("computed ")]
+    assert computed == ["computed lint", "computed checks", "computed gates"], events
+    # the gates' job may start a fresh process of its own (reproducible); none after it: the flow's
+    # gates stage ran no job again
+    assert "workflow process started" not in events[events.index("computed gates") :], events
     assert refused(port)  # the temporary server ended with the command
 
     # the flow recorded them as its own stages: the same task runs, states, logs and artifacts
