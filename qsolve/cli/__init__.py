@@ -541,8 +541,9 @@ READS = {"page", "query", "views-sql", "verify", "receipts"}
 
 
 #: commands whose flow run's final state is recorded before they return (issue 39, item 2): they end as
-#: the read commands do, once their exit functions have run (Prefect's logs and events sent, the
-#: temporary server stopped), without the interpreter's teardown of Prefect's, Qiskit's and Aer's objects
+#: the read commands do, once the interpreter's exit steps have run (threads joined, Prefect's logs and
+#: events sent, the temporary server stopped), without its teardown of Prefect's, Qiskit's and Aer's
+#: objects
 FLOWS_END = {"submit", "history", "maintenance"}
 
 
@@ -563,6 +564,12 @@ def run() -> None:
         guard()
     code = main(argv)
     if argv[:1] and argv[0] in ENDS_AT_ONCE | READS | FLOWS_END:
+        if argv[0] in FLOWS_END:
+            import threading
+
+            # what the interpreter's exit does first: threads joined, and the exit calls of threading's
+            # own registry run, where Prefect drains its log and event services to the server
+            threading._shutdown()
         if argv[0] in READS | FLOWS_END:
             import atexit
 
