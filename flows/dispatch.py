@@ -30,6 +30,21 @@ def begin_server(announce: bool = True):
     return begin_prefect(announce=announce)
 
 
+def compute_ahead(root: Any, *, gates: bool, process: Any, stop: Any) -> None:
+    """The submission's lint, checks and (``gates``) gates' sandbox job in ``process``, computed before its
+    flow runs, for its stages to record (tasks/ahead.py); none after ``stop()`` says true."""
+    from tasks.ahead import compute
+
+    compute(root, gates, process, stop)
+
+
+def forget_ahead() -> None:
+    """Drop what was computed ahead and no stage took."""
+    from tasks.ahead import forget
+
+    forget()
+
+
 def load_engine() -> None:
     """What a flow's first call imports (Prefect's flow and task engines, the encoder of a flow run's
     parameters), loaded by a command while its server starts rather than after."""

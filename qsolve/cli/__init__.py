@@ -160,17 +160,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from qsolve.sandbox.process import JobProcess
 
     root = _folder(args.dir)
-    from flows.dispatch import begin_server
+    from flows.dispatch import begin_server, compute_ahead, forget_ahead
 
     server = begin_server()  # a temporary server starts now, and lint, the checks, the gates meanwhile
     # none for a version already published, which the flow sends to publication without the gates
     published = _published_already(root)
     process = None if published else JobProcess()
-    from tasks import ahead
-
     try:
         try:
-            ahead.compute(root, gates=not published, process=process, stop=server.failed)
+            compute_ahead(root, gates=not published, process=process, stop=server.failed)
         finally:
             if process is not None:
                 process.close()
@@ -192,7 +190,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             str(root), run_history=not args.no_history, account=local_account(args.account), return_state=True
         )
     finally:
-        ahead.forget()
+        forget_ahead()
     return _submitted(args, report_of(state))
 
 
