@@ -167,6 +167,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     published = _published_already(root)
     process = None if published else JobProcess()
     try:
+        if server.temporary is None:  # no start to hide: Prefect loads while the workflow process starts
+            _load_submission_flow()
         try:
             compute_ahead(root, gates=not published, process=process, stop=server.failed)
         finally:
@@ -175,12 +177,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
         if server.failed():
             server.wait()  # one line, at once; nothing was recorded
         # while the server starts: Prefect, the flow and its engine load, the state database is made ready
-        from flows.dispatch import load_engine
+        _load_submission_flow()
         from flows.submission import report_of, submission_flow
         from qsolve.home import local_account
         from storage.state import connect
 
-        load_engine()
         if not published:
             with connect():
                 pass  # created and migrated now (a fresh home), not inside the flow's stages
@@ -192,6 +193,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
     finally:
         forget_ahead()
     return _submitted(args, report_of(state))
+
+
+def _load_submission_flow() -> None:
+    """Prefect, the submission flow and Prefect's engine, imported (once)."""
+    import flows.submission  # noqa: F401
+    from flows.dispatch import load_engine
+
+    load_engine()
 
 
 def _published_already(root: Path) -> bool:
