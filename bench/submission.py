@@ -9,9 +9,11 @@ round's times. The flow's cost is submit --no-history's time less test's: import
 flows, the flow and its four task runs on the server, publication (real work, a fraction of a second),
 the process's exit.
 
-    python bench/submission.py [DIR] [--rounds R] [--ephemeral] [--history] [--evaluate]
+    python bench/submission.py [DIR] [--rounds R] [--ephemeral] [--maintenance] [--history] [--evaluate]
 
-``--ephemeral`` adds one submit on Prefect's temporary server (no kept server: its start-up),
+``--ephemeral`` adds one submit on Prefect's temporary server (no kept server: its start-up, which the
+command hides behind lint, the checks and the gates as far as it can: issue 39), its CPU time too,
+``--maintenance`` one `qsolve maintenance` on a temporary server with nothing to file,
 ``--history`` one full submit (with the history stage, which re-runs every case: real work),
 ``--evaluate`` `qsolve evaluate` of a calibrated chip with the classical judge, on the kept server:
 its wall time against the run's own (the summary's ``wall_seconds``).
@@ -68,6 +70,7 @@ def main() -> None:
     parser.add_argument("folder", nargs="?", default="workflows/max-cut")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ephemeral", action="store_true")
+    parser.add_argument("--maintenance", action="store_true")
     parser.add_argument("--history", action="store_true")
     parser.add_argument("--evaluate", action="store_true")
     args = parser.parse_args()
@@ -94,9 +97,14 @@ def main() -> None:
             evaluated = _evaluate(tmp, url) if args.evaluate else None
         finally:
             timed([*QSOLVE, "server", "stop"], server_env)
-        eph = None
+        eph = eph_cpu = maint = maint_cpu = None
         if args.ephemeral:
             eph = timed([*QSOLVE, "submit", folder, "--no-history"], environment(tmp, "ephemeral"))[0]
+            eph_cpu = LAST_CPU[0]
+        if args.maintenance:  # a PREFECT_HOME of its own: the temporary server builds its database too
+            env = environment(tmp, "maintenance", PREFECT_HOME=f"{tmp}/prefect-home-maintenance")
+            maint = timed([*QSOLVE, "maintenance"], env)[0]
+            maint_cpu = LAST_CPU[0]
     gates, srv = statistics.median(tests), statistics.median(submits)
     print(f"workflow: {folder}; {args.rounds} rounds, medians (each round: test, submit)")
     for t, s, tc, sc in zip(tests, submits, tests_cpu, submits_cpu, strict=True):
@@ -116,6 +124,9 @@ def main() -> None:
     if eph is not None:
         print(f"qsolve submit --no-history, temporary server       {eph:7.2f} s  {eph / gates:.2f}x")
         print(f"the flow adds, temporary server (its start-up):    {eph - gates:7.2f} s")
+        print(f"  its CPU time (and its children's)                {eph_cpu:7.2f} s")
+    if maint is not None:
+        print(f"qsolve maintenance, temporary server, nothing to file {maint:7.2f} s; CPU {maint_cpu:.2f} s")
     if evaluated is not None:
         wall, own, records = evaluated
         print(

@@ -20,14 +20,53 @@ def use_server() -> None:
     use_prefect()
 
 
+def begin_server(announce: bool = True):
+    """:func:`use_server` for a command with work that needs no server: a temporary server is started
+    and this returns at once; its ``wait()`` waits for it (one line if it does not start), its
+    ``failed()`` says meanwhile whether it already has not (flows/server.py's ``begin_prefect``;
+    ``announce=False``: its line said only once the command waits for it)."""
+    from flows.server import begin_prefect
+
+    return begin_prefect(announce=announce)
+
+
+def compute_ahead(root: Any, *, gates: bool, process: Any, stop: Any) -> None:
+    """The submission's lint, checks and (``gates``) gates' sandbox job in ``process``, computed before its
+    flow runs, for its stages to record (tasks/ahead.py); none after ``stop()`` says true."""
+    from tasks.ahead import compute
+
+    compute(root, gates, process, stop)
+
+
+def forget_ahead() -> None:
+    """Drop what was computed ahead and no stage took."""
+    from tasks.ahead import forget
+
+    forget()
+
+
+def load_engine() -> None:
+    """What a flow's first call imports (Prefect's flow and task engines, the encoder of a flow run's
+    parameters), loaded by a command while its server starts rather than after."""
+    import contextlib
+
+    import prefect.flow_engine  # noqa: F401
+    import prefect.task_engine  # noqa: F401
+
+    with contextlib.suppress(ImportError):
+        import fastapi.encoders  # noqa: F401 - Prefect's serialisation of a flow run's parameters
+
+
 def run_evaluation(**parameters: Any) -> dict[str, Any] | BaseException:
     """The evaluation flow (flows/evaluation.py) run here on ``parameters``; the run's summary (a run that
     ended failed or cancelled ends its flow run so, its summary kept with the ending), or what it
     raised."""
-    use_server()
+    server = begin_server()  # a temporary server starts; the flow loads meanwhile
     from flows.endings import outcome
     from flows.evaluation import evaluation_flow
 
+    load_engine()
+    server.wait()
     state = evaluation_flow(**parameters, return_state=True)
     return outcome(state.result(raise_on_failure=False, _sync=True))
 
@@ -35,9 +74,11 @@ def run_evaluation(**parameters: Any) -> dict[str, Any] | BaseException:
 def run_hardware(quote_id: str) -> Any:
     """The hardware flow (flows/hardware.py) run here on a confirmed quote: its outcomes, or what it
     raised."""
-    use_server()
+    server = begin_server()  # a temporary server starts; the flow loads meanwhile
     from flows.hardware import hardware_flow
 
+    load_engine()
+    server.wait()
     state = hardware_flow(quote=quote_id, return_state=True)
     return state.result(raise_on_failure=False, _sync=True)
 

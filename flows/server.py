@@ -7,15 +7,16 @@ in this order: the server of ``PREFECT_API_URL`` when it is set; else the server
 left running for this ``QSOLVE_HOME`` (recorded in ``QSOLVE_HOME/prefect-server.json``: its pid, port and
 host); else Prefect's temporary server, started inside the command, with a start-up time-out a busy machine
 meets (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``, 600 s unless set) and one progress line while
-it starts. Only the first command pays the server's start-up when one is kept running.
+it starts. Only the first command pays the server's start-up when one is kept running; a command that
+has work needing no server (``qsolve submit``: lint, the checks, the gates) starts the temporary server
+first (:func:`begin_prefect`) and does that work while it starts (issue 39, item 1).
 
 The kept server is ``prefect server start`` on 127.0.0.1 and a free port, in a session of its own (so no
 command's janitor and no Ctrl-C in the terminal stops it), its database
 ``QSOLVE_HOME/prefect/prefect.db`` (unless ``PREFECT_SERVER_DATABASE_CONNECTION_URL`` names another) and its
 log ``QSOLVE_HOME/prefect/server.log``. Two ``qsolve server start`` at once start one server: the record
 is claimed under an exclusive ``flock`` of ``QSOLVE_HOME/prefect/server.lock`` (the kernel's, held by
-whichever process has it). This module imports no Prefect; :func:`use_prefect` imports it only to start
-the temporary server.
+whichever process has it). This module imports no Prefect, and starts the temporary server without it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from qsolve.home import qsolve_home
 from qsolve.runtime.janitor import start_time
@@ -259,6 +259,15 @@ def use_prefect(say: Callable[[str], None] | None = None) -> str:
     """Make ready the Prefect server this command's flows run on; what it is (``PREFECT_API_URL``,
     ``qsolve server``, ``temporary``). Call before anything imports Prefect. ServerError when the server
     of ``PREFECT_API_URL`` does not answer or the temporary server does not start."""
+    return begin_prefect(say).wait()
+
+
+def begin_prefect(say: Callable[[str], None] | None = None, *, announce: bool = True) -> Pending:
+    """Find the Prefect server this command's flows will run on, or start the temporary one and return
+    at once (issue 39, item 1): :meth:`Pending.wait` then waits for it, so that what needs no server
+    runs while it starts. ServerError at once when the server of ``PREFECT_API_URL`` does not answer.
+    ``announce=False``: the temporary server's line is said when the command waits for it, so that a
+    command refused meanwhile (its one line) says nothing of a server it no longer needs."""
     say = say or (lambda line: print(f"qsolve: {line}", file=sys.stderr, flush=True))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     url = os.environ.get("PREFECT_API_URL")
@@ -268,19 +277,14 @@ def use_prefect(say: Callable[[str], None] | None = None) -> str:
                 f"PREFECT_API_URL is {url}, and no Prefect server answers there: start one (qsolve server "
                 "start, or prefect server start), or unset PREFECT_API_URL to run with a temporary one"
             )
-        return "PREFECT_API_URL"
+        return Pending("PREFECT_API_URL")
     if "prefect" in sys.modules and _prefect_api_url():  # a server set in this process (a test harness)
-        return "PREFECT_API_URL"
+        return Pending("PREFECT_API_URL")
     kept = running()
     if kept is not None:
-        os.environ["PREFECT_API_URL"] = kept.url
-        if "prefect" in sys.modules:
-            from prefect.context import refresh_global_settings_context
-
-            refresh_global_settings_context()
-        return "qsolve server"
-    _start_temporary(say)
-    return "temporary"
+        _point_at(kept.url)
+        return Pending("qsolve server")
+    return Pending("temporary", Temporary(say, announce=announce))
 
 
 def _prefect_api_url() -> str | None:
@@ -289,33 +293,157 @@ def _prefect_api_url() -> str | None:
     return PREFECT_API_URL.value()
 
 
-def _start_temporary(say: Callable[[str], None]) -> None:
-    """Start Prefect's temporary server now, with one line while it starts, so that a server that does
-    not start is one line; the flows then find it running (Prefect keeps one a process)."""
-    set_by_person = bool(os.environ.get(EPHEMERAL_VARIABLE))
-    os.environ.setdefault(EPHEMERAL_VARIABLE, str(EPHEMERAL_TIMEOUT_S))
-    timeout = os.environ[EPHEMERAL_VARIABLE]
-    import logging
+def _point_at(url: str) -> None:
+    """This process's flows run on the server at ``url`` (Prefect's settings read again if loaded)."""
+    os.environ["PREFECT_API_URL"] = url
+    if "prefect" in sys.modules:
+        from prefect.context import refresh_global_settings_context
 
-    from prefect.server.api.server import SubprocessASGIServer
+        refresh_global_settings_context()
 
-    # Prefect's own two lines about its temporary server are this line instead
-    logging.getLogger("prefect").addFilter(_QuietTemporaryServer())
-    say(
-        f"starting Prefect's temporary server (10 to 30 s, at most {timeout} s; qsolve server start keeps "
-        "one running for every command) ..."
-    )
-    try:
-        SubprocessASGIServer().start(timeout=int(timeout))
-    except RuntimeError as e:
-        how = (
-            f"raise {EPHEMERAL_VARIABLE} (it is {timeout})" if set_by_person else f"set {EPHEMERAL_VARIABLE}"
+
+class Pending:
+    """The Prefect server a command's flows will run on: ``kind`` as :func:`use_prefect` says it, and
+    the temporary server while it starts."""
+
+    def __init__(self, kind: str, temporary: Temporary | None = None) -> None:
+        self.kind = kind
+        self.temporary = temporary
+
+    def failed(self) -> bool:
+        """Whether the server is known already not to start (its process ended, its time is up)."""
+        return self.temporary is not None and self.temporary.failed()
+
+    def wait(self) -> str:
+        """Wait until the server answers; its kind. ServerError, one line, when it does not start
+        (the temporary server stopped then: nothing of it is left)."""
+        if self.temporary is not None:
+            url = self.temporary.wait()
+            # a flow run's "View at" line would name a UI this server does not serve, gone after the command
+            os.environ.setdefault("PREFECT_UI_URL", "")
+            _point_at(url)
+        return self.kind
+
+
+class Temporary:
+    """Prefect's temporary server for one command, started at once without importing Prefect here:
+    the process Prefect's own ``SubprocessASGIServer`` runs (uvicorn on Prefect's API app, no UI, the
+    database of ``PREFECT_HOME``) on 127.0.0.1 and a free port, its output in a file of the command's
+    temporary folder. The flows reach it through ``PREFECT_API_URL`` (so this process never loads
+    Prefect's server modules); it is stopped when the command ends, after Prefect has sent what it
+    still held (an exit function registered before Prefect's own: those run first), and its time-out
+    counts from its start (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``, 600 s unless set)."""
+
+    def __init__(self, say: Callable[[str], None], announce: bool = True) -> None:
+        import atexit
+        import tempfile
+
+        self.set_by_person = bool(os.environ.get(EPHEMERAL_VARIABLE))
+        os.environ.setdefault(EPHEMERAL_VARIABLE, str(EPHEMERAL_TIMEOUT_S))
+        self.timeout = os.environ[EPHEMERAL_VARIABLE]
+        try:
+            limit = float(self.timeout)
+        except ValueError:
+            raise ServerError(f"{EPHEMERAL_VARIABLE} is {self.timeout!r}: give a number of seconds") from None
+        self.say = say
+        self.line: str | None = (
+            f"starting Prefect's temporary server (10 to 30 s, at most {self.timeout} s; qsolve server start "
+            "keeps one running for every command) ..."
         )
-        code = " ".join(str(e).split()[:14])
-        raise ServerError(
-            f"Prefect's temporary server did not start within {timeout} s ({code}): {how} higher, or start "
-            "one with qsolve server start"
-        ) from None
+        if announce:
+            self._announce()
+        fd, log = tempfile.mkstemp(prefix="prefect-temporary-server-", suffix=".log")
+        os.close(fd)
+        self.log = Path(log)
+        self.deadline = time.monotonic() + limit
+        self.error: ServerError | None = None
+        self.url: str | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.relaunches = 0
+        self._launch()
+        atexit.register(self.stop)
+
+    def _launch(self) -> None:
+        import importlib.util
+
+        spec = importlib.util.find_spec("prefect")
+        packages = Path(spec.origin).resolve().parents[1]  # where prefect is installed: uvicorn's app dir
+        self.port = _free_port()
+        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        env |= {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable, "-m", "uvicorn", "--app-dir", str(packages), "--factory",
+                    "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
+                    "--log-level", "error", "--lifespan", "on",
+                ],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, close_fds=True,
+            )  # fmt: skip
+
+    @property
+    def _url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def failed(self) -> bool:
+        if self.error is not None:
+            return True
+        if self.url is not None or self.process is None:
+            return self.url is None
+        code = self.process.poll()
+        return (code is not None and (code != 3 or self.relaunches >= 2)) or time.monotonic() >= self.deadline
+
+    def _announce(self) -> None:
+        line, self.line = self.line, None
+        if line is not None:
+            self.say(line)
+
+    def wait(self) -> str:
+        """The server's API URL once it answers; ServerError (and the server stopped) if it does not."""
+        self._announce()
+        while self.url is None and self.error is None:
+            code = self.process.poll()
+            if code == 3 and self.relaunches < 2 and time.monotonic() < self.deadline:
+                self.relaunches += 1  # uvicorn's start-up failure: its port taken meanwhile, say; another
+                self._launch()
+            elif code is not None:
+                self._fail(f"it exited with code {code}")
+            elif healthy(self._url, timeout=5):
+                self.url = self._url
+            elif time.monotonic() >= self.deadline:
+                self._fail(f"no answer on {self._url}")
+            else:
+                time.sleep(0.1)
+        if self.error is not None:
+            raise self.error
+        return self.url
+
+    def _fail(self, why: str) -> None:
+        said = _last_line(self.log)
+        how = (
+            f"raise {EPHEMERAL_VARIABLE} (it is {self.timeout})"
+            if self.set_by_person
+            else f"set {EPHEMERAL_VARIABLE}"
+        )
+        self.stop()
+        self.error = ServerError(
+            f"Prefect's temporary server did not start within {self.timeout} s ({why}"
+            + (f": {said}" if said else "")
+            + f"): {how} higher, or start one with qsolve server start"
+        )
+
+    def stop(self) -> None:
+        """End the server (SIGTERM, then SIGKILL after 5 s) and remove its output; a second call does
+        nothing."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.log.unlink(missing_ok=True)
 
 
 def stop_temporary_servers() -> None:
@@ -329,9 +457,3 @@ def stop_temporary_servers() -> None:
     for instance in set(server.SubprocessASGIServer._instances.values()):
         if instance.server_process is not None:
             instance.stop()
-
-
-class _QuietTemporaryServer:
-    def filter(self, record: Any) -> bool:
-        message = str(record.msg)
-        return not message.startswith(("Starting temporary server", "Stopping temporary server"))

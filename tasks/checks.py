@@ -5,8 +5,11 @@ from __future__ import annotations
 from prefect import task
 
 from qsolve.validation.checks import SubmissionChecks, check_submission
+from tasks import ahead
 
 
 @task(name="submission checks")
 def checks_stage(folder: str) -> SubmissionChecks:
-    return check_submission(folder)
+    """The checks of ``folder``: those ``qsolve submit`` ran ahead (tasks/ahead.py), else run now."""
+    kept = ahead.take("checks", folder)
+    return kept if kept is not None else check_submission(folder)

@@ -12,6 +12,7 @@ from qsolve.sandbox.process import take_ahead
 from qsolve.validation.checks import SubmissionChecks
 from qsolve.validation.jobs import confinement_required
 from qsolve.validation.pipeline import ValidationReport, run_gates
+from tasks import ahead
 
 
 class GatesFailed(Exception):
@@ -37,18 +38,25 @@ def report_of(state: State) -> ValidationReport:
 
 @task(name="gates", cache_policy=NO_CACHE)
 def gates_stage(folder: str, checks: SubmissionChecks) -> ValidationReport | State:
-    """The eight gates; a gate that fails makes the task run Failed, naming the gates."""
+    """The eight gates; a gate that fails makes the task run Failed, naming the gates. The gates'
+    sandbox job that ``qsolve submit`` ran ahead on these checks (tasks/ahead.py) is recorded, its
+    lines logged as they would have been, rather than run again."""
     logger = get_run_logger()
+    kept = ahead.take("gates", folder)
+    if kept is not None and kept.ran_on(checks):
+        for level, line in kept.lines:
+            logger.log(level, line)
+        report = kept.report
+    else:
 
-    def progress(event: dict) -> None:
-        if event.get("event") == "result":
-            log = logger.info if event["passed"] else logger.warning
-            log("case %s/%s %s: %s", event["index"] + 1, event["total"], event["name"], event["why"])
+        def progress(event: dict) -> None:
+            if (line := ahead.progress_line(event)) is not None:
+                logger.log(*line)
 
-    report = run_gates(
-        Path(folder), checks, on_event=progress, process=take_ahead(),
-        require_confinement=confinement_required(), tell=logger.warning,
-    )  # fmt: skip
+        report = run_gates(
+            Path(folder), checks, on_event=progress, process=take_ahead(),
+            require_confinement=confinement_required(), tell=logger.warning,
+        )  # fmt: skip
     failed = [g.name for g in report.gates if not g.passed]
     if failed or not report.checks.ok:  # the task run says so in the UI: Failed, its report as its data
         return Failed(

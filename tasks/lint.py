@@ -5,8 +5,11 @@ from __future__ import annotations
 from prefect import task
 
 from qsolve.lint import LintReport, lint
+from tasks import ahead
 
 
 @task(name="lint")
 def lint_stage(folder: str) -> LintReport:
-    return lint(folder)
+    """Lint's report of ``folder``: the one ``qsolve submit`` computed ahead (tasks/ahead.py), else now."""
+    kept = ahead.take("lint", folder)
+    return kept if kept is not None else lint(folder)

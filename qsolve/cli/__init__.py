@@ -158,26 +158,50 @@ def _progress(console):
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from qsolve.sandbox.process import start_ahead
+    from qsolve.sandbox.process import JobProcess
 
     root = _folder(args.dir)
-    # the gates' first workflow process imports while Prefect and the flows do; none for a version
-    # already published, which the flow sends to publication without the gates
-    process = None if _published_already(root) else start_ahead()
-    try:
-        from flows.dispatch import use_server
+    from flows.dispatch import begin_server, compute_ahead, forget_ahead
 
-        use_server()
+    server = begin_server()  # a temporary server starts now, and lint, the checks, the gates meanwhile
+    # none for a version already published, which the flow sends to publication without the gates
+    published = _published_already(root)
+    process = None if published else JobProcess()
+    try:
+        if server.temporary is None:  # no start to hide: Prefect loads while the workflow process starts
+            _load_submission_flow()
+        try:
+            compute_ahead(root, gates=not published, process=process, stop=server.failed)
+        finally:
+            if process is not None:
+                process.close()
+        if server.failed():
+            server.wait()  # one line, at once; nothing was recorded
+        # while the server starts: Prefect, the flow and its engine load, the state database is made ready
+        _load_submission_flow()
         from flows.submission import report_of, submission_flow
         from qsolve.home import local_account
+        from storage.state import connect
+
+        if not published:
+            with connect():
+                pass  # created and migrated now (a fresh home), not inside the flow's stages
+        server.wait()  # one line if it does not start; nothing was recorded
 
         state = submission_flow(
             str(root), run_history=not args.no_history, account=local_account(args.account), return_state=True
         )
     finally:
-        if process is not None:
-            process.close()
+        forget_ahead()
     return _submitted(args, report_of(state))
+
+
+def _load_submission_flow() -> None:
+    """Prefect, the submission flow and Prefect's engine, imported (once)."""
+    import flows.submission  # noqa: F401
+    from flows.dispatch import load_engine
+
+    load_engine()
 
 
 def _published_already(root: Path) -> bool:
@@ -271,11 +295,14 @@ def cmd_history(args: argparse.Namespace) -> int:
             db.get_version(args.name, args.version)
         except NotFound as e:
             raise UsageError(str(e)) from None
-    from flows.dispatch import use_server
+    from flows.dispatch import begin_server
 
-    use_server()
+    server = begin_server()  # a temporary server starts; the flow loads meanwhile
+    from flows.dispatch import load_engine
     from flows.history import history_flow
 
+    load_engine()
+    server.wait()
     state = history_flow(args.name, args.version, again=args.again, return_state=True)
     outcome = state.result(raise_on_failure=False, _sync=True)
     if isinstance(outcome, BaseException):
@@ -297,15 +324,21 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     if args.rebuild:
         return _rebuild_track_record(args)
     _home_writable()  # a read-only home, a damaged database: one line (main's handler), before a flow
+    from flows.dispatch import begin_server
+
+    # a temporary server starts first (its line said once the pass waits for it, none for a home
+    # refused meanwhile); the state database is opened and the flow loads while it starts
+    server = begin_server(announce=False)
     from storage.state import connect  # logs a traceback of each task it fails
 
     with connect() as db:
         db.count_unfiled()
-    from flows.dispatch import use_server
-
-    use_server()
+    from flows.dispatch import load_engine
     from flows.maintenance import maintenance_flow
 
+    load_engine()
+
+    server.wait()
     state = maintenance_flow(return_state=True)
     report = state.result(raise_on_failure=False, _sync=True)
     if isinstance(report, BaseException):
@@ -516,6 +549,13 @@ ENDS_AT_ONCE = {"test", "lint", "check"}
 READS = {"page", "query", "views-sql", "verify", "receipts"}
 
 
+#: commands whose flow run's final state is recorded before they return (issue 39, item 2): they end as
+#: the read commands do, once the interpreter's exit steps have run (threads joined, Prefect's logs and
+#: events sent, the temporary server stopped), without its teardown of Prefect's, Qiskit's and Aer's
+#: objects
+FLOWS_END = {"submit", "history", "maintenance"}
+
+
 #: commands that start helpers of their own (Prefect's temporary server, a provider's process, sandbox
 #: folders): run as a command, each gets a janitor, so that even SIGKILL leaves nothing behind
 GUARDED = {
@@ -532,8 +572,14 @@ def run() -> None:
 
         guard()
     code = main(argv)
-    if argv[:1] and argv[0] in ENDS_AT_ONCE | READS:
-        if argv[0] in READS:
+    if argv[:1] and argv[0] in ENDS_AT_ONCE | READS | FLOWS_END:
+        if argv[0] in FLOWS_END:
+            import threading
+
+            # what the interpreter's exit does first: threads joined, and the exit calls of threading's
+            # own registry run, where Prefect drains its log and event services to the server
+            threading._shutdown()
+        if argv[0] in READS | FLOWS_END:
             import atexit
 
             atexit._run_exitfuncs()  # a reading's temporary schema file removed, logging flushed

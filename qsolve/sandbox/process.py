@@ -169,8 +169,10 @@ _ahead: list[JobProcess] = []
 
 def start_ahead() -> JobProcess:
     """Start a workflow process now, for this process's next gates job to take (:func:`take_ahead`):
-    ``qsolve submit`` starts it before it imports Prefect and the flows, so that the process's own
-    imports (numpy, Qiskit) overlap theirs. No workflow code runs in it until a job gives it its own;
+    a caller that runs the gates through the submission flow later starts it before it imports Prefect
+    and the flows, so that the process's own imports (numpy, Qiskit) overlap theirs (``qsolve submit``
+    now runs the gates before the flow instead, in a process it gives them: tasks/ahead.py). No
+    workflow code runs in it until a job gives it its own;
     its starter closes it (a second close does nothing)."""
     process = JobProcess()
     _ahead.append(process)
