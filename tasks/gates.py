@@ -8,7 +8,6 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed, State
 
-from qsolve.sandbox.process import take_ahead
 from qsolve.validation.checks import SubmissionChecks
 from qsolve.validation.jobs import confinement_required
 from qsolve.validation.pipeline import ValidationReport, run_gates
@@ -54,7 +53,7 @@ def gates_stage(folder: str, checks: SubmissionChecks) -> ValidationReport | Sta
                 logger.log(*line)
 
         report = run_gates(
-            Path(folder), checks, on_event=progress, process=take_ahead(),
+            Path(folder), checks, on_event=progress,
             require_confinement=confinement_required(), tell=logger.warning,
         )  # fmt: skip
     failed = [g.name for g in report.gates if not g.passed]

@@ -164,32 +164,6 @@ def why_it_died(
     return f"the workflow process exited with status {returncode} in the middle of a call"
 
 
-_ahead: list[JobProcess] = []
-
-
-def start_ahead() -> JobProcess:
-    """Start a workflow process now, for this process's next gates job to take (:func:`take_ahead`):
-    a caller that runs the gates through the submission flow later starts it before it imports Prefect
-    and the flows, so that the process's own imports (numpy, Qiskit) overlap theirs (``qsolve submit``
-    now runs the gates before the flow instead, in a process it gives them: tasks/ahead.py). No
-    workflow code runs in it until a job gives it its own;
-    its starter closes it (a second close does nothing)."""
-    process = JobProcess()
-    _ahead.append(process)
-    return process
-
-
-def take_ahead() -> JobProcess | None:
-    """The process :func:`start_ahead` started, while still unused and running; its job's time limit
-    counts from now, not from its start."""
-    while _ahead:
-        process = _ahead.pop()
-        if process.proc.poll() is None:
-            process.started = time.monotonic()
-            return process
-    return None
-
-
 class JobProcess:
     """One workflow process, in a temporary folder of its own: ``workflow/`` (its copy, read only),
     ``scratch/`` (its HOME, TMPDIR and working directory, the one place it may write), ``lib/`` (what
@@ -387,8 +361,6 @@ class JobProcess:
         if self._closed:  # its descriptors' numbers may be another file's by now
             return
         self._closed = True
-        if self in _ahead:
-            _ahead.remove(self)
         self.kill()
         if self.platform_worker is not None:
             self.platform_worker.close()

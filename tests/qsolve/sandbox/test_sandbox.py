@@ -307,25 +307,6 @@ def test_a_sigkill_is_put_down_to_memory_only_when_the_kernel_killed_for_memory(
     assert "out of memory: the kernel's out-of-memory killer ended it; its limit is 2048 MB" in told
 
 
-def test_a_process_started_ahead_is_taken_once_and_its_limit_counts_from_then() -> None:
-    """``qsolve submit`` starts the gates' first workflow process before it imports Prefect; the gates
-    task takes it, its job's time counted from the taking, not from the start before the imports."""
-    from qsolve.sandbox.process import start_ahead, take_ahead
-
-    process = start_ahead()
-    try:
-        started = process.started
-        taken = take_ahead()
-        assert taken is process and taken.started > started
-        assert take_ahead() is None  # once
-    finally:
-        process.close()
-    process.close()  # a second close does nothing (its descriptors' numbers may be another file's)
-    closed = start_ahead()
-    closed.close()
-    assert take_ahead() is None  # one closed before the gates began is not taken
-
-
 def test_a_process_killed_by_a_signal_with_no_name_is_said_to_be_by_its_number() -> None:
     """Finding (issue 22 tester), fixed: a workflow process that ended by a realtime signal
     (``os.kill(os.getpid(), 40)``, which kills it where it has no PID namespace of its own; confined,
