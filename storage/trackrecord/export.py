@@ -55,6 +55,25 @@ def _signed_at(trust: dict[str, Any], key: str, last: dict[str, Any]) -> int:
     return max(at, entry.not_before_ms or 0)
 
 
+def _live_at(documents: list[dict[str, Any]], size: int, have: dict[str, bytes], read) -> dict | None:
+    """Every file live in the log's fold at entry ``size`` (a reader holds the bundle to carry each), by
+    name: those in ``have`` and the rest read; None where one no longer reads as its entry signed."""
+    from qsolve.receipts import trackrecord_log as log
+
+    out = {}
+    for name, add in sorted(log.fold(d["entry"] for d in documents[:size]).items()):
+        data = have.get(name)
+        if data is None:
+            try:
+                data = read(name, add["size"])
+            except Exception:  # noqa: BLE001 - a file gone since (retired, removed) is not the entry's
+                data = None
+        if data is None or log.blake3(data).hexdigest() != add["digest"]:
+            return None
+        out[name] = data
+    return out
+
+
 def export(name: str, version: str | None = None, home: Path | str | None = None) -> Bundle:
     """The bundle of ``name``'s ``version`` (default: its latest published)."""
     from qsolve.home import host_name, qsolve_home
@@ -99,7 +118,14 @@ def export(name: str, version: str | None = None, home: Path | str | None = None
         if not rows:
             raise ExportRefused(f"{found.workflow} {found.version} has no track-record row to replay")
         size = max(seqs)
-        documents = [json.loads(d) for d in db.trackrecord_log_documents()[:size]]
+        every = [json.loads(d) for d in db.trackrecord_log_documents()]
+        files = _live_at(every, size, files, read)
+        if files is None:  # a file live then is gone since: the whole log, with every file live now
+            size = len(every)
+            files = _live_at(every, size, {}, read)
+            if files is None:
+                raise ExportRefused("the track record's live files do not read as their log entries signed")
+        documents = every[:size]
         last = documents[-1]
         key = db.signing_key(home)
         checkpoint = log.checkpoint_document(
