@@ -74,8 +74,12 @@ def _live_at(documents: list[dict[str, Any]], size: int, have: dict[str, bytes],
     return out
 
 
-def export(name: str, version: str | None = None, home: Path | str | None = None) -> Bundle:
-    """The bundle of ``name``'s ``version`` (default: its latest published)."""
+def export(
+    name: str, version: str | None = None, home: Path | str | None = None, *, key_as_it_is: bool = False
+) -> Bundle:
+    """The bundle of ``name``'s ``version`` (default: its latest published). ``key_as_it_is``: sign the
+    checkpoint with the host's key as it is, never making, registering or rotating one (what a web
+    download does: a GET changes nothing); where the host has none, ExportRefused says so."""
     from qsolve.home import host_name, qsolve_home
     from qsolve.receipts import trackrecord_log as log
     from qsolve.receipts.root import NoReceiptRoot
@@ -127,7 +131,18 @@ def export(name: str, version: str | None = None, home: Path | str | None = None
                 raise ExportRefused("the track record's live files do not read as their log entries signed")
         documents = every[:size]
         last = documents[-1]
-        key = db.signing_key(home)
+        if key_as_it_is:
+            from qsolve.receipts.keys import load_host_key
+
+            try:
+                key = load_host_key(home, create=False)
+            except FileNotFoundError:
+                raise ExportRefused(
+                    "this host has no receipt key to sign the bundle's checkpoint with (qsolve receipt-key; "
+                    "docs/receipts.md)"
+                ) from None
+        else:
+            key = db.signing_key(home)
         checkpoint = log.checkpoint_document(
             size, log.document_hash(last), key, host_name(), _signed_at(trust, key.public_hex, last)
         )
