@@ -1,8 +1,9 @@
 """``qsolve export NAME[@VERSION]``: a version's replay bundle (issue 40; its form:
 ``qsolve.replay.bundle``), gathered from the state database, the blobs and the track record's files.
 
-The bundle holds the track record's files that hold the version's rows (whole, as their log entries
-signed them), the log's first N entries, where N is the last entry adding one of those files, and a
+The bundle holds every track-record file live in the log at entry N (whole, as their log entries
+signed them; a reader holds it to all of them), the log's first N entries, where N is the last entry
+adding a file that holds the version's rows (the whole log where a file live then is gone since), and a
 checkpoint of those N entries signed by this host's key at the time of entry N: so the same track
 record always gives the same bytes (Ed25519 signs deterministically), on this host.
 """
