@@ -105,6 +105,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         bundle = read_bundle(data)
     except BundleRefused as e:
         return _fail("replay", f"{args.file}: {e}", as_json=args.json)
-    report = replay(bundle, trust, tell=lambda line: print(line, file=sys.stderr))
+    try:
+        report = replay(bundle, trust, tell=lambda line: print(line, file=sys.stderr))
+    except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as e:
+        # a member the boundary's models do not cover, not of the form the exporter writes: one line
+        why = f"{type(e).__name__}: {str(e)[:200]}"
+        return _fail("replay", f"{args.file}: the bundle is not of its form ({why})", as_json=args.json)
     print(report_json(report) if args.json else table(report))
     return EXIT_OK if report.ok else EXIT_FAILED

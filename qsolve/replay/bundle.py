@@ -47,6 +47,10 @@ ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 MAX_ZIP_BYTES = 1024 * 2**20
 MAX_EXTRACTED_BYTES = 2048 * 2**20
+#: a bundle extracts to at most this many times its zip's size (and at least MIN_EXTRACTED_BYTES): what
+#: it holds (Parquet, an archive, receipts' counts) compresses a few times, never a thousand
+MAX_RATIO = 100
+MIN_EXTRACTED_BYTES = 64 * 2**20
 MAX_ENTRIES = 200_000
 #: a JSON member's bound before it is parsed, and how deep its arrays and objects may nest
 MAX_JSON_BYTES = 256 * 2**20
@@ -174,7 +178,12 @@ class Bundle:
         return buffer.getvalue()
 
 
-def rules() -> ZipRules:
+def rules(zip_bytes: int | None = None) -> ZipRules:
+    """The safe reader's rules for a bundle; ``zip_bytes``: its zip's size, which bounds what it may
+    extract to (:data:`MAX_RATIO`)."""
+    extracted = MAX_EXTRACTED_BYTES
+    if zip_bytes is not None:
+        extracted = min(extracted, max(MIN_EXTRACTED_BYTES, MAX_RATIO * zip_bytes))
     return ZipRules(
         refused="bundle refused",
         noun="a bundle",
@@ -183,7 +192,7 @@ def rules() -> ZipRules:
         owner="the bundle's",
         marker=INDEX,
         max_zip_bytes=MAX_ZIP_BYTES,
-        max_extracted_bytes=MAX_EXTRACTED_BYTES,
+        max_extracted_bytes=extracted,
         max_entries=MAX_ENTRIES,
         suffixes=(".json", ".parquet", ".bin"),
         suffixes_rule="a bundle holds only .json, .parquet and .bin files",
@@ -197,7 +206,7 @@ def read_bundle(data: bytes) -> Bundle:
     tmp = Path(tempfile.mkdtemp(prefix="qsolve-replay-"))
     try:
         try:
-            with Reading(rules(), data) as zipped:
+            with Reading(rules(len(data)), data) as zipped:
                 zipped.extract(tmp / "bundle")
         except ZipRefused as e:
             raise BundleRefused(str(e)) from None
