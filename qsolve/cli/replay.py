@@ -47,8 +47,13 @@ def add_commands(subparsers: Any) -> None:
     p.set_defaults(func=cmd_replay)
 
 
-def _fail(command: str, message: str, code: int = EXIT_USAGE) -> int:
-    print(f"qsolve {command}: {message}", file=sys.stderr)
+def _fail(command: str, message: str, code: int = EXIT_USAGE, as_json: bool = False) -> int:
+    line = " ".join(f"qsolve {command}: {message}".split())
+    print(line, file=sys.stderr)
+    if as_json:
+        import json
+
+        print(json.dumps({"ok": False, "error": line, "exit": code}))
     return code
 
 
@@ -89,17 +94,22 @@ def cmd_replay(args: argparse.Namespace) -> int:
         with open(args.file, "rb") as f:
             data = f.read(BUNDLE_READ_BYTES)
     except OSError as e:
-        return _fail("replay", f"{args.file}: {e.strerror or e}")
+        return _fail("replay", f"{args.file}: {e.strerror or e}", as_json=args.json)
     trust = None
     if args.trust is not None:
         try:
             trust = json.loads(Path(args.trust).read_text())
         except (OSError, ValueError) as e:
-            return _fail("replay", f"{args.trust}: not a trust list that reads ({e})")
+            return _fail("replay", f"{args.trust}: not a trust list that reads ({e})", as_json=args.json)
     try:
         bundle = read_bundle(data)
     except BundleRefused as e:
-        return _fail("replay", f"{args.file}: {e}")
-    report = replay(bundle, trust, tell=lambda line: print(line, file=sys.stderr))
+        return _fail("replay", f"{args.file}: {e}", as_json=args.json)
+    try:
+        report = replay(bundle, trust, tell=lambda line: print(line, file=sys.stderr))
+    except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as e:
+        # a member the boundary's models do not cover, not of the form the exporter writes: one line
+        why = f"{type(e).__name__}: {str(e)[:200]}"
+        return _fail("replay", f"{args.file}: the bundle is not of its form ({why})", as_json=args.json)
     print(report_json(report) if args.json else table(report))
     return EXIT_OK if report.ok else EXIT_FAILED

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from qsolve.receipts.canonical import canonical_bytes
 from qsolve.safezip import Reading, ZipRefused, ZipRules
@@ -47,7 +47,59 @@ ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 MAX_ZIP_BYTES = 1024 * 2**20
 MAX_EXTRACTED_BYTES = 2048 * 2**20
+#: a bundle extracts to at most this many times its zip's size (and at least MIN_EXTRACTED_BYTES): what
+#: it holds (Parquet, an archive, receipts' counts) compresses a few times, never a thousand
+MAX_RATIO = 100
+MIN_EXTRACTED_BYTES = 64 * 2**20
 MAX_ENTRIES = 200_000
+#: a JSON member's bound before it is parsed, and how deep its arrays and objects may nest
+MAX_JSON_BYTES = 256 * 2**20
+MAX_DEPTH = 64
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _Duplicate(f"the member {k[:80]!r} is given twice in one object")
+        out[k] = v
+    return out
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d)
+            if d > MAX_DEPTH:
+                return d
+            stack += [(x, d + 1) for x in (v.values() if isinstance(v, dict) else v)]
+    return deepest
+
+
+class RowEntry(BaseModel):
+    """A row of ``rows.json`` as read at the boundary: its run id a string (the rest is held to the file
+    its log entry signed)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    run_id: str
+    workflow: str
+    version: str
+
+
+class LogDocument(BaseModel):
+    """An entry of ``log.json`` as read at the boundary (its form and signature: ``trackrecord_log``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    entry: dict[str, Any]
+    signature: str
 
 
 class BundleRefused(ValueError):
@@ -95,6 +147,7 @@ class Bundle:
     receipts: dict[str, bytes] = field(default_factory=dict)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     trust: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # what reads, but not as the exporter writes it
 
     def entries(self) -> dict[str, bytes]:
         """Every zip entry's bytes, by name."""
@@ -125,7 +178,12 @@ class Bundle:
         return buffer.getvalue()
 
 
-def rules() -> ZipRules:
+def rules(zip_bytes: int | None = None) -> ZipRules:
+    """The safe reader's rules for a bundle; ``zip_bytes``: its zip's size, which bounds what it may
+    extract to (:data:`MAX_RATIO`)."""
+    extracted = MAX_EXTRACTED_BYTES
+    if zip_bytes is not None:
+        extracted = min(extracted, max(MIN_EXTRACTED_BYTES, MAX_RATIO * zip_bytes))
     return ZipRules(
         refused="bundle refused",
         noun="a bundle",
@@ -134,7 +192,7 @@ def rules() -> ZipRules:
         owner="the bundle's",
         marker=INDEX,
         max_zip_bytes=MAX_ZIP_BYTES,
-        max_extracted_bytes=MAX_EXTRACTED_BYTES,
+        max_extracted_bytes=extracted,
         max_entries=MAX_ENTRIES,
         suffixes=(".json", ".parquet", ".bin"),
         suffixes_rule="a bundle holds only .json, .parquet and .bin files",
@@ -148,7 +206,7 @@ def read_bundle(data: bytes) -> Bundle:
     tmp = Path(tempfile.mkdtemp(prefix="qsolve-replay-"))
     try:
         try:
-            with Reading(rules(), data) as zipped:
+            with Reading(rules(len(data)), data) as zipped:
                 zipped.extract(tmp / "bundle")
         except ZipRefused as e:
             raise BundleRefused(str(e)) from None
@@ -164,23 +222,44 @@ def _read_folder(folder: Path) -> Bundle:
         except FileNotFoundError:
             raise BundleRefused(f"bundle refused: {name} is missing") from None
 
+    problems: list[str] = []
+
     def value(name: str) -> Any:
+        data = raw(name)
+        if len(data) > MAX_JSON_BYTES:
+            raise BundleRefused(f"bundle refused: {name} is larger than {MAX_JSON_BYTES // 2**20} MiB")
         try:
-            return json.loads(raw(name))
+            try:
+                found = json.loads(data, object_pairs_hook=_no_duplicates)
+            except _Duplicate as e:
+                problems.append(f"{name}: {e} (a value forged over another)")
+                found = json.loads(data)
+        except RecursionError:
+            raise BundleRefused(f"bundle refused: {name} nests deeper than {MAX_DEPTH}") from None
         except ValueError as e:
-            raise BundleRefused(f"bundle refused: {name} does not read as JSON ({e})") from None
+            raise BundleRefused(f"bundle refused: {name} does not read as JSON ({str(e)[:200]})") from None
+        if _depth(found) > MAX_DEPTH:
+            raise BundleRefused(f"bundle refused: {name} nests deeper than {MAX_DEPTH}")
+        return found
+
+    def refused(name: str, what: str, e: ValidationError) -> BundleRefused:
+        first = e.errors()[0]
+        at = ".".join(str(p) for p in first["loc"])
+        return BundleRefused(f"bundle refused: {name} is not {what} (at {at or 'the top'}: {first['msg']})")
 
     try:
         index = Index.model_validate(value(INDEX))
     except ValidationError as e:
-        raise BundleRefused(
-            f"bundle refused: {INDEX} is not a {FORMAT} index ({e.errors()[0]['msg']})"
-        ) from None
+        raise refused(INDEX, f"a {FORMAT} index", e) from None
     rows, log = value(ROWS), value(LOG)
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise BundleRefused(f"bundle refused: {ROWS} is not a list of rows")
-    if not isinstance(log, list) or not all(isinstance(d, dict) for d in log):
-        raise BundleRefused(f"bundle refused: {LOG} is not a list of entries")
+    try:
+        TypeAdapter(list[RowEntry]).validate_python(rows)
+    except ValidationError as e:
+        raise refused(ROWS, "a list of rows, each with its run_id, workflow and version as text", e) from None
+    try:
+        TypeAdapter(list[LogDocument]).validate_python(log)
+    except ValidationError as e:
+        raise refused(LOG, "a list of signed entries ({entry, signature})", e) from None
     return Bundle(
         index=index,
         archive=raw(ARCHIVE),
@@ -192,6 +271,7 @@ def _read_folder(folder: Path) -> Bundle:
         receipts={d: raw(f"{RECEIPTS}/{d}.json") for d in index.receipts if _plain(d)},
         providers={d: value(f"{PROVIDERS}/{d}.json") for d in index.providers if _plain(d)},
         trust=value(TRUST),
+        problems=problems,
     )
 
 

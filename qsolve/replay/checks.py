@@ -44,6 +44,50 @@ class Checked:
     rows: list[Row] = field(default_factory=list)
     receipts: dict[str, RowReceipts] = field(default_factory=dict)  # run id -> its receipts
     said: list[str] = field(default_factory=list)
+    trust: str = ""  # whose keys the checks rest on, and where they came from
+
+
+def _bundle_trust(bundle: Bundle, out: Checked) -> Any:
+    """The bundle's trust list as the reader may use it: with a root the reader holds
+    (``QSOLVE_RECEIPT_ROOT``), only the keys whose endorsement in the list holds by that root; with none,
+    the list as it is (which shows only that the bundle agrees with itself)."""
+    import os
+
+    from qsolve.receipts.endorsement import endorsed_list, standing
+    from qsolve.receipts.root import ROOT_VARIABLE, NoReceiptRoot, configured_root
+
+    if not os.environ.get(ROOT_VARIABLE, "").strip():
+        keys = bundle.trust.get("keys") if isinstance(bundle.trust, dict) else None
+        named = [str(k.get("key"))[:16] for k in keys or [] if isinstance(k, dict)]
+        out.trust = (
+            f"keys {', '.join(named) or '(none)'} from the bundle's own {TRUST} (no --trust and no "
+            f"{ROOT_VARIABLE}): this shows only that the bundle agrees with itself; compare them with the "
+            "operator's keys"
+        )
+        return bundle.trust
+    try:
+        root = configured_root()
+    except NoReceiptRoot as e:
+        out.problems.append(f"{ROOT_VARIABLE}: {e}")
+        return {"format": "wai.quantum.receipt-keys/1", "keys": []}
+    keys = bundle.trust.get("keys") if isinstance(bundle.trust, dict) else None
+    standings = []
+    for n, entry in enumerate(keys if isinstance(keys, list) else []):
+        key = entry.get("key") if isinstance(entry, dict) else None
+        endorsement = entry.get("endorsement") if isinstance(entry, dict) else None
+        found = standing(str(key), None if endorsement is None else json.dumps(endorsement), root)
+        if found.endorsed:
+            standings.append(found)
+        else:
+            out.problems.append(
+                f"{TRUST}: keys[{n}] ({str(key)[:16]}) is not endorsed by the root {root[:16]} "
+                f"({ROOT_VARIABLE}): {found.why}"
+            )
+    out.trust = (
+        f"keys {', '.join(s.key[:16] for s in standings) or '(none)'} of the bundle's {TRUST}, each "
+        f"endorsed by the root {root[:16]} ({ROOT_VARIABLE})"
+    )
+    return endorsed_list(standings)
 
 
 def trusted_keys(trust: Any) -> tuple[dict[str, Any], Any]:
@@ -59,15 +103,23 @@ def check(bundle: Bundle, trust: Any | None = None) -> Checked:
     from qsolve.receipts.trust import TrustListRefused
 
     out = Checked()
+    out.problems += bundle.problems
+    if trust is None:
+        trust = _bundle_trust(bundle, out)
+        given = False
+    else:
+        given = True
+        keys = trust.get("keys") if isinstance(trust, dict) else None
+        keys = keys if isinstance(keys, list) else []
+        named = [str(k.get("key"))[:16] for k in keys if isinstance(k, dict)]
+        out.trust = f"keys {', '.join(named) or '(none)'} of the trust list given (--trust)"
     try:
-        trusted, trust_list = trusted_keys(bundle.trust if trust is None else trust)
+        trusted, trust_list = trusted_keys(trust)
     except TrustListRefused as e:
-        out.problems.append(f"{'the trust list given' if trust is not None else TRUST}: {e}")
+        out.problems.append(f"{'the trust list given' if given else TRUST}: {e}")
         trusted, trust_list = {}, None
-    entries = _log(bundle, trusted, out)
-    folded = log.fold(
-        e for e in entries if isinstance(e.get("retires"), list) and isinstance(e.get("adds"), list)
-    )
+    _log(bundle, trusted, out)
+    folded = log.fold(e for e in (_of_form(d) for d in bundle.log) if e is not None)
     rows_in_files = _files(bundle, folded, out)
     _rows(bundle, rows_in_files, out)
     _archive(bundle, out)
@@ -76,6 +128,7 @@ def check(bundle: Bundle, trust: Any | None = None) -> Checked:
             out.receipts[row.run_id] = _receipts(bundle, row, trust_list)
             if row.receipts:  # a row that names none (filed before receipts) is only not recomputed
                 out.problems += out.receipts[row.run_id].problems
+    _hardware_cases(bundle, out)
     held = [r for r in out.receipts.values() if not r.problems]
     if held:
         n = sum(len(r.jobs) for r in held)
@@ -84,6 +137,14 @@ def check(bundle: Bundle, trust: Any | None = None) -> Checked:
             f"{n} receipts ({rows}) verify strictly against the trust list, each sealing its row's run"
         )
     return out
+
+
+def _of_form(document: dict[str, Any]) -> dict[str, Any] | None:
+    """An entry of its form (only these are folded: a malformed one is named by the chain)."""
+    try:
+        return log.check_entry(document)
+    except Exception:  # noqa: BLE001 - an entry not of its form is not folded, whatever the reason
+        return None
 
 
 def _log(bundle: Bundle, trusted: dict[str, Any], out: Checked) -> list[dict[str, Any]]:
@@ -145,11 +206,20 @@ def _files(bundle: Bundle, folded: dict[str, dict[str, Any]], out: Checked) -> d
             continue
         for r in rows:
             found.setdefault(r["run_id"], (name, r))
+    for name in sorted(set(folded) - set(bundle.index.files)):
+        out.problems.append(
+            f"trackrecord/{name} (entry {folded[name]['seq']}): live in the log at the checkpoint, but not "
+            "in the bundle (a file and its rows removed)"
+        )
     return found
 
 
 def _rows(bundle: Bundle, in_files: dict[str, tuple[str, dict]], out: Checked) -> None:
-    listed = {r.get("run_id"): r for r in bundle.rows}
+    listed: dict[str, dict] = {}
+    for r in bundle.rows:
+        if r["run_id"] in listed:
+            out.problems.append(f"{ROWS}: row {r['run_id'][:12]} is listed twice (a row duplicated)")
+        listed.setdefault(r["run_id"], r)
     for run_id in sorted(set(listed) | set(in_files)):
         if run_id not in in_files:
             out.problems.append(f"{ROWS}: row {str(run_id)[:12]} is in no file the log signed")
@@ -205,6 +275,36 @@ def _archive(bundle: Bundle, out: Checked) -> None:
         out.problems.append(f"{CASES}: its cases are not the archive's {CASES_FILE} (the cases changed)")
 
 
+def _hardware_cases(bundle: Bundle, out: Checked) -> None:
+    """Each hardware row's case in ``cases.json`` promises what the row's signed ``expect`` says."""
+    pool = bundle.cases.get("hardware_cases") if isinstance(bundle.cases, dict) else None
+    pool = [c for c in pool if isinstance(c, dict)] if isinstance(pool, list) else []
+    for row in out.rows:
+        if row.simulated or row.expect is None:
+            continue
+        try:
+            signed = json.loads(row.expect)
+        except ValueError:
+            out.problems.append(f"row {row.run_id[:12]}: its expect does not read as JSON")
+            continue
+        for case in pool:
+            if case.get("name") == row.case_name and _expect(case.get("expect")) != _expect(signed):
+                out.problems.append(
+                    f"{CASES}: hardware case {row.case_name!r} expects {case.get('expect')!r}; row "
+                    f"{row.run_id[:12]}'s signed expect is {signed!r} (the hardware case changed)"
+                )
+
+
+def _expect(value: Any) -> Any:
+    """An expect as the platform reads it (defaults filled), or the value itself where it does not read."""
+    from qsolve.workflow.cases import Expect
+
+    try:
+        return Expect.model_validate(value or {}).model_dump(mode="json")
+    except Exception:  # noqa: BLE001 - an expect that does not read differs from any that does
+        return ("unread", json.dumps(value, sort_keys=True, default=str))
+
+
 def _receipts(bundle: Bundle, row: Row, trust_list: Any) -> RowReceipts:
     from qsolve.providers.sealing import RUN, run_member
     from qsolve.receipts import verify
@@ -239,6 +339,13 @@ def _receipts(bundle: Bundle, row: Row, trust_list: Any) -> RowReceipts:
             continue
         shots += job["result"].get("shots", 0)
         got.jobs.append(job)
+    classes = sorted({str((job["result"].get("accuracy") or {}).get("class")) for job in got.jobs})
+    sealed = bool(classes) and all(c == "measured" for c in classes)
+    if not got.problems and row.measured is not None and row.measured != sealed:
+        got.problems.append(
+            f"{where}: says measured={str(row.measured).lower()}, but its receipts seal accuracy class "
+            f"{', '.join(classes)} (a device claim its receipts do not make)"
+        )
     if not got.problems and (row.circuits, row.shots) != (len(row.receipts), shots):
         got.problems.append(
             f"{where}: its {row.circuits} circuits and {row.shots} shots are not its receipts' "

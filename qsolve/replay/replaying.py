@@ -60,6 +60,7 @@ class ReplayReport(BaseModel):
     problems: list[str]  # what the bundle's checks found: the log, checkpoint, files, rows, archive
     checked: list[str]  # what held
     rows: list[RowReplay]
+    trust: str = ""  # whose keys the checks rest on, and where they came from
     seconds: float
     ok: bool
     verdict: str
@@ -92,6 +93,7 @@ def replay(
         problems=checked.problems,
         checked=checked.said,
         rows=rows,
+        trust=checked.trust,
         seconds=time.monotonic() - start,
         ok=ok,
         verdict=_verdict(checked, rows, ok),
@@ -262,6 +264,8 @@ def table(report: ReplayReport) -> str:
         f"Python {p.get('python')}"
     )
     lines += [f"  holds: {s}" for s in report.checked]
+    if report.trust:
+        lines.append(f"  rests on: {report.trust}")
     lines += [f"  problem: {s}" for s in report.problems]
     width = max([len(r.case) for r in report.rows] + [4])
     twidth = max([len(r.target) for r in report.rows] + [6])

@@ -53,6 +53,8 @@ class Row(BaseModel):
     params: str = "{}"
     result_hash: str = ""
     receipt_digest: str = ""
+    measured: bool | None = None
+    expect: str | None = None
     methods: list[MethodNumber] = []
 
     @property

@@ -169,12 +169,13 @@ def version_page(request: Request, name: str, version: str) -> HTMLResponse:
 @router.get("/workflows/{name}/versions/{version}/replay.zip", response_model=None)
 def replay_bundle(request: Request, name: str, version: str) -> Response | HTMLResponse:
     """The version's replay bundle (``qsolve export``; docs/replay.md): the same bytes every time for the
-    same track record."""
+    same track record. A GET changes nothing: the host's key is used as it is, never made, registered
+    or rotated."""
     from qsolve.web.pages import error_page
     from storage.trackrecord.export import ExportRefused, export
 
     try:
-        data = export(name, version, home(request)).to_bytes()
+        data = export(name, version, home(request), key_as_it_is=True).to_bytes()
     except ExportRefused as e:
         return error_page(request, 404, "No replay bundle", str(e))
     filename = f"{name}-{version}.replay.zip".replace('"', "")

@@ -1,8 +1,9 @@
 """``qsolve export NAME[@VERSION]``: a version's replay bundle (issue 40; its form:
 ``qsolve.replay.bundle``), gathered from the state database, the blobs and the track record's files.
 
-The bundle holds the track record's files that hold the version's rows (whole, as their log entries
-signed them), the log's first N entries, where N is the last entry adding one of those files, and a
+The bundle holds every track-record file live in the log at entry N (whole, as their log entries
+signed them; a reader holds it to all of them), the log's first N entries, where N is the last entry
+adding a file that holds the version's rows (the whole log where a file live then is gone since), and a
 checkpoint of those N entries signed by this host's key at the time of entry N: so the same track
 record always gives the same bytes (Ed25519 signs deterministically), on this host.
 """
@@ -55,8 +56,31 @@ def _signed_at(trust: dict[str, Any], key: str, last: dict[str, Any]) -> int:
     return max(at, entry.not_before_ms or 0)
 
 
-def export(name: str, version: str | None = None, home: Path | str | None = None) -> Bundle:
-    """The bundle of ``name``'s ``version`` (default: its latest published)."""
+def _live_at(documents: list[dict[str, Any]], size: int, have: dict[str, bytes], read) -> dict | None:
+    """Every file live in the log's fold at entry ``size`` (a reader holds the bundle to carry each), by
+    name: those in ``have`` and the rest read; None where one no longer reads as its entry signed."""
+    from qsolve.receipts import trackrecord_log as log
+
+    out = {}
+    for name, add in sorted(log.fold(d["entry"] for d in documents[:size]).items()):
+        data = have.get(name)
+        if data is None:
+            try:
+                data = read(name, add["size"])
+            except Exception:  # noqa: BLE001 - a file gone since (retired, removed) is not the entry's
+                data = None
+        if data is None or log.blake3(data).hexdigest() != add["digest"]:
+            return None
+        out[name] = data
+    return out
+
+
+def export(
+    name: str, version: str | None = None, home: Path | str | None = None, *, key_as_it_is: bool = False
+) -> Bundle:
+    """The bundle of ``name``'s ``version`` (default: its latest published). ``key_as_it_is``: sign the
+    checkpoint with the host's key as it is, never making, registering or rotating one (what a web
+    download does: a GET changes nothing); where the host has none, ExportRefused says so."""
     from qsolve.home import host_name, qsolve_home
     from qsolve.receipts import trackrecord_log as log
     from qsolve.receipts.root import NoReceiptRoot
@@ -99,9 +123,27 @@ def export(name: str, version: str | None = None, home: Path | str | None = None
         if not rows:
             raise ExportRefused(f"{found.workflow} {found.version} has no track-record row to replay")
         size = max(seqs)
-        documents = [json.loads(d) for d in db.trackrecord_log_documents()[:size]]
+        every = [json.loads(d) for d in db.trackrecord_log_documents()]
+        files = _live_at(every, size, files, read)
+        if files is None:  # a file live then is gone since: the whole log, with every file live now
+            size = len(every)
+            files = _live_at(every, size, {}, read)
+            if files is None:
+                raise ExportRefused("the track record's live files do not read as their log entries signed")
+        documents = every[:size]
         last = documents[-1]
-        key = db.signing_key(home)
+        if key_as_it_is:
+            from qsolve.receipts.keys import load_host_key
+
+            try:
+                key = load_host_key(home, create=False)
+            except FileNotFoundError:
+                raise ExportRefused(
+                    "this host has no receipt key to sign the bundle's checkpoint with (qsolve receipt-key; "
+                    "docs/receipts.md)"
+                ) from None
+        else:
+            key = db.signing_key(home)
         checkpoint = log.checkpoint_document(
             size, log.document_hash(last), key, host_name(), _signed_at(trust, key.public_hex, last)
         )

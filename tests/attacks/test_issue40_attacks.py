@@ -73,11 +73,6 @@ def _resign(files: dict[str, bytes], key: HostKey, changed: dict[str, bytes] | N
 # --- a row removed, with the whole file that holds it -------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a forger drops a track-record file (and its rows) from the bundle: replay PASSes, exit 0, "
-    "with the hardware row gone from the version's track record",
-)
 def test_a_row_removed_with_the_file_that_holds_it_is_named(exported, fresh: Path, capsys) -> None:
     """The log's fold at the checkpoint still holds the file live; nothing holds the bundle to carry
     every live file that has rows of the version, so a row removed this way is never named."""
@@ -116,11 +111,6 @@ DUPLICATED = {"a row twice, the forged copy first": _row_twice,
               "a member twice in a row, the forged value first": _member_twice}  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rows.json is read leniently (rows into a dict by run id, members by the last duplicate key; "
-    "never held to its canonical text): a forged first copy verifies, and a reader of rows.json sees it",
-)
 @pytest.mark.parametrize("duplicated", list(DUPLICATED))
 def test_a_row_duplicated_in_rows_json_with_other_numbers_is_named(exported, duplicated) -> None:
     files = entries(exported["bundle"])
@@ -132,11 +122,6 @@ def test_a_row_duplicated_in_rows_json_with_other_numbers_is_named(exported, dup
 # --- the bundle's own trust list: a key no root endorsed ----------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a forger re-signs the log and checkpoint with their own key and adds it, unendorsed, to "
-    "trust.json: the bundle verifies (endorsements are never read, the operator's root never asked)",
-)
 def test_a_log_re_signed_with_a_key_no_root_endorsed_is_not_trusted(
     exported, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -187,11 +172,6 @@ HOSTILE = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a hostile bundle crashes qsolve replay with a Python traceback (RecursionError/TypeError, "
-    "exit 1 like a failed replay, no --json output) instead of one line naming what does not read",
-)
 @pytest.mark.parametrize("hostile", list(HOSTILE))
 def test_a_hostile_bundle_gets_one_line_and_no_traceback(exported, fresh: Path, capsys, hostile) -> None:
     files = entries(exported["bundle"])
@@ -212,11 +192,6 @@ def test_a_hostile_bundle_gets_one_line_and_no_traceback(exported, fresh: Path, 
 # --- a dishonest platform: a hardware row that says "measured" over receipts that say "simulated" -----
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a platform files a hardware row saying measured=true whose receipts all seal "
-    "accuracy.class 'simulated': the replay recomputes it and PASSes, the false device claim unnamed",
-)
 def test_a_row_saying_measured_over_simulated_receipts_is_named(exported, fresh: Path, capsys) -> None:
     """The host's own key signs everything (the platform is who is not trusted): only the hardware
     row's ``measured`` is changed; its numbers, receipts and counts are the platform's real ones."""
@@ -255,11 +230,6 @@ def test_a_row_saying_measured_over_simulated_receipts_is_named(exported, fresh:
 # --- a hardware case changed in cases.json --------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cases.json's hardware_cases are held to nothing but the compiled circuits: a forger loosens "
-    "the hardware case's expect (max_gap 0 -> 0.5) and the replay PASSes, unlike the row's signed expect",
-)
 def test_a_hardware_case_changed_in_cases_json_is_named(exported, fresh: Path, capsys) -> None:
     """docs/replay.md: cases.json holds the version's hardware cases "written inline at publication";
     the hardware row's own ``expect`` (signed with the row) says what was promised. A bundle whose
@@ -278,12 +248,6 @@ def test_a_hardware_case_changed_in_cases_json_is_named(exported, fresh: Path, c
 # --- whose keys a PASS rests on -------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="without --trust the PASS rests on the bundle's own trust.json, yet the table names neither "
-    "that nor any key: a reader cannot compare the keys with the operator's, so a self-signed forgery "
-    "reads the same as the real bundle",
-)
 def test_a_replay_without_trust_names_the_keys_its_pass_rests_on(exported, fresh: Path, capsys) -> None:
     """docs/replay.md: without ``--trust`` "the bundle's list is used, which only shows that the bundle
     agrees with itself"; what the reader is to compare is the keys (or the root that endorsed them)."""

@@ -41,3 +41,25 @@ def test_an_earlier_versions_bundle_holds_its_hardware_row_that_names_no_receipt
     assert found.receipts[hardware.run_id].problems == [
         f"row {hardware.run_id[:12]} ({hardware.case_name} on {hardware.target}): names no receipt"
     ]
+
+
+def test_a_download_never_makes_registers_or_rotates_the_hosts_key(seeded, client, home) -> None:
+    """A GET changes nothing: with the host's key file gone, the download is refused in one line, and no
+    key is made in the home or registered in the state database."""
+    from qsolve.receipts.keys import key_path
+    from storage.state import connect
+
+    with connect(home=home) as db:
+        before = sorted(r.key for r in db.host_keys())
+    path = key_path(home)
+    aside = path.with_name(path.name + ".aside")
+    path.rename(aside)
+    try:
+        answer = client.get("/workflows/max-cut/versions/1.0.0/replay.zip")
+        assert answer.status_code == 404 and "no receipt key" in answer.text, answer.text[-500:]
+        assert not path.exists(), "a GET made a host key"
+        with connect(home=home) as db:
+            assert sorted(r.key for r in db.host_keys()) == before, "a GET registered a host key"
+    finally:
+        aside.rename(path)
+    assert client.get("/workflows/max-cut/versions/1.0.0/replay.zip").status_code == 200
