@@ -276,8 +276,8 @@ def file_table(
     new = store.create(key(name), data, durable=False)
     if not new:  # filed already, at once elsewhere, or something else under its name
         there = _bytes_of(store, name)
-        found = None if there is None else digest_bytes(there)
-        if found is not None and _ours(state, name, found, digest):
+        if there is not None and _ours(state, name, there, data):
+            found = digest_bytes(there)
             if state is not None:  # its log entry, where the process that created it has not added it yet
                 state.append_trackrecord_entry(log.FILED, [_added(name, found, len(there), run_ids)])
             return store.address(key(name)), False
@@ -291,16 +291,23 @@ def file_table(
     return store.address(key(name)), new
 
 
-def _ours(state, name: str, found: str, digest: str) -> bool:
-    """Whether the object under a batch's name, of BLAKE3 ``found``, is qsolve's filing of it: the bytes
-    this filing would create, the live file's, or bytes recorded under that name (another process filing
-    the same runs at once, between creating it and its log entry, or one that crashed there)."""
-    if found == digest or state is None:
-        return found == digest
-    live = state.trackrecord_live_file(name)
-    if live is not None and live.digest == found:
+def _ours(state, name: str, there: bytes, data: bytes) -> bool:
+    """Whether the object under a batch's name (``there``) is qsolve's filing of it: the bytes this filing
+    would create (``data``), the live file's, or exactly the rows of ``data`` (another process filing the
+    same runs at once, between creating it and its log entry, or one that crashed there). A digest the
+    state database recorded under the name is no evidence: its writer can put any row there."""
+    if there == data:
         return True
-    return (name, found) in state.known_trackrecord_files([name])
+    if state is not None:
+        live = state.trackrecord_live_file(name)
+        if live is not None and live.digest == digest_bytes(there):
+            return True
+    try:
+        theirs = pq.read_table(io.BytesIO(there))
+        ours = pq.read_table(io.BytesIO(data))
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+    return theirs.schema.equals(ours.schema) and theirs.equals(ours)
 
 
 def _added(name: str, digest: str, size: int, run_ids: list[str]) -> dict:
