@@ -388,11 +388,6 @@ def state_db(place, home):
         yield db
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a rebuild retires the batch another process filed while it ran (a file it never replaced): "
-    "those runs' rows are off every page until a later pass files them again",
-)
 def test_a_rebuild_does_not_retire_a_batch_filed_while_it_ran(state_db, home, monkeypatch):
     from storage import maintenance
     from tests.storage.state.test_rebuild import ended
@@ -417,11 +412,6 @@ def test_a_rebuild_does_not_retire_a_batch_filed_while_it_ran(state_db, home, mo
     assert shown == sorted(first + other)  # today: the other process's runs are missing
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="qsolve trackrecord checkpoint signs the head the database's hash column states: its writer "
-    "gets the host's signature on a checkpoint of a log that never was",
-)
 def test_the_host_signs_no_checkpoint_of_a_head_the_log_does_not_have(place, home):
     from storage.state._tables import trackrecord_log
 
