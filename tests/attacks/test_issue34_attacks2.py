@@ -500,11 +500,6 @@ def test_a_maintenance_pass_hashes_no_planted_file_past_the_bound(home, monkeypa
     assert hashed == []  # today: the planted file, hashed whole (twice)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compaction checks its inputs against the live set the database's writer can change, not "
-    "the signed log: a forged batch is merged into an h- file the host signs as compacted",
-)
 def test_compaction_merges_no_batch_whose_live_digest_the_log_never_signed(place, home):
     import io
 
