@@ -238,6 +238,32 @@ def set_aside_one(path: Path, problem: str) -> None:
         os.rename(path, aside_folder(path.parent) / path.name)  # raises what kept set_aside from it
 
 
+def set_aside_judged(path: Path, judged: str) -> str | None:
+    """Move the file under ``path``'s name into ``trackrecord/left-out/`` where its bytes are the ones
+    judged (BLAKE3 ``judged``): it is moved first, then hashed where it went, and put back under its name
+    where it is another file (one filed under that name since it was judged: another process's batch).
+    Returns where it went, or None where nothing was moved."""
+    from storage.objects import link_no_clobber
+
+    aside = aside_folder(path.parent)
+    target, n = aside / path.name, 0
+    while target.exists() or target.is_symlink():
+        n += 1
+        target = aside / f"{path.name}.{n}"
+    try:
+        os.rename(path, target)
+    except FileNotFoundError:
+        return None
+    try:
+        moved = digest_file(target)
+    except OSError:
+        moved = None
+    if moved is not None and moved != judged and link_no_clobber(target, path):
+        target.unlink()  # not the bytes judged: back under its name
+        return None
+    return str(target)
+
+
 def one_copy_per_run(table: pa.Table) -> pa.Table:
     """A batch holds a run once: of two copies, the later ``recorded_at`` (then ``result_hash``) stays,
     as the ``rows`` view would choose."""

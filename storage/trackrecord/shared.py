@@ -200,17 +200,23 @@ def set_aside(store: ObjectStore, inventory: SharedInventory) -> SharedInventory
     )
 
 
-def set_aside_one(store: ObjectStore, name: str) -> None:
+def set_aside_one(store: ObjectStore, name: str, judged: str | None = None) -> bool:
     """Move one object into ``trackrecord/left-out/``, read once and bounded (``TRACKRECORD_FILE_BYTES``).
-    One larger than any track-record file is none of qsolve's: it is removed, not copied."""
+    One larger than any track-record file is none of qsolve's: it is removed, not copied. ``judged``:
+    the BLAKE3 of the bytes found not to be qsolve's; an object of other bytes under the name now (one
+    filed there since) is left where it is. Returns whether it was moved."""
     try:
         data = store.get(key(name), limit=TRACKRECORD_FILE_BYTES)
     except FileNotFoundError:
-        return
+        return False
     except ObjectTooLarge:
+        if judged not in (None, ""):
+            return False
         store.delete(key(name))
         _checked.pop((store.url, name), None)
-        return
+        return True
+    if judged is not None and digest_bytes(data) != judged:
+        return False
     n, target = 0, key(f"{LEFT_OUT}/{name}")
     while not store.create(target, data):
         if _same(store, target, data):
@@ -219,6 +225,7 @@ def set_aside_one(store: ObjectStore, name: str) -> None:
         target = key(f"{LEFT_OUT}/{name}.{n}")
     store.delete(key(name))
     _checked.pop((store.url, name), None)
+    return True
 
 
 def _same(store: ObjectStore, target: str, data: bytes) -> bool:

@@ -273,11 +273,6 @@ def test_a_live_rows_size_changed_outside_the_log_is_named_by_verify(place, home
     assert not result.ok  # today: "the track record verifies"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a pass setting aside a planted file moves or deletes the batch another process filed under "
-    "that name meanwhile: qsolve's own rows gone, reported as not qsolve's",
-)
 def test_a_pass_does_not_set_aside_the_batch_filed_under_a_planted_name_meanwhile(place, home, monkeypatch):
     from storage.maintenance import refile_lost_runs
     from storage.trackrecord import known
