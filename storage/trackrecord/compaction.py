@@ -284,21 +284,19 @@ class Writing:
 def signed_live(state: StateDB) -> dict:
     """The live files compaction may merge, by name: each row of the live set whose digest and size are
     the ones the signed log's fold holds for its name. The log is read from its first entry, each
-    entry of its form, signed by this host's key or one the operator's root endorsed, and linked to the
-    one before; folding stops at the first that is not. The live set alone is the state database's
-    writer's to change: a digest the log never signed is never merged (and so never signed again)."""
+    entry of its form, its signature holding by the key it names, and linked to the one before;
+    folding stops at the first that is not. The live set alone is the state database's writer's to
+    change: a digest no entry signed is never merged (and so never signed again as compacted). Which
+    keys an operator trusts is ``qsolve trackrecord verify``'s to check (several hosts sign one log)."""
     from . import log
 
-    keys = {state._trackrecord_signer()[0].public_hex}
-    with contextlib.suppress(Exception):  # a root that does not check: this host's own entries only
-        keys |= _endorsed(state.page_trust_list()[0])
     folded: dict = {}
     prev = log.GENESIS
     for n, text in enumerate(state.trackrecord_log_documents(), start=1):
         try:
             document = log.read(text)
             entry = log.check_entry(document)
-            if entry.get("seq") != n or entry.get("prev") != prev or entry.get("key") not in keys:
+            if entry.get("seq") != n or entry.get("prev") != prev:
                 break
             prev = log.document_hash(document)
         except (log.LogRefused, TypeError, ValueError):
@@ -306,10 +304,6 @@ def signed_live(state: StateDB) -> dict:
         log.apply(folded, entry)
     signed = {name: (a.get("digest"), a.get("size")) for name, a in folded.items()}
     return {f.name: f for f in state.trackrecord_live_files() if signed.get(f.name) == (f.digest, f.size)}
-
-
-def _endorsed(trust: dict) -> set[str]:
-    return {k["key"] for k in trust.get("keys", []) if isinstance(k, dict) and isinstance(k.get("key"), str)}
 
 
 def _read_local(path: Path, size: int) -> bytes:
