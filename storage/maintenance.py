@@ -182,12 +182,15 @@ def _listing(layout: Layout):
 def rebuild_track_record(db: StateDB, home: Path) -> int:
     """Write the whole track record again from the state database (every ended run it keeps, filed
     or not, then marked filed), retire the files it replaced from the track-record log (one signed
-    ``retired`` entry), remove them and compact; returns the runs written. Crash-safe as filing is: the
-    old files go only once the new ones are whole and logged, and until then the views show each run
-    once."""
+    ``retired`` entry: only files live when it began, never a batch filed meanwhile), remove them and
+    compact; returns the runs written. Crash-safe as filing is: the old files go only once the new ones
+    are whole and logged, and until then the views show each run once."""
     from storage.trackrecord import log
 
     layout = Layout(home)
+    # the live set as the rebuild begins: only these it retires, never a batch another process files
+    # while it runs (whose runs this rebuild may not hold)
+    was_live = {(f.name, f.digest) for f in db.trackrecord_live_files()}
     before = set(_inventory(layout, db).readable()) | (set(layout.files()) if layout.store is None else set())
     ids = db.recordable_run_ids()
     written: set[Path] = set()
@@ -198,9 +201,7 @@ def rebuild_track_record(db: StateDB, home: Path) -> int:
         db.mark_filed(r.id for r in runs)
     failpoint("trackrecord.rebuilt")
     kept = {str(p).rsplit("/", 1)[-1] for p in written}
-    retires = [
-        {"name": f.name, "digest": f.digest} for f in db.trackrecord_live_files() if f.name not in kept
-    ]
+    retires = [{"name": n, "digest": d} for n, d in sorted(was_live) if n not in kept]
     if retires:
         db.append_trackrecord_entry(log.RETIRED, [], retires)
     for path in before - written:

@@ -347,9 +347,15 @@ def cmd_trackrecord_verify(args: argparse.Namespace) -> int:
 
 def cmd_trackrecord_checkpoint(args: argparse.Namespace) -> int:
     from storage.state import connect
+    from storage.state._trackrecord_entries import LogRefused
 
     with connect() as db:
-        print(json.dumps(db.trackrecord_checkpoint(), indent=2))
+        try:
+            checkpoint = db.trackrecord_checkpoint()
+        except LogRefused as e:
+            print(f"qsolve trackrecord checkpoint: {e}", file=sys.stderr)
+            return EXIT_FAILED
+    print(json.dumps(checkpoint, indent=2))
     return EXIT_OK
 
 

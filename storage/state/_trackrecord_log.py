@@ -259,12 +259,29 @@ class TrackRecordLog(Store):
         return (0, log.GENESIS) if head is None else (head[0], head[1])
 
     def trackrecord_checkpoint(self) -> dict[str, Any]:
-        """The log's head as a signed checkpoint (``log.checkpoint_document``), by this host's key."""
+        """The log's head as a signed checkpoint (``log.checkpoint_document``), by this host's key. The
+        head is the hash of the log's last entry as its document has it, the chain checked from the
+        first entry (each one's form, signature and link): never the ``hash`` column as it stands, which
+        the state database's writer can set. A log that does not check is :class:`log.LogRefused`,
+        naming its first problem: no checkpoint signed."""
         from storage.state import _trackrecord_entries as log
 
         key, host = self._trackrecord_signer()
         self._durable_now()  # never a checkpoint over an entry a power cut could still take back
+        documents = []
+        for n, text in enumerate(self.trackrecord_log_documents(), start=1):
+            try:
+                documents.append(log.read(text))
+            except log.LogRefused as e:
+                raise log.LogRefused(f"track-record log entry {n}: {e}; no checkpoint signed") from None
+        chain = log.Chain.of(documents, None)
+        if chain.problems:
+            raise log.LogRefused(f"track-record log: {chain.problems[0]}; no checkpoint signed")
         size, head = self.trackrecord_log_head()
+        if size != len(chain.hashes) or head != (chain.hashes[-1] if chain.hashes else log.GENESIS):
+            raise log.LogRefused(
+                f"track-record log: entry {size}'s recorded hash is not its document's; no checkpoint signed"
+            )
         return log.checkpoint_document(size, head, key, host, time.time_ns() // 1_000_000)
 
     def recorded_trackrecord_files(self) -> list[tuple[str, str]]:

@@ -100,8 +100,8 @@ def _compact_local(layout: Layout, state: StateDB, older_files_limit: int, remov
     moved = {p for p, _ in aside}
     aside += [(p, why) for p, why in inventory.left_out if p not in moved]
     warn_left_out(aside, stacklevel=4)
-    recorded = {f.name: f for f in state.trackrecord_live_files()}
-    writing = _local_writing(layout, state, {n: f.digest for n, f in recorded.items()})
+    recorded = signed_live(state)
+    writing = _local_writing(layout, state, {f.name: f.digest for f in state.trackrecord_live_files()})
     private = tempfile.mkdtemp(prefix="qsolve-compaction-")
     candidates = inventory.readable(BATCH, HEAD)
     inputs, copies = _verified_copies(candidates, _read_local, recorded, private, writing)
@@ -281,6 +281,31 @@ class Writing:
         self.remove([self.originals.get(_name_of(p), p) for p in retired])
 
 
+def signed_live(state: StateDB) -> dict:
+    """The live files compaction may merge, by name: each row of the live set whose digest and size are
+    the ones the signed log's fold holds for its name. The log is read from its first entry, each
+    entry of its form, its signature holding by the key it names, and linked to the one before;
+    folding stops at the first that is not. The live set alone is the state database's writer's to
+    change: a digest no entry signed is never merged (and so never signed again as compacted). Which
+    keys an operator trusts is ``qsolve trackrecord verify``'s to check (several hosts sign one log)."""
+    from . import log
+
+    folded: dict = {}
+    prev = log.GENESIS
+    for n, text in enumerate(state.trackrecord_log_documents(), start=1):
+        try:
+            document = log.read(text)
+            entry = log.check_entry(document)
+            if entry.get("seq") != n or entry.get("prev") != prev:
+                break
+            prev = log.document_hash(document)
+        except (log.LogRefused, TypeError, ValueError):
+            break
+        log.apply(folded, entry)
+    signed = {name: (a.get("digest"), a.get("size")) for name, a in folded.items()}
+    return {f.name: f for f in state.trackrecord_live_files() if signed.get(f.name) == (f.digest, f.size)}
+
+
 def _read_local(path: Path, size: int) -> bytes:
     with open(path, "rb") as f:
         return f.read(size + 1)
@@ -383,7 +408,7 @@ def _compact_claimed(
         live,
         made,
     )
-    recorded = {f.name: f for f in db.trackrecord_live_files()}
+    recorded = signed_live(db)
     private = tempfile.mkdtemp(prefix="qsolve-compaction-")
 
     def read_shared(address: str, size: int) -> bytes:

@@ -10,8 +10,8 @@ track record": the track record is never duplicated).
 
 from __future__ import annotations
 
-import contextlib
 import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +19,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from blake3 import blake3
+
+from storage.bounds import TRACKRECORD_FILE_BYTES
 
 from .inventory import FileEntry, Inventory, aside_folder, remember, set_aside
 from .layout import BATCH, Layout
@@ -104,7 +107,7 @@ def _file_local(layout: Layout, table: pa.Table, record: Recorder | None, state)
     data = sink.getvalue()
     digest = digest_bytes(data)
     if path.exists() or path.is_symlink():
-        if _filed_already(state, path, digest, run_ids):
+        if _filed_already(state, path, data, run_ids):
             return Filed(path, table.num_rows, False)
         set_aside_one(path, MISNAMED if not holds_runs(path, run_ids) else NOT_LOGGED)
 
@@ -112,42 +115,89 @@ def _file_local(layout: Layout, table: pa.Table, record: Recorder | None, state)
         if record is not None:
             record(final.name, digest)
 
-    new = write_whole(path, lambda f: f.write(data), durable=False, before_link=before_link)
+    written: list[os.stat_result] = []
+    new = write_whole(
+        path, lambda f: f.write(data), durable=False, before_link=before_link, made=written.append
+    )
     if new:
         remember(path, table.num_rows)
         add = batch_added(path.name, digest, data.size, run_ids)
-        with contextlib.suppress(FileNotFoundError):
-            add["seen"] = _local_seen(path.stat())
+        # the seen key of the inode these bytes were written to (fstat of the writing descriptor): a file
+        # another renames over the name afterwards has another, so every reader hashes it
+        add["seen"] = _local_seen(written[0])
         # recorded (durably) before it took its name: its entry may wait for the next durable commit
         state.append_trackrecord_entry(log.FILED, [add], durable=record is None)
     return Filed(path, table.num_rows, new)
 
 
-def _filed_already(state, path: Path, digest: str, run_ids: list[str]) -> bool:
+def _filed_already(state, path: Path, data: pa.Buffer, run_ids: list[str]) -> bool:
     """Whether the file under the batch's name is qsolve's filing of it: live in the log with its bytes,
-    or bytes qsolve recorded under that name (``record_trackrecord_file``) or is about to write itself
-    (``digest``): another process filing the same runs at once, between taking the name and its log
-    entry, or one that crashed there. Such a file gets its log entry here (an append that changes
-    nothing where it is live already); any other is not qsolve's, and is set aside."""
+    or the batch itself: the very bytes this filing would write (``data``), or a file whose rows are
+    exactly these (read bounded; another writer's compression, say). That is another process filing the
+    same runs at once, between taking the name and its log entry, or one that crashed there. Such a file
+    gets its log entry here (an append that changes nothing where it is live already); any other is not
+    qsolve's, and is set aside: a digest the state database recorded under the name is no evidence (its
+    writer can put any row there). The file is opened once (no symbolic link followed), and hashed,
+    stat'ed and read through that descriptor: what is logged is the bytes under the name."""
     from . import log
     from .live import _local_seen, batch_added
 
-    live = state.trackrecord_live_file(path.name)
-    if path.is_symlink():
-        return False
     try:
-        found = digest_file(path)
-        st = path.stat()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
-    if live is not None and live.digest == found:
-        return True
-    if found != digest and (path.name, found) not in state.known_trackrecord_files([path.name]):
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > TRACKRECORD_FILE_BYTES:
+            return False
+        found = digest_opened(path, fd)
+        there = os.lstat(path)
+        if (there.st_dev, there.st_ino) != (st.st_dev, st.st_ino) or _changed(os.fstat(fd), st):
+            return False  # another file under the name since it was opened, or this one written to
+        live = state.trackrecord_live_file(path.name)
+        if live is not None and live.digest == found:
+            return True
+        if found != digest_bytes(data) and not _same_rows(fd, st.st_size, data):
+            return False
+    except OSError:
         return False
+    finally:
+        os.close(fd)
     add = batch_added(path.name, found, st.st_size, run_ids)
     add["seen"] = _local_seen(st)
     state.append_trackrecord_entry(log.FILED, [add])
     return True
+
+
+def _changed(now: os.stat_result, then: os.stat_result) -> bool:
+    def key(st: os.stat_result) -> tuple[int, int, int]:
+        return st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+    return key(now) != key(then)
+
+
+def digest_opened(path: Path, fd: int) -> str:
+    """BLAKE3 (hex) of the bytes of ``fd`` (the file opened under ``path``'s name), read from offset 0."""
+    hasher = blake3(max_threads=blake3.AUTO)
+    at = 0
+    while chunk := os.pread(fd, 1 << 20, at):
+        hasher.update(chunk)
+        at += len(chunk)
+    return hasher.hexdigest()
+
+
+def _same_rows(fd: int, size: int, data: pa.Buffer) -> bool:
+    """Whether the file open as ``fd`` holds exactly the rows of the batch ``data`` (same columns, same
+    values, same order)."""
+    body = os.pread(fd, size + 1, 0)
+    if len(body) != size:
+        return False
+    try:
+        theirs = pq.read_table(pa.BufferReader(body))
+        ours = pq.read_table(pa.BufferReader(data))
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+    return theirs.schema.equals(ours.schema) and theirs.equals(ours)
 
 
 def holds_runs(path: Path, run_ids: list[str]) -> bool:
@@ -186,6 +236,32 @@ def set_aside_one(path: Path, problem: str) -> None:
     set_aside(Inventory(path.parent, path.parent / "unused", (entry,)))
     if path.is_symlink() or path.exists():
         os.rename(path, aside_folder(path.parent) / path.name)  # raises what kept set_aside from it
+
+
+def set_aside_judged(path: Path, judged: str) -> str | None:
+    """Move the file under ``path``'s name into ``trackrecord/left-out/`` where its bytes are the ones
+    judged (BLAKE3 ``judged``): it is moved first, then hashed where it went, and put back under its name
+    where it is another file (one filed under that name since it was judged: another process's batch).
+    Returns where it went, or None where nothing was moved."""
+    from storage.objects import link_no_clobber
+
+    aside = aside_folder(path.parent)
+    target, n = aside / path.name, 0
+    while target.exists() or target.is_symlink():
+        n += 1
+        target = aside / f"{path.name}.{n}"
+    try:
+        os.rename(path, target)
+    except FileNotFoundError:
+        return None
+    try:
+        moved = digest_file(target)
+    except OSError:
+        moved = None
+    if moved is not None and moved != judged and link_no_clobber(target, path):
+        target.unlink()  # not the bytes judged: back under its name
+        return None
+    return str(target)
 
 
 def one_copy_per_run(table: pa.Table) -> pa.Table:

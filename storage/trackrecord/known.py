@@ -102,6 +102,10 @@ def _known_now(db, layout: Layout, name: str) -> bool:
         digest = _digest(layout, name)
     except FileNotFoundError:
         return True  # gone: nothing to set aside
+    return _known(db, name, digest)
+
+
+def _known(db, name: str, digest: str) -> bool:
     live = db.trackrecord_live_file(name)
     logged = live is not None and live.digest == digest
     return logged or (name, digest) in db.known_trackrecord_files([name])
@@ -119,13 +123,19 @@ def set_aside(db, layout: Layout, found: list[tuple[str, str]]) -> list[str]:
     runs again under the same name, a file the database knows."""
     said = []
     for name, problem in found:
-        if problem == UNKNOWN and _known_now(db, layout, name):
+        try:
+            judged = _digest(layout, name)  # the bytes judged; only these are moved (another process
+        except FileNotFoundError:  # may file its batch under the name meanwhile)
+            continue
+        if problem == UNKNOWN and (_known_now(db, layout, name) or _known(db, name, judged)):
             continue
         if layout.store is not None:
-            shared.set_aside_one(layout.store, name)
+            if not shared.set_aside_one(layout.store, name, judged):
+                continue
             where = layout.store.address(shared.key(name))
         else:
-            filing.set_aside_one(layout.folder / name, problem)
+            if filing.set_aside_judged(layout.folder / name, judged) is None:
+                continue
             where = str(layout.folder / name)
         said.append(f"{where}: {problem}")
     return said

@@ -207,17 +207,23 @@ def set_aside(store: ObjectStore, inventory: SharedInventory) -> SharedInventory
     )
 
 
-def set_aside_one(store: ObjectStore, name: str) -> None:
+def set_aside_one(store: ObjectStore, name: str, judged: str | None = None) -> bool:
     """Move one object into ``trackrecord/left-out/``, read once and bounded (``TRACKRECORD_FILE_BYTES``).
-    One larger than any track-record file is none of qsolve's: it is removed, not copied."""
+    One larger than any track-record file is none of qsolve's: it is removed, not copied. ``judged``:
+    the BLAKE3 of the bytes found not to be qsolve's; an object of other bytes under the name now (one
+    filed there since) is left where it is. Returns whether it was moved."""
     try:
         data = store.get(key(name), limit=TRACKRECORD_FILE_BYTES)
     except FileNotFoundError:
-        return
+        return False
     except ObjectTooLarge:
+        if judged not in (None, ""):
+            return False
         store.delete(key(name))
         _checked.pop((store.url, name), None)
-        return
+        return True
+    if judged is not None and digest_bytes(data) != judged:
+        return False
     n, target = 0, key(f"{LEFT_OUT}/{name}")
     while not store.create(target, data):
         if _same(store, target, data):
@@ -226,6 +232,7 @@ def set_aside_one(store: ObjectStore, name: str) -> None:
         target = key(f"{LEFT_OUT}/{name}.{n}")
     store.delete(key(name))
     _checked.pop((store.url, name), None)
+    return True
 
 
 def _same(store: ObjectStore, target: str, data: bytes) -> bool:
@@ -283,8 +290,8 @@ def file_table(
     new = store.create(key(name), data, durable=False)
     if not new:  # filed already, at once elsewhere, or something else under its name
         there = _bytes_of(store, name)
-        found = None if there is None else digest_bytes(there)
-        if found is not None and _ours(state, name, found, digest):
+        if there is not None and _ours(state, name, there, data):
+            found = digest_bytes(there)
             if state is not None:  # its log entry, where the process that created it has not added it yet
                 state.append_trackrecord_entry(log.FILED, [_added(name, found, len(there), run_ids)])
             return store.address(key(name)), False
@@ -298,16 +305,23 @@ def file_table(
     return store.address(key(name)), new
 
 
-def _ours(state, name: str, found: str, digest: str) -> bool:
-    """Whether the object under a batch's name, of BLAKE3 ``found``, is qsolve's filing of it: the bytes
-    this filing would create, the live file's, or bytes recorded under that name (another process filing
-    the same runs at once, between creating it and its log entry, or one that crashed there)."""
-    if found == digest or state is None:
-        return found == digest
-    live = state.trackrecord_live_file(name)
-    if live is not None and live.digest == found:
+def _ours(state, name: str, there: bytes, data: bytes) -> bool:
+    """Whether the object under a batch's name (``there``) is qsolve's filing of it: the bytes this filing
+    would create (``data``), the live file's, or exactly the rows of ``data`` (another process filing the
+    same runs at once, between creating it and its log entry, or one that crashed there). A digest the
+    state database recorded under the name is no evidence: its writer can put any row there."""
+    if there == data:
         return True
-    return (name, found) in state.known_trackrecord_files([name])
+    if state is not None:
+        live = state.trackrecord_live_file(name)
+        if live is not None and live.digest == digest_bytes(there):
+            return True
+    try:
+        theirs = pq.read_table(io.BytesIO(there))
+        ours = pq.read_table(io.BytesIO(data))
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+    return theirs.schema.equals(ours.schema) and theirs.equals(ours)
 
 
 def _added(name: str, digest: str, size: int, run_ids: list[str]) -> dict:

@@ -77,14 +77,19 @@ def write_whole(
     *,
     durable: bool = True,
     before_link: Callable[[Path, Path], None] | None = None,
+    made: Callable[[os.stat_result], None] | None = None,
 ) -> bool:
     """Write ``path`` whole: a temporary file in its folder, fsync, link into place, fsync the folder.
     Never replaces a file already there; returns whether this call made it. ``durable=False`` leaves
     out the two fsyncs, for a batch: a machine losing power may then leave it empty or cut short under
     its name, which the inventory's checks set aside and the maintenance pass files again from the state
     database (``storage.maintenance.refile_lost_runs``). ``before_link(temporary, path)`` is called once
-    the bytes are written, before the file takes its name (the state database records it then)."""
-    return write_named(path.parent, lambda: path, write, durable=durable, before_link=before_link)[1]
+    the bytes are written, before the file takes its name (the state database records it then).
+    ``made(stat)``: where this call made the file, the ``fstat`` of the descriptor that wrote its bytes,
+    once linked (never a stat of the name, which the folder's writer may have swapped meanwhile)."""
+    return write_named(path.parent, lambda: path, write, durable=durable, before_link=before_link, made=made)[
+        1
+    ]
 
 
 def write_named(
@@ -94,26 +99,32 @@ def write_named(
     *,
     durable: bool = True,
     before_link: Callable[[Path, Path], None] | None = None,
+    made: Callable[[os.stat_result], None] | None = None,
 ) -> tuple[Path | None, bool]:
     """:func:`write_whole`, the file's name known only once it is written (``name()``, called after
     ``write``; None: nothing to keep). Returns the path and whether this call made it."""
     tmp = folder / f"{TEMPORARY_PREFIX}{secrets.token_hex(8)}.{os.getpid()}"
+    linked = False
     try:
         with open(tmp, "xb") as f:
             write(f)
             f.flush()
             if durable:
                 os.fsync(f.fileno())
-        path = name()
-        if path is not None and before_link is not None:
-            before_link(tmp, path)
-        made = path is not None and link_no_clobber(tmp, path)
+            path = name()
+            if path is not None and before_link is not None:
+                before_link(tmp, path)
+            linked = path is not None and link_no_clobber(tmp, path)
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            if linked and made is not None:
+                made(os.fstat(f.fileno()))  # the inode these bytes went to, as it stands linked
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-    if durable and made:
+    if durable and linked:
         fsync_folder(folder)
-    return path, made
+    return path, linked
 
 
 def write_replacing(path: Path, data: bytes) -> None:

@@ -83,10 +83,6 @@ def passed_forgery(rows) -> bytes:
     return parquet([r.model_copy(update={"passed": True, "status": "passed", "accuracy": 1.0}) for r in rows])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the folder's writer who renames a forgery over a batch just linked has it read unhashed for good",
-)
 def test_a_batch_swapped_between_its_link_and_its_seen_key_is_left_out(home, monkeypatch):
     from storage.trackrecord import filing
 
@@ -120,11 +116,6 @@ def record_as_database_writer(home: Path, name: str, digest: str) -> None:
         )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a trackrecord_files row of the database's writer gets a rewritten batch signed as filed by the "
-    "next filing of its runs, and verify then finds nothing",
-)
 def test_a_rewritten_batch_is_not_signed_as_filed_for_a_planted_record(place, home):
     rows = scenario()[:3]  # r03 failed
     file_rows(rows, home)
@@ -262,11 +253,6 @@ def test_a_live_rows_size_changed_outside_the_log_is_named_by_verify(place, home
     assert not result.ok  # today: "the track record verifies"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a pass setting aside a planted file moves or deletes the batch another process filed under "
-    "that name meanwhile: qsolve's own rows gone, reported as not qsolve's",
-)
 def test_a_pass_does_not_set_aside_the_batch_filed_under_a_planted_name_meanwhile(place, home, monkeypatch):
     from storage.maintenance import refile_lost_runs
     from storage.trackrecord import known
@@ -330,11 +316,6 @@ def test_verify_refuses_a_file_given_that_is_not_an_object(home, tmp_path, optio
     assert code in (1, 2)  # today: 0 for a checkpoint of null (none checked), else a TypeError
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the folder's writer who renames a forgery over a batch between a filing's hash of it and its "
-    "stat (a batch linked by another process, not yet logged) has it read unhashed for good",
-)
 def test_a_batch_swapped_between_its_hash_and_its_stat_when_filed_again_is_left_out(home, monkeypatch):
     from storage.state._tables import trackrecord_live, trackrecord_log
     from storage.trackrecord import filing
@@ -347,10 +328,10 @@ def test_a_batch_swapped_between_its_hash_and_its_stat_when_filed_again_is_left_
         connection.execute(trackrecord_live.delete().where(trackrecord_live.c.name == batch))
         connection.execute(trackrecord_log.delete().where(trackrecord_log.c.seq == 2))  # its entry not there
     forged = passed_forgery(rows)
-    real, swapped = filing.digest_file, []
+    real, swapped = filing.digest_opened, []
 
-    def digest_file(path):  # the filing hashes the batch there (qsolve's bytes)...
-        found = real(path)
+    def digest_opened(path, fd):  # the filing hashes the batch there (qsolve's bytes)...
+        found = real(path, fd)
         if path.name == batch and not swapped:
             spare = path.parent / "spare"
             spare.write_bytes(forged)
@@ -358,9 +339,9 @@ def test_a_batch_swapped_between_its_hash_and_its_stat_when_filed_again_is_left_
             swapped.append(path.name)
         return found
 
-    monkeypatch.setattr(filing, "digest_file", digest_file)
+    monkeypatch.setattr(filing, "digest_opened", digest_opened)
     file_rows(rows, home)  # filing the same runs: the batch there gets its log entry here
-    monkeypatch.setattr(filing, "digest_file", real)
+    monkeypatch.setattr(filing, "digest_opened", real)
     assert swapped
     assert seen(home, "SELECT run_id FROM rows WHERE run_id = 'r03' AND passed") == []
 
@@ -372,11 +353,6 @@ def state_db(place, home):
         yield db
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a rebuild retires the batch another process filed while it ran (a file it never replaced): "
-    "those runs' rows are off every page until a later pass files them again",
-)
 def test_a_rebuild_does_not_retire_a_batch_filed_while_it_ran(state_db, home, monkeypatch):
     from storage import maintenance
     from tests.storage.state.test_rebuild import ended
@@ -401,11 +377,6 @@ def test_a_rebuild_does_not_retire_a_batch_filed_while_it_ran(state_db, home, mo
     assert shown == sorted(first + other)  # today: the other process's runs are missing
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="qsolve trackrecord checkpoint signs the head the database's hash column states: its writer "
-    "gets the host's signature on a checkpoint of a log that never was",
-)
 def test_the_host_signs_no_checkpoint_of_a_head_the_log_does_not_have(place, home):
     from storage.state._tables import trackrecord_log
 

@@ -276,13 +276,18 @@ def test_two_writers_at_once_never_fork_the_log(backend, tmp_path):
         assert len(dbs[1].trackrecord_live_files()) == 30
 
 
-def _linked_not_logged(home: Path, rows, monkeypatch) -> str:
+def _linked_not_logged(home: Path, rows, monkeypatch, compression: str | None = None) -> str:
     """As a process filing ``rows`` that recorded its batch and gave it its name, then stopped (or was
-    slower than another) before the batch's log entry: returns the batch's name."""
+    slower than another) before the batch's log entry: returns the batch's name. ``compression``: the
+    batch written so (another qsolve's writer: the same rows in other bytes)."""
     from storage.state import StateDB
+    from storage.trackrecord import filing, shared
 
     with monkeypatch.context() as m, connect(home=home) as db:
         m.setattr(StateDB, "append_trackrecord_entry", lambda self, *args, **kwargs: None)
+        if compression is not None:
+            m.setattr(filing, "BATCH_COMPRESSION", compression)
+            m.setattr(shared, "BATCH_COMPRESSION", compression)
         filed = file_rows(rows, home, db.record_trackrecord_file, db=db)
     assert filed.new
     return str(filed.path).rsplit("/", 1)[-1]
@@ -303,19 +308,18 @@ def live_digest(home: Path, name: str) -> str | None:
     return None if live is None else live.digest
 
 
-@pytest.mark.parametrize("bytes_of", ["these", "recorded other"])
+@pytest.mark.parametrize("bytes_of", ["these", "same rows, other bytes"])
 def test_a_batch_linked_by_another_filing_before_its_log_entry_is_logged_not_set_aside(
     place, home, monkeypatch, bytes_of
 ):
     """Two processes filing the same runs at once (CI: two passes and a rebuild): the second finds the
     first's batch under its name, recorded, not yet in the log. It gives the batch its log entry; it sets
-    nothing aside. ``these``: the very bytes this filing would write; ``recorded other``: the first wrote
-    the same runs with other values (recorded under that name, so qsolve's)."""
+    nothing aside. ``these``: the very bytes this filing would write; ``same rows, other bytes``: the
+    first wrote exactly these rows, compressed otherwise."""
     from storage.trackrecord.writing import digest_bytes
 
     rows = scenario()[:4]
-    theirs = rows if bytes_of == "these" else [r.model_copy(update={"run_seconds": 7.25}) for r in rows]
-    name = _linked_not_logged(home, theirs, monkeypatch)
+    name = _linked_not_logged(home, rows, monkeypatch, None if bytes_of == "these" else "zstd")
     assert live_digest(home, name) is None and seen(home, "SELECT run_id FROM rows")[0] == []
 
     again = file_again(home, rows)
@@ -324,7 +328,25 @@ def test_a_batch_linked_by_another_filing_before_its_log_entry_is_logged_not_set
     assert live_digest(home, name) == digest_bytes(read(home, name))
     found, said = seen(home, "SELECT run_id, run_seconds FROM rows ORDER BY run_id")
     assert said == []
-    assert found == [{"run_id": r.run_id, "run_seconds": r.run_seconds} for r in theirs]  # each once
+    assert found == [{"run_id": r.run_id, "run_seconds": r.run_seconds} for r in rows]  # each once
+    assert checked(home).ok
+
+
+def test_a_recorded_batch_of_other_values_under_a_batchs_name_is_set_aside(place, home, monkeypatch):
+    """A batch under the name being filed, recorded in the state database but not logged, whose rows
+    are not the ones this filing writes (the runs' values other than the database now holds: a forgery
+    its writer recorded, or a filing of the runs before they changed): set aside, and this filing's
+    batch filed and logged. A digest recorded under the name is no evidence the bytes are qsolve's."""
+    rows = scenario()[:4]
+    theirs = [r.model_copy(update={"run_seconds": 7.25}) for r in rows]
+    name = _linked_not_logged(home, theirs, monkeypatch)
+
+    again = file_again(home, rows)
+    assert again.new and str(again.path).endswith(name)
+    assert left_out(home) == [name]
+    found, said = seen(home, "SELECT run_id, run_seconds FROM rows ORDER BY run_id")
+    assert said == []
+    assert found == [{"run_id": r.run_id, "run_seconds": r.run_seconds} for r in rows]
     assert checked(home).ok
 
 
