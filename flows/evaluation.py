@@ -30,6 +30,7 @@ from flows.endings import cancelled, failed, install, record, recorded
 from qsolve.evaluation.runs import (
     RunRefused,
     RunRequest,
+    check_request,
     execute_run,
     request_run,
     runs_at_once,
@@ -46,13 +47,21 @@ LIMIT = "evaluation"
 install()
 
 
+def _owner(flow_run_id) -> str:
+    """The owner an evaluation run executed by flow run ``flow_run_id`` has, for its hook to know it."""
+    return f"prefect-flow-run:{flow_run_id}"
+
+
 def _cancel(flow, flow_run, state) -> None:
-    """Prefect's cancellation of the flow run, carried to the evaluation run it was executing: the one
-    its parameters name, else the one it recorded as its label."""
+    """Prefect's cancellation of the flow run, carried to the evaluation run it named or requested (its
+    parameters, else its label): cancelled while still pending, or while this flow run executes it;
+    one another flow run (or command) executes is left alone."""
     run_id = (flow_run.parameters or {}).get("run_id") or recorded(flow_run, "evaluation-run")
     if run_id:
         with open_store(qsolve_home()) as store:
-            store.db.cancel_evaluation_run(run_id)
+            run = store.db.get_evaluation_run(run_id)
+            if run.status == "pending" or run.owner == _owner(getattr(flow_run, "id", None)):
+                store.db.cancel_evaluation_run(run_id)
 
 
 def ensure_limit(log=None) -> bool:
@@ -138,6 +147,7 @@ def evaluation_flow(
     with open_store(home) as store:
         if run_id is None:
             try:
+                check_request(model)  # refused as ``qsolve evaluate`` refuses it: before anything is stored
                 request = RunRequest(
                     task=task, chip=chip, day=day, task_ids=task_ids, model=model,
                     with_examples=with_examples, knowledge_draft_id=knowledge_draft_id, question=question,
@@ -163,7 +173,7 @@ def evaluation_flow(
 
         try:
             with _limited(run_id, logger):
-                execute_run(store.db, store, run_id, home=home, on_record=told)
+                execute_run(store.db, store, run_id, home=home, owner=_executor(), on_record=told)
         except RunRefused as e:  # not pending: run already, or cancelled before it started
             return failed(f"refused: {e}")
         done = summary(store.db, run_id)
@@ -173,6 +183,15 @@ def evaluation_flow(
     if done["status"] != "completed":
         return failed(summary_line(done), done)
     return done
+
+
+def _executor() -> str | None:
+    """The owner of the run this flow run executes: the flow run, where there is one (its cancellation
+    hook cancels only a run it owns), else the process (a token of its own)."""
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    return _owner(context.flow_run.id) if context is not None and context.flow_run is not None else None
 
 
 def _limited(run_id: str, logger):

@@ -12,8 +12,9 @@ flow run), so the run's states, logs and result are Prefect's as for any run:
 - a run due within the next poll is waited for, then claimed by proposing Pending, as Prefect's worker
   claims one: the server accepts one claim, so of several machines' runners exactly one runs a pass;
 - the run's environment is the pool's ``env`` with the deployment's and the run's laid over it (the
-  process worker's order), applied to this process before the pass (``QSOLVE_HOME``,
-  ``QSOLVE_DATABASE_URL``, ``QSOLVE_STORAGE_URL``, ...); Prefect's own settings (``PREFECT_*``) are this
+  process worker's order), applied to this process for the pass only (``QSOLVE_HOME``,
+  ``QSOLVE_DATABASE_URL``, ``QSOLVE_STORAGE_URL``, ...: the runner's own are restored after it, whatever
+  its end); Prefect's own settings (``PREFECT_*``) are this
   process's, heartbeats included (every 30 s unless set);
 - a pass that raises ends Failed; one cancelled while it runs stops at its next step and ends Cancelled
   (:mod:`flows.maintenance`); SIGTERM during a pass ends it Crashed (Prefect's engine) and this process;
@@ -48,16 +49,19 @@ def run_environment(pool, deployment, flow_run) -> dict[str, str | None]:
     return env
 
 
-def apply_environment(env: dict[str, str | None]) -> None:
+def apply_environment(env: dict[str, str | None]) -> dict[str, str | None]:
     """Set ``env``'s variables in this process (None: removed), but not Prefect's own settings, which
-    this process read at its start."""
+    this process read at its start; what they were before, for :func:`apply_environment` to restore."""
+    before: dict[str, str | None] = {}
     for name, value in env.items():
         if name.startswith("PREFECT_"):
             continue
+        before.setdefault(name, os.environ.get(name))
         if value is None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = str(value)
+    return before
 
 
 class Runner:
@@ -118,14 +122,18 @@ class Runner:
             return False
         if not state.is_pending():
             return False
-        apply_environment(run_environment(client.read_work_pool(self.pool), deployment, flow_run))
-        flow_run = client.read_flow_run(flow_run.id)
+        # the run's environment for this pass only, as a process worker's child has it: the runner's own
+        # is back before the next pass, whatever this one's end
+        before = apply_environment(run_environment(client.read_work_pool(self.pool), deployment, flow_run))
         try:
+            flow_run = client.read_flow_run(flow_run.id)
             run_flow(maintenance_flow, flow_run=flow_run, return_type="state")
         except TerminationSignal:  # SIGTERM during the pass: Prefect's engine ended it Crashed
             self.stop.set()
         except Exception as e:  # noqa: BLE001 - the engine's own failure (the pass's is its Failed state)
             log.warning("maintenance pass %s: %s: %s", flow_run.id, type(e).__name__, e)
+        finally:
+            apply_environment(before)
         return True
 
     def _deployment(self, client, deployment_id):

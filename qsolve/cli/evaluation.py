@@ -142,8 +142,8 @@ def _flow(**parameters: Any) -> dict[str, Any] | BaseException:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from qsolve.evaluation.models import ConfigError, ModelUnavailable, UnknownModel, api_key, choose_model
-    from qsolve.evaluation.runs import RunRefused, RunRequest, check_settings, request_run
+    from qsolve.evaluation.models import ConfigError, ModelUnavailable, UnknownModel
+    from qsolve.evaluation.runs import RunRefused, RunRequest, check_request, request_run
 
     if args.task and not args.chip:
         return _fail("--task needs --chip (the latest evaluable result per qubit of that chip)")
@@ -151,10 +151,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return _fail(f"--max-figures {args.max_figures}: 1 to 4 figures of a result are shown")
     ids = [args.result] if args.result else (args.ids.split(",") if args.ids else None)
     try:
-        check_settings()  # a bad EVALUATION_* value is refused before a run is stored
-        choice = choose_model(args.model)  # an undeclared model is refused before anything is stored
-        if not choice.model.is_classical:
-            api_key(choice.model)  # and so is one whose key's variable is not set (never the key itself)
+        check_request(args.model)  # a bad setting, an undeclared model or a missing key: nothing stored
         request = RunRequest(
             task=args.task, chip=args.chip, day=args.day, task_ids=ids, model=args.model,
             with_examples=args.with_examples, knowledge_draft_id=args.draft, question=args.question,

@@ -93,6 +93,19 @@ def check_settings() -> None:
         raise RunRefused("; ".join(problems))
 
 
+def check_request(model: str | None = None):
+    """Refuse, before a run is stored, what ``qsolve evaluate`` and the evaluation flow both refuse: a bad
+    ``EVALUATION_*`` setting (:class:`RunRefused`), an undeclared model (``UnknownModel``), or one whose
+    key's variable is not set (``ModelUnavailable``; never the key itself). The model chosen."""
+    from qsolve.evaluation.models import api_key, choose_model
+
+    check_settings()
+    choice = choose_model(model)
+    if not choice.model.is_classical:
+        api_key(choice.model)
+    return choice
+
+
 def concurrency() -> int:
     return int(_number(CONCURRENCY_VARIABLE))
 

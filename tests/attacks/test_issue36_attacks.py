@@ -2,7 +2,7 @@
 """Issue 36 attacked (an operator's Prefect tells the truth), with the maintenance runner of issue 39 that
 ``qsolve worker`` now starts beside Prefect's worker.
 
-Each test is a finding: a strict xfail asserting the right behaviour, until it is mended. What held has no
+Each test is a finding, asserting the right behaviour (a strict xfail until it was mended). What held has no
 test here (see the attack's report). The tests that use a Prefect server share the process-worker group
 of tests/flows/test_operator_worker.py and reuse the fixtures of tests/flows.
 """
@@ -38,11 +38,6 @@ def _run_with_env(deployment_id, env: dict[str, str]):
         ).id
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the maintenance runner sets a run's job-variable env in its own process and never unsets it: "
-    "every later pass runs on the earlier run's QSOLVE_HOME",
-)
 def test_a_passs_environment_ends_with_it_in_the_maintenance_runner(
     deployment,
     tmp_path: Path,
@@ -72,11 +67,6 @@ def test_a_passs_environment_ends_with_it_in_the_maintenance_runner(
     assert state.message.startswith("filed 1 runs"), state.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the evaluation deployment stores and fails a run for a model whose key variable is unset, "
-    "where qsolve evaluate refuses it before anything is stored",
-)
 def test_the_evaluation_deployment_refuses_a_model_without_its_key_as_the_command_does(
     prefect,
     tmp_path: Path,
@@ -113,11 +103,6 @@ def test_the_evaluation_deployment_refuses_a_model_without_its_key_as_the_comman
         assert store.db.list_evaluation_runs() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cancelling an evaluation flow run that never started its run_id (refused, or waiting for a "
-    "slot) cancels that run, which another flow run is executing",
-)
 def test_cancelling_a_flow_run_that_never_ran_its_run_id_leaves_that_run_alone(platform) -> None:
     """``prefect deployment run evaluation/evaluation --param run_id=R`` for a run R another flow run is
     executing (a mistaken retry), waiting for a slot of the ``evaluation`` limit; the operator cancels it
