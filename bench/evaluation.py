@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from qsolve.evaluation.runs import RunRequest, execute_run, request_run  # noqa: E402
-from storage.calibration import open_store  # noqa: E402
+from qsolve_pipeline.storage.calibration import open_store  # noqa: E402
 from tests.qsolve.calibration.calibration_runs import made  # noqa: E402
 from tests.qsolve.evaluation.model_server import ModelServer, answer  # noqa: E402
 
@@ -53,9 +53,7 @@ def one(records: int, server: ModelServer | None) -> tuple[float, float]:
         execute_run(store.db, store, run.id, workers=1)
         wall = time.perf_counter() - start
         done = store.db.evaluation_records(run.id)
-    model = sum(
-        max((c["duration_seconds"] for c in r.output.get("calls", [])), default=0.0) for r in done
-    )
+    model = sum(max((c["duration_seconds"] for c in r.output.get("calls", [])), default=0.0) for r in done)
     return (wall - model) / records, model / records
 
 

@@ -5,10 +5,10 @@ taken by `qsolve worker` on a real Prefect server, nothing to do (idle), against
 
 One `prefect server start` on a free loopback port, with a PREFECT_HOME of its own under a temporary
 folder. For each ``--repo`` (a checkout of qsolve; default this one), as an operator does it from that
-checkout: `python -m deployments.pool --pool qsolve-N --home ...`, the `maintenance` deployment of its
-`prefect.yaml` (entrypoint, work queue, job variables; named `maintenance-N`, its schedule left out so
-that only the bench's runs are timed), and `qsolve worker --pool qsolve-N` with that checkout first on
-PYTHONPATH. Rounds alternate the checkouts, so a busy machine weighs on each alike. A round creates a
+checkout: `python -m qsolve_pipeline.deployments.pool --pool qsolve-N --home ...`, the `maintenance`
+deployment of its `prefect.yaml` (entrypoint, work queue, job variables; named `maintenance-N`, its schedule
+left out so that only the bench's runs are timed), and `qsolve worker --pool qsolve-N` with that checkout
+first on PYTHONPATH. Rounds alternate the checkouts, so a busy machine weighs on each alike. A round creates a
 flow run of the deployment due 15 s later (as the schedule makes them ahead of time), and waits for its
 final state and for the worker's process tree to be back to what it was. Per run:
 
@@ -130,7 +130,15 @@ class Variant:
         from prefect.client.orchestration import get_client
 
         run(
-            [sys.executable, "-m", "deployments.pool", "--pool", self.pool, "--home", str(self.home)],
+            [
+                sys.executable,
+                "-m",
+                "qsolve_pipeline.deployments.pool",
+                "--pool",
+                self.pool,
+                "--home",
+                str(self.home),
+            ],
             self.env,
             self.repo,
         )
@@ -225,8 +233,8 @@ class Variant:
 def own_work(home: Path, repeat: int = 3) -> tuple[float, float]:
     """The pass's five steps, warm, in this process (what the pass would cost with no Prefect at all): its
     wall and CPU seconds, medians."""
-    from storage import maintenance
-    from storage.state import connect
+    from qsolve_pipeline.storage import maintenance
+    from qsolve_pipeline.storage.state import connect
 
     times, cpus = [], []
     for _ in range(repeat):

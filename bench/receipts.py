@@ -136,7 +136,7 @@ def registered(args: argparse.Namespace, key: HostKey, text: bytes) -> None:
     from pathlib import Path
 
     from qsolve.receipts.trust import HeldTo, TrustList
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     with tempfile.TemporaryDirectory(prefix="qsolve-bench-") as tmp:
         keys = [key, *(HostKey(os.urandom(32)) for _ in range(7))]

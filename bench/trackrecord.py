@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from qsolve.judging.results import CaseResult, MethodOutcome  # noqa: E402
-from storage.trackrecord import (  # noqa: E402
+from qsolve_pipeline.storage.trackrecord import (  # noqa: E402
     SCHEMA,
     Layout,
     TrackRecordRow,
@@ -280,7 +280,7 @@ def _filing(home: Path) -> dict[str, float]:
 def _recorded_filing(home: Path) -> float:
     """Filing as the maintenance pass and the history stage file: each batch file recorded in the state
     database (by name and BLAKE3 of its bytes) before it takes its name; median of 20."""
-    from storage.state import connect as connect_state
+    from qsolve_pipeline.storage.state import connect as connect_state
 
     times = []
     with connect_state(f"sqlite:///{home / 'bench-state.db'}", home=home) as db:
@@ -295,9 +295,9 @@ def _recorded_filing(home: Path) -> float:
 def _verifying(home: Path) -> float:
     """``qsolve trackrecord verify`` as a new process would run it: every entry's signature and chain,
     every live file's digest and run ids (no digest kept from before)."""
-    from storage.state import connect as connect_state
-    from storage.trackrecord import writing
-    from storage.trackrecord.verify import file_reader, verify
+    from qsolve_pipeline.storage.state import connect as connect_state
+    from qsolve_pipeline.storage.trackrecord import writing
+    from qsolve_pipeline.storage.trackrecord.verify import file_reader, verify
 
     writing._digests.clear()
     began = time.perf_counter()
@@ -315,7 +315,7 @@ def _verifying(home: Path) -> float:
 def _digesting(layout: Layout) -> float:
     """What a maintenance pass in a new process pays to check every data file against the state database:
     BLAKE3 of each file's bytes (kept per process after)."""
-    from storage.trackrecord import writing
+    from qsolve_pipeline.storage.trackrecord import writing
 
     writing._digests.clear()
     began = time.perf_counter()

@@ -1,4 +1,5 @@
-"""The automation that ends a silent flow run (issue 15, item 12): ``python deployments/automations.py``.
+"""The automation that ends a silent flow run (issue 15, item 12):
+``python -m qsolve_pipeline.deployments.automations``.
 
 A deployment's flow run whose process is killed stays Running for ever unless something notices. Its
 process sends a heartbeat event every ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` seconds (30, set for every
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from flows.heartbeats import HEARTBEAT_S, heartbeats
+from qsolve_pipeline.flows.heartbeats import HEARTBEAT_S, heartbeats
 
 __all__ = ["HEARTBEAT_S", "NAME", "SILENT_AFTER", "crash_silent_runs", "heartbeats"]
 

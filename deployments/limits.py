@@ -1,14 +1,14 @@
 """Create the hardware runs' concurrency limits, one per device family, and the evaluation runs' limit
 (``evaluation``, ``EVALUATION_RUNS`` slots, 2 by default), where they are missing, never resizing one
-that exists: ``python -m deployments.limits``, or as ``prefect.yaml``'s build step
+that exists: ``python -m qsolve_pipeline.deployments.limits``, or as ``prefect.yaml``'s build step
 (``prefect deploy`` calls :func:`create_limits`); the serve script does it too, and a flow run that finds
 one missing creates it before it runs anything."""
 
 from __future__ import annotations
 
-from flows.evaluation import LIMIT as EVALUATION_LIMIT
-from flows.evaluation import ensure_limit as ensure_evaluation_limit
-from flows.hardware import LIMITS, ensure_limits
+from qsolve_pipeline.flows.evaluation import LIMIT as EVALUATION_LIMIT
+from qsolve_pipeline.flows.evaluation import ensure_limit as ensure_evaluation_limit
+from qsolve_pipeline.flows.hardware import LIMITS, ensure_limits
 
 
 def create_limits() -> dict[str, list[str]]:

@@ -1,6 +1,6 @@
 """The process work pool qsolve's deployments run on, its job variables carrying qsolve's settings:
-``python -m deployments.pool [--pool qsolve] [--home DIR] [--database-url URL] [--storage-url URL]``
-(docs/deploy.md).
+``python -m qsolve_pipeline.deployments.pool [--pool qsolve] [--home DIR] [--database-url URL] [--storage-url
+URL]`` (docs/deploy.md).
 
 The pool is created where missing, else its base job template is updated: Prefect's own process
 template, with the ``env`` variable's default holding ``QSOLVE_HOME``, ``QSOLVE_DATABASE_URL`` and
@@ -67,7 +67,9 @@ def shown(settings: dict[str, str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deployments.pool", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m qsolve_pipeline.deployments.pool", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--pool", default=DEFAULT_POOL, help=f"the work pool (default {DEFAULT_POOL})")
     parser.add_argument("--home", help="QSOLVE_HOME on every worker (default: this environment's)")
     parser.add_argument("--database-url", help="QSOLVE_DATABASE_URL: the state database (PostgreSQL)")
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     done = ensure_pool(args.pool, settings)
     print(f"work pool {args.pool} {done}: its flow runs get {shown(settings)}")
-    from flows.queues import ensure_queues, known_queues
+    from qsolve_pipeline.flows.queues import ensure_queues, known_queues
 
     queues, problem = known_queues(settings.get("QSOLVE_DATABASE_URL"))
     if problem:

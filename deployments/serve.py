@@ -1,4 +1,4 @@
-"""Serve every deployment from one process: ``python deployments/serve.py``.
+"""Serve every deployment from one process: ``python -m qsolve_pipeline.deployments.serve``.
 
 Needs a Prefect server (``prefect server start``, with ``PREFECT_API_URL`` pointing at it): schedules
 and cancellation need one. Then trigger a deployment from the UI or with
@@ -13,14 +13,14 @@ from __future__ import annotations
 import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md)
 from prefect import serve
 
-from deployments.automations import crash_silent_runs, heartbeats
-from flows.calibration import calibration_flow
-from flows.evaluation import ensure_limit as ensure_evaluation_limit
-from flows.evaluation import evaluation_flow
-from flows.hardware import ensure_limits, hardware_flow, quote_flow
-from flows.history import history_flow
-from flows.maintenance import maintenance_flow
-from flows.submission import submission_flow
+from qsolve_pipeline.deployments.automations import crash_silent_runs, heartbeats
+from qsolve_pipeline.flows.calibration import calibration_flow
+from qsolve_pipeline.flows.evaluation import ensure_limit as ensure_evaluation_limit
+from qsolve_pipeline.flows.evaluation import evaluation_flow
+from qsolve_pipeline.flows.hardware import ensure_limits, hardware_flow, quote_flow
+from qsolve_pipeline.flows.history import history_flow
+from qsolve_pipeline.flows.maintenance import maintenance_flow
+from qsolve_pipeline.flows.submission import submission_flow
 
 
 def deployments() -> list:

@@ -19,7 +19,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from qsolve.calibration.calibrate import calibrate, parse_qubits, parse_tasks, today, use_device_cache
 from qsolve.home import qsolve_home
-from storage.calibration import open_store
+from qsolve_pipeline.storage.calibration import open_store
 
 
 @task(name="calibration task", cache_policy=NO_CACHE)

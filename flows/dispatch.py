@@ -15,7 +15,7 @@ def use_server() -> None:
     machine), and the server of ``PREFECT_API_URL`` if it answers, else the one ``qsolve server start``
     keeps, else a temporary one started now with a time-out a busy machine meets (one progress line).
     A server that does not answer is a :class:`~flows.server.ServerError`: one line, exit 2."""
-    from flows.server import use_prefect
+    from qsolve_pipeline.flows.server import use_prefect
 
     use_prefect()
 
@@ -25,7 +25,7 @@ def begin_server(announce: bool = True):
     and this returns at once; its ``wait()`` waits for it (one line if it does not start), its
     ``failed()`` says meanwhile whether it already has not (flows/server.py's ``begin_prefect``;
     ``announce=False``: its line said only once the command waits for it)."""
-    from flows.server import begin_prefect
+    from qsolve_pipeline.flows.server import begin_prefect
 
     return begin_prefect(announce=announce)
 
@@ -33,14 +33,14 @@ def begin_server(announce: bool = True):
 def compute_ahead(root: Any, *, gates: bool, process: Any, stop: Any) -> None:
     """The submission's lint, checks and (``gates``) gates' sandbox job in ``process``, computed before its
     flow runs, for its stages to record (tasks/ahead.py); none after ``stop()`` says true."""
-    from tasks.ahead import compute
+    from qsolve_pipeline.tasks.ahead import compute
 
     compute(root, gates, process, stop)
 
 
 def forget_ahead() -> None:
     """Drop what was computed ahead and no stage took."""
-    from tasks.ahead import forget
+    from qsolve_pipeline.tasks.ahead import forget
 
     forget()
 
@@ -62,8 +62,8 @@ def run_evaluation(**parameters: Any) -> dict[str, Any] | BaseException:
     ended failed or cancelled ends its flow run so, its summary kept with the ending), or what it
     raised."""
     server = begin_server()  # a temporary server starts; the flow loads meanwhile
-    from flows.endings import outcome
-    from flows.evaluation import evaluation_flow
+    from qsolve_pipeline.flows.endings import outcome
+    from qsolve_pipeline.flows.evaluation import evaluation_flow
 
     load_engine()
     server.wait()
@@ -75,7 +75,7 @@ def run_hardware(quote_id: str) -> Any:
     """The hardware flow (flows/hardware.py) run here on a confirmed quote: its outcomes, or what it
     raised."""
     server = begin_server()  # a temporary server starts; the flow loads meanwhile
-    from flows.hardware import hardware_flow
+    from qsolve_pipeline.flows.hardware import hardware_flow
 
     load_engine()
     server.wait()
@@ -89,7 +89,7 @@ def start_confirmed(quote_id: str) -> str:
     import os
 
     if os.environ.get("PREFECT_API_URL"):
-        from flows.hardware import start_confirmed
+        from qsolve_pipeline.flows.hardware import start_confirmed
 
         try:
             return start_confirmed(quote_id)
@@ -117,17 +117,18 @@ def start_submission(home: Any, data: bytes, file_name: str, account: str) -> st
 
     from qsolve.home import qsolve_home
     from qsolve.workflow.upload import remove, unpack
-    from storage.submissions import Submissions
+    from qsolve_pipeline.storage.submissions import Submissions
 
     home = qsolve_home(home).resolve()
     staged = unpack(data)
     try:
         submissions = Submissions(home)
         request = submissions.new(account, Path(file_name.replace("\\", "/")).name or "workflow.zip")
-        root = Path(__file__).resolve().parents[1]  # the checkout the web process runs, for `-m flows...`
+        # where `-m qsolve_pipeline...` finds it: the folder holding it (a checkout, or site-packages)
+        root = Path(sys.modules["qsolve_pipeline"].__file__).resolve().parents[1]
         child = subprocess.Popen(
-            [sys.executable, "-m", "flows.web_submission", str(home), request.id, str(staged.temporary),
-             str(staged.folder)],
+            [sys.executable, "-m", "qsolve_pipeline.flows.web_submission", str(home), request.id,
+             str(staged.temporary), str(staged.folder)],
             cwd=root, env={**os.environ, "QSOLVE_HOME": str(home)}, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )  # fmt: skip

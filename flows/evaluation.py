@@ -26,7 +26,6 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.states import State
 
-from flows.endings import cancelled, failed, install, record, recorded
 from qsolve.evaluation.runs import (
     RunRefused,
     RunRequest,
@@ -38,8 +37,9 @@ from qsolve.evaluation.runs import (
     summary,
     summary_line,
 )
-from storage.calibration import open_store
-from storage.state import qsolve_home
+from qsolve_pipeline.flows.endings import cancelled, failed, install, record, recorded
+from qsolve_pipeline.storage.calibration import open_store
+from qsolve_pipeline.storage.state import qsolve_home
 
 #: the Prefect concurrency limit every evaluation run takes a slot of
 LIMIT = "evaluation"

@@ -21,8 +21,8 @@ it waits for; a worker that holds it (``qsolve worker``) takes it. Where the dep
 
 Every hardware run holds a slot of its device family's Prefect concurrency limit (``hardware-ibm``,
 ``hardware-provider``): the serve script and ``prefect.yaml``'s build step (at ``prefect deploy``) create them
-(``python -m deployments.limits``), and each flow run creates any that is missing before it runs
-anything, saying so, so that no limit is silently missing. An operator changes a limit's size with
+(``python -m qsolve_pipeline.deployments.limits``), and each flow run creates any that is missing before it
+runs anything, saying so, so that no limit is silently missing. An operator changes a limit's size with
 ``prefect gcl update NAME --limit N``; qsolve never resets it.
 """
 
@@ -41,9 +41,9 @@ from prefect.concurrency.sync import concurrency
 from prefect.input import RunInput
 from pydantic import ConfigDict
 
-from flows.endings import Ended, install, record
-from storage.state import HOLDER_STALE_AFTER, Quote, QuoteRefused, QuoteStatus, connect
-from tasks.hardware import HardwareOutcome, HardwareRefused, request_quotes, run_quote
+from qsolve_pipeline.flows.endings import Ended, install, record
+from qsolve_pipeline.storage.state import HOLDER_STALE_AFTER, Quote, QuoteRefused, QuoteStatus, connect
+from qsolve_pipeline.tasks.hardware import HardwareOutcome, HardwareRefused, request_quotes, run_quote
 
 #: each device family's Prefect concurrency limit, and the size it is created with
 LIMITS = {"hardware-ibm": 1, "hardware-provider": 2}
@@ -140,7 +140,7 @@ def hardware_run(quote_id: str, target: str) -> HardwareOutcome | None:
 def price(workflow: str, account: str, target: str | None) -> list[Quote] | str:
     """The quotes made, or why the request was refused (one line: an expected ending, not a task that
     failed with a traceback)."""
-    from storage.state import BatchInProgress
+    from qsolve_pipeline.storage.state import BatchInProgress
 
     with connect() as db:
         try:
@@ -205,8 +205,8 @@ def _cancelled(flow, flow_run, state) -> list[str]:
     whatever parameters requested it. The lines logged."""
     import logging
 
-    from flows.endings import recorded
     from qsolve.targets.cancel import cancel_run
+    from qsolve_pipeline.flows.endings import recorded
 
     log = logging.getLogger("qsolve.hardware")
     named, said = flow_run.parameters or {}, []
@@ -306,8 +306,8 @@ def _ended(outcomes: list[HardwareOutcome]):
     """The outcomes, or a Failed state naming each run a platform reason stopped (never recorded)."""
     from prefect.states import Failed
 
-    from storage.state import PLATFORM_REASONS
-    from tasks.hardware import provider_log
+    from qsolve_pipeline.storage.state import PLATFORM_REASONS
+    from qsolve_pipeline.tasks.hardware import provider_log
 
     stopped = [o for o in outcomes if o.reason in {r.value for r in PLATFORM_REASONS}]
     if not stopped:
@@ -399,7 +399,7 @@ def send_quote(workflow: str, account: str, target: str | None) -> str | None:
     from prefect.states import Scheduled
 
     from qsolve.targets.routing import held_queues, provider_of, queue_for
-    from tasks.hardware import case_targets
+    from qsolve_pipeline.tasks.hardware import case_targets
 
     context = FlowRunContext.get()
     if context is None or context.flow_run is None or context.flow_run.deployment_id is None:

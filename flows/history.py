@@ -19,18 +19,27 @@ import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md: a l
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.endings import crashed, record
 from qsolve.runtime.failpoint import failpoint
 from qsolve.runtime.stopping import Stop, stopping, why_of
 from qsolve.validation.checks import DEFAULT_TARGET
 from qsolve.validation.submission import HistoryOutcome, NotRun
 from qsolve.workflow.folder import load_workflow
 from qsolve.workflow.publication import unpack
-from storage.blobs import BlobStore
-from storage.bounds import ARCHIVE_BYTES
-from storage.maintenance import file_runs
-from storage.state import Claim, ClaimStatus, Lease, StageLost, StateDB, Version, connect, qsolve_home
-from tasks.history import history_case
+from qsolve_pipeline.flows.endings import crashed, record
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.bounds import ARCHIVE_BYTES
+from qsolve_pipeline.storage.maintenance import file_runs
+from qsolve_pipeline.storage.state import (
+    Claim,
+    ClaimStatus,
+    Lease,
+    StageLost,
+    StateDB,
+    Version,
+    connect,
+    qsolve_home,
+)
+from qsolve_pipeline.tasks.history import history_case
 
 
 @flow(name="history", task_runner=ThreadPoolTaskRunner(max_workers=3), log_prints=True, on_crashed=[crashed])

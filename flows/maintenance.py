@@ -17,9 +17,9 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from prefect.states import Cancelled, Completed
 
-from storage import maintenance
-from storage.maintenance import MaintenanceReport
-from storage.state import connect, qsolve_home
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.maintenance import MaintenanceReport
+from qsolve_pipeline.storage.state import connect, qsolve_home
 
 STEPS = ("abandoned runs", "stale holds", "lost runs", "ended runs", "compaction")
 

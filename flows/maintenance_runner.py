@@ -1,5 +1,6 @@
 """The scheduled maintenance passes of a work pool, run in one long-lived process (issue 39, item 3):
-``python -m flows.maintenance_runner --pool qsolve``, started by ``qsolve worker`` beside Prefect's worker.
+``python -m qsolve_pipeline.flows.maintenance_runner --pool qsolve``, started by ``qsolve worker`` beside
+Prefect's worker.
 
 Prefect's process worker starts a new interpreter for every flow run: Prefect's and the storage's
 imports and the engine's set-up, seconds of CPU, for a pass whose own work on an idle platform is a
@@ -31,9 +32,9 @@ import sys
 import threading
 from datetime import UTC, datetime, timedelta
 
-from flows.queues import MAINTENANCE_QUEUE
+from qsolve_pipeline.flows.queues import MAINTENANCE_QUEUE
 
-ENTRYPOINT = "flows.maintenance:maintenance_flow"
+ENTRYPOINT = "qsolve_pipeline.flows.maintenance:maintenance_flow"
 QUERY_S = 10.0
 
 log = logging.getLogger("qsolve.maintenance_runner")
@@ -96,7 +97,7 @@ class Runner:
         from prefect.states import Pending
         from prefect.utilities.engine import propose_state_sync
 
-        from flows.maintenance import maintenance_flow  # imported once, at the runner's start
+        from qsolve_pipeline.flows.maintenance import maintenance_flow  # imported once, at the runner's start
 
         deployment = self._deployment(client, flow_run.deployment_id)
         if deployment is None or deployment.entrypoint != ENTRYPOINT:
@@ -171,19 +172,19 @@ def query_seconds() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m flows.maintenance_runner", description=__doc__.split("\n")[0]
+        prog="python -m qsolve_pipeline.flows.maintenance_runner", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--pool", required=True, help="the work pool whose maintenance queue to serve")
     parser.add_argument("--run-once", action="store_true", help="poll once, run what is due, then stop")
     args = parser.parse_args(argv)
 
-    from flows.heartbeats import heartbeats
+    from qsolve_pipeline.flows.heartbeats import heartbeats
 
     heartbeats()  # before Prefect reads its settings: a pass whose process dies is Crashed, not Running
     import prefect  # noqa: F401 - Prefect's logging, to the API too
     import prefect.flow_engine  # noqa: F401
 
-    import flows.maintenance  # noqa: F401 - the pass's imports (storage, DuckDB, Arrow) paid once, here
+    import qsolve_pipeline.flows.maintenance  # noqa: F401 - the pass's imports (storage, DuckDB, Arrow) paid once, here
 
     runner = Runner(args.pool, query_seconds())
 

@@ -2,9 +2,9 @@
 
 A Prefect worker started on a queue its pool lacks is answered "not found" on every poll and takes
 nothing from any of its queues, saying nothing at the default level. So every queue a worker may poll
-exists before it polls: ``python -m deployments.pool`` makes ``default``, ``ibm`` and the queue of each
-provider the state database knows (``provider-NAME``); ``qsolve worker`` makes the queues it is about to
-poll (and makes again, saying so, one deleted while it runs).
+exists before it polls: ``python -m qsolve_pipeline.deployments.pool`` makes ``default``, ``ibm`` and the
+queue of each provider the state database knows (``provider-NAME``); ``qsolve worker`` makes the queues it is
+about to poll (and makes again, saying so, one deleted while it runs).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def known_queues(database_url: str | None = None) -> tuple[list[str], str | None
         problem = str(e)
     if database_url:
         try:
-            from storage.state import connect
+            from qsolve_pipeline.storage.state import connect
 
             with connect(database_url) as db:
                 providers.update(db.provider_holdings())

@@ -18,13 +18,13 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Completed, Failed, State
 
-from flows.endings import crashed, install, record
 from qsolve.validation.submission import HistoryOutcome, SubmissionRejected, SubmissionReport
-from tasks.checks import checks_stage
-from tasks.gates import gates_stage
-from tasks.gates import report_of as gates_report
-from tasks.lint import lint_stage
-from tasks.publication import publication_stage
+from qsolve_pipeline.flows.endings import crashed, install, record
+from qsolve_pipeline.tasks.checks import checks_stage
+from qsolve_pipeline.tasks.gates import gates_stage
+from qsolve_pipeline.tasks.gates import report_of as gates_report
+from qsolve_pipeline.tasks.lint import lint_stage
+from qsolve_pipeline.tasks.publication import publication_stage
 
 #: the report's warning for a resubmission of a published version, which the gates did not run again
 GATES_SKIPPED = "the gates did not run: this version is already published"
@@ -91,7 +91,7 @@ def _publish(
 def _version_exists(checks) -> bool:
     """Whether the state database already holds the checked manifest's name and version: a resubmission
     of it goes to publication without the gates (their sandbox is never started)."""
-    from storage.state import NotFound, connect
+    from qsolve_pipeline.storage.state import NotFound, connect
 
     manifest = checks.workflow.manifest
     try:
@@ -106,7 +106,7 @@ def _history(workflow: str, version: str) -> HistoryOutcome:
     """The history stage as a subflow; if it fails as a whole it shows as skipped, the version published.
     Its flow (the state database's stage claims, the track record's filing) is imported only here:
     ``qsolve submit --no-history`` never loads it."""
-    from flows.history import history_flow
+    from qsolve_pipeline.flows.history import history_flow
 
     state = history_flow(workflow, version, return_state=True)
     if state.is_completed():

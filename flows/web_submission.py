@@ -3,7 +3,7 @@
 ``flows.dispatch.start_submission`` unpacks the uploaded zip into a private temporary folder, records the
 submission (``storage.submissions``) and starts this module as a child process:
 
-    python -m flows.web_submission HOME SUBMISSION_ID TEMPORARY_FOLDER WORKFLOW_FOLDER
+    python -m qsolve_pipeline.flows.web_submission HOME SUBMISSION_ID TEMPORARY_FOLDER WORKFLOW_FOLDER
 
 It runs the submission flow on the workflow folder as the account the submission records (on the Prefect
 server every command uses: ``flows.dispatch.use_server``), records the flow's report as the submission's
@@ -20,7 +20,7 @@ import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md: a l
 
 from qsolve.sandbox.calls import one_line
 from qsolve.workflow.upload import remove
-from storage.submissions import Submissions
+from qsolve_pipeline.storage.submissions import Submissions
 
 
 def run(home: str, submission_id: str, temporary: str, folder: str) -> int:
@@ -28,10 +28,10 @@ def run(home: str, submission_id: str, temporary: str, folder: str) -> int:
     submissions = Submissions(home)
     try:
         account = submissions.get(submission_id).request.account
-        from flows.dispatch import use_server
+        from qsolve_pipeline.flows.dispatch import use_server
 
         use_server()
-        from flows.submission import report_of, submission_flow
+        from qsolve_pipeline.flows.submission import report_of, submission_flow
 
         state = submission_flow(folder, account=account, return_state=True)
         report = report_of(state)

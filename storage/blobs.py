@@ -12,8 +12,8 @@ from pathlib import Path
 
 from blake3 import blake3
 
-from storage.bounds import BLOB_BYTES
-from storage.objects import ObjectStore, ObjectTooLarge, storage_of
+from qsolve_pipeline.storage.bounds import BLOB_BYTES
+from qsolve_pipeline.storage.objects import ObjectStore, ObjectTooLarge, storage_of
 
 FOLDER = "blobs"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from qsolve.calibration.task_result import FigureRef, TaskResult
-from storage.bounds import FIGURE_BYTES
+from qsolve_pipeline.storage.bounds import FIGURE_BYTES
 
 
 class Blobs(Protocol):
@@ -96,8 +96,8 @@ class CalibrationStore:
 def open_store(home: Path | None = None) -> CalibrationStore:
     """The store of ``home`` (default ``QSOLVE_HOME``); a context manager (or ``close()`` it)."""
     from qsolve.home import qsolve_home
-    from storage.blobs import BlobStore
-    from storage.state import connect
+    from qsolve_pipeline.storage.blobs import BlobStore
+    from qsolve_pipeline.storage.state import connect
 
     home = qsolve_home(home)
     return CalibrationStore(connect(home=home), BlobStore(home))

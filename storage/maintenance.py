@@ -38,12 +38,12 @@ from pydantic import BaseModel
 
 from qsolve.runtime.failpoint import failpoint
 from qsolve.validation.jobs import TIMEOUT_RANGE
-from storage.state import StateDB
-from storage.trackrecord import known
-from storage.trackrecord.compaction import compact
-from storage.trackrecord.filing import file_rows
-from storage.trackrecord.layout import Layout
-from storage.trackrecord.row import TrackRecordRow
+from qsolve_pipeline.storage.state import StateDB
+from qsolve_pipeline.storage.trackrecord import known
+from qsolve_pipeline.storage.trackrecord.compaction import compact
+from qsolve_pipeline.storage.trackrecord.filing import file_rows
+from qsolve_pipeline.storage.trackrecord.layout import Layout
+from qsolve_pipeline.storage.trackrecord.row import TrackRecordRow
 
 RUNS_PER_PASS = 20
 REFILE_BATCH = 10_000  # runs a file when the track record is filed again from the state database
@@ -124,7 +124,7 @@ def file_runs(db: StateDB, runs: list, home: Path) -> list[str]:
 
 def _row(db: StateDB, run, home: Path) -> TrackRecordRow:
     """A run's row, naming its device jobs' receipts, ``measured`` by the class each one seals."""
-    from storage.trackrecord.receipts_check import receipt_classes
+    from qsolve_pipeline.storage.trackrecord.receipts_check import receipt_classes
 
     receipts = db.run_receipts(run.id)
     return TrackRecordRow.from_run(run, receipts, receipt_classes(receipts, home) if receipts else None)
@@ -145,7 +145,7 @@ def refile_lost_runs(db: StateDB, home: Path) -> Refiled:
     nothing was lost: each file's digest (kept while it is unchanged) is looked up, and the live files'
     row counts weighed against the count of filed runs; every run id is read only when the two disagree
     or a file was set aside or retired."""
-    from storage.trackrecord import log
+    from qsolve_pipeline.storage.trackrecord import log
 
     filed = db.count_filed()
     layout = Layout(home)
@@ -170,7 +170,7 @@ def refile_lost_runs(db: StateDB, home: Path) -> Refiled:
 
 def _listing(layout: Layout):
     """Every file of the folder (or bucket), each checked from its footer; those that fail set aside."""
-    from storage.trackrecord import inventory, shared
+    from qsolve_pipeline.storage.trackrecord import inventory, shared
 
     if layout.store is not None:
         return shared.set_aside(layout.store, shared.take_inventory(layout.store))
@@ -185,7 +185,7 @@ def rebuild_track_record(db: StateDB, home: Path) -> int:
     ``retired`` entry: only files live when it began, never a batch filed meanwhile), remove them and
     compact; returns the runs written. Crash-safe as filing is: the old files go only once the new ones
     are whole and logged, and until then the views show each run once."""
-    from storage.trackrecord import log
+    from qsolve_pipeline.storage.trackrecord import log
 
     layout = Layout(home)
     # the live set as the rebuild begins: only these it retires, never a batch another process files
@@ -225,14 +225,14 @@ def _inventory(layout: Layout, db: StateDB | None = None):
     bucket that passes its footer checks (what ``known`` looks up)."""
     if db is None:
         return _listing(layout)
-    from storage.trackrecord.views import inventory_of
+    from qsolve_pipeline.storage.trackrecord.views import inventory_of
 
     return inventory_of(layout, db)
 
 
 def _remove(layout: Layout, path) -> None:
     if layout.store is not None:
-        from storage.trackrecord.shared import key_of
+        from qsolve_pipeline.storage.trackrecord.shared import key_of
 
         layout.store.delete(key_of(layout.store, path))
         return
@@ -252,7 +252,7 @@ def _run_ids_on_disk(layout: Layout, db: StateDB) -> set[str]:
         try:
             for where in _inventory(layout, db).readable():
                 if layout.store is not None:
-                    from storage.trackrecord.shared import key_of, read_bounded
+                    from qsolve_pipeline.storage.trackrecord.shared import key_of, read_bounded
 
                     where = io.BytesIO(read_bounded(layout.store, key_of(layout.store, where)))
                 found.update(pq.read_table(where, columns=["run_id"]).column("run_id").to_pylist())

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from qsolve.home import qsolve_home
-from storage.blobs import BlobStore
+from qsolve_pipeline.storage.blobs import BlobStore
 
 
 def keeper(home: Path, book: Any = None) -> Callable[[str], tuple[str, str]]:
@@ -62,7 +62,7 @@ def provider_session(
     and this run's confirmation (``yes``, or a question when standard input is a terminal); ``run``
     (``qsolve.providers.sealing.run_member``): the platform run each job's request seals."""
     from qsolve.providers.jobs import Confirmation, ProviderSession
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     home = home or qsolve_home()
     client, entry = opened(name, home)
@@ -98,7 +98,7 @@ def ibm_backend(spec: str, *, home: Path | None = None, **kwargs: Any):
     """``ibm:<device>`` opened (:func:`qsolve.targets.ibm.open_ibm`) over ``home``'s state database, which
     the backend closes with itself, and its blobs."""
     from qsolve.targets.ibm import open_ibm
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     home = qsolve_home(home)
     book = connect(home=home)

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ValidationError
 from qsolve.home import host_name, qsolve_home
 from qsolve.runtime.janitor import start_time
 from qsolve.validation.submission import SubmissionReport
-from storage.objects import ObjectStore, storage_of
+from qsolve_pipeline.storage.objects import ObjectStore, storage_of
 
 FOLDER = "submissions"
 _ID = re.compile(r"^[0-9a-f]{32}$")

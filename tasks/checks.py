@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import task
 
 from qsolve.validation.checks import SubmissionChecks, check_submission
-from tasks import ahead
+from qsolve_pipeline.tasks import ahead
 
 
 @task(name="submission checks")

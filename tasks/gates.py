@@ -11,7 +11,7 @@ from prefect.states import Failed, State
 from qsolve.validation.checks import SubmissionChecks
 from qsolve.validation.jobs import confinement_required
 from qsolve.validation.pipeline import ValidationReport, run_gates
-from tasks import ahead
+from qsolve_pipeline.tasks import ahead
 
 
 class GatesFailed(Exception):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from qsolve.errors import QsolveError
-from storage.state import (
+from qsolve_pipeline.storage.state import (
     FailureReason,
     Quote,
     QuoteBatch,
@@ -67,8 +67,8 @@ def run_folder(version: Version, target: str | None = None, home: Path | None = 
     """The version's published folder, its ``cases`` the version's hardware cases (inputs inline, each
     on ``target`` when given): so the sandbox runs ``hardware_cases[i]`` as ``cases[i]``."""
     from qsolve.workflow.publication import unpack
-    from storage.blobs import BlobStore
-    from storage.bounds import ARCHIVE_BYTES
+    from qsolve_pipeline.storage.blobs import BlobStore
+    from qsolve_pipeline.storage.bounds import ARCHIVE_BYTES
 
     home = home or qsolve_home()
     with tempfile.TemporaryDirectory(prefix="qsolve-hardware-") as tmp:
@@ -172,7 +172,7 @@ def provider_holders(db: StateDB, targets: list[str], account: str, workflow: st
     """Each ``provider:NAME`` target's holder, once ``account`` is found allowed to spend on it for
     ``workflow``'s quotes; HardwareRefused (``provider_not_allowed``), naming the rule and the holder,
     for the first it is not (nothing is asked of any provider before)."""
-    from storage.state import ProviderNotAllowed
+    from qsolve_pipeline.storage.state import ProviderNotAllowed
 
     holders = {}
     for t in dict.fromkeys(targets):
@@ -362,13 +362,13 @@ def open_device(target: str, run_id: str, home: Path, quote: Quote | None = None
     if target.startswith("provider:"):
         from qsolve.providers.cost import Authority
         from qsolve.targets.provider import ProviderBackend
-        from storage.sessions import provider_session
+        from qsolve_pipeline.storage.sessions import provider_session
 
         s = provider_session(target.split(":", 1)[1], yes=False, run_id=run_id, home=home, run=run)
         shown = (quote.estimate if quote is not None else {}).get("provider") or {}
         s.authority = Authority(quote.id if quote is not None else run_id, shown)
         return ProviderBackend(s)
-    from storage.sessions import ibm_backend
+    from qsolve_pipeline.storage.sessions import ibm_backend
 
     return ibm_backend(
         target, home=home, confirmation=Confirmation(yes=True), run_id=run_id, tell=_log, run=run
@@ -414,8 +414,8 @@ def run_quote(
     from qsolve.validation.jobs import Limits
     from qsolve.workflow.cases import Case
     from qsolve.workflow.folder import load_workflow
-    from storage.state import Lease
-    from tasks.runs import run_case
+    from qsolve_pipeline.storage.state import Lease
+    from qsolve_pipeline.tasks.runs import run_case
 
     home = home or qsolve_home()
     db.expire_quotes()
@@ -465,7 +465,7 @@ def run_quote(
 
 
 def _outcome(db: StateDB, quote: Quote, home: Path) -> HardwareOutcome:
-    from storage.maintenance import file_runs
+    from qsolve_pipeline.storage.maintenance import file_runs
 
     run = db.get_run(quote.run_id)
     receipts = db.run_receipts(run.id)

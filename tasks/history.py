@@ -9,8 +9,8 @@ from prefect.cache_policies import NO_CACHE
 
 from qsolve.workflow.cases import Case
 from qsolve.workflow.manifest import Resources
-from storage.state import SYSTEM_ACCOUNT, Source, Stage, Version, connect
-from tasks.runs import RunOutcome, run_case
+from qsolve_pipeline.storage.state import SYSTEM_ACCOUNT, Source, Stage, Version, connect
+from qsolve_pipeline.tasks.runs import RunOutcome, run_case
 
 
 @task(name="history case", cache_policy=NO_CACHE, task_run_name="history case {index} {case.name}")

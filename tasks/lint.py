@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import task
 
 from qsolve.lint import LintReport, lint
-from tasks import ahead
+from qsolve_pipeline.tasks import ahead
 
 
 @task(name="lint")

@@ -7,8 +7,8 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from storage import maintenance
-from storage.state import connect
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.state import connect
 
 
 @task(name="end abandoned runs", cache_policy=NO_CACHE)

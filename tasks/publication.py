@@ -9,8 +9,8 @@ from prefect.cache_policies import NO_CACHE
 
 from qsolve.validation.checks import SubmissionChecks
 from qsolve.validation.submission import Published
-from storage.blobs import BlobStore
-from storage.state import NameOwned, PlatformAccount, VersionConflict, connect, qsolve_home
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.state import NameOwned, PlatformAccount, VersionConflict, connect, qsolve_home
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from qsolve.validation.checks import DEFAULT_TARGET
 from qsolve.validation.jobs import Limits, Outcome, admitted, run_case_job
 from qsolve.workflow.cases import Case
 from qsolve.workflow.manifest import Resources
-from storage.state import (
+from qsolve_pipeline.storage.state import (
     CaseTaken,
     CreditError,
     FailureReason,

@@ -38,7 +38,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """A temporary Prefect server a test left (a flow run outside the harness) is stopped while pytest's
     capture is still open: at the interpreter's exit Prefect's log of its stop met a closed stream, a
     ``--- Logging error ---`` after pytest's summary (issue 23)."""
-    from flows.server import stop_temporary_servers
+    from qsolve_pipeline.flows.server import stop_temporary_servers
 
     stop_temporary_servers()
 

@@ -161,7 +161,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from qsolve.sandbox.process import JobProcess
 
     root = _folder(args.dir)
-    from flows.dispatch import begin_server, compute_ahead, forget_ahead
+    from qsolve_pipeline.flows.dispatch import begin_server, compute_ahead, forget_ahead
 
     server = begin_server()  # a temporary server starts now, and lint, the checks, the gates meanwhile
     # none for a version already published, which the flow sends to publication without the gates
@@ -179,9 +179,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
             server.wait()  # one line, at once; nothing was recorded
         # while the server starts: Prefect, the flow and its engine load, the state database is made ready
         _load_submission_flow()
-        from flows.submission import report_of, submission_flow
         from qsolve.home import local_account
-        from storage.state import connect
+        from qsolve_pipeline.flows.submission import report_of, submission_flow
+        from qsolve_pipeline.storage.state import connect
 
         if not published:
             with connect():
@@ -198,8 +198,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def _load_submission_flow() -> None:
     """Prefect, the submission flow and Prefect's engine, imported (once)."""
-    import flows.submission  # noqa: F401
-    from flows.dispatch import load_engine
+    import qsolve_pipeline.flows.submission  # noqa: F401
+    from qsolve_pipeline.flows.dispatch import load_engine
 
     load_engine()
 
@@ -220,7 +220,7 @@ def _published_already(root: Path) -> bool:
         name, version = manifest["name"], manifest["version"]
         if not (isinstance(name, str) and isinstance(version, str)):
             return False
-        from storage.state import connect
+        from qsolve_pipeline.storage.state import connect
 
         with connect() as db:
             db.get_version(name, version)
@@ -230,7 +230,7 @@ def _published_already(root: Path) -> bool:
 
 
 def _submitted(args: argparse.Namespace, report) -> int:
-    from storage.state import qsolve_home
+    from qsolve_pipeline.storage.state import qsolve_home
 
     if isinstance(report, BaseException):  # the flow itself crashed
         print(f"qsolve: the submission flow failed: {type(report).__name__}: {report}", file=sys.stderr)
@@ -245,7 +245,7 @@ def _submitted(args: argparse.Namespace, report) -> int:
         home = qsolve_home().resolve()
         name = report.published.name
         url = os.environ.get("QSOLVE_DATABASE_URL")
-        from storage.objects import shared_store
+        from qsolve_pipeline.storage.objects import shared_store
 
         store = shared_store()
         where = f"in {store.address('trackrecord/')}" if store is not None else f"under {home}"
@@ -288,18 +288,18 @@ def cmd_history(args: argparse.Namespace) -> int:
     """The history deployment's twin: finish a version's history stage, or run it ``--again``."""
     import json
 
-    from storage.state import NotFound, connect
+    from qsolve_pipeline.storage.state import NotFound, connect
 
     with connect() as db:  # a version that was never published is a usage error, before any flow
         try:
             db.get_version(args.name, args.version)
         except NotFound as e:
             raise UsageError(str(e)) from None
-    from flows.dispatch import begin_server
+    from qsolve_pipeline.flows.dispatch import begin_server
 
     server = begin_server()  # a temporary server starts; the flow loads meanwhile
-    from flows.dispatch import load_engine
-    from flows.history import history_flow
+    from qsolve_pipeline.flows.dispatch import load_engine
+    from qsolve_pipeline.flows.history import history_flow
 
     load_engine()
     server.wait()
@@ -324,17 +324,17 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     if args.rebuild:
         return _rebuild_track_record(args)
     _home_writable()  # a read-only home, a damaged database: one line (main's handler), before a flow
-    from flows.dispatch import begin_server
+    from qsolve_pipeline.flows.dispatch import begin_server
 
     # a temporary server starts first (its line said once the pass waits for it, none for a home
     # refused meanwhile); the state database is opened and the flow loads while it starts
     server = begin_server(announce=False)
-    from storage.state import connect  # logs a traceback of each task it fails
+    from qsolve_pipeline.storage.state import connect  # logs a traceback of each task it fails
 
     with connect() as db:
         db.count_unfiled()
-    from flows.dispatch import load_engine
-    from flows.maintenance import maintenance_flow
+    from qsolve_pipeline.flows.dispatch import load_engine
+    from qsolve_pipeline.flows.maintenance import maintenance_flow
 
     load_engine()
 
@@ -342,7 +342,7 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     state = maintenance_flow(return_state=True)
     report = state.result(raise_on_failure=False, _sync=True)
     if isinstance(report, BaseException):
-        from storage.state._faults import fault_line
+        from qsolve_pipeline.storage.state._faults import fault_line
 
         if (line := fault_line(report, "maintenance")) is not None:
             print(f"qsolve: {line}", file=sys.stderr)
@@ -376,8 +376,8 @@ def _rebuild_track_record(args: argparse.Namespace) -> int:
     (no flow: an operator's repair, which needs no Prefect)."""
     import json
 
-    from storage.maintenance import rebuild_track_record
-    from storage.state import connect, qsolve_home
+    from qsolve_pipeline.storage.maintenance import rebuild_track_record
+    from qsolve_pipeline.storage.state import connect, qsolve_home
 
     home = qsolve_home().resolve()
     with connect(home=home) as db:
@@ -524,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"qsolve: {e}", file=sys.stderr)
         return e.code  # 130: 128 + SIGINT; the job stays recorded, and the line says how to follow it
     except Exception as e:  # a read-only home, a full disk, a corrupt database: one line, exit 2
-        from storage.state._faults import fault_line
+        from qsolve_pipeline.storage.state._faults import fault_line
 
         if getattr(e, "usage", False):  # an error that says what to run instead (CreditsMoved)
             print(f"qsolve: {e}", file=sys.stderr)

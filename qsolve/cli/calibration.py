@@ -100,7 +100,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         return _fail(str(e))
     from qsolve.calibration.calibrate import use_device_cache
     from qsolve.home import qsolve_home
-    from storage.calibration import open_store
+    from qsolve_pipeline.storage.calibration import open_store
 
     use_device_cache(qsolve_home())
     store = open_store()
@@ -139,7 +139,7 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 def _import(folder: Path, *, as_json: bool) -> int:
     from qsolve.calibration.importing import ImportInvalid, import_folder
-    from storage.calibration import open_store
+    from qsolve_pipeline.storage.calibration import open_store
 
     started = time.perf_counter()
     store = open_store()

@@ -81,7 +81,7 @@ def add_commands(subparsers: Any) -> None:
 
 
 def cmd_grant(args: argparse.Namespace) -> int:
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     try:
         amount = Decimal(args.credits)
@@ -103,7 +103,7 @@ def cmd_grant(args: argparse.Namespace) -> int:
 
 
 def cmd_balance(args: argparse.Namespace) -> int:
-    from storage.state import NotFound, connect
+    from qsolve_pipeline.storage.state import NotFound, connect
 
     with connect() as db:
         try:
@@ -136,7 +136,7 @@ def _amount(text: str | None, what: str, command: str) -> Decimal | None:
 def cmd_limit(args: argparse.Namespace) -> int:
     """Set the limits in the state database: they hold for every later confirmation and run on every
     machine; a confirmed quote keeps what its confirmation authorised."""
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     given: dict[str, Any] = {}
     for name, text, what in (
@@ -173,7 +173,7 @@ def cmd_limit(args: argparse.Namespace) -> int:
 
 
 def cmd_price(args: argparse.Namespace) -> int:
-    from storage.state import Price, UnpricedTarget, connect
+    from qsolve_pipeline.storage.state import Price, UnpricedTarget, connect
 
     if args.remove:
         with connect() as db:
@@ -212,7 +212,7 @@ def cmd_price(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     with connect() as db:
         settings = db.credit_settings()
@@ -250,8 +250,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
-    from storage.state import CreditSettings, SettingsDiffer, connect
-    from storage.state._config import credits_file
+    from qsolve_pipeline.storage.state import CreditSettings, SettingsDiffer, connect
+    from qsolve_pipeline.storage.state._config import credits_file
 
     path = Path(args.file) if args.file else credits_file()
     try:

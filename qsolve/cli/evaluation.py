@@ -128,13 +128,13 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def _store():
-    from storage.calibration import open_store
+    from qsolve_pipeline.storage.calibration import open_store
 
     return open_store()
 
 
 def _flow(**parameters: Any) -> dict[str, Any] | BaseException:
-    from flows.dispatch import run_evaluation
+    from qsolve_pipeline.flows.dispatch import run_evaluation
 
     return run_evaluation(**parameters)
 
@@ -234,7 +234,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from qsolve.evaluation.evaluate import loaded_output
     from qsolve.evaluation.runs import summary
-    from storage.state import NotFound
+    from qsolve_pipeline.storage.state import NotFound
 
     _reading()
     with _store() as store:
@@ -291,7 +291,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_retry(args: argparse.Namespace) -> int:
     from qsolve.evaluation.runs import RunRefused, check_settings
-    from storage.state import NotFound
+    from qsolve_pipeline.storage.state import NotFound
 
     try:
         check_settings()  # before a record is reset: a bad value never leaves the run half retried
@@ -311,7 +311,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from storage.state import NotFound
+    from qsolve_pipeline.storage.state import NotFound
 
     with _store() as store:
         try:
@@ -327,7 +327,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from qsolve.evaluation.compare import compare
-    from storage.state import NotFound
+    from qsolve_pipeline.storage.state import NotFound
 
     _reading()
     with _store() as store:
@@ -380,7 +380,7 @@ def _side(side: dict[str, Any]) -> str:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from qsolve.evaluation.compare import score
-    from storage.state import NotFound
+    from qsolve_pipeline.storage.state import NotFound
 
     with _store() as store:
         try:
@@ -409,7 +409,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_verdict(args: argparse.Namespace) -> int:
-    from storage.state import NotFound
+    from qsolve_pipeline.storage.state import NotFound
 
     with _store() as store:
         try:

@@ -49,8 +49,8 @@ def add_commands(subparsers: Any) -> None:
 
 
 def cmd_quote(args: argparse.Namespace) -> int:
-    from storage.state import BatchInProgress, NotFound, PlatformAccount, connect
-    from tasks.hardware import HardwareRefused, request_quotes
+    from qsolve_pipeline.storage.state import BatchInProgress, NotFound, PlatformAccount, connect
+    from qsolve_pipeline.tasks.hardware import HardwareRefused, request_quotes
 
     with connect() as db:
         try:
@@ -99,8 +99,8 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     ``qsolve submit`` runs its flow (the ``qsolve server`` when it runs, else a temporary server), showing
     its progress and ending with its result. ``--no-run``: confirm only. A quote confirmed already whose
     run has not started is run (``qsolve confirm ID --yes`` after ``--no-run``)."""
-    from flows.dispatch import start_confirmed
-    from storage.state import NotFound, QuoteRefused, QuoteStatus, RunStatus, connect
+    from qsolve_pipeline.flows.dispatch import start_confirmed
+    from qsolve_pipeline.storage.state import NotFound, QuoteRefused, QuoteStatus, RunStatus, connect
 
     account = local_account(args.account)
     with connect() as db:
@@ -203,7 +203,7 @@ def _run(quote_id: str, out=None) -> tuple[int, list[str]]:
     """The confirmed quote's run, here, through the hardware flow; its result printed (to ``out``,
     standard output by default) and returned as lines. Exit 0 when it finished, 1 when it stopped or
     was not run here."""
-    from flows.dispatch import run_hardware
+    from qsolve_pipeline.flows.dispatch import run_hardware
 
     out = out or sys.stdout
     outcomes = run_hardware(quote_id)
@@ -227,7 +227,7 @@ def _run(quote_id: str, out=None) -> tuple[int, list[str]]:
 
 
 def cmd_refuse(args: argparse.Namespace) -> int:
-    from storage.state import NotFound, QuoteRefused, connect
+    from qsolve_pipeline.storage.state import NotFound, QuoteRefused, connect
 
     with connect() as db:
         try:

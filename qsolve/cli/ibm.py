@@ -44,10 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             stored = CredentialStore().put(PROVIDER, Secret(value))
             print(f"the IBM Quantum API key is kept in {stored.label}")
             return 0
-        from storage.blobs import BlobStore
-        from storage.sessions import keeper
-        from storage.state import connect as connect_state
-        from storage.state import qsolve_home
+        from qsolve_pipeline.storage.blobs import BlobStore
+        from qsolve_pipeline.storage.sessions import keeper
+        from qsolve_pipeline.storage.state import connect as connect_state
+        from qsolve_pipeline.storage.state import qsolve_home
 
         with connect_state() as db:
             if args.command == "cancel":

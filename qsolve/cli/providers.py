@@ -288,8 +288,8 @@ def _hold(name: str, holder: str | None) -> str:
     another account holds it."""
     from qsolve.home import local_account
     from qsolve.providers.credentials import NAME_RE
-    from storage.state import ProviderHeld, connect
-    from storage.state._accounts import check_name
+    from qsolve_pipeline.storage.state import ProviderHeld, connect
+    from qsolve_pipeline.storage.state._accounts import check_name
 
     holder = local_account(holder)
     check_name(holder)
@@ -325,7 +325,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not entries:
         print(f"no providers in {registry.path}: qsolve providers add NAME --http URL | --process -- CMD")
         return EXIT_OK
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     with connect() as db:
         held = db.provider_holdings(list(entries))
@@ -369,7 +369,7 @@ def _allowance(args: argparse.Namespace) -> tuple[str, dict[str, str]] | int:
 
 
 def _change(args: argparse.Namespace, allow: bool) -> int:
-    from storage.state import NotFound, ProviderNotAllowed, connect
+    from qsolve_pipeline.storage.state import NotFound, ProviderNotAllowed, connect
 
     got = _allowance(args)
     if isinstance(got, int):
@@ -417,7 +417,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
 def cmd_describe(args: argparse.Namespace) -> int:
     from qsolve.providers.errors import ProviderError
     from qsolve.providers.registry import RegistryError
-    from storage.sessions import opened
+    from qsolve_pipeline.storage.sessions import opened
 
     try:
         client, _ = opened(args.name)
@@ -439,8 +439,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
     from qsolve.providers.errors import ProviderError
     from qsolve.providers.jobs import JobStopped
     from qsolve.providers.registry import RegistryError
-    from storage.sessions import provider_session
-    from storage.state import NotFound, connect
+    from qsolve_pipeline.storage.sessions import provider_session
+    from qsolve_pipeline.storage.state import NotFound, connect
 
     with connect() as db:
         try:
@@ -455,8 +455,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
         if job.error:
             print(f"  {shown(job.error)}")
         if job.receipt:
-            from storage.blobs import BlobStore
-            from storage.state import qsolve_home
+            from qsolve_pipeline.storage.blobs import BlobStore
+            from qsolve_pipeline.storage.state import qsolve_home
 
             print(f"  receipt: {BlobStore(qsolve_home()).where(job.receipt)} (qsolve verify it)")
         return EXIT_OK if job.status == "done" else EXIT_FAILED
@@ -494,7 +494,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
 def cmd_jobs(args: argparse.Namespace) -> int:
     """Every provider job the state database records (oldest first), each with the command that follows
     it: what Ctrl-C, a time-out or a submit that did not complete leave for later."""
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     with connect() as db:
         jobs = db.list_provider_jobs(args.provider)
@@ -527,7 +527,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     """Pass a cancel on to the job's provider (qsolve.targets.cancel): 0 when its device no longer runs
     it (cancelled, or it had ended), 1 when it may still (it cannot be cancelled, or the cancel failed)."""
     from qsolve.targets.cancel import cancel_job
-    from storage.state import NotFound, connect
+    from qsolve_pipeline.storage.state import NotFound, connect
 
     with connect() as db:
         try:
@@ -554,8 +554,8 @@ def _follow_ibm(job: Any) -> int:
     from qsolve.errors import QsolveError
     from qsolve.home import qsolve_home
     from qsolve.targets.ibm import collect
-    from storage.sessions import keeper
-    from storage.state import connect
+    from qsolve_pipeline.storage.sessions import keeper
+    from qsolve_pipeline.storage.state import connect
 
     if job.status == "recorded":
         return _fail(f"provider job {job.id} was recorded and never sent: nothing to follow", EXIT_FAILED)

@@ -160,7 +160,7 @@ def _held(args: argparse.Namespace) -> HeldTo:
         if args.trust is not None:
             raise InputRefused("give --trust KEYS.json or --registered, not both")
         from qsolve.receipts.root import NoReceiptRoot, configured_root
-        from storage.state import connect
+        from qsolve_pipeline.storage.state import connect
 
         try:
             root = configured_root()
@@ -244,7 +244,7 @@ def cmd_receipt_key(args: argparse.Namespace) -> int:
     from qsolve.receipts.endorsement import endorsed_list, sign_list
     from qsolve.receipts.keys import KeyFileExposed, key_path
     from qsolve.receipts.root import NoReceiptRoot, configured_root
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     signer = None
     if args.root is not None:
@@ -371,7 +371,7 @@ def cmd_root_show(args: argparse.Namespace) -> int:
 def _key_action(args: argparse.Namespace, command: str, act) -> int:
     from qsolve.receipts.endorsement import StatementRefused
     from qsolve.receipts.root import ROOT_VARIABLE, NoReceiptRoot, configured_root
-    from storage.state import NotFound, connect
+    from qsolve_pipeline.storage.state import NotFound, connect
 
     if (root := _root_key(args.root, command)) is None:
         return EXIT_USAGE

@@ -58,8 +58,8 @@ def _fail(command: str, message: str, code: int = EXIT_USAGE, as_json: bool = Fa
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from storage.state import StateError
-    from storage.trackrecord.export import ExportRefused, export
+    from qsolve_pipeline.storage.state import StateError
+    from qsolve_pipeline.storage.trackrecord.export import ExportRefused, export
 
     name, _, version = args.name.partition("@")
     try:

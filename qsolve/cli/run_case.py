@@ -50,7 +50,7 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
         from qsolve.providers.errors import ProviderError
         from qsolve.targets import use
         from qsolve.targets.provider import ProviderBackend
-        from storage.sessions import provider_session
+        from qsolve_pipeline.storage.sessions import provider_session
 
         try:
             session = provider_session(target.split(":", 1)[1], yes=yes)
@@ -68,7 +68,7 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
         from qsolve.providers.jobs import Confirmation
         from qsolve.targets import use
         from qsolve.targets.ibm import IbmUnavailable
-        from storage.sessions import ask_on_terminal, ibm_backend
+        from qsolve_pipeline.storage.sessions import ask_on_terminal, ibm_backend
 
         try:
             backend = ibm_backend(target, confirmation=Confirmation(yes=yes, ask=ask_on_terminal()))
@@ -171,7 +171,7 @@ def _jobs_sent(backend: Any) -> list[dict[str, Any]]:
         records = getattr(getattr(backend, "session", None), "records", [])
     if not records:
         return []
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     out = []
     with connect() as db:

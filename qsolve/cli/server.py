@@ -7,8 +7,8 @@ import argparse
 import sys
 from typing import Any
 
-from flows.server import START_TIMEOUT_S, ServerError, healthy, read_record, start, stop
 from qsolve.home import qsolve_home
+from qsolve_pipeline.flows.server import START_TIMEOUT_S, ServerError, healthy, read_record, start, stop
 
 
 def add_commands(subparsers: Any) -> None:

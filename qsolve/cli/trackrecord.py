@@ -24,7 +24,12 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from storage.trackrecord.errors import QueryFailed, QueryLimit, TrackRecordWarning, UnknownWorkflow
+from qsolve_pipeline.storage.trackrecord.errors import (
+    QueryFailed,
+    QueryLimit,
+    TrackRecordWarning,
+    UnknownWorkflow,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 FORMATS = ("table", "csv", "json", "parquet")  # sql.FORMATS, here so the parser loads no DuckDB
@@ -191,7 +196,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from storage.trackrecord.sql import query
+    from qsolve_pipeline.storage.trackrecord.sql import query
 
     if args.format == "parquet" and args.output is None and sys.stdout.isatty():
         return _fail("query", "--format parquet writes binary: give --output PATH or pipe it")
@@ -216,18 +221,18 @@ def cmd_views_sql(args: argparse.Namespace) -> int:
 def _views_sql(args: argparse.Namespace) -> int:
     import os
 
-    from storage.trackrecord.layout import Layout
-    from storage.trackrecord.views import Sources, definitions
+    from qsolve_pipeline.storage.trackrecord.layout import Layout
+    from qsolve_pipeline.storage.trackrecord.views import Sources, definitions
 
     layout = Layout()
     if layout.store is not None:
-        from storage.trackrecord.analyst import analyst_sql
+        from qsolve_pipeline.storage.trackrecord.analyst import analyst_sql
 
         text = analyst_sql(layout.store, credentials=args.credentials)
     else:  # the recorded files, checked now, by absolute path (no glob: docs/trackrecord.md)
         from dataclasses import replace
 
-        from storage.trackrecord.views import reading
+        from qsolve_pipeline.storage.trackrecord.views import reading
 
         files = replace(reading(layout), schema_file=layout.schema_file)
         views = definitions(Sources.of(files))
@@ -248,8 +253,8 @@ def cmd_receipts(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from qsolve.home import qsolve_home
-    from storage.state import NotFound, connect
-    from storage.trackrecord.receipts_check import write_receipts
+    from qsolve_pipeline.storage.state import NotFound, connect
+    from qsolve_pipeline.storage.trackrecord.receipts_check import write_receipts
 
     with connect() as db:
         try:
@@ -292,11 +297,11 @@ def cmd_trackrecord_verify(args: argparse.Namespace) -> int:
 
     from qsolve.receipts.root import NoReceiptRoot
     from qsolve.receipts.trust import TrustListRefused
-    from storage.state import connect
-    from storage.state._config import DATABASE_URL_VARIABLE
-    from storage.trackrecord.layout import Layout
-    from storage.trackrecord.live import saw_log_started
-    from storage.trackrecord.verify import file_reader, trusted_keys, verify
+    from qsolve_pipeline.storage.state import connect
+    from qsolve_pipeline.storage.state._config import DATABASE_URL_VARIABLE
+    from qsolve_pipeline.storage.trackrecord.layout import Layout
+    from qsolve_pipeline.storage.trackrecord.live import saw_log_started
+    from qsolve_pipeline.storage.trackrecord.verify import file_reader, trusted_keys, verify
 
     command = "trackrecord verify"
     try:
@@ -346,8 +351,8 @@ def cmd_trackrecord_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_trackrecord_checkpoint(args: argparse.Namespace) -> int:
-    from storage.state import connect
-    from storage.state._trackrecord_entries import LogRefused
+    from qsolve_pipeline.storage.state import connect
+    from qsolve_pipeline.storage.state._trackrecord_entries import LogRefused
 
     with connect() as db:
         try:
@@ -368,8 +373,8 @@ def cmd_page(args: argparse.Namespace) -> int:
 def _page(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from storage.trackrecord.published import published_page
-    from storage.trackrecord.workflow_page import render_page
+    from qsolve_pipeline.storage.trackrecord.published import published_page
+    from qsolve_pipeline.storage.trackrecord.workflow_page import render_page
 
     try:
         p, _checked = published_page(args.name, args.version)

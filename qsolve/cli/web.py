@@ -24,7 +24,7 @@ import logging
 import sys
 from typing import Any
 
-from storage.roles import ROLES
+from qsolve_pipeline.storage.roles import ROLES
 
 
 def add_commands(subparsers: Any) -> None:
@@ -74,10 +74,10 @@ def _check_storage(home) -> None:
     pages listen: ``StorageMismatch``, one line on the command line. A home with no database yet is left."""
     import os
 
-    from storage.state._config import DATABASE_URL_VARIABLE
+    from qsolve_pipeline.storage.state._config import DATABASE_URL_VARIABLE
 
     if os.environ.get(DATABASE_URL_VARIABLE) or (home / "state.db").exists():
-        from storage.state import connect
+        from qsolve_pipeline.storage.state import connect
 
         connect(home=home).close()
 
@@ -153,7 +153,7 @@ def access_log_paths_only(logger: logging.Logger | None = None) -> None:
 def cmd_accounts_add(args: argparse.Namespace) -> int:
     import json
 
-    from storage.state import AccountExists, PlatformAccount, connect
+    from qsolve_pipeline.storage.state import AccountExists, PlatformAccount, connect
 
     with connect() as db:
         try:
@@ -176,7 +176,7 @@ def cmd_accounts_add(args: argparse.Namespace) -> int:
 def cmd_accounts_list(args: argparse.Namespace) -> int:
     import json
 
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     with connect() as db:
         logins = db.list_logins()
@@ -191,7 +191,7 @@ def cmd_accounts_list(args: argparse.Namespace) -> int:
 
 
 def cmd_accounts_token(args: argparse.Namespace) -> int:
-    from storage.state import NotFound, connect
+    from qsolve_pipeline.storage.state import NotFound, connect
 
     with connect() as db:
         try:
@@ -204,7 +204,7 @@ def cmd_accounts_token(args: argparse.Namespace) -> int:
 
 
 def cmd_developer_add(args: argparse.Namespace) -> int:
-    from storage.state import NameOwned, PlatformAccount, connect
+    from qsolve_pipeline.storage.state import NameOwned, PlatformAccount, connect
 
     with connect() as db:
         try:
@@ -220,7 +220,7 @@ def cmd_developer_add(args: argparse.Namespace) -> int:
 
 
 def cmd_developer_list(args: argparse.Namespace) -> int:
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     with connect() as db:
         developers = db.workflow_developers(args.workflow)

@@ -11,10 +11,10 @@ holding its providers. SIGTERM and SIGINT are passed on to the worker; this comm
 signal (143 for SIGTERM, as a shell says it), whether the worker died of it or ended cleanly. ``--print``
 prints that command instead of running it.
 
-Beside it runs ``python -m flows.maintenance_runner --pool P``, which serves the pool's ``maintenance``
-work queue (the scheduled maintenance passes) in one long-lived process instead of a new interpreter a
-minute (issue 39, item 3: :mod:`flows.maintenance_runner`); Prefect's worker does not poll that queue.
-It is stopped with the worker, and started again (said) if it dies while the worker lives.
+Beside it runs ``python -m qsolve_pipeline.flows.maintenance_runner --pool P``, which serves the pool's
+``maintenance`` work queue (the scheduled maintenance passes) in one long-lived process instead of a new
+interpreter a minute (issue 39, item 3: :mod:`flows.maintenance_runner`); Prefect's worker does not poll that
+queue. It is stopped with the worker, and started again (said) if it dies while the worker lives.
 
 Exit codes: 0 done, 2 misuse (a providers.yaml that does not read), 128 + N stopped by signal N, else
 the worker's.
@@ -73,7 +73,7 @@ def worker_command(pool: str, queues: list[str], args: argparse.Namespace) -> li
 
 def runner_command(pool: str, args: argparse.Namespace) -> list[str]:
     """The maintenance runner's command: the pool's scheduled passes, served in one process."""
-    command = [sys.executable, "-m", "flows.maintenance_runner", "--pool", pool]
+    command = [sys.executable, "-m", "qsolve_pipeline.flows.maintenance_runner", "--pool", pool]
     return command + (["--run-once"] if args.run_once else [])
 
 
@@ -81,7 +81,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from qsolve.home import host_name
     from qsolve.providers.registry import RegistryError
     from qsolve.targets.routing import held_queues, provider_of
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     try:
         queues = held_queues()
@@ -104,7 +104,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 0
     polled = [DEFAULT_QUEUE, *queues]
     try:
-        from flows.queues import ensure_queues
+        from qsolve_pipeline.flows.queues import ensure_queues
 
         # a queue the pool lacks: Prefect's worker would take nothing
         ensure_queues(args.pool, [*polled, MAINTENANCE_QUEUE], _say)
@@ -134,7 +134,7 @@ def _check_queues(pool: str, polled: list[str]) -> None:
     pool: Prefect answers every poll "not found" and its worker takes nothing, logging it only at debug
     level), and make the queue again."""
     try:
-        from flows.queues import ensure_queues, missing_queues
+        from qsolve_pipeline.flows.queues import ensure_queues, missing_queues
 
         missing = missing_queues(pool, polled)
         if missing:
@@ -191,7 +191,7 @@ def run_registered(
     ``runner`` (the maintenance runner's command) runs beside the worker: signals are passed on to it too,
     it is stopped when the worker ends, and one that died while the worker lives is said and started
     again at the next renewal."""
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     stop = threading.Event()
     child: subprocess.Popen | None = None

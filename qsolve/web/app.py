@@ -162,8 +162,8 @@ def create_app(home: Path | str | None = None, *, hosts: list[str] | None = None
             lines.append(f"{where}: {error.get('msg', 'invalid')}")
         return error_page(request, 422, "the request does not read", lines)
 
-    from storage.state import NotFound
-    from storage.trackrecord.errors import UnknownWorkflow
+    from qsolve_pipeline.storage.state import NotFound
+    from qsolve_pipeline.storage.trackrecord.errors import UnknownWorkflow
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> Response:

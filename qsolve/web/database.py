@@ -7,7 +7,7 @@ import threading
 
 from fastapi import FastAPI
 
-from storage.state import StateDB
+from qsolve_pipeline.storage.state import StateDB
 
 _lock = threading.Lock()
 
@@ -19,7 +19,7 @@ def state_db(app: FastAPI) -> StateDB:
         with _lock:
             found = getattr(app.state, "db", None)
             if found is None:
-                from storage.state import connect
+                from qsolve_pipeline.storage.state import connect
 
                 found = app.state.db = connect(home=app.state.home)
     return found

@@ -31,7 +31,7 @@ from qsolve.web import evaluation_views as views
 from qsolve.web.evaluation_style import STYLESHEET
 from qsolve.web.pages import db, error_page, home, render, state_db
 from qsolve.web.people import Account, check_form, require
-from storage.bounds import FIGURE_BYTES
+from qsolve_pipeline.storage.bounds import FIGURE_BYTES
 
 router = APIRouter()
 
@@ -43,8 +43,8 @@ MAX_COMMENT = 4000
 def _calibration_store(request: Request):
     """The calibration store over the app's own state database and blobs (never closed here: the
     database is the app's)."""
-    from storage.blobs import BlobStore
-    from storage.calibration import CalibrationStore
+    from qsolve_pipeline.storage.blobs import BlobStore
+    from qsolve_pipeline.storage.calibration import CalibrationStore
 
     return CalibrationStore(state_db(request.app), BlobStore(home(request)))
 
@@ -141,7 +141,7 @@ def score_page(request: Request, run_id: str) -> Response:
 def _figure_data(state, store, record, sha256: str) -> tuple[bytes, str] | str:
     """(bytes, media type) of a figure the record shows: the asset kept when it was judged, else the
     task result's own figure; or why it cannot be read (its path stays out of it)."""
-    from storage.calibration import FigureMissing
+    from qsolve_pipeline.storage.calibration import FigureMissing
 
     record_id = record.id
     kept = state.asset_for(record_id, sha256)

@@ -24,7 +24,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from qsolve.web.database import state_db
-from storage.state import StateDB
+from qsolve_pipeline.storage.state import StateDB
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"

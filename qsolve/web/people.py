@@ -26,8 +26,8 @@ from urllib.parse import quote, urlsplit
 from fastapi import HTTPException, Request
 from pydantic import BaseModel, ConfigDict
 
-from storage.roles import ROLES
-from storage.state import LoginAccount
+from qsolve_pipeline.storage.roles import ROLES
+from qsolve_pipeline.storage.state import LoginAccount
 
 SESSION_COOKIE = "qsolve_session"
 LOGIN_COOKIE = "qsolve_login"  # the login form's own token, before there is a session

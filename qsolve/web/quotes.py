@@ -150,8 +150,8 @@ def quotes_page(request: Request, name: str) -> HTMLResponse:
 def ask_for_quotes(
     request: Request, name: str, target: Annotated[str, Form(max_length=200)] = ""
 ) -> Response:
-    from storage.state import BatchInProgress
-    from tasks.hardware import HardwareRefused, request_quotes
+    from qsolve_pipeline.storage.state import BatchInProgress
+    from qsolve_pipeline.tasks.hardware import HardwareRefused, request_quotes
 
     with db(request) as state:
         state.get_version(name)  # NotFound: 404 naming it
@@ -175,7 +175,7 @@ def ask_for_quotes(
 def confirm(
     request: Request, quote_id: str, seen_unknown: Annotated[str, Form(max_length=10)] = ""
 ) -> Response:
-    from storage.state import QuoteRefused
+    from qsolve_pipeline.storage.state import QuoteRefused
 
     with db(request) as state:
         quote = state.get_quote(quote_id)  # NotFound: 404 naming it
@@ -197,7 +197,7 @@ def confirm(
     if confirmed.status.value == "confirmed":  # both confirmations given: the run starts
         import logging
 
-        from flows.dispatch import start_confirmed
+        from qsolve_pipeline.flows.dispatch import start_confirmed
 
         logging.getLogger("qsolve.web").info(start_confirmed(quote.id))  # on the Prefect server, if any
     if _as_holder(quote, account):
@@ -207,7 +207,7 @@ def confirm(
 
 @router.post("/quotes/{quote_id}/refuse", dependencies=[Depends(check_form)])
 def refuse(request: Request, quote_id: str) -> Response:
-    from storage.state import QuoteRefused
+    from qsolve_pipeline.storage.state import QuoteRefused
 
     with db(request) as state:
         quote = state.get_quote(quote_id)  # NotFound: 404 naming it

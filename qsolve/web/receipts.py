@@ -22,8 +22,8 @@ from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import HTMLResponse, Response
 
 from qsolve.web.pages import db, home, render
-from storage.bounds import RECEIPT_BYTES, RECEIPT_PAGE_BYTES, bound
-from storage.objects import ObjectTooLarge
+from qsolve_pipeline.storage.bounds import RECEIPT_BYTES, RECEIPT_PAGE_BYTES, bound
+from qsolve_pipeline.storage.objects import ObjectTooLarge
 
 router = APIRouter()
 
@@ -75,7 +75,7 @@ def _checked(data: bytes, held: Any, standings: dict[str, Any]) -> dict[str, Any
 @router.get("/runs/{run_id}/receipts", response_class=HTMLResponse)
 def run_receipts(request: Request, run_id: str) -> HTMLResponse:
     from qsolve.receipts.trust import HeldTo, TrustList
-    from storage.blobs import BlobStore
+    from qsolve_pipeline.storage.blobs import BlobStore
 
     with db(request) as state:
         run = state.get_run(run_id)  # NotFound: 404 naming it
@@ -103,7 +103,7 @@ def run_receipts(request: Request, run_id: str) -> HTMLResponse:
 
 @router.get("/runs/{run_id}/receipts/{digest}.json")
 def receipt_file(request: Request, run_id: str, digest: str) -> Response:
-    from storage.blobs import BlobStore
+    from qsolve_pipeline.storage.blobs import BlobStore
 
     with db(request) as state:
         state.get_run(run_id)  # NotFound: 404 naming it

@@ -53,8 +53,8 @@ def submit_page(request: Request) -> Response:
 @router.post("/submit", dependencies=[Depends(check_form)])
 def submit(request: Request, file: Annotated[UploadFile | None, File()] = None) -> Response:
     """The dropped zip submitted as the logged-in account; its page follows the run."""
-    from flows.dispatch import start_submission
     from qsolve.workflow.upload import UploadRefused
+    from qsolve_pipeline.flows.dispatch import start_submission
 
     account = submitter(request)
     if file is None or not file.filename:
@@ -69,7 +69,7 @@ def submit(request: Request, file: Annotated[UploadFile | None, File()] = None) 
 
 @router.get("/submissions/{submission_id}")
 def submission_page(request: Request, submission_id: str) -> Response:
-    from storage.submissions import SubmissionNotFound, Submissions
+    from qsolve_pipeline.storage.submissions import SubmissionNotFound, Submissions
 
     account = need(request)
     try:

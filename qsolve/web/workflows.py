@@ -24,8 +24,8 @@ from fastapi.responses import HTMLResponse, Response
 
 from qsolve.web.charts import Point, history_chart, y_range
 from qsolve.web.pages import db, home, render
-from storage.trackrecord.published import Published, published_page
-from storage.trackrecord.published import published as find_published
+from qsolve_pipeline.storage.trackrecord.published import Published, published_page
+from qsolve_pipeline.storage.trackrecord.published import published as find_published
 
 router = APIRouter()
 
@@ -41,7 +41,7 @@ def published(request: Request, name: str) -> Published:
 def workflow_page(request: Request, name: str, version: str | None = None) -> tuple[Any, dict, list[str]]:
     """The page model (bounds and receipt labels filled in as ``qsolve page`` fills them), each hardware
     row's :class:`RowReceipts`, and the warnings the track record gave while it was read."""
-    from storage.trackrecord.errors import TrackRecordWarning
+    from qsolve_pipeline.storage.trackrecord.errors import TrackRecordWarning
 
     with db(request) as state, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TrackRecordWarning)
@@ -85,7 +85,7 @@ def histories(p: Any) -> list[dict[str, Any]]:
 def published_dates(request: Request, name: str, versions: list[str]) -> dict[str, Any]:
     """When each version was published, as the state database says (a version it does not hold, known
     only from the track record, has none)."""
-    from storage.state import NotFound
+    from qsolve_pipeline.storage.state import NotFound
 
     out: dict[str, Any] = {}
     with db(request) as state:
@@ -99,8 +99,8 @@ def published_dates(request: Request, name: str, versions: list[str]) -> dict[st
 
 def card(request: Request, name: str) -> dict[str, Any]:
     """A workflow's card, from its page: the same numbers ``workflow_cards`` gives."""
-    from storage.trackrecord.errors import UnknownWorkflow
-    from storage.trackrecord.workflow_page import page
+    from qsolve_pipeline.storage.trackrecord.errors import UnknownWorkflow
+    from qsolve_pipeline.storage.trackrecord.workflow_page import page
 
     found = published(request, name)
     try:
@@ -128,7 +128,7 @@ def card(request: Request, name: str) -> dict[str, Any]:
 def hardware_results(request: Request, p: Any, found: Published) -> int:
     """A card's results on quantum hardware: the rows whose receipts show a device measured them (never
     the row's own word; docs/receipts.md, "A receipt belongs to its row")."""
-    from storage.trackrecord.published import measured_on_hardware
+    from qsolve_pipeline.storage.trackrecord.published import measured_on_hardware
 
     if not p.on_hardware:
         return 0
@@ -138,7 +138,7 @@ def hardware_results(request: Request, p: Any, found: Published) -> int:
 
 def workflow_names(request: Request) -> list[str]:
     """Every workflow published in the state database or recorded in the track record."""
-    from storage.trackrecord.sql import run_sql
+    from qsolve_pipeline.storage.trackrecord.sql import run_sql
 
     with db(request) as state:
         names = set(state.published_workflows())
@@ -172,7 +172,7 @@ def replay_bundle(request: Request, name: str, version: str) -> Response | HTMLR
     same track record. A GET changes nothing: the host's key is used as it is, never made, registered
     or rotated."""
     from qsolve.web.pages import error_page
-    from storage.trackrecord.export import ExportRefused, export
+    from qsolve_pipeline.storage.trackrecord.export import ExportRefused, export
 
     try:
         data = export(name, version, home(request), key_as_it_is=True).to_bytes()
@@ -188,7 +188,7 @@ def replay_bundle(request: Request, name: str, version: str) -> Response | HTMLR
 
 def _show(request: Request, name: str, version: str | None) -> HTMLResponse:
     from qsolve.web.people import current_account
-    from storage.trackrecord.workflow_page import warnings as page_warnings
+    from qsolve_pipeline.storage.trackrecord.workflow_page import warnings as page_warnings
 
     p, checked, said = workflow_page(request, name, version)
     account = current_account(request)

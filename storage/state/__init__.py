@@ -30,10 +30,10 @@ _trackrecord_entries  the log's entries and checkpoints as self-contained signed
 _errors     the error tree
 """
 
-from storage.state._accounts import AccountExists, LoginAccount, OpenedSession
-from storage.state._config import DEFAULT_PRICES, CreditSettings, Price, qsolve_home
-from storage.state._db import StateDB, connect
-from storage.state._errors import (
+from qsolve_pipeline.storage.state._accounts import AccountExists, LoginAccount, OpenedSession
+from qsolve_pipeline.storage.state._config import DEFAULT_PRICES, CreditSettings, Price, qsolve_home
+from qsolve_pipeline.storage.state._db import StateDB, connect
+from qsolve_pipeline.storage.state._errors import (
     CaseTaken,
     CreditError,
     CreditsMoved,
@@ -51,11 +51,11 @@ from storage.state._errors import (
     VersionConflict,
     VersionOrder,
 )
-from storage.state._holders import STALE_AFTER as HOLDER_STALE_AFTER
-from storage.state._host_keys import HostKeyRecord
-from storage.state._leases import Lease, lease_seconds
-from storage.state._ledger import PLATFORM_ACCOUNTS, SYSTEM_ACCOUNT
-from storage.state._models import (
+from qsolve_pipeline.storage.state._holders import STALE_AFTER as HOLDER_STALE_AFTER
+from qsolve_pipeline.storage.state._host_keys import HostKeyRecord
+from qsolve_pipeline.storage.state._leases import Lease, lease_seconds
+from qsolve_pipeline.storage.state._ledger import PLATFORM_ACCOUNTS, SYSTEM_ACCOUNT
+from qsolve_pipeline.storage.state._models import (
     PLATFORM_REASONS,
     WORKFLOW_REASONS,
     Claim,
@@ -75,8 +75,8 @@ from storage.state._models import (
     Transfer,
     Version,
 )
-from storage.state._provider_owners import ProviderHeld, ProviderHolding, ProviderNotAllowed
-from storage.state._quotes import BatchInProgress, Quote, QuoteBatch, QuoteRefused
+from qsolve_pipeline.storage.state._provider_owners import ProviderHeld, ProviderHolding, ProviderNotAllowed
+from qsolve_pipeline.storage.state._quotes import BatchInProgress, Quote, QuoteBatch, QuoteRefused
 
 __all__ = [
     "DEFAULT_PRICES",

@@ -26,11 +26,18 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state._errors import NameOwned, NotFound, StateError
-from storage.state._ledger import refuse_platform_account
-from storage.state._rows import now
-from storage.state._store import Store
-from storage.state._tables import ROLES, account_logins, account_roles, account_sessions, accounts, versions
+from qsolve_pipeline.storage.state._errors import NameOwned, NotFound, StateError
+from qsolve_pipeline.storage.state._ledger import refuse_platform_account
+from qsolve_pipeline.storage.state._rows import now
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import (
+    ROLES,
+    account_logins,
+    account_roles,
+    account_sessions,
+    accounts,
+    versions,
+)
 
 SESSION_S = 12 * 3600  # a session lapses twelve hours after login
 #: an account's name: what a person types at the login, and a credit account's name

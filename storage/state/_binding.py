@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state._errors import StorageMismatch
-from storage.state._rows import clock, now
-from storage.state._store import Store
-from storage.state._tables import claims, storage_binding
+from qsolve_pipeline.storage.state._errors import StorageMismatch
+from qsolve_pipeline.storage.state._rows import clock, now
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import claims, storage_binding
 
 if TYPE_CHECKING:
-    from storage.objects import S3Objects
+    from qsolve_pipeline.storage.objects import S3Objects
 
 BINDING = "storage"
 MARKER = "qsolve-binding"  #: the object under the store's prefix whose token the binding keeps
@@ -39,7 +39,7 @@ BOUND = sa.select(storage_binding.c.url, storage_binding.c.token)
 
 def storage_identity(home: Path) -> str:
     """What this home's storage is, as the state database records it."""
-    from storage.objects import S3Objects, storage_of
+    from qsolve_pipeline.storage.objects import S3Objects, storage_of
 
     store = storage_of(home)
     if isinstance(store, S3Objects):
@@ -64,8 +64,8 @@ def _marker_token(store: S3Objects, proposed: str) -> str:
 
 def _read_marker(store: S3Objects) -> str | None:
     """The token in ``store``'s marker; None where there is no marker or it holds none."""
-    from storage.bounds import MARKER_BYTES
-    from storage.objects import ObjectTooLarge
+    from qsolve_pipeline.storage.bounds import MARKER_BYTES
+    from qsolve_pipeline.storage.objects import ObjectTooLarge
 
     try:
         text = store.get(MARKER, limit=MARKER_BYTES)[:200].decode("ascii", "replace").strip()

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 
 import sqlalchemy as sa
 
-from storage.state._rows import now
-from storage.state._store import Store
-from storage.state._tables import blob_sizes
+from qsolve_pipeline.storage.state._rows import now
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import blob_sizes
 
 CHUNK = 500  # digests per IN (...) list
 
@@ -40,7 +40,7 @@ class BlobSizes(Store):
     def blob_limit(self, digest: str, kind: int) -> int:
         """What a read of the blob ``digest`` stops at: its recorded size, else ``kind`` (the bound of
         what it is, ``storage.bounds``)."""
-        from storage.bounds import bound
+        from qsolve_pipeline.storage.bounds import bound
 
         return bound(self.blob_size(digest), kind)
 

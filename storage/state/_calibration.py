@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from storage.state._errors import NotFound, StateError
-from storage.state._store import Store
-from storage.state._tables import calibration_results as results
+from qsolve_pipeline.storage.state._errors import NotFound, StateError
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import calibration_results as results
 
 if TYPE_CHECKING:
     from qsolve.calibration.task_result import TaskResult

@@ -17,8 +17,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from qsolve.home import qsolve_home
-from storage.state._errors import UnpricedTarget
-from storage.state._models import MICRO, RunLimits, Source, from_micro, to_micro
+from qsolve_pipeline.storage.state._errors import UnpricedTarget
+from qsolve_pipeline.storage.state._models import MICRO, RunLimits, Source, from_micro, to_micro
 
 DATABASE_URL_VARIABLE = "QSOLVE_DATABASE_URL"
 CREDITS_FILE_VARIABLE = "QSOLVE_CREDITS_FILE"

@@ -10,11 +10,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from storage.state._config import CreditSettings, Price
-from storage.state._errors import SettingsDiffer
-from storage.state._rows import now, upsert
-from storage.state._store import Store
-from storage.state._tables import credit_limits, credit_prices
+from qsolve_pipeline.storage.state._config import CreditSettings, Price
+from qsolve_pipeline.storage.state._errors import SettingsDiffer
+from qsolve_pipeline.storage.state._rows import now, upsert
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import credit_limits, credit_prices
 
 LIMITS = ("per_run_limit", "history_run_limit", "history_run_seconds")
 KEPT_CHARACTERS = 64  # the width of the value columns (credit_limits.value, credit_prices.per_*)

@@ -20,15 +20,20 @@ from sqlalchemy.exc import IntegrityError
 
 from qsolve.home import local_account
 from qsolve.workflow.semver import order_key, precedence, publication_error
-from storage.objects import shared_store, storage_url
-from storage.state._accounts import Accounts, check_name, developers_of, is_admin
-from storage.state._binding import Binding, storage_identity
-from storage.state._blob_sizes import BlobSizes
-from storage.state._calibration import CalibrationResults
-from storage.state._config import DATABASE_URL_VARIABLE, CreditSettings, legacy_credit_sources, qsolve_home
-from storage.state._credit_table import CreditTable
-from storage.state._engine import make_engine
-from storage.state._errors import (
+from qsolve_pipeline.storage.objects import shared_store, storage_url
+from qsolve_pipeline.storage.state._accounts import Accounts, check_name, developers_of, is_admin
+from qsolve_pipeline.storage.state._binding import Binding, storage_identity
+from qsolve_pipeline.storage.state._blob_sizes import BlobSizes
+from qsolve_pipeline.storage.state._calibration import CalibrationResults
+from qsolve_pipeline.storage.state._config import (
+    DATABASE_URL_VARIABLE,
+    CreditSettings,
+    legacy_credit_sources,
+    qsolve_home,
+)
+from qsolve_pipeline.storage.state._credit_table import CreditTable
+from qsolve_pipeline.storage.state._engine import make_engine
+from qsolve_pipeline.storage.state._errors import (
     CaseTaken,
     CreditsMoved,
     NameOwned,
@@ -37,17 +42,25 @@ from storage.state._errors import (
     VersionConflict,
     VersionOrder,
 )
-from storage.state._evaluations import Evaluations
-from storage.state._holders import ProviderHolders
-from storage.state._host_keys import HostKeys
-from storage.state._leases import DEADLINE_MARGIN, lease_seconds
-from storage.state._ledger import Ledger, refuse_platform_account
-from storage.state._migrate import migrate
-from storage.state._models import WORKFLOW_REASONS, FailureReason, Run, RunStatus, Source, Stage, Version
-from storage.state._provider_jobs import ProviderJobs
-from storage.state._provider_owners import ProviderOwners
-from storage.state._quotes import Quotes
-from storage.state._rows import (
+from qsolve_pipeline.storage.state._evaluations import Evaluations
+from qsolve_pipeline.storage.state._holders import ProviderHolders
+from qsolve_pipeline.storage.state._host_keys import HostKeys
+from qsolve_pipeline.storage.state._leases import DEADLINE_MARGIN, lease_seconds
+from qsolve_pipeline.storage.state._ledger import Ledger, refuse_platform_account
+from qsolve_pipeline.storage.state._migrate import migrate
+from qsolve_pipeline.storage.state._models import (
+    WORKFLOW_REASONS,
+    FailureReason,
+    Run,
+    RunStatus,
+    Source,
+    Stage,
+    Version,
+)
+from qsolve_pipeline.storage.state._provider_jobs import ProviderJobs
+from qsolve_pipeline.storage.state._provider_owners import ProviderOwners
+from qsolve_pipeline.storage.state._quotes import Quotes
+from qsolve_pipeline.storage.state._rows import (
     RECORDABLE,
     RUNS,
     clock,
@@ -59,10 +72,17 @@ from storage.state._rows import (
     version_of,
     version_row,
 )
-from storage.state._stages import HistoryStages
-from storage.state._tables import account_roles, accounts, history_stages, runs, versions, workflows
-from storage.state._trackrecord_files import TrackRecordFiles
-from storage.state._trackrecord_log import TrackRecordLog
+from qsolve_pipeline.storage.state._stages import HistoryStages
+from qsolve_pipeline.storage.state._tables import (
+    account_roles,
+    accounts,
+    history_stages,
+    runs,
+    versions,
+    workflows,
+)
+from qsolve_pipeline.storage.state._trackrecord_files import TrackRecordFiles
+from qsolve_pipeline.storage.state._trackrecord_log import TrackRecordLog
 
 #: ids per ``IN (...)`` list: well under SQLite's and PostgreSQL's limits on bound parameters
 ID_CHUNK = 500

@@ -22,7 +22,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import StaticPool
 
-from storage.state._errors import StateError
+from qsolve_pipeline.storage.state._errors import StateError
 
 BUSY_TIMEOUT_S = 30
 #: PostgreSQL's bounds on every wait of a qsolve session (docs/storage.md, "Bounded waits")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, fields
 from decimal import Decimal
 
 from qsolve.errors import QsolveError, RecordNotFound, RecordStateError
-from storage.state._models import FailureReason
+from qsolve_pipeline.storage.state._models import FailureReason
 
 
 def _rebuild(cls: type, values: dict) -> StateError:

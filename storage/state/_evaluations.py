@@ -24,11 +24,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state._errors import NotFound
-from storage.state._models import EvaluationStatus
-from storage.state._rows import clock, now, row_of
-from storage.state._store import Store
-from storage.state._tables import evaluation_assets, evaluation_records, evaluation_runs, evaluation_verdicts
+from qsolve_pipeline.storage.state._errors import NotFound
+from qsolve_pipeline.storage.state._models import EvaluationStatus
+from qsolve_pipeline.storage.state._rows import clock, now, row_of
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import (
+    evaluation_assets,
+    evaluation_records,
+    evaluation_runs,
+    evaluation_verdicts,
+)
 
 E = EvaluationStatus
 UNFINISHED = (E.PENDING.value, E.RUNNING.value)
@@ -60,6 +65,8 @@ def _keep_earlier_spans(connection: sa.Connection, run_id: str) -> None:
             .where(evaluation_records.c.id == row.id)
             .values(output=output | {"earlier_spans": spans})
         )
+
+
 #: a run stored but never started by its flow (Prefect did not start, say) is interrupted after this
 START_GRACE = timedelta(seconds=120)
 
@@ -371,6 +378,7 @@ class Evaluations(Store):
         """Runs running whose heartbeat is older than ``stale_after``, and runs pending whose flow never
         started within ``start_grace`` of their creation (issue 24): their unfinished records and
         themselves marked interrupted, so a retry runs them. The ids of the runs so marked."""
+
         def stale(at: datetime) -> sa.ColumnElement[bool]:  # the database's time: one clock judges
             never_started = sa.and_(
                 evaluation_runs.c.status == E.PENDING.value,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import errno
 import os
 
-from storage.state._config import DATABASE_URL_VARIABLE, qsolve_home
+from qsolve_pipeline.storage.state._config import DATABASE_URL_VARIABLE, qsolve_home
 
 #: what SQLite (or the OS) says, and what it means for the operator
 _SAID = (
@@ -58,8 +58,8 @@ def fault_line(error: BaseException, command: str = "") -> str | None:
 
 
 def _one(e: BaseException, command: str) -> str | None:
-    from storage.objects import StorageError
-    from storage.state._errors import StorageMismatch
+    from qsolve_pipeline.storage.objects import StorageError
+    from qsolve_pipeline.storage.state._errors import StorageMismatch
 
     if isinstance(e, StorageMismatch | StorageError):  # one line already, naming both or the address
         return str(e)

@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from storage.state._rows import clock, upsert
-from storage.state._store import Store
-from storage.state._tables import provider_holders
+from qsolve_pipeline.storage.state._rows import clock, upsert
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import provider_holders
 
 #: a holder not seen for this long is not counted (a worker renews every ``worker.RENEW_S``, 60 s)
 STALE_AFTER = timedelta(minutes=10)

@@ -53,10 +53,10 @@ from qsolve.receipts.endorsement import (
 from qsolve.receipts.keys import HostKey
 from qsolve.receipts.newest import newest_standings
 from qsolve.receipts.root import configured_root
-from storage.state._errors import NotFound, StateError
-from storage.state._rows import now, row_of
-from storage.state._store import Store
-from storage.state._tables import host_keys
+from qsolve_pipeline.storage.state._errors import NotFound, StateError
+from qsolve_pipeline.storage.state._rows import now, row_of
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import host_keys
 
 KEY_ID_DIGITS = 16  # a key's id: the first 16 of its 64 hex digits
 

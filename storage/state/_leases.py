@@ -31,11 +31,11 @@ import sqlalchemy as sa
 
 from qsolve.home import owner_token
 from qsolve.runtime.heartbeat import beating
-from storage.state._ledger import release_hold
-from storage.state._models import FailureReason, RunStatus
-from storage.state._rows import RUNS, clock, run_of
-from storage.state._store import Store
-from storage.state._tables import history_stages, runs
+from qsolve_pipeline.storage.state._ledger import release_hold
+from qsolve_pipeline.storage.state._models import FailureReason, RunStatus
+from qsolve_pipeline.storage.state._rows import RUNS, clock, run_of
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import history_stages, runs
 
 LEASE_VARIABLE = "QSOLVE_LEASE_SECONDS"
 DEFAULT_LEASE_S = 30.0
@@ -60,8 +60,6 @@ def lease_seconds() -> float:
     if not low <= value <= high:
         raise ValueError(f"{LEASE_VARIABLE}={text!r}: a lease lasts {low:g} to {high:g} seconds")
     return value
-
-
 
 
 class Leases(Store):

@@ -17,7 +17,7 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state._errors import (
+from qsolve_pipeline.storage.state._errors import (
     CreditError,
     InsufficientCredits,
     NoHold,
@@ -25,7 +25,7 @@ from storage.state._errors import (
     PlatformAccount,
     RunStateError,
 )
-from storage.state._models import (
+from qsolve_pipeline.storage.state._models import (
     Credits,
     FailureReason,
     Hold,
@@ -37,9 +37,9 @@ from storage.state._models import (
     from_micro,
     to_micro,
 )
-from storage.state._rows import move_run, now, run_row
-from storage.state._store import Store
-from storage.state._tables import accounts, entries, runs, transfers
+from qsolve_pipeline.storage.state._rows import move_run, now, run_row
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import accounts, entries, runs, transfers
 
 SYSTEM_ACCOUNT = "system"
 MINT = "ledger:mint"  # where granted credits come from; its balance is minus all credits ever granted

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from storage.state._engine import READ_ONLY
+from qsolve_pipeline.storage.state._engine import READ_ONLY
 
 if TYPE_CHECKING:
     from alembic.config import Config

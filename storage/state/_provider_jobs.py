@@ -15,11 +15,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from storage.state._errors import NotFound, RunStateError
-from storage.state._models import ProviderJob, ProviderJobStatus
-from storage.state._rows import now, row_of
-from storage.state._store import Store
-from storage.state._tables import provider_jobs
+from qsolve_pipeline.storage.state._errors import NotFound, RunStateError
+from qsolve_pipeline.storage.state._models import ProviderJob, ProviderJobStatus
+from qsolve_pipeline.storage.state._rows import now, row_of
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import provider_jobs
 
 S = ProviderJobStatus
 

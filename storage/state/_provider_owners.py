@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state._accounts import check_name
-from storage.state._errors import NotFound, StateError
-from storage.state._ledger import refuse_platform_account
-from storage.state._rows import now
-from storage.state._store import Store
-from storage.state._tables import account_roles, provider_allowances, provider_owners
+from qsolve_pipeline.storage.state._accounts import check_name
+from qsolve_pipeline.storage.state._errors import NotFound, StateError
+from qsolve_pipeline.storage.state._ledger import refuse_platform_account
+from qsolve_pipeline.storage.state._rows import now
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import account_roles, provider_allowances, provider_owners
 
 KINDS = ("account", "workflow")
 

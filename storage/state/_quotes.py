@@ -31,9 +31,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state._errors import NotFound, StateError
-from storage.state._ledger import refuse_platform_account
-from storage.state._models import (
+from qsolve_pipeline.storage.state._errors import NotFound, StateError
+from qsolve_pipeline.storage.state._ledger import refuse_platform_account
+from qsolve_pipeline.storage.state._models import (
     Credits,
     FailureReason,
     QuoteStatus,
@@ -43,9 +43,9 @@ from storage.state._models import (
     from_micro,
     to_micro,
 )
-from storage.state._rows import clock, move_run, now
-from storage.state._store import Store
-from storage.state._tables import quote_batches, quotes, runs, versions
+from qsolve_pipeline.storage.state._rows import clock, move_run, now
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import quote_batches, quotes, runs, versions
 
 QUOTE_VALID_S = 3600  # a quote not confirmed within an hour lapses (well before an unleased run is abandoned)
 PRICING_STALE_S = 3600  # a batch still "pricing" after this was left by a process that stopped

@@ -8,8 +8,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from storage.state._errors import NotFound, RunStateError
-from storage.state._models import (
+from qsolve_pipeline.storage.state._errors import NotFound, RunStateError
+from qsolve_pipeline.storage.state._models import (
     WORKFLOW_REASONS,
     FailureReason,
     Run,
@@ -18,7 +18,7 @@ from storage.state._models import (
     Version,
     from_micro,
 )
-from storage.state._tables import runs, versions
+from qsolve_pipeline.storage.state._tables import runs, versions
 
 RECORDABLE = sa.or_(
     runs.c.status == RunStatus.FINISHED.value,

@@ -20,11 +20,11 @@ from datetime import timedelta
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state._errors import StageLost
-from storage.state._leases import Leases
-from storage.state._models import Claim, ClaimStatus, Run, Stage, Version
-from storage.state._rows import RUNS, clock, row_of, run_of
-from storage.state._tables import SLOT_TAKEN, history_stages, runs
+from qsolve_pipeline.storage.state._errors import StageLost
+from qsolve_pipeline.storage.state._leases import Leases
+from qsolve_pipeline.storage.state._models import Claim, ClaimStatus, Run, Stage, Version
+from qsolve_pipeline.storage.state._rows import RUNS, clock, row_of, run_of
+from qsolve_pipeline.storage.state._tables import SLOT_TAKEN, history_stages, runs
 
 
 class HistoryStages(Leases):

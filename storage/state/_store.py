@@ -10,8 +10,8 @@ from typing import Self
 
 import sqlalchemy as sa
 
-from storage.state._config import CreditSettings
-from storage.state._engine import READ_ONLY
+from qsolve_pipeline.storage.state._config import CreditSettings
+from qsolve_pipeline.storage.state._engine import READ_ONLY
 
 
 class Store:

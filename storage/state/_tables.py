@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 
-from storage.roles import ROLES
-from storage.state._models import (
+from qsolve_pipeline.storage.roles import ROLES
+from qsolve_pipeline.storage.state._models import (
     EvaluationStatus,
     FailureReason,
     ProviderJobStatus,

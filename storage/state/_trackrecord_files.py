@@ -15,9 +15,9 @@ from datetime import timedelta
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state._rows import now
-from storage.state._store import Store
-from storage.state._tables import trackrecord_files
+from qsolve_pipeline.storage.state._rows import now
+from qsolve_pipeline.storage.state._store import Store
+from qsolve_pipeline.storage.state._tables import trackrecord_files
 
 CHUNK = 500  # names per IN (...) list
 #: the record that says the files were checked once: no data file's name (none starts with a dot)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
-from storage.objects import ENDPOINT_VARIABLE, REGION_VARIABLE, ObjectStore
+from qsolve_pipeline.storage.objects import ENDPOINT_VARIABLE, REGION_VARIABLE, ObjectStore
 
 from .layout import FOLDER, SCHEMA_FILE
 from .views import Sources, definitions, sql_text

@@ -35,7 +35,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage.objects import ObjectTooLarge
+from qsolve_pipeline.storage.objects import ObjectTooLarge
 
 from .filing import set_aside_one
 from .inventory import warn_left_out
@@ -47,7 +47,7 @@ from .views import COPY_ORDER, GROUP, LATEST_ORDER, ensure_views, housekeeping, 
 from .writing import COMPRESSION, ROW_GROUP_ROWS, digest_bytes, digest_file, fsync_folder, write_named
 
 if TYPE_CHECKING:
-    from storage.state import StateDB
+    from qsolve_pipeline.storage.state import StateDB
 
 ORDER = f"{GROUP}, recorded_at, run_id"
 BATCH_ROWS = 1 << 17
@@ -369,8 +369,8 @@ def _local_writing(layout: Layout, state: StateDB, live: dict[str, str]) -> Writ
 def _compact_shared(layout: Layout, older_files_limit: int, given: StateDB | None) -> Compacted:
     """:func:`compact` in object storage (``shared``), claimed in the state database first: a machine
     that finds the claim held by another (whose claim has not lapsed) merges nothing."""
-    from storage.state import connect
-    from storage.state._leases import owner_token
+    from qsolve_pipeline.storage.state import connect
+    from qsolve_pipeline.storage.state._leases import owner_token
 
     from . import shared
 

@@ -86,9 +86,9 @@ def export(
     from qsolve.receipts.root import NoReceiptRoot
     from qsolve.workflow.folder import CASES
     from qsolve.workflow.publication import unpack
-    from storage.blobs import BlobStore
-    from storage.bounds import ARCHIVE_BYTES, RECEIPT_BYTES
-    from storage.state import NotFound, connect
+    from qsolve_pipeline.storage.blobs import BlobStore
+    from qsolve_pipeline.storage.bounds import ARCHIVE_BYTES, RECEIPT_BYTES
+    from qsolve_pipeline.storage.state import NotFound, connect
 
     from .layout import Layout
     from .verify import file_reader

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from blake3 import blake3
 
-from storage.bounds import TRACKRECORD_FILE_BYTES
+from qsolve_pipeline.storage.bounds import TRACKRECORD_FILE_BYTES
 
 from .inventory import FileEntry, Inventory, aside_folder, remember, set_aside
 from .layout import BATCH, Layout
@@ -243,7 +243,7 @@ def set_aside_judged(path: Path, judged: str) -> str | None:
     judged (BLAKE3 ``judged``): it is moved first, then hashed where it went, and put back under its name
     where it is another file (one filed under that name since it was judged: another process's batch).
     Returns where it went, or None where nothing was moved."""
-    from storage.objects import link_no_clobber
+    from qsolve_pipeline.storage.objects import link_no_clobber
 
     aside = aside_folder(path.parent)
     target, n = aside / path.name, 0

@@ -167,7 +167,7 @@ def footer_problem(size: int, tail: bytes) -> str | None:
     """Why a file of ``size`` bytes ending in ``tail`` (its last 8 bytes) has no footer pyarrow may be
     handed (larger than the bound, or a footer length past the file's start), or None: checked before
     pyarrow reads a footer, which it reads whole, however long the file says it is."""
-    from storage.bounds import TRACKRECORD_FILE_BYTES
+    from qsolve_pipeline.storage.bounds import TRACKRECORD_FILE_BYTES
 
     if size > TRACKRECORD_FILE_BYTES:
         return TOO_LARGE.format(size=size)

@@ -37,7 +37,7 @@ _objects: dict[tuple, str] = {}  # an object's digest, by its store, name, size 
 def _digest(layout: Layout, name: str) -> str:
     """BLAKE3 of a data file's bytes (kept per process: module docstring)."""
     if layout.store is None:
-        from storage.bounds import TRACKRECORD_FILE_BYTES
+        from qsolve_pipeline.storage.bounds import TRACKRECORD_FILE_BYTES
 
         path = layout.folder / name
         if path.stat().st_size > TRACKRECORD_FILE_BYTES:  # none of qsolve's: not hashed ("" is no digest)
@@ -48,7 +48,7 @@ def _digest(layout: Layout, name: str) -> str:
     cache = (store.url, name, listed.size, listed.version)
     found = _objects.get(cache)
     if found is None:
-        from storage.objects import ObjectTooLarge
+        from qsolve_pipeline.storage.objects import ObjectTooLarge
 
         try:  # bounded: an object larger than any track-record file is none of qsolve's ("" is no digest)
             found = digest_bytes(shared.read_bounded(store, shared.key(name)))

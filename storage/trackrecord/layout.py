@@ -28,7 +28,7 @@ from pathlib import Path
 from blake3 import blake3
 
 from qsolve.home import qsolve_home as core_home
-from storage.objects import shared_store
+from qsolve_pipeline.storage.objects import shared_store
 
 from .row import SCHEMA_VERSION
 

@@ -62,8 +62,8 @@ def state_of(layout: Layout, db=None, *, create: bool = False) -> Iterator:
         _used[layout.home] = db.engine.url.render_as_string(hide_password=False)
         yield db
         return
-    from storage.state import connect
-    from storage.state._config import DATABASE_URL_VARIABLE
+    from qsolve_pipeline.storage.state import connect
+    from qsolve_pipeline.storage.state._config import DATABASE_URL_VARIABLE
 
     if (url := _used.get(layout.home)) is not None:  # the database this process filed this home with
         with connect(url, home=layout.home) as opened:
@@ -114,7 +114,7 @@ def verified_local(layout: Layout, db, schema_file: Path) -> Inventory:
 def verified_shared(layout: Layout, db, schema_file: str):
     """The live set's objects in the store, each checked (one listing, then a whole read of an object
     whose ETag changed since its bytes last matched, bounded by its recorded size)."""
-    from storage.objects import ObjectTooLarge
+    from qsolve_pipeline.storage.objects import ObjectTooLarge
 
     from .shared import Entry, SharedInventory, key
 
@@ -247,7 +247,7 @@ def adopt(db, layout: Layout, *, in_memory: bool = False) -> list | None:
         except (OSError, sqlalchemy.exc.SQLAlchemyError):
             if not in_memory:  # a writer: its filing must not go on as if the files were adopted
                 raise
-            from storage.state._trackrecord_log import LiveFile
+            from qsolve_pipeline.storage.state._trackrecord_log import LiveFile
 
             return [LiveFile(a["name"], a["digest"], a["size"], a["rows"], 0, None) for a in adds]
         saw_started(db, layout)
@@ -264,7 +264,7 @@ def _measure(layout: Layout, name: str) -> tuple[str, int, int]:
 
         data = read_bounded(layout.store, key(name))  # ObjectTooLarge is an OSError: not adopted
         return digest_bytes(data), len(data), pq.read_metadata(io.BytesIO(data)).num_rows
-    from storage.bounds import TRACKRECORD_FILE_BYTES
+    from qsolve_pipeline.storage.bounds import TRACKRECORD_FILE_BYTES
 
     path = layout.folder / name
     size = path.stat().st_size

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from storage.state import StateDB
+    from qsolve_pipeline.storage.state import StateDB
 
     from .receipts_check import PlatformRecord, RowReceipts
     from .workflow_page import WorkflowPage
@@ -56,8 +56,8 @@ def published(name: str, home: Path | str | None = None, *, state: StateDB | Non
     from the state database of ``home``, where there is one: a home with no state database (and no
     ``QSOLVE_DATABASE_URL``) is not given one by reading it."""
     from qsolve.home import qsolve_home
-    from storage.state import NotFound, connect
-    from storage.state._config import DATABASE_URL_VARIABLE
+    from qsolve_pipeline.storage.state import NotFound, connect
+    from qsolve_pipeline.storage.state._config import DATABASE_URL_VARIABLE
 
     where = qsolve_home(home)
     if state is None:
@@ -70,7 +70,7 @@ def published(name: str, home: Path | str | None = None, *, state: StateDB | Non
         version = state.get_version(name)
     except NotFound:
         return Published(None, None, trust)
-    from storage.bounds import ARCHIVE_BYTES
+    from qsolve_pipeline.storage.bounds import ARCHIVE_BYTES
 
     limit = state.blob_limit(version.digest, ARCHIVE_BYTES)
     return Published(version.version, published_workflow(version.digest, where, limit), trust)
@@ -82,7 +82,7 @@ def published_workflow(digest: str, home: Path | str | None = None, limit: int |
     from qsolve.home import qsolve_home
     from qsolve.workflow.folder import load_workflow
     from qsolve.workflow.publication import unpack
-    from storage.blobs import BlobStore
+    from qsolve_pipeline.storage.blobs import BlobStore
 
     try:
         with tempfile.TemporaryDirectory(prefix="qsolve-page-") as tmp:
@@ -150,8 +150,8 @@ def recorded_receipts(
     """What the state database (``state``, else ``home``'s where it has one) recorded of ``rows``'
     receipts' jobs and of their runs; nothing without a database or a receipt."""
     from qsolve.home import qsolve_home
-    from storage.state import connect
-    from storage.state._config import DATABASE_URL_VARIABLE
+    from qsolve_pipeline.storage.state import connect
+    from qsolve_pipeline.storage.state._config import DATABASE_URL_VARIABLE
 
     from .receipts_check import PlatformRecord, platform_record
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from storage.bounds import RECEIPT_BYTES, RECEIPT_PAGE_BYTES
+from qsolve_pipeline.storage.bounds import RECEIPT_BYTES, RECEIPT_PAGE_BYTES
 
 if TYPE_CHECKING:
     from .row import TrackRecordRow
@@ -119,7 +119,7 @@ def check_row(
     database recorded of the receipts' jobs and of the row's run."""
     from qsolve.providers.sealing import RUN, run_member
     from qsolve.receipts import verify
-    from storage.blobs import BlobStore
+    from qsolve_pipeline.storage.blobs import BlobStore
 
     held = held_to(trust)
     record = record or PlatformRecord()
@@ -195,7 +195,7 @@ def _belongs(
 def platform_record(state: Any, rows: list[TrackRecordRow]) -> PlatformRecord:
     """What the state database ``state`` recorded of ``rows``' receipts' jobs and of their runs."""
     from qsolve.providers.sealing import run_member
-    from storage.state import NotFound
+    from qsolve_pipeline.storage.state import NotFound
 
     digests = [d for r in rows for d in r.receipt_digest.split(",") if d]
     jobs = {
@@ -248,7 +248,7 @@ def held_to(trust: dict[str, Any] | None) -> Any:
 def receipt_classes(digests: list[str], home: Path) -> list[str | None]:
     """The ``accuracy.class`` each receipt seals (``measured``, ``simulated``; None where a blob is
     missing or says none), as filing reads them to set a row's ``measured`` (row.measured_of)."""
-    from storage.blobs import BlobStore
+    from qsolve_pipeline.storage.blobs import BlobStore
 
     blobs = BlobStore(home)
     out: list[str | None] = []
@@ -266,7 +266,7 @@ def receipt_classes(digests: list[str], home: Path) -> list[str | None]:
 
 def write_receipts(digests: list[str], home: Path, out: Path) -> list[Path]:
     """The receipts as files anyone can check with ``qsolve verify``: ``OUT/<digest>.json``."""
-    from storage.blobs import BlobStore
+    from qsolve_pipeline.storage.blobs import BlobStore
 
     out.mkdir(parents=True, exist_ok=True)
     blobs = BlobStore(home)

@@ -30,7 +30,7 @@ from .errors import NotRecorded
 
 if TYPE_CHECKING:  # a reader of rows loads no result models (issue 39): they load where a row is made
     from qsolve.judging.results import CaseResult, MethodOutcome
-    from storage.state import Run
+    from qsolve_pipeline.storage.state import Run
 
 Status = Literal["passed", "failed", "crash", "timeout"]
 Source = Literal["history", "hardware"]

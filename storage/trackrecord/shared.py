@@ -25,8 +25,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from storage.bounds import TRACKRECORD_FILE_BYTES
-from storage.objects import ObjectStore, ObjectTooLarge
+from qsolve_pipeline.storage.bounds import TRACKRECORD_FILE_BYTES
+from qsolve_pipeline.storage.objects import ObjectStore, ObjectTooLarge
 
 from .inventory import CHECKS, footer_problem, warn_left_out
 from .layout import BATCH, FOLDER, HEAD, LEFT_OUT, OLDER, SCHEMA_FILE, file_name
@@ -331,7 +331,7 @@ def _added(name: str, digest: str, size: int, run_ids: list[str]) -> dict:
 
 
 def _bytes_of(store: ObjectStore, name: str) -> bytes | None:
-    from storage.objects import ObjectTooLarge
+    from qsolve_pipeline.storage.objects import ObjectTooLarge
 
     try:
         return read_bounded(store, key(name))

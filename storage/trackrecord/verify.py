@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from storage.bounds import TRACKRECORD_FILE_BYTES
+from qsolve_pipeline.storage.bounds import TRACKRECORD_FILE_BYTES
 
 from . import log
 from .layout import Layout
@@ -276,7 +276,7 @@ def file_reader(layout: Layout) -> Callable[[str, int], bytes | None]:
     symlink); an object past the bound reads as no bytes (not the entry's)."""
     import re
 
-    from storage.objects import ObjectTooLarge
+    from qsolve_pipeline.storage.objects import ObjectTooLarge
 
     form = re.compile(FILE_NAME)
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from blake3 import blake3
 
-from storage.objects import link_no_clobber
+from qsolve_pipeline.storage.objects import link_no_clobber
 
 from .layout import TEMPORARY_PREFIX
 

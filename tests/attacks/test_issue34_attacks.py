@@ -33,15 +33,15 @@ import pytest
 import sqlalchemy as sa
 
 from qsolve.receipts.keys import HostKey, load_host_key
-from storage.objects import storage_of
-from storage.state import connect
-from storage.trackrecord import TrackRecordWarning, file_rows
-from storage.trackrecord import log as tlog
-from storage.trackrecord.layout import SCHEMA_FILE, Layout, file_name
-from storage.trackrecord.row import to_table
-from storage.trackrecord.sql import run_sql
-from storage.trackrecord.verify import file_reader, verify
-from storage.trackrecord.writing import digest_bytes, write_parquet
+from qsolve_pipeline.storage.objects import storage_of
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.storage.trackrecord import TrackRecordWarning, file_rows
+from qsolve_pipeline.storage.trackrecord import log as tlog
+from qsolve_pipeline.storage.trackrecord.layout import SCHEMA_FILE, Layout, file_name
+from qsolve_pipeline.storage.trackrecord.row import to_table
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage.trackrecord.verify import file_reader, verify
+from qsolve_pipeline.storage.trackrecord.writing import digest_bytes, write_parquet
 from tests.storage.conftest import bucket, s3_server  # noqa: F401 - fixtures
 from tests.storage.state.conftest import postgres_schema
 from tests.storage.trackrecord.builders import row, scenario
@@ -99,7 +99,7 @@ def checked(home: Path, trusted, checkpoint=None):
 def empty_the_log_and_record(home: Path, recorded: list[tuple[str, str]]) -> None:
     """As the state database's writer: the log and its fold deleted, ``recorded`` (name, digest) written
     into ``trackrecord_files`` (migration 0011's table, which adoption takes in)."""
-    from storage.state._tables import trackrecord_files, trackrecord_live, trackrecord_log
+    from qsolve_pipeline.storage.state._tables import trackrecord_files, trackrecord_live, trackrecord_log
 
     with connect(home=home) as db, db.engine.begin() as connection:
         connection.execute(trackrecord_live.delete())
@@ -136,7 +136,7 @@ def test_a_checkpoint_signed_after_its_key_was_revoked_is_named(home):
 @pytest.fixture
 def reads(monkeypatch):
     """Every read of the store's objects, as (key, limit): the real read, watched."""
-    from storage.objects import LocalFolder, S3Objects
+    from qsolve_pipeline.storage.objects import LocalFolder, S3Objects
 
     seen: list[tuple[str, int | None]] = []
     for cls in (LocalFolder, S3Objects):
@@ -151,7 +151,7 @@ def reads(monkeypatch):
 
 
 def test_a_maintenance_pass_reads_a_planted_object_with_a_bound(home, bucket, monkeypatch, reads):  # noqa: F811
-    from storage.maintenance import refile_lost_runs
+    from qsolve_pipeline.storage.maintenance import refile_lost_runs
 
     with postgres_schema() as url:
         monkeypatch.setenv("QSOLVE_DATABASE_URL", url)
@@ -185,7 +185,7 @@ def test_adoption_reads_a_recorded_name_with_a_bound(home, bucket, monkeypatch, 
 def test_a_batch_swapped_between_compactions_check_and_its_read_reaches_no_recorded_file(
     place, home, monkeypatch
 ):
-    from storage.trackrecord import compact, compaction
+    from qsolve_pipeline.storage.trackrecord import compact, compaction
 
     rows = scenario()
     file_rows(rows[:3], home)  # r03 failed
@@ -249,7 +249,7 @@ def analyst_views(home: Path, script: str):
 
 
 def test_views_sql_names_no_schema_file_of_the_bucket_holding_rows(home, bucket, monkeypatch):  # noqa: F811
-    from storage.trackrecord.analyst import analyst_sql
+    from qsolve_pipeline.storage.trackrecord.analyst import analyst_sql
 
     with postgres_schema() as url:
         monkeypatch.setenv("QSOLVE_DATABASE_URL", url)
@@ -306,8 +306,8 @@ def same_size_forgery(original: bytes) -> bytes:
 
 
 def test_a_forgery_put_back_for_one_read_is_not_taken_for_good(home, bucket, monkeypatch):  # noqa: F811
-    from storage.objects import S3Objects
-    from storage.trackrecord import live
+    from qsolve_pipeline.storage.objects import S3Objects
+    from qsolve_pipeline.storage.trackrecord import live
 
     with postgres_schema() as url:
         monkeypatch.setenv("QSOLVE_DATABASE_URL", url)

@@ -31,12 +31,12 @@ import pytest
 import sqlalchemy as sa
 
 from qsolve.receipts.keys import load_host_key
-from storage.state import connect
-from storage.trackrecord import TrackRecordWarning, file_rows
-from storage.trackrecord.layout import Layout
-from storage.trackrecord.sql import run_sql
-from storage.trackrecord.verify import file_reader, verify
-from storage.trackrecord.writing import digest_bytes
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.storage.trackrecord import TrackRecordWarning, file_rows
+from qsolve_pipeline.storage.trackrecord.layout import Layout
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage.trackrecord.verify import file_reader, verify
+from qsolve_pipeline.storage.trackrecord.writing import digest_bytes
 from tests.attacks.test_issue34_attacks import parquet, plant
 from tests.storage.conftest import bucket, s3_server  # noqa: F401 - fixtures
 from tests.storage.state.conftest import postgres_schema
@@ -84,7 +84,7 @@ def passed_forgery(rows) -> bytes:
 
 
 def test_a_batch_swapped_between_its_link_and_its_seen_key_is_left_out(home, monkeypatch):
-    from storage.trackrecord import filing
+    from qsolve_pipeline.storage.trackrecord import filing
 
     file_rows(scenario()[4:6], home)  # the track record exists
     rows = scenario()[:3]  # r03 failed
@@ -108,7 +108,7 @@ def test_a_batch_swapped_between_its_link_and_its_seen_key_is_left_out(home, mon
 def record_as_database_writer(home: Path, name: str, digest: str) -> None:
     """As the state database's writer: (name, digest) put in ``trackrecord_files`` (migration 0011's
     table of the files qsolve wrote), the log and the live set untouched."""
-    from storage.state._tables import trackrecord_files
+    from qsolve_pipeline.storage.state._tables import trackrecord_files
 
     with connect(home=home) as db, db.engine.begin() as connection:
         connection.execute(
@@ -183,7 +183,7 @@ def rewrite_entry(home: Path, seq: int, change) -> None:
     """As the state database's writer: entry ``seq``'s document changed by ``change`` (no key to sign)."""
     import json
 
-    from storage.state._tables import trackrecord_log
+    from qsolve_pipeline.storage.state._tables import trackrecord_log
 
     with connect(home=home) as db:
         document = json.loads(db.trackrecord_log_documents()[seq - 1])
@@ -217,7 +217,7 @@ def test_verify_names_an_entry_not_of_its_form(home, tmp_path, capsys, how):
 def test_verify_reads_no_file_an_unsigned_entry_names_outside_the_folder(home, tmp_path, monkeypatch):
     import builtins
 
-    from storage.trackrecord import verify as verify_module
+    from qsolve_pipeline.storage.trackrecord import verify as verify_module
 
     file_rows(scenario()[:3], home)
     file_rows(scenario()[3:6], home)
@@ -242,7 +242,7 @@ def test_verify_reads_no_file_an_unsigned_entry_names_outside_the_folder(home, t
 
 
 def test_a_live_rows_size_changed_outside_the_log_is_named_by_verify(place, home):
-    from storage.state._tables import trackrecord_live
+    from qsolve_pipeline.storage.state._tables import trackrecord_live
 
     file_rows(scenario()[:3], home)
     file_rows(scenario()[3:6], home)
@@ -254,9 +254,9 @@ def test_a_live_rows_size_changed_outside_the_log_is_named_by_verify(place, home
 
 
 def test_a_pass_does_not_set_aside_the_batch_filed_under_a_planted_name_meanwhile(place, home, monkeypatch):
-    from storage.maintenance import refile_lost_runs
-    from storage.trackrecord import known
-    from storage.trackrecord.layout import file_name
+    from qsolve_pipeline.storage.maintenance import refile_lost_runs
+    from qsolve_pipeline.storage.trackrecord import known
+    from qsolve_pipeline.storage.trackrecord.layout import file_name
 
     with connect(home=home) as db:  # the track record exists, filed as the platform files
         file_rows(scenario()[4:6], home, db.record_trackrecord_file, db=db)
@@ -317,8 +317,8 @@ def test_verify_refuses_a_file_given_that_is_not_an_object(home, tmp_path, optio
 
 
 def test_a_batch_swapped_between_its_hash_and_its_stat_when_filed_again_is_left_out(home, monkeypatch):
-    from storage.state._tables import trackrecord_live, trackrecord_log
-    from storage.trackrecord import filing
+    from qsolve_pipeline.storage.state._tables import trackrecord_live, trackrecord_log
+    from qsolve_pipeline.storage.trackrecord import filing
 
     file_rows(scenario()[4:6], home)  # the track record exists
     rows = scenario()[:3]  # r03 failed
@@ -354,7 +354,7 @@ def state_db(place, home):
 
 
 def test_a_rebuild_does_not_retire_a_batch_filed_while_it_ran(state_db, home, monkeypatch):
-    from storage import maintenance
+    from qsolve_pipeline.storage import maintenance
     from tests.storage.state.test_rebuild import ended
 
     db = state_db
@@ -378,7 +378,7 @@ def test_a_rebuild_does_not_retire_a_batch_filed_while_it_ran(state_db, home, mo
 
 
 def test_the_host_signs_no_checkpoint_of_a_head_the_log_does_not_have(place, home):
-    from storage.state._tables import trackrecord_log
+    from qsolve_pipeline.storage.state._tables import trackrecord_log
 
     file_rows(scenario()[:3], home)
     file_rows(scenario()[3:6], home)
@@ -410,7 +410,7 @@ def test_a_reader_reads_no_footer_past_the_bound(home, monkeypatch):
 
     import pyarrow.parquet as pq
 
-    from storage.bounds import TRACKRECORD_FILE_BYTES
+    from qsolve_pipeline.storage.bounds import TRACKRECORD_FILE_BYTES
 
     file_rows(scenario()[:3], home)
     size = TRACKRECORD_FILE_BYTES + 2**20
@@ -430,9 +430,9 @@ def test_a_reader_reads_no_footer_past_the_bound(home, monkeypatch):
 
 
 def test_a_maintenance_pass_hashes_no_planted_file_past_the_bound(home, monkeypatch):
-    from storage.bounds import TRACKRECORD_FILE_BYTES
-    from storage.maintenance import refile_lost_runs
-    from storage.trackrecord import known
+    from qsolve_pipeline.storage.bounds import TRACKRECORD_FILE_BYTES
+    from qsolve_pipeline.storage.maintenance import refile_lost_runs
+    from qsolve_pipeline.storage.trackrecord import known
 
     with connect(home=home) as db:
         file_rows(scenario()[:3], home, db.record_trackrecord_file, db=db)  # as the platform files
@@ -460,9 +460,9 @@ def test_compaction_merges_no_batch_whose_live_digest_the_log_never_signed(place
 
     import pyarrow.parquet as pq
 
-    from storage.objects import storage_of
-    from storage.state._tables import trackrecord_live
-    from storage.trackrecord import compact
+    from qsolve_pipeline.storage.objects import storage_of
+    from qsolve_pipeline.storage.state._tables import trackrecord_live
+    from qsolve_pipeline.storage.trackrecord import compact
 
     rows = scenario()
     file_rows(rows[:3], home)  # r03 failed

@@ -195,8 +195,8 @@ def test_a_worker_killed_by_the_hosts_out_of_memory_killer_is_not_the_workflows_
     # tasks/runs.py files it as the workflow's crash: a FAILED run, reason `crash`, recorded (a
     # track-record row against the workflow), the detail "...(its memory bound is N MB)"
     from qsolve.workflow.cases import Case
-    from storage.state import SYSTEM_ACCOUNT, RunStatus, Source, connect
-    from tasks.runs import run_case
+    from qsolve_pipeline.storage.state import SYSTEM_ACCOUNT, RunStatus, Source, connect
+    from qsolve_pipeline.tasks.runs import run_case
     from tests.storage.state.conftest import default_settings
 
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path / "home"))

@@ -48,7 +48,7 @@ def test_a_passs_environment_ends_with_it_in_the_maintenance_runner(
     with none, on the runner's own home (where an ended run waits to be filed)."""
     from prefect.client.orchestration import get_client
 
-    from flows.maintenance_runner import Runner
+    from qsolve_pipeline.flows.maintenance_runner import Runner
 
     pool, made = deployment
     home = tmp_path / "home"
@@ -77,9 +77,9 @@ def test_the_evaluation_deployment_refuses_a_model_without_its_key_as_the_comman
     same way (Failed, ``refused: ...`` naming the variable), and ``qsolve evaluations list`` shows no run."""
     import yaml
 
-    from flows.evaluation import evaluation_flow
     from qsolve.cli import main
-    from storage.calibration import open_store
+    from qsolve_pipeline.flows.evaluation import evaluation_flow
+    from qsolve_pipeline.storage.calibration import open_store
     from tests.qsolve.calibration.calibration_runs import made
     from tests.qsolve.evaluation.model_server import ModelServer
 
@@ -113,7 +113,7 @@ def test_cancelling_a_flow_run_that_never_ran_its_run_id_leaves_that_run_alone(p
     from prefect.states import Cancelling
 
     from qsolve.evaluation.runs import RunRequest, request_run
-    from storage.calibration import open_store
+    from qsolve_pipeline.storage.calibration import open_store
     from tests.qsolve.calibration.calibration_runs import made
 
     with open_store(platform.home) as store:
@@ -125,7 +125,7 @@ def test_cancelling_a_flow_run_that_never_ran_its_run_id_leaves_that_run_alone(p
         client.create_global_concurrency_limit(
             GlobalConcurrencyLimitCreate(name="evaluation", limit=1, active_slots=1)
         )
-    platform.deploy("evaluation", "flows.evaluation:evaluation_flow")
+    platform.deploy("evaluation", "qsolve_pipeline.flows.evaluation:evaluation_flow")
     (platform.home / "evaluation.yaml").write_text("version: 1\nmodels: []\n")
     try:
         with worker(platform, _env(platform.home, "host-c")) as w:

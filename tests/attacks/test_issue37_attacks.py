@@ -44,12 +44,12 @@ from qsolve.validation.case_runner import run_case
 from qsolve.workflow.folder import load_workflow
 from qsolve.workflow.manifest import Metric
 from qsolve.workflow.module_loader import load_module
-from storage import maintenance
-from storage.state import CreditSettings, connect
-from storage.trackrecord import file_rows
-from storage.trackrecord.row import TrackRecordRow
-from storage.trackrecord.sql import run_sql
-from storage.trackrecord.workflow_page import page, render_page
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.state import CreditSettings, connect
+from qsolve_pipeline.storage.trackrecord import file_rows
+from qsolve_pipeline.storage.trackrecord.row import TrackRecordRow
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage.trackrecord.workflow_page import page, render_page
 from tests.conftest import WorkflowDir
 from tests.storage.trackrecord import builders
 

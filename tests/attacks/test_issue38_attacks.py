@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from qsolve.cli import main
-from storage.state import connect
+from qsolve_pipeline.storage.state import connect
 from tests.qsolve.providers.test_attacks import SECRET, Sly
 from tests.qsolve.providers.test_edges import _interrupted
 
@@ -185,7 +185,7 @@ def test_ctrl_c_while_the_checker_waits_names_the_job_left_running(home, http_sl
 
 @pytest.fixture
 def eval_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    from storage.calibration import open_store
+    from qsolve_pipeline.storage.calibration import open_store
     from tests.qsolve.calibration.calibration_runs import made
 
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))
@@ -210,7 +210,7 @@ def test_a_stale_after_past_a_timedelta_is_read_past_without_a_traceback(eval_ho
 
 def test_a_stale_after_past_a_timedelta_is_refused_before_a_run_is_stored(eval_home, monkeypatch):
     from qsolve.evaluation.runs import RunRefused, RunRequest, execute_run, request_run
-    from storage.calibration import open_store
+    from qsolve_pipeline.storage.calibration import open_store
 
     monkeypatch.setenv("EVALUATION_STALE_AFTER_SECONDS", "1e300")
     with open_store(eval_home) as store:
@@ -224,7 +224,7 @@ def test_a_stale_after_past_a_timedelta_is_refused_before_a_run_is_stored(eval_h
 
 def test_a_heartbeat_past_a_wait_is_refused_or_beats(eval_home, monkeypatch):
     from qsolve.evaluation.runs import RunRefused, RunRequest, execute_run, request_run
-    from storage.calibration import open_store
+    from qsolve_pipeline.storage.calibration import open_store
 
     died: list[BaseException] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: died.append(args.exc_value))

@@ -13,7 +13,7 @@ import sys
 import yaml
 from prefect.workers.process import ProcessJobConfiguration
 
-from deployments.pool import SETTINGS, job_template, settings_from
+from qsolve_pipeline.deployments.pool import SETTINGS, job_template, settings_from
 from tests.conftest import REPO
 
 DEFINITIONS = yaml.safe_load((REPO / "prefect.yaml").read_text())

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from qsolve.receipts.root import ROOT_VARIABLE
-from storage.state import connect
+from qsolve_pipeline.storage.state import connect
 from tests.conftest import REPO
 from tests.qsolve.receipts.roots import ROOT, root_file
 from tests.s3server import S3Server, serving
@@ -31,7 +31,7 @@ from tests.storage.state.conftest import postgres_schema
 
 SEAL = """
 import json, sys
-from storage.state import connect
+from qsolve_pipeline.storage.state import connect
 from qsolve.receipts.seal import seal
 from tests.qsolve.receipts.builders import request, result
 with connect() as db:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.server import stop_temporary_servers
+from qsolve_pipeline.flows.server import stop_temporary_servers
 
 #: Prefect counts only its own sleeps against this: on a loaded 2-core machine the harness's start took
 #: 15 s idle and over 120 s at load 30 (issue 23)

@@ -14,8 +14,8 @@ from typing import Any
 
 from qsolve.cli import main
 from qsolve.workflow.publication import digest_of, pack
-from storage.blobs import BlobStore
-from storage.state import connect
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.state import connect
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = [sys.executable, "-m", "qsolve.providers.reference", "--stdio"]
@@ -74,7 +74,7 @@ class QuoteFlowRun:
     over 90 s: the flow prices its quotes first)."""
 
     def __init__(self, *args: Any) -> None:
-        from flows.hardware import quote_flow
+        from qsolve_pipeline.flows.hardware import quote_flow
 
         self.since = datetime.now(UTC)
         self.result: dict[str, Any] = {}

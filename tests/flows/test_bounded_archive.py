@@ -14,9 +14,9 @@ GIB = 1 << 30
 
 def test_an_archive_larger_than_its_recorded_size_is_refused_in_one_line(prefect, home, wf, capsys) -> None:
     from qsolve.validation.checks import check_submission
-    from storage.blobs import BlobStore
-    from storage.state import connect
-    from tasks.publication import publish
+    from qsolve_pipeline.storage.blobs import BlobStore
+    from qsolve_pipeline.storage.state import connect
+    from qsolve_pipeline.tasks.publication import publish
 
     wf.manifest["name"] = "bounded-archive"
     wf.save()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from storage.calibration import open_store
+from qsolve_pipeline.storage.calibration import open_store
 
 
 def test_the_flow_records_every_result_with_its_known_answer(prefect, tmp_path: Path) -> None:
     from prefect.artifacts import Artifact
 
-    from flows.calibration import calibration_flow
+    from qsolve_pipeline.flows.calibration import calibration_flow
 
     report = calibration_flow(
         chip="fake:fez",

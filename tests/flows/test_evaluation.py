@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from qsolve.evaluation.runs import RunRequest, request_run
-from storage.calibration import open_store
+from qsolve_pipeline.storage.calibration import open_store
 from tests.qsolve.calibration.calibration_runs import made
 
 
 def test_the_flow_requests_and_executes_a_run(prefect, tmp_path: Path, monkeypatch) -> None:
-    from flows.evaluation import evaluation_flow
+    from qsolve_pipeline.flows.evaluation import evaluation_flow
 
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))
     monkeypatch.setenv("QSOLVE_EVALUATION_CONFIG", str(tmp_path / "evaluation.yaml"))
@@ -29,7 +29,7 @@ def test_the_flow_requests_and_executes_a_run(prefect, tmp_path: Path, monkeypat
 def test_the_cancellation_hook_cancels_the_evaluation_run(prefect, tmp_path: Path, monkeypatch) -> None:
     from types import SimpleNamespace
 
-    from flows.evaluation import _cancel
+    from qsolve_pipeline.flows.evaluation import _cancel
 
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))
     with open_store(tmp_path) as store:
@@ -82,7 +82,7 @@ def test_a_run_cancelled_while_the_flow_executes_it_ends_the_flow_run_cancelled(
     import threading
     import time
 
-    from flows.evaluation import evaluation_flow
+    from qsolve_pipeline.flows.evaluation import evaluation_flow
     from tests.qsolve.evaluation.model_server import HEALTHY, ModelServer, slow
 
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path))

@@ -14,9 +14,9 @@ import pytest
 
 from qsolve.cli import main
 from qsolve.receipts import verify
-from storage.blobs import BlobStore
-from storage.state import BatchInProgress, QuoteRefused, QuoteStatus, RunStatus, connect
-from tasks.hardware import HardwareRefused, request_quotes, run_quote
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.state import BatchInProgress, QuoteRefused, QuoteStatus, RunStatus, connect
+from qsolve_pipeline.tasks.hardware import HardwareRefused, request_quotes, run_quote
 from tests.flows.hardware_setup import HARDWARE, REPO, QuoteFlowRun, add_reference, publish
 from tests.qsolve.receipts.roots import endorse_all, trust_root
 
@@ -198,7 +198,7 @@ def test_qsolve_quote_json_lists_each_quote(home, tmp_path, capsys):
 
 
 def test_the_hardware_flow_runs_only_confirmed_quotes(home, quoted, prefect):
-    from flows.hardware import hardware_flow
+    from qsolve_pipeline.flows.hardware import hardware_flow
 
     batch, quote = quoted
     with connect(home=home) as db:
@@ -269,7 +269,7 @@ def test_the_quote_flow_waits_for_each_confirmation_as_a_run_input(home, tmp_pat
 
 
 def test_a_quote_flow_refused_in_progress_ends_failed_naming_why(home, quoted, prefect):
-    from flows.hardware import quote_flow
+    from qsolve_pipeline.flows.hardware import quote_flow
 
     batch, quote = quoted
     with connect(home=home) as db:
@@ -326,7 +326,7 @@ def test_the_example_workflows_hardware_case_fits_the_default_per_run_limit(monk
     from qsolve.validation.case_runner import case_params
     from qsolve.validation.checks import case_input
     from qsolve.workflow.folder import load_workflow
-    from storage.state import CreditSettings
+    from qsolve_pipeline.storage.state import CreditSettings
 
     root = REPO / "workflows" / "max-cut"
     wf = load_workflow(root)
@@ -420,7 +420,7 @@ def test_qsolve_confirm_runs_the_quote_here_when_no_server_is_named(
 
 
 def test_a_quote_left_unanswered_is_not_run_and_the_flow_run_ends(home, tmp_path, prefect):
-    from flows.hardware import quote_flow
+    from qsolve_pipeline.flows.hardware import quote_flow
 
     add_reference()
     publish(home, tmp_path)
@@ -449,7 +449,8 @@ def test_a_hardware_run_killed_before_it_was_marked_filed_is_filed_once_by_maint
         db.grant("dev", 100)
         db.confirm_quote(quote.id, "dev")
     code = (
-        "from storage.state import connect\nfrom tasks.hardware import run_quote\n"
+        "from qsolve_pipeline.storage.state import connect\n"
+        "from qsolve_pipeline.tasks.hardware import run_quote\n"
         f"with connect() as db:\n    run_quote(db, {quote.id!r})\n"
     )
     died = subprocess.run(

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from qsolve.cli import main
-from storage.state import RunStatus, connect
-from tasks.hardware import request_quotes, run_quote
+from qsolve_pipeline.storage.state import RunStatus, connect
+from qsolve_pipeline.tasks.hardware import request_quotes, run_quote
 from tests.flows.hardware_setup import REPO, publish
 
 SLY = REPO / "tests" / "qsolve" / "providers" / "sly.py"

@@ -16,12 +16,12 @@ from decimal import Decimal
 
 import pytest
 
-from flows.hardware import HardwareStopped, _shown, hardware_flow, quote_flow
 from qsolve.cli import main
 from qsolve.receipts import verify
-from storage.blobs import BlobStore
-from storage.state import RunStatus, connect
-from tasks.hardware import request_quotes, run_quote
+from qsolve_pipeline.flows.hardware import HardwareStopped, _shown, hardware_flow, quote_flow
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.state import RunStatus, connect
+from qsolve_pipeline.tasks.hardware import request_quotes, run_quote
 from tests.flows.hardware_setup import REPO, publish
 from tests.flows.priced_provider import PricedServer, ops, process_command
 

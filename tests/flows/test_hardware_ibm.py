@@ -13,9 +13,9 @@ import pytest
 
 from qsolve.cli import main
 from qsolve.receipts import verify
-from storage.blobs import BlobStore
-from storage.state import QuoteRefused, RunStatus, connect
-from tasks.hardware import HardwareRefused, request_quotes, run_quote
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.state import QuoteRefused, RunStatus, connect
+from qsolve_pipeline.tasks.hardware import HardwareRefused, request_quotes, run_quote
 from tests.flows.hardware_setup import publish
 from tests.qsolve.providers.test_credential_nowhere import found_in
 from tests.qsolve.receipts.roots import endorse_all, trust_root
@@ -113,7 +113,7 @@ def test_the_ibm_key_and_a_providers_credential_are_in_no_output_file_log_or_art
     everything printed is searched for either secret: neither is anywhere."""
     from prefect.client.orchestration import get_client
 
-    from flows.hardware import hardware_flow
+    from qsolve_pipeline.flows.hardware import hardware_flow
     from tests.qsolve.providers.test_credential_nowhere import PLANTED, secure_reference
 
     caplog.set_level(logging.DEBUG)

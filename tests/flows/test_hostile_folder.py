@@ -16,7 +16,7 @@ def test_a_link_to_a_secret_is_refused_and_the_secret_kept_out_of_every_record(
     from prefect.client.orchestration import get_client
     from prefect.states import get_state_exception
 
-    from flows.submission import report_of, submission_flow
+    from qsolve_pipeline.flows.submission import report_of, submission_flow
 
     os.symlink(secret_file(tmp_path), wf.path("examples/k.json"))
     state = submission_flow(str(wf.root), return_state=True)
@@ -40,7 +40,7 @@ def test_the_published_archive_is_the_folder_the_checks_read(qsolve_home: Path, 
     and publication use that snapshot."""
     from qsolve.validation.checks import check_submission
     from qsolve.workflow.publication import digest_of, pack
-    from tasks.publication import publish
+    from qsolve_pipeline.tasks.publication import publish
 
     checks = check_submission(wf.root)
     assert checks.ok, checks.errors

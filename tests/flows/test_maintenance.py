@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from storage.state import connect
-from storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
 from tests.storage.trackrecord.builders import result
 
 
@@ -25,7 +25,7 @@ def ended_runs(home: Path, n: int) -> list[str]:
 def test_a_pass_files_ended_runs_and_publishes_its_report(prefect, tmp_path: Path) -> None:
     from prefect.client.orchestration import get_client
 
-    from flows.maintenance import maintenance_flow
+    from qsolve_pipeline.flows.maintenance import maintenance_flow
 
     ids = ended_runs(tmp_path, 2)
     state = maintenance_flow(home=str(tmp_path), return_state=True)
@@ -53,7 +53,7 @@ def test_the_command_runs_one_pass(prefect, tmp_path: Path, monkeypatch, capsys)
 
 
 def test_the_automation_that_crashes_silent_runs_is_made_once(prefect) -> None:
-    from deployments.automations import NAME, SILENT_AFTER, crash_silent_runs
+    from qsolve_pipeline.deployments.automations import NAME, SILENT_AFTER, crash_silent_runs
 
     first = crash_silent_runs()
     again = crash_silent_runs()

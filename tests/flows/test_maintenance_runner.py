@@ -61,9 +61,9 @@ def deployment(prefect) -> Iterator[tuple[str, object]]:
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
-    from flows.maintenance import maintenance_flow
-    from flows.maintenance_runner import ENTRYPOINT
-    from flows.queues import MAINTENANCE_QUEUE, ensure_queues
+    from qsolve_pipeline.flows.maintenance import maintenance_flow
+    from qsolve_pipeline.flows.maintenance_runner import ENTRYPOINT
+    from qsolve_pipeline.flows.queues import MAINTENANCE_QUEUE, ensure_queues
 
     pool = f"qsolve-{uuid.uuid4().hex[:8]}"
     ensure_queues(pool, ["default", MAINTENANCE_QUEUE])
@@ -155,7 +155,7 @@ def worker(pool: str, env: dict[str, str], log: Path) -> Iterator[subprocess.Pop
 def test_a_deployed_pass_is_taken_by_the_worker_and_completes_with_its_summary(
     deployment, tmp_path: Path
 ) -> None:
-    from storage.trackrecord.sql import run_sql
+    from qsolve_pipeline.storage.trackrecord.sql import run_sql
 
     pool, made = deployment
     home = tmp_path / "home"
@@ -192,7 +192,7 @@ def test_a_deployed_pass_is_taken_by_the_worker_and_completes_with_its_summary(
 def test_of_two_runners_one_runs_a_due_pass(deployment, tmp_path: Path, monkeypatch) -> None:
     from prefect.client.orchestration import get_client
 
-    from flows.maintenance_runner import Runner
+    from qsolve_pipeline.flows.maintenance_runner import Runner
 
     pool, made = deployment
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path / "home"))
@@ -225,8 +225,8 @@ def test_a_pass_cancelled_while_it_runs_stops_and_is_cancelled(
     from prefect.client.orchestration import get_client
     from prefect.states import Cancelling
 
-    from flows.maintenance_runner import Runner
-    from storage import maintenance
+    from qsolve_pipeline.flows.maintenance_runner import Runner
+    from qsolve_pipeline.storage import maintenance
 
     pool, made = deployment
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path / "home"))

@@ -26,9 +26,9 @@ class Lines(logging.Handler):
 def test_three_cases_at_once_never_claim_more_than_the_hosts_budget(
     prefect, home, wf: WorkflowDir, monkeypatch
 ) -> None:
-    from flows.history import history_flow
     from qsolve.validation.checks import check_submission
-    from tasks.publication import publish
+    from qsolve_pipeline.flows.history import history_flow
+    from qsolve_pipeline.tasks.publication import publish
 
     monkeypatch.setenv("QSOLVE_JOBS_MEMORY_MB", str(BUDGET_MB))
     monkeypatch.setenv("QSOLVE_HOST_NAME", "budget-test")

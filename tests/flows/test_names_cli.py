@@ -10,7 +10,7 @@ import json
 import pytest
 
 from qsolve.cli import main
-from storage.state import QuoteStatus, connect
+from qsolve_pipeline.storage.state import QuoteStatus, connect
 from tests.flows.hardware_setup import add_reference, publish
 
 

@@ -19,7 +19,7 @@ from tests.conftest import REPO
 
 
 def test_a_pool_has_every_queue_a_worker_may_poll() -> None:
-    from flows.queues import pool_queues
+    from qsolve_pipeline.flows.queues import pool_queues
 
     assert pool_queues() == ["default", "ibm"]
     assert pool_queues(["lab", "ref"], ["provider-old", "ibm", "default"]) == [
@@ -76,7 +76,7 @@ def test_the_cancellation_hook_imports_and_runs_from_prefects_hook_script(tmp_pa
     from prefect.states import Cancelling
 
     from qsolve.evaluation.runs import RunRequest, request_run
-    from storage.calibration import open_store
+    from qsolve_pipeline.storage.calibration import open_store
     from tests.qsolve.calibration.calibration_runs import made
 
     home = tmp_path / "home"
@@ -88,7 +88,10 @@ def test_the_cancellation_hook_imports_and_runs_from_prefects_hook_script(tmp_pa
     manifest = tmp_path / "manifest.json"
     manifest.write_text(
         json.dumps(
-            {"runtime_entrypoint": "flows.evaluation:evaluation_flow", "working_directory": str(tmp_path)}
+            {
+                "runtime_entrypoint": "qsolve_pipeline.flows.evaluation:evaluation_flow",
+                "working_directory": str(tmp_path),
+            }
         )
     )
     flow_run = tmp_path / "flow-run.json"
@@ -119,8 +122,8 @@ def test_the_cancellation_hook_imports_and_runs_from_prefects_hook_script(tmp_pa
 def test_an_expected_ending_is_logged_as_one_info_line() -> None:
     """Prefect logs a Failed or Cancelled state's exception as an engine error with its traceback; an
     expected ending (a rejection, a refusal, a cancel) is the state's one line at the INFO level."""
-    from flows.endings import Ended, OneLine, cancelled
     from qsolve.validation.submission import SubmissionRejected, SubmissionReport
+    from qsolve_pipeline.flows.endings import Ended, OneLine, cancelled
 
     state = cancelled("run r1  cancelled\n3 records")
     assert state.is_cancelled() and state.message == "run r1  cancelled 3 records"

@@ -1,9 +1,9 @@
 """An operator's Prefect tells the truth (issue 36), on the session's Prefect server with ``qsolve worker``
 (Prefect's process worker as its child), each command a process of its own, as an operator runs them:
 
-- a fresh pool whose worker holds a provider takes a run at once: ``python -m deployments.pool`` makes
-  ``default`` and ``ibm``, the worker makes its provider's queue, and a queue deleted under it is said
-  and made again;
+- a fresh pool whose worker holds a provider takes a run at once:
+  ``python -m qsolve_pipeline.deployments.pool`` makes ``default`` and ``ibm``, the worker makes its
+  provider's queue, and a queue deleted under it is said and made again;
 - ``prefect flow-run cancel`` of an evaluation flow run started by task and chip cancels its evaluation
   run (the hook, run from Prefect's own hook script, finds the run by the flow run's label);
 - a failed evaluation is a Failed flow run, with the run's one line and no ERROR in its log; a rejected
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.calibration import open_store
+from qsolve_pipeline.storage.calibration import open_store
 from tests.qsolve.calibration.calibration_runs import made
 
 pytestmark = pytest.mark.xdist_group("prefect-process-worker")
@@ -70,7 +70,7 @@ class Platform:
         from prefect.client.orchestration import get_client
         from prefect.utilities.importtools import import_object
 
-        from flows.queues import ensure_queues
+        from qsolve_pipeline.flows.queues import ensure_queues
 
         ensure_queues(self.pool, ["default"])  # the pool, where no one made it yet
         name = f"{flow_name}-{self.pool}"
@@ -129,8 +129,8 @@ def shared(prefect, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
     made_here = Platform(tmp_path_factory.mktemp("shared"))
     try:
         publish(made_here.home, made_here.root)
-        made_here.deploy("submission", "flows.submission:submission_flow")
-        made_here.deploy("history", "flows.history:history_flow")
+        made_here.deploy("submission", "qsolve_pipeline.flows.submission:submission_flow")
+        made_here.deploy("history", "qsolve_pipeline.flows.history:history_flow")
         env = _env(made_here.home, "host-s", QSOLVE_FAILPOINT="history.claimed")
         with worker(made_here, env) as w:
             yield made_here, w
@@ -226,7 +226,7 @@ def test_a_fresh_pool_whose_worker_holds_a_provider_takes_its_runs(platform: Pla
 
     operator = platform.root / "operator"
     done = subprocess.run(
-        [sys.executable, "-m", "deployments.pool", "--pool", platform.pool],
+        [sys.executable, "-m", "qsolve_pipeline.deployments.pool", "--pool", platform.pool],
         env=_env(operator, "operator"),
         cwd=platform.root,
         capture_output=True,
@@ -245,7 +245,7 @@ def test_a_fresh_pool_whose_worker_holds_a_provider_takes_its_runs(platform: Pla
         timeout=600,
     )
     assert added.returncode == 0, added.stderr[-2000:]
-    platform.deploy("maintenance", "flows.maintenance:maintenance_flow")
+    platform.deploy("maintenance", "qsolve_pipeline.flows.maintenance:maintenance_flow")
     run = platform.run("maintenance")
     with worker(platform, env) as w:
         assert _until(lambda: "provider-ref" in _queues(platform.pool), timeout=120), w.log.read_text()
@@ -274,7 +274,7 @@ def test_cancelling_an_evaluation_flow_run_cancels_its_run_and_a_failed_one_is_f
     with open_store(platform.home) as store:
         store.record_all([made(f"Q0{i}") for i in range(3)])
     _fresh_evaluation_limit()
-    platform.deploy("evaluation", "flows.evaluation:evaluation_flow")
+    platform.deploy("evaluation", "qsolve_pipeline.flows.evaluation:evaluation_flow")
     env = _env(platform.home, "host-e")
     with worker(platform, env) as w:  # one worker takes both runs (its start costs 10 to 60 s at load)
         with ModelServer({k: slow(v, 600) for k, v in HEALTHY.items()}) as server:
@@ -335,7 +335,7 @@ def test_a_third_evaluation_run_waits_while_two_run(platform: Platform) -> None:
     with open_store(platform.home) as store:
         store.record_all([made(f"Q0{i}") for i in range(3)])
     _fresh_evaluation_limit()
-    platform.deploy("evaluation", "flows.evaluation:evaluation_flow")
+    platform.deploy("evaluation", "qsolve_pipeline.flows.evaluation:evaluation_flow")
     env = _env(platform.home, "host-c")
     from prefect.client.orchestration import get_client
 
@@ -384,7 +384,7 @@ def test_a_quote_flow_run_goes_to_the_queue_of_the_target_it_prices(platform: Pl
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterDeploymentId
     from prefect.flow_engine import run_flow
 
-    from flows.hardware import quote_flow
+    from qsolve_pipeline.flows.hardware import quote_flow
     from tests.flows.hardware_setup import publish
 
     monkeypatch.setenv("QSOLVE_HOME", str(platform.home))
@@ -392,7 +392,7 @@ def test_a_quote_flow_run_goes_to_the_queue_of_the_target_it_prices(platform: Pl
     monkeypatch.delenv("QISKIT_IBM_TOKEN", raising=False)
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     publish(platform.home, platform.root)  # its one hardware case on ibm:ibm_fez
-    deployment = platform.deploy("quote", "flows.hardware:quote_flow")
+    deployment = platform.deploy("quote", "qsolve_pipeline.flows.hardware:quote_flow")
     taken = platform.run("quote", workflow="hw-max-cut", account="dev")  # in the default queue
     with get_client(sync_client=True) as client:
         said = run_flow(quote_flow, flow_run=client.read_flow_run(taken), parameters=None)
@@ -438,7 +438,7 @@ def test_killing_the_workers_group_leaves_no_prefect_worker_and_no_flow_run(plat
     with open_store(platform.home) as store:
         store.record_all([made("Q00")])
     _fresh_evaluation_limit()
-    platform.deploy("evaluation", "flows.evaluation:evaluation_flow")
+    platform.deploy("evaluation", "qsolve_pipeline.flows.evaluation:evaluation_flow")
     env = _env(platform.home, "host-k")
     try:
         with ModelServer({k: slow(v, 600) for k, v in HEALTHY.items()}) as server:

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from qsolve.cli import main
-from storage.state import QuoteStatus, RunStatus, connect
-from tasks.hardware import HardwareRefused, run_quote
+from qsolve_pipeline.storage.state import QuoteStatus, RunStatus, connect
+from qsolve_pipeline.tasks.hardware import HardwareRefused, run_quote
 from tests.flows.hardware_setup import publish
 from tests.flows.priced_provider import ops, process_command
 

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from flows.hardware import QuoteConfirmation, UnknownCostConfirmation, _shown, confirmation_form
-from storage.state import connect
-from tasks.hardware import request_quotes
+from qsolve_pipeline.flows.hardware import (
+    QuoteConfirmation,
+    UnknownCostConfirmation,
+    _shown,
+    confirmation_form,
+)
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.tasks.hardware import request_quotes
 from tests.flows.hardware_setup import add_reference, publish
 
 

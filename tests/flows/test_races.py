@@ -30,8 +30,8 @@ import pytest
 import sqlalchemy as sa
 
 from qsolve.cli import main
-from storage.state import RunStatus, connect
-from storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage.state import RunStatus, connect
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
 from tests.flows.cheap_max_cut import FEW, copy_cheap_max_cut
 from tests.storage.state.conftest import POSTGRES_URL, _admin, postgres_problem
 
@@ -118,7 +118,7 @@ def enter(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
 def publish(home: Home, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Publish ``folder`` in ``home`` as the publication stage does (the gates are another test's)."""
     from qsolve.validation.checks import check_submission
-    from tasks.publication import publish
+    from qsolve_pipeline.tasks.publication import publish
 
     enter(home, monkeypatch)
     assert publish(check_submission(folder)).published.created

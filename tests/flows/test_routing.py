@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from qsolve.cli import main
-from storage.state import QuoteStatus, RunStatus, connect
-from tasks.hardware import request_quotes
+from qsolve_pipeline.storage.state import QuoteStatus, RunStatus, connect
+from qsolve_pipeline.tasks.hardware import request_quotes
 from tests.conftest import REPO
 from tests.flows.hardware_setup import REFERENCE, publish
 from tests.s3server import serving
@@ -90,7 +90,7 @@ def test_a_hardware_run_for_a_provider_only_b_holds_goes_to_b(database, pool, tm
     elsewhere.mkdir()
     a, b = tmp_path / "home-a", tmp_path / "home-b"
     said = _run(
-        [sys.executable, "-m", "deployments.pool", "--pool", pool],
+        [sys.executable, "-m", "qsolve_pipeline.deployments.pool", "--pool", pool],
         _env(None, "operator", database),
         elsewhere,
     ).stdout
@@ -111,7 +111,10 @@ def test_a_hardware_run_for_a_provider_only_b_holds_goes_to_b(database, pool, tm
     _run([*deploy, "--name", "hardware", "--pool", pool], _env(None, "operator", database), elsewhere)
     with get_client(sync_client=True) as client:
         deployment = client.read_deployment_by_name("hardware/hardware")
-    assert deployment.entrypoint == "flows.hardware:hardware_flow" and deployment.pull_steps in ([], None)
+    assert (
+        deployment.entrypoint == "qsolve_pipeline.flows.hardware:hardware_flow"
+        and deployment.pull_steps in ([], None)
+    )
     assert deployment.work_pool_name == pool and str(REPO) not in json.dumps(
         deployment.model_dump(mode="json")
     )
@@ -171,7 +174,7 @@ def test_a_worker_renews_its_registration_while_it_runs_and_passes_a_stop_on(
     import signal
     import time
 
-    from deployments.pool import main as make_pool
+    from qsolve_pipeline.deployments.pool import main as make_pool
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.state import connect
-from storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
 from tests.flows.cheap_max_cut import CASES, copy_cheap_max_cut
 from tests.s3server import KEY_ID, SECRET, S3Server, serving
 from tests.storage.state.conftest import postgres_schema
@@ -37,7 +37,7 @@ def test_history_again_on_a_second_home_runs_from_the_bucket(
     from prefect.settings import PREFECT_API_URL
 
     from qsolve.validation.checks import check_submission
-    from tasks.publication import publish
+    from qsolve_pipeline.tasks.publication import publish
 
     bucket = s3_server.new_bucket()
     shared = {**s3_server.environment(bucket), "QSOLVE_DATABASE_URL": database}

@@ -17,7 +17,7 @@ from tests.flows.cheap_max_cut import copy_cheap_max_cut
 
 
 def submit(folder: Path):
-    from flows.submission import report_of, submission_flow
+    from qsolve_pipeline.flows.submission import report_of, submission_flow
 
     # as dev, the local operator of these tests (conftest), named: a module's fixture runs before it is set
     state = submission_flow(str(folder), account="dev", return_state=True)
@@ -27,7 +27,7 @@ def submit(folder: Path):
 def rows(home: Path, workflow: str, columns: str = "case_name, target, passed", order: str = "case_name"):
     """``workflow``'s rows, read as ``qsolve query`` reads them (a filing leaves ``trackrecord.duckdb`` as
     it was: a reading command brings it up to date over the files the state database recorded)."""
-    from storage.trackrecord.sql import run_sql
+    from qsolve_pipeline.storage.trackrecord.sql import run_sql
 
     assert workflow.replace("-", "").isalnum()  # quoted below as it is
     table = run_sql(f"select {columns} from rows where workflow = '{workflow}' order by {order}", home)
@@ -69,7 +69,7 @@ def test_submit_publishes_and_builds_the_track_record(first_submit) -> None:
 
 @pytest.mark.xdist_group("max-cut-submitted")
 def test_a_second_submit_changes_nothing(first_submit, qsolve_home: Path, max_cut: Path) -> None:
-    from flows.submission import GATES_SKIPPED
+    from qsolve_pipeline.flows.submission import GATES_SKIPPED
 
     before = first_submit[2]
     assert len(before) == 6
@@ -152,13 +152,13 @@ def test_the_flows_account_reaches_publication(first_submit, max_cut: Path, tmp_
     account): the flow's ``account`` is what publication judges, and it is refused there, naming the
     rule and the name's developers; the current version stays."""
     from qsolve.home import local_account
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     higher = tmp_path / "max-cut"
     shutil.copytree(max_cut, higher)
     manifest = higher / "manifest.yaml"
     manifest.write_text(manifest.read_text().replace("version: 1.0.0", "version: 1.0.1"))
-    from flows.submission import report_of, submission_flow
+    from qsolve_pipeline.flows.submission import report_of, submission_flow
 
     state = submission_flow(str(higher), run_history=False, account="mallory", return_state=True)
     report = report_of(state)
@@ -236,7 +236,7 @@ def estimate(input, params):
 
 
 def test_a_history_stage_that_fails_as_a_whole_shows_as_skipped(prefect) -> None:
-    from flows.submission import _history
+    from qsolve_pipeline.flows.submission import _history
 
     outcome = _history("never-published", "0.0.1")
     assert outcome.status == "skipped"

@@ -36,7 +36,7 @@ def hook(event, args):
 
 
 sys.addaudithook(hook)
-import tasks.ahead as ahead
+import qsolve_pipeline.tasks.ahead as ahead
 
 keep = ahead.keep
 

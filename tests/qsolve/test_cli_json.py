@@ -53,7 +53,7 @@ def test_credits_json(home, capsys) -> None:
 
 
 def test_confirm_json_prints_the_confirmed_quote(home, tmp_path, capsys) -> None:
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
     from tests.flows.hardware_setup import add_reference, publish
 
     add_reference()

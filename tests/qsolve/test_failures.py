@@ -122,25 +122,33 @@ def test_qsolve_test_prints_the_cause_in_the_progress_line_table_and_json(wf: Wo
 
 
 def test_the_page_row_names_the_cause(wf: WorkflowDir) -> None:
-    from storage.trackrecord.row import TrackRecordRow
+    from qsolve_pipeline.storage.trackrecord.row import TrackRecordRow
 
     (r,) = results(wf, xs=(1,))
-    row = TrackRecordRow.from_result(r, workflow="tiny", version="1.0.0", run_id="r1", source="history",
-                                     device="aer", credits=0.0)
+    row = TrackRecordRow.from_result(
+        r, workflow="tiny", version="1.0.0", run_id="r1", source="history", device="aer", credits=0.0
+    )
     assert row.message == EXPECTED[1]
 
 
 def test_a_time_limit_names_the_case_and_method_and_keeps_the_cases_that_finished(wf: WorkflowDir) -> None:
     # the slow case waits without spinning: it held a core for the whole 40 s, slowing every other test
-    slow = MODULE.replace("    if input[\"x\"] == 1:\n", "    while input[\"x\"] == 7:\n"
-                          "        __import__(\"time\").sleep(0.05)\n    if input[\"x\"] == 1:\n", 1)
+    slow = MODULE.replace(
+        '    if input["x"] == 1:\n',
+        '    while input["x"] == 7:\n        __import__("time").sleep(0.05)\n    if input["x"] == 1:\n',
+        1,
+    )
     wf.write("workflow.py", slow)
-    wf.cases["cases"] = [{"name": "quick", "input": {"x": 9}}, {"name": "slow", "input": {"x": 7}},
-                         {"name": "never", "input": {"x": 9}}]
+    wf.cases["cases"] = [
+        {"name": "quick", "input": {"x": 9}},
+        {"name": "slow", "input": {"x": 7}},
+        {"name": "never", "input": {"x": 9}},
+    ]
     wf.save()
     events: list[dict] = []
-    outcome = run_job(wf.root, "sim-cpu", None, Resources(), events.append,
-                      limits=Limits(timeout_s=40, memory_mb=2048))
+    outcome = run_job(
+        wf.root, "sim-cpu", None, Resources(), events.append, limits=Limits(timeout_s=40, memory_mb=2048)
+    )
     assert events[-1] == {"event": "stopped", "why": outcome.died}  # the progress line's
     # the limit as the process counts it, from its own start (a busy machine can make it 39 s)
     assert re.fullmatch(
@@ -178,7 +186,9 @@ def test_the_progress_line_says_where_the_time_limit_stopped_the_job() -> None:
     from qsolve.cli.report_view import Progress
 
     out = io.StringIO()
-    why = "the sandbox job was stopped at its time limit of 300 s in case slow, in method qaoa; 1 of 3 " \
-          "cases finished"
+    why = (
+        "the sandbox job was stopped at its time limit of 300 s in case slow, in method qaoa; 1 of 3 "
+        "cases finished"
+    )
     Progress(Console(file=out, width=80))({"event": "stopped", "why": why})
     assert out.getvalue() == f"  stopped: {why}\n"  # one line, however narrow the console

@@ -13,8 +13,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from flows.server import RECORD, Recorded, read_record
 from qsolve.runtime.janitor import start_time
+from qsolve_pipeline.flows.server import RECORD, Recorded, read_record
 
 QSOLVE = [sys.executable, "-c", "from qsolve.cli import run; run()"]
 

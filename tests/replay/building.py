@@ -13,8 +13,8 @@ import yaml
 
 from qsolve.cli import main
 from qsolve.workflow.publication import digest_of, pack
-from storage.blobs import BlobStore
-from storage.state import SYSTEM_ACCOUNT, Source, connect
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.state import SYSTEM_ACCOUNT, Source, connect
 from tests.flows.cheap_max_cut import copy_cheap_max_cut
 from tests.flows.hardware_setup import HARDWARE, REFERENCE
 
@@ -35,9 +35,9 @@ class Built:
 def build(home: Path, work: Path) -> Built:
     """The home (see the module's docstring); QSOLVE_HOME must name ``home`` already."""
     from qsolve.workflow.folder import load_workflow
-    from storage.maintenance import file_runs
-    from tasks.hardware import request_quotes, run_quote
-    from tasks.runs import run_case
+    from qsolve_pipeline.storage.maintenance import file_runs
+    from qsolve_pipeline.tasks.hardware import request_quotes, run_quote
+    from qsolve_pipeline.tasks.runs import run_case
     from tests.qsolve.receipts.roots import endorse_all
 
     home.mkdir(parents=True, exist_ok=True)

@@ -249,7 +249,7 @@ def test_a_row_is_reproduced_exactly_equal_within_tolerance_or_different_naming_
     from qsolve.judging.results import CaseResult
     from qsolve.replay.compare import compare
     from qsolve.replay.rows import Row
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     rows = [Row.model_validate(r) for r in json.loads(entries(exported["bundle"])["rows.json"])]
     row = next(r for r in rows if r.target == "sim-cpu" and r.quantum)

@@ -16,13 +16,13 @@ def peak() -> int:
 
 def main(home: Path, digest: str, trackrecord_key: str) -> dict:
     from qsolve.calibration.task_result import FigureRef
-    from storage.blobs import BlobStore
-    from storage.bounds import ARCHIVE_BYTES, TRACKRECORD_FILE_BYTES
-    from storage.calibration import CalibrationStore, FigureMissing
-    from storage.objects import ObjectTooLarge, storage_of
-    from storage.state import connect
-    from storage.trackrecord.published import published_workflow
-    from storage.trackrecord.receipts_check import check_row, receipt_classes, write_receipts
+    from qsolve_pipeline.storage.blobs import BlobStore
+    from qsolve_pipeline.storage.bounds import ARCHIVE_BYTES, TRACKRECORD_FILE_BYTES
+    from qsolve_pipeline.storage.calibration import CalibrationStore, FigureMissing
+    from qsolve_pipeline.storage.objects import ObjectTooLarge, storage_of
+    from qsolve_pipeline.storage.state import connect
+    from qsolve_pipeline.storage.trackrecord.published import published_workflow
+    from qsolve_pipeline.storage.trackrecord.receipts_check import check_row, receipt_classes, write_receipts
     from tests.storage.trackrecord.builders import row
 
     said: dict = {}

@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 from blake3 import blake3
 
-from storage.blobs import BlobStore
-from storage.bounds import (
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.bounds import (
     ARCHIVE_BYTES,
     FIGURE_BYTES,
     RECEIPT_BYTES,
     RECEIPT_PAGE_BYTES,
     TRACKRECORD_FILE_BYTES,
 )
-from storage.objects import LocalFolder, ObjectTooLarge, storage_of
-from storage.state import connect
+from qsolve_pipeline.storage.objects import LocalFolder, ObjectTooLarge, storage_of
+from qsolve_pipeline.storage.state import connect
 from tests.conftest import REPO
 
 GIB = 1 << 30

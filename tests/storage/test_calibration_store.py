@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from storage.blobs import BlobStore
-from storage.calibration import CalibrationStore, FigureMissing
-from storage.state import NotFound, StateError, connect
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.calibration import CalibrationStore, FigureMissing
+from qsolve_pipeline.storage.state import NotFound, StateError, connect
 from tests.qsolve.calibration.calibration_runs import calibrated, made
 from tests.storage.state.conftest import database_url, default_settings  # noqa: F401 - the fixture
 

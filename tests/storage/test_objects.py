@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.blobs import BlobStore
-from storage.objects import LocalFolder, S3Objects, StorageError, parse_s3_url, storage_of
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.objects import LocalFolder, S3Objects, StorageError, parse_s3_url, storage_of
 from tests.s3server import KEY_ID, SECRET
 
 
@@ -258,7 +258,7 @@ def test_a_timeout_that_does_not_read_is_one_line_naming_the_variable(silent_sto
 
 
 def test_a_bounded_get_stops_at_its_bound_with_one_line_naming_the_object(store):
-    from storage.objects import ObjectTooLarge
+    from qsolve_pipeline.storage.objects import ObjectTooLarge
 
     store.create("blobs/ab/ten", b"0123456789")
     assert store.get("blobs/ab/ten", limit=10) == b"0123456789"
@@ -278,7 +278,7 @@ def test_a_bounded_get_stops_at_its_bound_with_one_line_naming_the_object(store)
 
 
 def test_a_blob_read_with_its_size_as_bound_refuses_a_larger_object(store, tmp_path):
-    from storage.objects import ObjectTooLarge
+    from qsolve_pipeline.storage.objects import ObjectTooLarge
 
     blobs = BlobStore(tmp_path / "home", store)
     digest = blobs.put(b"a receipt")

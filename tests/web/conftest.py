@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from qsolve.web.app import create_app
-from storage.state import connect
+from qsolve_pipeline.storage.state import connect
 
 HIDDEN_TOKEN = re.compile(r'name="_token" value="([^"]+)"')
 LOGOUT_TOKEN = re.compile(r'action="/logout"[^>]*>\s*<input type="hidden" name="_token" value="([^"]+)"')

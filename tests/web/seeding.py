@@ -20,8 +20,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from qsolve.cli import main
-from storage.state import connect
-from storage.trackrecord import TrackRecordRow, file_rows
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.storage.trackrecord import TrackRecordRow, file_rows
 from tests.flows.hardware_setup import HARDWARE, REFERENCE, TRIANGLE, publish
 from tests.storage.trackrecord import builders
 
@@ -128,7 +128,7 @@ def rows(now: datetime) -> list[TrackRecordRow]:
 
 def build(home: Path, work: Path) -> Seeded:
     """The seeded home (see the module's docstring)."""
-    from tasks.hardware import request_quotes, run_quote
+    from qsolve_pipeline.tasks.hardware import request_quotes, run_quote
     from tests.qsolve.receipts.roots import endorse_all
 
     home.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ import time
 import httpx
 
 from qsolve.cli import main
-from storage.state import connect
+from qsolve_pipeline.storage.state import connect
 
 
 def test_accounts_add_prints_the_token_once_and_keeps_its_hash(home, capsys):

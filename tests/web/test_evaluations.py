@@ -21,8 +21,8 @@ from markupsafe import escape
 
 from qsolve.evaluation.drafts import DraftStore, task_archive
 from qsolve.evaluation.runs import RunRequest, execute_run, request_run
-from storage.calibration import open_store
-from storage.state import connect
+from qsolve_pipeline.storage.calibration import open_store
+from qsolve_pipeline.storage.state import connect
 from tests.qsolve.calibration.calibration_runs import calibrated, made
 from tests.qsolve.evaluation.model_server import HEALTHY, ModelServer, answer
 

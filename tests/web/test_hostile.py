@@ -35,7 +35,7 @@ import httpx
 import pytest
 
 from qsolve.evaluation.drafts import MAX_ENTRIES, DraftStore
-from storage.state import QuoteStatus, connect
+from qsolve_pipeline.storage.state import QuoteStatus, connect
 from tests.qsolve.evaluation.test_drafts import TASK_MD, info
 from tests.web.test_evaluations import seeded as evaluation_runs
 
@@ -312,7 +312,7 @@ def test_no_verdict_from_an_editor_a_developer_or_another_sessions_token(
 
 
 def test_workflow_and_case_names_are_shown_as_text(client, seeded) -> None:
-    from storage.trackrecord import file_rows
+    from qsolve_pipeline.storage.trackrecord import file_rows
     from tests.web.seeding import home_set, row
 
     when = datetime.now(UTC)
@@ -518,7 +518,7 @@ def test_no_route_that_serves_files_serves_one_outside_its_own(client, seeded, b
 
 
 def test_a_receipt_is_served_only_by_its_run_as_a_download_never_as_a_page(client, seeded) -> None:
-    from storage.blobs import BlobStore
+    from qsolve_pipeline.storage.blobs import BlobStore
 
     good = client.get(f"/runs/{seeded.hardware_run}/receipts/{seeded.receipts[0]}.json")
     assert good.status_code == 200 and good.headers["content-type"] == "application/json"

@@ -12,7 +12,7 @@ from fastapi import Depends, FastAPI
 from fastapi.testclient import TestClient
 
 from qsolve.web.people import Account, check_form, require, safe_next
-from storage.state import AccountExists, connect
+from qsolve_pipeline.storage.state import AccountExists, connect
 from tests.web.conftest import HIDDEN_TOKEN
 
 

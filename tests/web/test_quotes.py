@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from storage.state import QuoteStatus, connect
+from qsolve_pipeline.storage.state import QuoteStatus, connect
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 import tracemalloc
 
-from storage.blobs import BlobStore
-from storage.bounds import RECEIPT_PAGE_BYTES
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.bounds import RECEIPT_PAGE_BYTES
 
 GIB = 1 << 30
 

@@ -49,7 +49,7 @@ def test_wrong_ids_are_404s_naming_them(seeded, client):
 def test_a_run_with_no_device_job_says_so(seeded, client):
     import sqlalchemy as sa
 
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     with connect(home=seeded.home) as db, db.engine.connect() as c:
         run_id = c.execute(sa.text("SELECT id FROM runs WHERE status = 'failed' LIMIT 1")).scalar()
@@ -65,7 +65,7 @@ def test_a_receipt_whose_key_the_database_revoked_fails_here_on_the_page_and_in_
     still read "valid" there while ``qsolve verify --registered`` refused it. They hold each receipt to
     the host keys the operator's root endorsed, as ``--registered`` does; the revocation signed by the
     root (issue 33)."""
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
     from tests.qsolve.receipts.roots import ROOT
     from tests.web.test_workflows import section
 
@@ -92,8 +92,8 @@ def test_a_key_whose_endorsement_a_database_writer_forged_is_shown_not_endorsed_
     endorsement with one signed by a key of their own: the receipts page shows the key not endorsed and
     each receipt key_untrusted, the workflow page and ``qsolve page`` count none verified."""
     from qsolve.receipts.endorsement import endorse
-    from storage.state import connect
-    from storage.state._tables import host_keys
+    from qsolve_pipeline.storage.state import connect
+    from qsolve_pipeline.storage.state._tables import host_keys
     from tests.qsolve.receipts.roots import NOT_THE_ROOT
     from tests.web.test_workflows import section
 

@@ -47,7 +47,7 @@ def test_a_download_never_makes_registers_or_rotates_the_hosts_key(seeded, clien
     """A GET changes nothing: with the host's key file gone, the download is refused in one line, and no
     key is made in the home or registered in the state database."""
     from qsolve.receipts.keys import key_path
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     with connect(home=home) as db:
         before = sorted(r.key for r in db.host_keys())

@@ -27,11 +27,11 @@ from rich.console import Console
 from qsolve.providers.sealing import RUN, run_member
 from qsolve.receipts.keys import HostKey, load_host_key
 from qsolve.receipts.seal import seal
-from storage.blobs import BlobStore
-from storage.state import connect
-from storage.trackrecord import TrackRecordRow, file_rows
-from storage.trackrecord.published import published_page
-from storage.trackrecord.workflow_page import render_page
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.storage.trackrecord import TrackRecordRow, file_rows
+from qsolve_pipeline.storage.trackrecord.published import published_page
+from qsolve_pipeline.storage.trackrecord.workflow_page import render_page
 from tests.s3server import S3Server, serving
 
 NOBODY = HostKey(bytes(range(1, 33)))  # a key no operator endorsed
@@ -261,7 +261,7 @@ def test_a_row_whose_circuits_or_shots_are_not_its_receipts_is_not_verified(seed
 def test_a_receipt_whose_counts_are_not_those_its_job_gave_is_not_verified(seeded, client):
     """As the database writer: the platform's record of a job's answer no longer matches the counts its
     receipt seals (so the row's numbers did not come from them)."""
-    from storage.state._tables import provider_jobs
+    from qsolve_pipeline.storage.state._tables import provider_jobs
 
     first = seeded.receipts[0]
     with connect(home=seeded.home) as db:
@@ -299,7 +299,7 @@ def test_a_receipt_named_twice_counts_once(seeded, client):
 def test_a_receipt_that_names_no_run_is_the_rows_only_by_the_platforms_record_of_its_job(seeded, client):
     """An older receipt (its request names no run): the row's where the state database recorded its job
     for the row's run; another row naming it belongs to another run; with no record, it names no run."""
-    from storage.state._tables import provider_jobs
+    from qsolve_pipeline.storage.state._tables import provider_jobs
 
     real = real_row(seeded)
     host = load_host_key(seeded.home)  # the home's own key, endorsed

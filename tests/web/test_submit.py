@@ -210,7 +210,7 @@ def test_a_form_without_its_token_is_refused(
 
 
 def test_a_submission_page_is_its_accounts(client: TestClient, make_account, login, home: Path) -> None:
-    from storage.submissions import Submissions
+    from qsolve_pipeline.storage.submissions import Submissions
 
     record = Submissions(home).new("dev1", "wf.zip")
     login(client, "dev2", make_account("dev2", "developer", workflows=("other",)))
@@ -225,7 +225,7 @@ def test_a_publication_refusal_and_a_crash_show_as_rejections(developer: TestCli
     publish a name, in its one line) as any rejection, with the stages before it passed."""
     from qsolve.validation.gates import GateResult
     from qsolve.validation.submission import SubmissionReport
-    from storage.submissions import Submissions
+    from qsolve_pipeline.storage.submissions import Submissions
 
     submissions = Submissions(home)
     refused = submissions.new("dev1", "hwflow.zip")

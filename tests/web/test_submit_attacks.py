@@ -123,7 +123,7 @@ def test_a_setuid_or_executable_entry_is_written_as_a_plain_private_file(scratch
 def test_another_accounts_submission_page_is_refused_to_a_reviewer_and_a_developer_shown_to_an_admin(
     client: TestClient, make_account, login, home: Path
 ) -> None:
-    from storage.submissions import Submissions
+    from qsolve_pipeline.storage.submissions import Submissions
 
     record = Submissions(home).new("dev1", "<script>alert(1)</script>.zip")
     login(client, "rev", make_account("rev", "reviewer"))
@@ -141,7 +141,7 @@ def test_another_accounts_submission_page_is_refused_to_a_reviewer_and_a_develop
 
 
 def test_the_ledgers_system_account_gets_no_login_to_submit_with(home: Path) -> None:
-    from storage.state import PlatformAccount, connect
+    from qsolve_pipeline.storage.state import PlatformAccount, connect
 
     with connect(home=home) as db:
         with pytest.raises(PlatformAccount):

@@ -2,7 +2,7 @@
 
 from alembic import context
 
-from storage.state._tables import metadata
+from qsolve_pipeline.storage.state._tables import metadata
 
 connection = context.config.attributes["connection"]
 context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)

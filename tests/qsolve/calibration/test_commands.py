@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from qsolve.cli.calibration import add_commands
-from storage.calibration import open_store
+from qsolve_pipeline.storage.calibration import open_store
 from tests.qsolve.calibration.test_importing import folder, good
 
 

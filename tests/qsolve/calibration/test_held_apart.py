@@ -15,7 +15,7 @@ from qsolve.calibration.faults import known_answer
 from qsolve.calibration.held_apart import KINDS, Case, cases, is_held_apart
 from qsolve.evaluation.compare import score
 from qsolve.evaluation.runs import RunRequest, execute_run, request_run
-from storage.calibration import open_store
+from qsolve_pipeline.storage.calibration import open_store
 from tests.qsolve.calibration.calibration_runs import CHIP, calibrated
 
 QUBITS = [0, 1, 2, 3]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from qsolve.calibration.importing import ImportInvalid, import_folder, read_folder
-from storage.blobs import BlobStore
-from storage.calibration import CalibrationStore
-from storage.state import connect
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.calibration import CalibrationStore
+from qsolve_pipeline.storage.state import connect
 from tests.storage.state.conftest import default_settings
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"a figure"

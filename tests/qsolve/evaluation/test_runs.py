@@ -18,7 +18,7 @@ import yaml
 from qsolve.evaluation.compare import compare, score
 from qsolve.evaluation.models import UnknownModel
 from qsolve.evaluation.runs import RunRequest, execute_run, request_run, summary
-from storage.calibration import open_store
+from qsolve_pipeline.storage.calibration import open_store
 from tests.qsolve.calibration.calibration_runs import made
 from tests.qsolve.evaluation.model_server import ModelServer, answer, fail, slow
 
@@ -194,7 +194,7 @@ def test_cancel_stops_the_run_between_records(home: Path) -> None:
 RUNNER = """
 import sys
 from qsolve.evaluation.runs import execute_run
-from storage.calibration import open_store
+from qsolve_pipeline.storage.calibration import open_store
 with open_store() as store:
     execute_run(store.db, store, sys.argv[1], workers=1, beat_s=0.2)
 """
@@ -294,7 +294,7 @@ def test_a_failed_record_shows_as_failed_beside_its_diagnosis_status_in_a_compar
 
 def test_scoring_an_unknown_run_is_refused_naming_it(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from qsolve.cli import main
-    from storage.state import NotFound
+    from qsolve_pipeline.storage.state import NotFound
 
     with open_store(home) as store, pytest.raises(NotFound, match="no evaluation run feedface") as refused:
         score(store.db, store, "feedface")

@@ -25,8 +25,8 @@ from qsolve.evaluation.examples import examples_of
 from qsolve.evaluation.knowledge import read_task
 from qsolve.evaluation.prompts import MAX_IMAGES, preview_task
 from qsolve.evaluation.runs import SETTINGS, RunRequest, execute_run, request_run
-from storage.calibration import open_store
-from storage.state._tables import evaluation_records
+from qsolve_pipeline.storage.calibration import open_store
+from qsolve_pipeline.storage.state._tables import evaluation_records
 from tests.qsolve.calibration.calibration_runs import made
 from tests.qsolve.evaluation.model_server import ModelServer, answer
 

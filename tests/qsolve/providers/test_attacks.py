@@ -33,8 +33,8 @@ from qsolve.providers.jobs import Confirmation, JobStopped, NotConfirmed, Provid
 from qsolve.providers.messages import DECIMAL
 from qsolve.receipts import verify
 from qsolve.receipts.keys import load_host_key
-from storage.blobs import BlobStore
-from storage.state import connect
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.state import connect
 
 SLY = Path(__file__).with_name("sly.py")
 SECRET = "sly-own-credential-0123456789"

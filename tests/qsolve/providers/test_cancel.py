@@ -19,8 +19,8 @@ from qsolve.providers.connect import open_client
 from qsolve.providers.jobs import Confirmation, ProviderSession, StillRunning
 from qsolve.receipts.keys import load_host_key
 from qsolve.targets.cancel import cancel_run
-from storage.blobs import BlobStore
-from storage.state import connect
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.state import connect
 
 BENT = [sys.executable, str(Path(__file__).with_name("bent.py"))]
 
@@ -151,7 +151,7 @@ def test_a_cancelled_run_passes_the_cancel_on_where_its_devices_allow(home, prov
 def test_the_hardware_flows_cancellation_hook_cancels_its_quotes_jobs(home, provider):
     from types import SimpleNamespace
 
-    from flows.hardware import _cancelled
+    from qsolve_pipeline.flows.hardware import _cancelled
 
     with connect(home=home) as db:
         version = db.publish_version("max-cut", "1.0.0", "e2" * 32, [])[0]

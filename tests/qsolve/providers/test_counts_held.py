@@ -18,8 +18,8 @@ from qsolve.providers.connect import open_client
 from qsolve.providers.jobs import Confirmation, JobStopped, ProviderSession
 from qsolve.receipts import verify
 from qsolve.receipts.keys import load_host_key
-from storage.blobs import BlobStore
-from storage.state import connect
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.state import connect
 
 BENT = [sys.executable, str(Path(__file__).with_name("bent.py"))]
 SHOTS = 100

@@ -170,7 +170,7 @@ def test_the_planted_credential_is_found_nowhere(home, tmp_path, capsys, monkeyp
     assert code == 0 and json.loads(ran)["receipts"], (ran, ran_err)
 
     # a job whose first client stopped once it was submitted, followed later from the command line
-    from storage.sessions import provider_session as session
+    from qsolve_pipeline.storage.sessions import provider_session as session
 
     s = session("sec", yes=True)
     s.book = StopsAfterSubmit(s.book)

@@ -26,7 +26,7 @@ import pytest
 
 from qsolve.cli import main
 from qsolve.providers.jobs import Interrupted, NotConfirmed
-from storage.state import connect
+from qsolve_pipeline.storage.state import connect
 from tests.qsolve.providers.test_attacks import SECRET, Sly, bell
 
 REPO = Path(__file__).resolve().parents[3]

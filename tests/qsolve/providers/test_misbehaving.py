@@ -35,8 +35,8 @@ from qsolve.providers.jobs import (
 from qsolve.providers.reference import ReferenceOptions, ReferenceProvider
 from qsolve.receipts import verify
 from qsolve.receipts.keys import load_host_key
-from storage.blobs import BlobStore
-from storage.state import connect
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.state import connect
 
 SHOTS = 100
 

@@ -14,7 +14,7 @@ import pytest
 from qsolve.cli import main
 from qsolve.providers.client import ProviderClient
 from qsolve.receipts import verify
-from storage.state import connect
+from qsolve_pipeline.storage.state import connect
 
 REPO = Path(__file__).resolve().parents[3]
 MAX_CUT = str(REPO / "workflows" / "max-cut")

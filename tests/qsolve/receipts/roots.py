@@ -36,7 +36,7 @@ def endorse_all(db, root: HostKey = ROOT) -> list[str]:
 
 def endorse_home(home: Path | str, database_url: str | None = None, root: HostKey = ROOT) -> HostKey:
     """The host key of ``home`` made (where it is not yet), registered and endorsed by ``root``."""
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     with connect(database_url, home=Path(home)) as db:
         key = db.signing_key(Path(home))

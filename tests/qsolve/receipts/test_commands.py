@@ -199,8 +199,8 @@ def test_a_key_a_database_writer_registers_under_a_hosts_name_never_verifies_as_
 ) -> None:
     from qsolve.receipts.endorsement import possession
     from qsolve.receipts.keys import HostKey
-    from storage.state import connect
-    from storage.state._tables import host_keys
+    from qsolve_pipeline.storage.state import connect
+    from qsolve_pipeline.storage.state._tables import host_keys
 
     trust_root(monkeypatch)
     endorse_home(home)

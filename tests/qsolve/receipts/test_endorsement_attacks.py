@@ -15,8 +15,8 @@ import pytest
 from qsolve.receipts.endorsement import endorse, possession
 from qsolve.receipts.keys import HostKey, load_host_key
 from qsolve.receipts.seal import seal
-from storage.state import connect
-from storage.state._tables import host_keys
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.storage.state._tables import host_keys
 from tests.qsolve.receipts.builders import request, result
 from tests.qsolve.receipts.roots import NOT_THE_ROOT, ROOT, endorse_home, root_file, trust_root
 from tests.qsolve.receipts.test_commands import _run, _write

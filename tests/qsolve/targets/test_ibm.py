@@ -33,8 +33,8 @@ from qsolve.targets.ibm import (
     execution_of,
     is_the_row,
 )
-from storage.sessions import ibm_backend
-from storage.state import connect
+from qsolve_pipeline.storage.sessions import ibm_backend
+from qsolve_pipeline.storage.state import connect
 from tests.qsolve.providers.test_credential_nowhere import found_in
 from tests.qsolve.targets.ibm_standin import CRN, IbmStandIn, read_pubs
 
@@ -283,7 +283,7 @@ SUBMITTER = """
 import sys
 from qiskit import QuantumCircuit
 from qsolve.providers.jobs import Confirmation
-from storage.sessions import ibm_backend
+from qsolve_pipeline.storage.sessions import ibm_backend
 
 backend = ibm_backend(sys.argv[1], confirmation=Confirmation(yes=True), poll_s=0.05)
 circuit = QuantumCircuit(2, 2)

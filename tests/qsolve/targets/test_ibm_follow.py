@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from qsolve.cli import main
-from storage.state import connect
+from qsolve_pipeline.storage.state import connect
 from tests.qsolve.targets import test_ibm
 
 # the stand-in and a QSOLVE_HOME whose key and settings reach it, as test_ibm.py makes them

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from storage.state import CreditSettings, StateDB, connect
+from qsolve_pipeline.storage.state import CreditSettings, StateDB, connect
 
 POSTGRES_URL = os.environ.get("QSOLVE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 BACKENDS = ["sqlite", "postgresql"]
@@ -122,7 +122,7 @@ def host_clock(monkeypatch: pytest.MonkeyPatch):
     import sys
     from datetime import UTC, datetime
 
-    import storage.state._rows as rows
+    import qsolve_pipeline.storage.state._rows as rows
 
     true_now = rows.now
     shifted: list = []
@@ -132,7 +132,10 @@ def host_clock(monkeypatch: pytest.MonkeyPatch):
             return datetime.now(UTC) + by
 
         for name, module in list(sys.modules.items()):
-            if name.startswith("storage.state") and getattr(module, "now", None) in (true_now, *shifted):
+            if name.startswith("qsolve_pipeline.storage.state") and getattr(module, "now", None) in (
+                true_now,
+                *shifted,
+            ):
                 monkeypatch.setattr(module, "now", drifted)
         shifted.append(drifted)
 

@@ -19,10 +19,10 @@ from pathlib import Path
 from qsolve.home import qsolve_home
 from qsolve.workflow.folder import load_workflow
 from qsolve.workflow.publication import pack
-from storage import maintenance
-from storage.blobs import BlobStore
-from storage.state import connect
-from storage.trackrecord import compact
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.storage.trackrecord import compact
 from tests.storage.state.test_rebuild import ended
 
 NAME, VERSION = "tiny", "1.0.0"

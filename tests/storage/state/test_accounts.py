@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
-from storage.state import AccountExists, NotFound, StateDB
-from storage.state._accounts import token_hash
+from qsolve_pipeline.storage.state import AccountExists, NotFound, StateDB
+from qsolve_pipeline.storage.state._accounts import token_hash
 
 
 def test_a_login_is_added_with_its_roles_on_a_credit_account(db: StateDB) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from storage.objects import StorageError
-from storage.state import StorageMismatch, connect
+from qsolve_pipeline.storage.objects import StorageError
+from qsolve_pipeline.storage.state import StorageMismatch, connect
 from tests.s3server import KEY_ID, SECRET
 
 
@@ -137,7 +137,7 @@ def test_a_binding_made_before_the_marker_gets_one_at_the_next_start(
 ):
     """A database bound before migration 0010 has no token: the next start writes the marker and records
     its token, and from then on a store without it is refused."""
-    import storage.state._binding as binding
+    import qsolve_pipeline.storage.state._binding as binding
 
     connect(home=tmp_path / "a").close()
     name, prefix = bucket.removeprefix("s3://").split("/", 1)
@@ -164,8 +164,8 @@ def test_two_stores_racing_to_mark_an_old_binding_one_wins_and_the_other_is_refu
     the other server is refused; none of the same server is."""
     import threading
 
-    import storage.state._binding as binding
-    from storage.objects import S3Objects
+    import qsolve_pipeline.storage.state._binding as binding
+    from qsolve_pipeline.storage.objects import S3Objects
     from tests.s3server import start, stop
 
     connect(home=tmp_path / "a").close()

@@ -8,9 +8,9 @@ from pathlib import Path
 import sqlalchemy as sa
 from blake3 import blake3
 
-from storage.blobs import BlobStore
-from storage.bounds import ARCHIVE_BYTES, FIGURE_BYTES
-from storage.state import StateDB
+from qsolve_pipeline.storage.blobs import BlobStore
+from qsolve_pipeline.storage.bounds import ARCHIVE_BYTES, FIGURE_BYTES
+from qsolve_pipeline.storage.state import StateDB
 
 
 def test_a_size_is_recorded_once_and_read_back_by_its_digest(db: StateDB) -> None:
@@ -27,7 +27,7 @@ def test_a_size_is_recorded_once_and_read_back_by_its_digest(db: StateDB) -> Non
 
 
 def test_a_sealed_jobs_keeper_records_the_receipts_size(db: StateDB, tmp_path: Path) -> None:
-    from storage.sessions import keeper
+    from qsolve_pipeline.storage.sessions import keeper
 
     digest, _ = keeper(tmp_path, db)('{"sealed": "job"}')
     assert digest == blake3(b'{"sealed": "job"}').hexdigest()
@@ -35,7 +35,7 @@ def test_a_sealed_jobs_keeper_records_the_receipts_size(db: StateDB, tmp_path: P
 
 
 def test_calibration_figures_are_recorded_with_their_sizes(db: StateDB, tmp_path: Path) -> None:
-    from storage.calibration import CalibrationStore
+    from qsolve_pipeline.storage.calibration import CalibrationStore
     from tests.qsolve.calibration.calibration_runs import calibrated
 
     done = calibrated("CheckT1", 1)
@@ -49,7 +49,7 @@ def test_calibration_figures_are_recorded_with_their_sizes(db: StateDB, tmp_path
 def test_the_migration_records_the_sizes_the_evaluations_kept(db: StateDB) -> None:
     from alembic import command
 
-    from storage.state._migrate import alembic_config
+    from qsolve_pipeline.storage.state._migrate import alembic_config
 
     with db.engine.begin() as connection:
         command.downgrade(alembic_config(connection), "0015")

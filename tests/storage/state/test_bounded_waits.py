@@ -21,8 +21,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import OperationalError
 
-from storage.state import ClaimStatus, StateDB, Version, connect
-from storage.state._engine import POSTGRES_TIMEOUTS
+from qsolve_pipeline.storage.state import ClaimStatus, StateDB, Version, connect
+from qsolve_pipeline.storage.state._engine import POSTGRES_TIMEOUTS
 from tests.conftest import REPO
 from tests.storage.state.conftest import default_settings
 
@@ -33,7 +33,7 @@ TAKEOVER_S = 60.0  # the issue's bound: another process takes over within a minu
 HOLDER = """
 import sys, time
 from qsolve.runtime.heartbeat import beat
-from storage.state import Lease, connect
+from qsolve_pipeline.storage.state import Lease, connect
 from tests.storage.state.conftest import default_settings
 
 url, how = sys.argv[1], sys.argv[2]

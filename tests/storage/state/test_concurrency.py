@@ -16,8 +16,15 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from storage.state import SYSTEM_ACCOUNT, InsufficientCredits, RunStatus, StateDB, VersionConflict, connect
-from storage.state._migrate import HEAD
+from qsolve_pipeline.storage.state import (
+    SYSTEM_ACCOUNT,
+    InsufficientCredits,
+    RunStatus,
+    StateDB,
+    VersionConflict,
+    connect,
+)
+from qsolve_pipeline.storage.state._migrate import HEAD
 from tests.storage.state.conftest import assert_ledger_balanced, default_settings
 
 FORK = multiprocessing.get_context("forkserver")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.state import (
+from qsolve_pipeline.storage.state import (
     DEFAULT_PRICES,
     CreditSettings,
     CreditsMoved,
@@ -96,7 +96,7 @@ def test_two_machines_importing_different_files_at_once_one_is_taken_whole(
     database's insert decides, not the reads), never a mix of the two files."""
     import threading
 
-    from storage.state import SettingsDiffer
+    from qsolve_pipeline.storage.state import SettingsDiffer
 
     files = [
         CreditSettings(per_run_limit=Decimal(40), prices={"ibm:": Price(per_shot=Decimal("0.001"))}),

@@ -10,10 +10,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from storage.state import SYSTEM_ACCOUNT, StateDB, connect
-from storage.state._engine import resolve_url
-from storage.state._migrate import HEAD, alembic_config
-from storage.state._tables import metadata
+from qsolve_pipeline.storage.state import SYSTEM_ACCOUNT, StateDB, connect
+from qsolve_pipeline.storage.state._engine import resolve_url
+from qsolve_pipeline.storage.state._migrate import HEAD, alembic_config
+from qsolve_pipeline.storage.state._tables import metadata
 from tests.storage.state.conftest import default_settings
 
 

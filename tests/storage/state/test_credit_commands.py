@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from qsolve.cli import main
-from storage.state import connect
+from qsolve_pipeline.storage.state import connect
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def test_two_operators_setting_two_parts_of_one_price_at_once_both_keep_theirs(
     an operator setting ``--per-shot`` while another set ``--per-circuit`` of the same target undid the
     other's change (a lost update between machines). Operator B's command runs whole between A's read and
     A's write."""
-    from storage.state import StateDB
+    from qsolve_pipeline.storage.state import StateDB
 
     assert main(["credits", "price", "ibm:", "--per-circuit", "0.5", "--per-shot", "0.002"]) == 0
     original = StateDB.set_price

@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from storage.state import EvaluationStatus, NotFound, StateDB
-from storage.state._tables import JSONDocument, evaluation_records
+from qsolve_pipeline.storage.state import EvaluationStatus, NotFound, StateDB
+from qsolve_pipeline.storage.state._tables import JSONDocument, evaluation_records
 
 
 def without_spans(output: dict) -> dict:
@@ -189,7 +189,7 @@ def _at_once(*calls) -> list:
 def test_cancel_racing_completion_never_both_win(db: StateDB, database_url: str, tmp_path) -> None:
     """Issue 24: 25 times, a run's only record completing while the run is cancelled, each from its own
     connection. One wins: completed with its record, or cancelled with its record cancelled."""
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
     from tests.storage.state.conftest import default_settings
 
     ends = []

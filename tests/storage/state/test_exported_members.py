@@ -5,14 +5,16 @@ from __future__ import annotations
 import pickle
 from decimal import Decimal
 
-import storage.state
-from storage.state import InsufficientCredits, StateError, VersionConflict
+import qsolve_pipeline.storage.state
+from qsolve_pipeline.storage.state import InsufficientCredits, StateError, VersionConflict
 
 
 def test_all_is_the_public_names_sorted() -> None:
-    public = {name for name in dir(storage.state) if not name.startswith("_")}
-    assert set(storage.state.__all__) == public
-    assert storage.state.__all__ == sorted(storage.state.__all__, key=lambda n: (not n.isupper(), n))
+    public = {name for name in dir(qsolve_pipeline.storage.state) if not name.startswith("_")}
+    assert set(qsolve_pipeline.storage.state.__all__) == public
+    assert qsolve_pipeline.storage.state.__all__ == sorted(
+        qsolve_pipeline.storage.state.__all__, key=lambda n: (not n.isupper(), n)
+    )
 
 
 def test_errors_keep_their_subject_across_processes() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.state import connect
+from qsolve_pipeline.storage.state import connect
 from tests.conftest import REPO
 
 READ_ONLY = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'

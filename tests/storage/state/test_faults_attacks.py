@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.state import connect
-from storage.trackrecord.layout import Layout
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.storage.trackrecord.layout import Layout
 
 from .test_faults import READ_ONLY, assert_one_line, qsolve
 from .test_rebuild import filed_home

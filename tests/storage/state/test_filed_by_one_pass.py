@@ -3,8 +3,8 @@ themselves (issue 36, item 6): both wrote the same rows (the same file), one mar
 
 from __future__ import annotations
 
-from storage import maintenance
-from storage.state import StateDB
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.state import StateDB
 
 from .test_rebuild import ended, run_ids
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from storage.state import StateDB
+from qsolve_pipeline.storage.state import StateDB
 
 
 def test_a_host_registers_what_it_holds_now(db: StateDB) -> None:
@@ -28,7 +28,7 @@ def test_a_host_not_seen_for_ten_minutes_is_not_counted_by_the_database_s_clock(
     """A worker renews its registration while it lives (``qsolve worker``); a host whose worker stopped
     long ago is not taken for a live holder. Seen and judged by the database's clock: a host whose clock
     runs ahead neither ages out a live holder nor, running behind, writes one that is stale at once."""
-    from storage.state._tables import provider_holders
+    from qsolve_pipeline.storage.state._tables import provider_holders
 
     db.register_holder("host-a", ["provider-lab"])
     db.register_holder("host-b", ["provider-lab"])

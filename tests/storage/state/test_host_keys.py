@@ -19,8 +19,8 @@ from qsolve.receipts.keys import HostKey, key_path, load_host_key
 from qsolve.receipts.root import NoReceiptRoot
 from qsolve.receipts.seal import seal
 from qsolve.receipts.trust import HeldTo, TrustList
-from storage.state import NotFound, StateDB
-from storage.state._tables import host_keys
+from qsolve_pipeline.storage.state import NotFound, StateDB
+from qsolve_pipeline.storage.state._tables import host_keys
 from tests.qsolve.receipts.builders import KEY, OTHER_KEY, request, result
 from tests.qsolve.receipts.roots import NOT_THE_ROOT, ROOT, trust_root
 

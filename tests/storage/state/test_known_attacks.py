@@ -22,12 +22,12 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from storage import maintenance
-from storage.objects import storage_of
-from storage.state import StateDB, Version
-from storage.trackrecord import known
-from storage.trackrecord.layout import BATCH, Layout, file_name
-from storage.trackrecord.writing import BATCH_COMPRESSION, SORT_KEYS
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.objects import storage_of
+from qsolve_pipeline.storage.state import StateDB, Version
+from qsolve_pipeline.storage.trackrecord import known
+from qsolve_pipeline.storage.trackrecord.layout import BATCH, Layout, file_name
+from qsolve_pipeline.storage.trackrecord.writing import BATCH_COMPRESSION, SORT_KEYS
 
 from .test_known_files import a_pass, failed_rows, shown_passed
 from .test_rebuild import ended, run_ids
@@ -58,8 +58,8 @@ def forge_in_place(path: Path, keep_times: bool = True) -> None:
 
 def age_records(db: StateDB, days: int = 2) -> None:
     """Every record as if made ``days`` ago (the usual case: the files were filed long before)."""
-    from storage.state._rows import now
-    from storage.state._tables import trackrecord_files
+    from qsolve_pipeline.storage.state._rows import now
+    from qsolve_pipeline.storage.state._tables import trackrecord_files
 
     with db.engine.begin() as connection:
         connection.execute(trackrecord_files.update().values(recorded_at=now() - timedelta(days=days)))
@@ -163,7 +163,7 @@ def test_an_edit_with_the_times_kept_is_seen_by_a_process_that_cached_the_digest
 
 
 def test_a_byte_flip_keeping_size_and_times_is_seen_by_a_long_lived_process(tmp_path):
-    from storage.trackrecord.writing import digest_file
+    from qsolve_pipeline.storage.trackrecord.writing import digest_file
 
     path = tmp_path / "f.parquet"
     for i in range(50):
@@ -335,7 +335,7 @@ def test_a_batch_filed_again_under_an_old_name_is_not_forgotten_by_a_pass_at_onc
         record(name, digest)
         db.forget_trackrecord_files(listed)  # that pass's forgetting, before the batch takes its name
 
-    from storage.trackrecord.filing import file_rows
+    from qsolve_pipeline.storage.trackrecord.filing import file_rows
 
     file_rows(
         [maintenance._row(db, r, home) for r in db.runs_by_id(ids)], home, recording_then_a_pass_forgets
@@ -389,7 +389,7 @@ def test_a_batch_filed_again_under_an_old_name_is_known_when_no_pass_forgets_mea
     maintenance.file_ended_runs(db, home)
     quiet(maintenance.compact_track_record, db, home)
     age_records(db)
-    from storage.trackrecord.filing import file_rows
+    from qsolve_pipeline.storage.trackrecord.filing import file_rows
 
     file_rows([maintenance._row(db, r, home) for r in db.runs_by_id(ids)], home, db.record_trackrecord_file)
     assert a_pass(db, home).set_aside == []
@@ -413,7 +413,7 @@ def test_in_a_bucket_emptying_it_does_not_reopen_adoption(db, version, tmp_path,
     filed_run_ids = db.filed_run_ids
 
     def planting():  # a valid qsolve object (schema, metadata) of the forged rows
-        from storage.trackrecord.shared import parquet_bytes
+        from qsolve_pipeline.storage.trackrecord.shared import parquet_bytes
 
         store.create(target, parquet_bytes(forged.sort_by(SORT_KEYS), BATCH_COMPRESSION))
         return filed_run_ids()

@@ -17,12 +17,12 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from storage import maintenance
-from storage.objects import storage_of
-from storage.state import StateDB, Version
-from storage.trackrecord import compact, known
-from storage.trackrecord.layout import BATCH, Layout, file_name
-from storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.objects import storage_of
+from qsolve_pipeline.storage.state import StateDB, Version
+from qsolve_pipeline.storage.trackrecord import compact, known
+from qsolve_pipeline.storage.trackrecord.layout import BATCH, Layout, file_name
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
 
 from .test_rebuild import ended, run_ids
 from .test_rebuild_attacks import analyst_ids, two_batches

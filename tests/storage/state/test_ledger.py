@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state import (
+from qsolve_pipeline.storage.state import (
     SYSTEM_ACCOUNT,
     CreditError,
     InsufficientCredits,

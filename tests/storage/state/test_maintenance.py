@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from storage import maintenance
-from storage.state import FailureReason, RunStatus, StateDB, Version
-from storage.trackrecord.filing import file_rows
-from storage.trackrecord.row import TrackRecordRow
-from storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.state import FailureReason, RunStatus, StateDB, Version
+from qsolve_pipeline.storage.trackrecord.filing import file_rows
+from qsolve_pipeline.storage.trackrecord.row import TrackRecordRow
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
 from tests.storage.state.conftest import assert_ledger_balanced
 from tests.storage.trackrecord.builders import result
 

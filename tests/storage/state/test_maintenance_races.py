@@ -12,9 +12,9 @@ import warnings
 import duckdb
 import pytest
 
-from storage import maintenance
-from storage.state import StateDB, Version
-from storage.trackrecord.layout import Layout
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.state import StateDB, Version
+from qsolve_pipeline.storage.trackrecord.layout import Layout
 from tests.conftest import REPO
 
 from .test_rebuild import ended, filed_home, run_ids
@@ -22,9 +22,9 @@ from .test_rebuild import ended, filed_home, run_ids
 PASS = """
 import sys, warnings
 from pathlib import Path
-from storage import maintenance
-from storage.state import connect
-from storage.trackrecord import compact
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.storage.trackrecord import compact
 warnings.simplefilter("ignore")
 home = Path(sys.argv[1])
 with connect(sys.argv[2], home=home) as db:

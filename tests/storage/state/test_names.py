@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.state import (
+from qsolve_pipeline.storage.state import (
     NameOwned,
     PlatformAccount,
     StateDB,
@@ -85,8 +85,8 @@ def test_the_latest_version_is_the_highest_not_the_last_in_time(db: StateDB) -> 
     highest is current; a non-semantic legacy version ranks below every semantic one."""
     import sqlalchemy as sa
 
-    from storage.state._rows import now
-    from storage.state._tables import versions, workflows
+    from qsolve_pipeline.storage.state._rows import now
+    from qsolve_pipeline.storage.state._tables import versions, workflows
 
     with db.engine.begin() as connection:
         connection.execute(workflows.insert().values(name="old", created_at=now()))
@@ -150,7 +150,7 @@ def test_two_first_publications_of_a_new_name_at_once_give_it_to_exactly_one(db:
         name = ["dev-a", "dev-b", "dev-c"]
         if round_:
             with db.engine.begin() as connection:  # start again from a name never published
-                from storage.state._tables import account_roles, versions, workflows
+                from qsolve_pipeline.storage.state._tables import account_roles, versions, workflows
 
                 connection.execute(versions.delete().where(versions.c.workflow == "fresh"))
                 connection.execute(account_roles.delete().where(account_roles.c.workflow == "fresh"))

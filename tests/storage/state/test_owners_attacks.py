@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 from qsolve.workflow.semver import publication_error
-from storage.state import (
+from qsolve_pipeline.storage.state import (
     NameOwned,
     NotFound,
     PlatformAccount,
@@ -22,7 +22,7 @@ from storage.state import (
     VersionConflict,
     VersionOrder,
 )
-from storage.state._tables import quotes
+from qsolve_pipeline.storage.state._tables import quotes
 from tests.storage.state.test_provider_owners import CASE, shared_quote
 
 D1, D2, D3 = "a" * 64, "b" * 64, "c" * 64

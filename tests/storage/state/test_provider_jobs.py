@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.state import ProviderJobStatus, RunStateError, StateDB, connect
+from qsolve_pipeline.storage.state import ProviderJobStatus, RunStateError, StateDB, connect
 from tests.storage.state.conftest import default_settings
 
 PROGRAM = {"format": "wai.native/1", "basis": "rzsxxcz", "bits": 1, "gates": [], "measure": []}

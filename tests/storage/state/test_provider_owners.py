@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.state import (
+from qsolve_pipeline.storage.state import (
     NotFound,
     ProviderHeld,
     ProviderNotAllowed,
@@ -16,7 +16,7 @@ from storage.state import (
     StateDB,
     connect,
 )
-from storage.state._tables import quotes
+from qsolve_pipeline.storage.state._tables import quotes
 from tests.storage.state.conftest import default_settings
 
 CASE = {"name": "hw", "input": {"nodes": 2}, "target": "provider:labref", "seed": 1}

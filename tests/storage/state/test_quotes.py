@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from storage.state import (
+from qsolve_pipeline.storage.state import (
     BatchInProgress,
     FailureReason,
     QuoteRefused,
@@ -18,7 +18,7 @@ from storage.state import (
     Source,
     StateDB,
 )
-from storage.state._tables import quote_batches, quotes
+from qsolve_pipeline.storage.state._tables import quote_batches, quotes
 
 CASE = {"name": "hw", "input": {"nodes": 2}, "target": "ibm:ibm_fez", "seed": 1}
 
@@ -140,7 +140,7 @@ def test_a_confirmation_and_a_request_lapsing_its_batch_at_once_never_both_win(
     never a confirmed quote in a batch that ended, nor two batches open."""
     import threading
 
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     confirmer, asker = connect(database_url), connect(database_url)
     try:
@@ -193,7 +193,7 @@ def test_a_confirmation_and_a_request_lapsing_its_batch_at_once_never_both_win(
 
 
 def test_the_ledgers_own_accounts_ask_for_no_quote(db: StateDB) -> None:
-    from storage.state import PlatformAccount
+    from qsolve_pipeline.storage.state import PlatformAccount
 
     version, _ = db.publish_version("w", "1.0.0", "d" * 64, [CASE])
     with pytest.raises(PlatformAccount, match="the ledger's own accounts"):
@@ -234,7 +234,7 @@ def test_of_many_processes_claiming_one_quotes_run_at_once_one_gets_it(
     database gives it to exactly one; the run is then no one else's to run."""
     import threading
 
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
     from tests.storage.state.conftest import default_settings
 
     _, _, (quote,) = batch_of(db, Decimal("2"))
@@ -268,7 +268,7 @@ def test_expiry_racing_confirmation_never_expires_a_confirmed_quote(
     import threading
     import time
 
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
     from tests.storage.state.conftest import default_settings
 
     version, _ = db.publish_version("w", "1.0.0", "d" * 64, [CASE])
@@ -327,7 +327,7 @@ def test_expiry_racing_confirmation_never_expires_a_confirmed_quote(
 def test_the_ending_update_leaves_a_quote_confirmed_meanwhile_as_it_is(db: StateDB) -> None:
     """The window the race above aims at, opened by hand: expiry read the quote pending, then it was
     confirmed; expiry's UPDATE, conditioned on its still being pending, changes nothing."""
-    from storage.state._quotes import _end_quote
+    from qsolve_pipeline.storage.state._quotes import _end_quote
 
     _, _, (quote,) = batch_of(db, Decimal(1))
     db.confirm_quote(quote.id, "alice")

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from storage import maintenance
-from storage.state import FailureReason, StateDB, Version
-from storage.trackrecord import TrackRecordWarning, compact
-from storage.trackrecord.layout import Layout
-from storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.state import FailureReason, StateDB, Version
+from qsolve_pipeline.storage.trackrecord import TrackRecordWarning, compact
+from qsolve_pipeline.storage.trackrecord.layout import Layout
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
 from tests.storage.trackrecord.builders import result
 
 
@@ -159,7 +159,7 @@ def test_the_command_rebuilds_without_prefect(tmp_path, monkeypatch, capsys):
     import json
 
     from qsolve.cli import main
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     home = tmp_path / "home"
     monkeypatch.setenv("QSOLVE_HOME", str(home))
@@ -197,7 +197,7 @@ def as_older_schema(folder: Path, old: str) -> None:
 
 @pytest.mark.parametrize("old", sorted(OLDER_SCHEMAS))
 def test_a_home_of_an_older_schema_upgrades_through_the_maintenance_pass(db, version, tmp_path, old):
-    from storage.trackrecord.row import SCHEMA_VERSION
+    from qsolve_pipeline.storage.trackrecord.row import SCHEMA_VERSION
 
     home = tmp_path / "home"
     ids = filed_home(db, version, home)

@@ -15,11 +15,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from storage import maintenance
-from storage.state import StateDB, Version
-from storage.trackrecord import QueryFailed, TrackRecordWarning, compact, damaged, page
-from storage.trackrecord.layout import Layout
-from storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.state import StateDB, Version
+from qsolve_pipeline.storage.trackrecord import QueryFailed, TrackRecordWarning, compact, damaged, page
+from qsolve_pipeline.storage.trackrecord.layout import Layout
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
 from tests.storage.trackrecord.test_inventory import run as run_command
 
 from .test_rebuild import ended, filed_home, run_ids
@@ -32,6 +32,7 @@ def version(db: StateDB) -> Version:
 
 #: what a reader says of a file whose bytes are not those the log recorded (issue 34)
 CHANGED = "its bytes are not those the state database's track-record log recorded"
+
 
 def analyst_ids(home: Path) -> list[str]:
     """The run ids as an analyst reads them: plain DuckDB on trackrecord.duckdb, from another folder."""
@@ -154,7 +155,7 @@ def test_a_good_track_record_and_a_bad_query_read_no_file_whole(db, version, tmp
 
 
 def test_a_damaged_file_is_read_whole_once_by_a_long_lived_reader(db, version, tmp_path, monkeypatch):
-    from storage.trackrecord import live
+    from qsolve_pipeline.storage.trackrecord import live
 
     home, head, good = damaged_home(db, version, tmp_path)
     read, hashed = [], []
@@ -253,7 +254,7 @@ def test_a_batch_object_replaced_by_a_copy_of_another_of_as_many_rows_is_filed_a
     db, version, tmp_path, bucket
 ):
     """The same in object storage (QSOLVE_STORAGE_URL): the copy is set aside under ``left-out/``."""
-    from storage.objects import storage_of
+    from qsolve_pipeline.storage.objects import storage_of
 
     home = tmp_path / "home"
     ids = two_batches(db, version, home)

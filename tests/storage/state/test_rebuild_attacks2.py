@@ -15,12 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from storage import maintenance
-from storage.state import StateDB, Version
-from storage.trackrecord import known
-from storage.trackrecord.layout import BATCH, Layout, file_name
-from storage.trackrecord.sql import run_sql
-from storage.trackrecord.writing import BATCH_COMPRESSION, write_parquet
+from qsolve_pipeline.storage import maintenance
+from qsolve_pipeline.storage.state import StateDB, Version
+from qsolve_pipeline.storage.trackrecord import known
+from qsolve_pipeline.storage.trackrecord.layout import BATCH, Layout, file_name
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage.trackrecord.writing import BATCH_COMPRESSION, write_parquet
 from tests.storage.trackrecord.builders import result
 
 from .test_rebuild import run_ids
@@ -206,7 +206,7 @@ def test_a_forged_batch_of_a_run_never_recorded_is_set_aside(db, version, tmp_pa
 
 
 def test_an_older_file_replaced_by_a_copy_of_another_of_as_many_rows_is_filed_again(db, version, tmp_path):
-    from storage.trackrecord import compact
+    from qsolve_pipeline.storage.trackrecord import compact
 
     home = tmp_path / "home"
     layout = Layout(home)

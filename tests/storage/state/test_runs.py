@@ -6,7 +6,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from storage.state import (
+from qsolve_pipeline.storage.state import (
     PLATFORM_REASONS,
     WORKFLOW_REASONS,
     FailureReason,

@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 from qsolve.runtime.heartbeat import beat
-from storage.state import (
+from qsolve_pipeline.storage.state import (
     CaseTaken,
     ClaimStatus,
     FailureReason,
@@ -20,7 +20,7 @@ from storage.state import (
     StateDB,
     Version,
 )
-from storage.state._leases import owner_token
+from qsolve_pipeline.storage.state._leases import owner_token
 from tests.storage.state.conftest import assert_ledger_balanced
 from tests.storage.state.test_concurrency import race
 
@@ -244,7 +244,7 @@ def test_a_host_whose_clock_is_off_neither_ends_live_runs_nor_takes_a_live_round
 
 
 def claim_at_once(barrier, url: str, version: Version, again: bool) -> str:
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
     from tests.storage.state.conftest import default_settings
 
     with connect(url, settings=default_settings()) as db:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.state import connect
+from qsolve_pipeline.storage.state import connect
 from tests.conftest import WorkflowDir
 from tests.s3server import KEY_ID, SECRET, S3Server
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.state import NotFound, StateDB, VersionConflict
+from qsolve_pipeline.storage.state import NotFound, StateDB, VersionConflict
 
 CASES = [
     {"name": "hardware-ring-6", "input": {"edges": [[0, 1], [1, 2]]}, "target": "ibm:ibm_fez", "seed": 1}

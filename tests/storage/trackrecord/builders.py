@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from qsolve.judging.results import CaseResult, MethodOutcome
-from storage.trackrecord import TrackRecordRow
-from storage.trackrecord.row import MethodObjective
+from qsolve_pipeline.storage.trackrecord import TrackRecordRow
+from qsolve_pipeline.storage.trackrecord.row import MethodObjective
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MATCHES = "Matches the best classical answer"

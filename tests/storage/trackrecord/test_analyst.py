@@ -10,8 +10,8 @@ from pathlib import Path
 
 import duckdb
 
-from storage.trackrecord import compact, ensure_views, file_rows, inventory, views
-from storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage.trackrecord import compact, ensure_views, file_rows, inventory, views
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
 
 from .builders import EXPECTED, EXPECTED_CARDS, row, scenario
 
@@ -25,7 +25,7 @@ out["cards"] = con.sql(
     " FROM workflow_cards ORDER BY 1"
 ).fetchall()
 out["versions"] = con.sql("SELECT workflow, version, is_current FROM versions ORDER BY 1, 2").fetchall()
-out["loaded"] = sorted(m for m in sys.modules if m.split(".")[0] in ("storage", "qsolve"))
+out["loaded"] = sorted(m for m in sys.modules if m.split(".")[0] in ("qsolve_pipeline", "qsolve"))
 out["duckdb"] = duckdb.__version__
 print(json.dumps(out))
 """

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from qsolve.cli.trackrecord import add_commands
-from storage.trackrecord import file_rows
-from storage.trackrecord.views import ensure_views
+from qsolve_pipeline.storage.trackrecord import file_rows
+from qsolve_pipeline.storage.trackrecord.views import ensure_views
 
 from .builders import scenario
 
@@ -126,7 +126,7 @@ def test_no_prefect_is_imported():
     from pathlib import Path
 
     code = (
-        "import sys, storage.trackrecord, qsolve.cli.trackrecord;"
+        "import sys, qsolve_pipeline.storage.trackrecord, qsolve.cli.trackrecord;"
         "print(any(m.split('.')[0] in ('prefect', 'qiskit') for m in sys.modules))"
     )
     repo = Path(__file__).resolve().parents[3]
@@ -168,7 +168,7 @@ def test_query_reads_and_nothing_else(filed, capsys, sql, why):
 
 
 def test_the_page_shows_the_latest_published_version_even_before_it_has_results(filed, capsys, monkeypatch):
-    from storage.state import connect
+    from qsolve_pipeline.storage.state import connect
 
     monkeypatch.setenv("QSOLVE_HOME", str(filed))
     monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
@@ -188,8 +188,8 @@ def test_the_page_shows_the_latest_published_version_even_before_it_has_results(
 
 def test_the_page_shows_the_metric_note_beside_the_accuracy(filed, capsys, monkeypatch):
     from qsolve.workflow.publication import digest_of, pack
-    from storage.blobs import BlobStore
-    from storage.state import connect
+    from qsolve_pipeline.storage.blobs import BlobStore
+    from qsolve_pipeline.storage.state import connect
     from tests.conftest import REPO
 
     monkeypatch.setenv("QSOLVE_HOME", str(filed))
@@ -205,8 +205,8 @@ def test_the_page_shows_the_metric_note_beside_the_accuracy(filed, capsys, monke
 
 def test_a_failing_row_with_no_message_shows_the_bound_it_broke(home, capsys, monkeypatch):
     from qsolve.workflow.publication import digest_of, pack
-    from storage.blobs import BlobStore
-    from storage.state import connect
+    from qsolve_pipeline.storage.blobs import BlobStore
+    from qsolve_pipeline.storage.state import connect
     from tests.conftest import REPO
     from tests.storage.trackrecord.builders import row
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from storage.trackrecord import connect, ensure_views
+from qsolve_pipeline.storage.trackrecord import connect, ensure_views
 
 REPO = Path(__file__).resolve().parents[3]
 ROWS = 20
@@ -21,7 +21,7 @@ ROWS = 20
 FILER = """
 import datetime as dt, sys
 import pyarrow
-from storage.trackrecord import TrackRecordRow, compact, file_rows
+from qsolve_pipeline.storage.trackrecord import TrackRecordRow, compact, file_rows
 
 pyarrow.array([0])  # pyarrow imports pandas on its first array: before "ready", so kills land in filing
 
@@ -112,7 +112,7 @@ def test_killed_filing_loses_and_doubles_nothing(tmp_path):
 
 TWO_FILERS = """
 import sys
-from storage.trackrecord import compact, file_rows
+from qsolve_pipeline.storage.trackrecord import compact, file_rows
 sys.path.insert(0, ".")
 from tests.storage.trackrecord.builders import row
 

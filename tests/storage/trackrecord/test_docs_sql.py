@@ -13,9 +13,9 @@ import duckdb
 import pytest
 
 from qsolve.judging.deciding import BELOW
-from storage.trackrecord import file_rows
-from storage.trackrecord.row import MethodObjective
-from storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage.trackrecord import file_rows
+from qsolve_pipeline.storage.trackrecord.row import MethodObjective
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
 
 from .builders import row, scenario
 
@@ -54,15 +54,35 @@ def analyst(tmp_path_factory: pytest.TempPathFactory):
     ]
     # issue 37: a zero baseline (no accuracy, a warning) and a case whose two rounds differ
     honest = [
-        row("h1", workflow="honest", case="zero", accuracy=None, verdict=BELOW, methods=[],
-            warnings=["the baseline is 0: no relative accuracy, so this case has none"]),
+        row(
+            "h1",
+            workflow="honest",
+            case="zero",
+            accuracy=None,
+            verdict=BELOW,
+            methods=[],
+            warnings=["the baseline is 0: no relative accuracy, so this case has none"],
+        ),
         # the flaky method's own objective differs between its rounds (what the nondeterministic view
         # compares), not only the platform's numbers
-        row("h2", workflow="honest", case="flaky", minute=1, passed=False, message=None,
+        row(
+            "h2",
+            workflow="honest",
+            case="flaky",
+            minute=1,
+            passed=False,
+            message=None,
             methods=[MethodObjective(name="qaoa", kind="quantum", objective=-6.3)],
-            reason="gap 0.3 > max_gap 0", expect='{"max_abs_error":null,"max_gap":0.0}'),
-        row("h3", workflow="honest", case="flaky", minute=2,
-            methods=[MethodObjective(name="qaoa", kind="quantum", objective=-9.0)]),
+            reason="gap 0.3 > max_gap 0",
+            expect='{"max_abs_error":null,"max_gap":0.0}',
+        ),
+        row(
+            "h3",
+            workflow="honest",
+            case="flaky",
+            minute=2,
+            methods=[MethodObjective(name="qaoa", kind="quantum", objective=-9.0)],
+        ),
     ]
     file_rows([*scenario(), *ring, *honest], home)
     run_sql("SELECT 1", home)  # any reading command, as the doc says: it rebuilds trackrecord.duckdb
@@ -135,7 +155,9 @@ def test_every_failure_has_its_reason(analyst):
 def test_a_crash_is_not_a_match(analyst):
     """qubo's current sim- rows include a crash: bool_and over its verdicts is false, not true."""
     assert dict(answer(analyst, "Does every current sim- case")) == {
-        "honest": False, "max-cut": False, "qubo": False
+        "honest": False,
+        "max-cut": False,
+        "qubo": False,
     }
 
 

@@ -19,8 +19,8 @@ import duckdb
 import pytest
 
 from qsolve.cli.trackrecord import add_commands
-from storage.trackrecord import TrackRecordWarning, compact, connect, ensure_views, file_rows
-from storage.trackrecord.layout import Layout
+from qsolve_pipeline.storage.trackrecord import TrackRecordWarning, compact, connect, ensure_views, file_rows
+from qsolve_pipeline.storage.trackrecord.layout import Layout
 from tests.duckdb15 import cli1, python1
 
 from .builders import EXPECTED, EXPECTED_CARDS, scenario
@@ -54,7 +54,7 @@ def listed_files(sql: str) -> list[str]:
 
 def recorded_files(home: Path) -> list[str]:
     """The names of the files the state database's track-record log holds (its live set)."""
-    from storage.state import connect as connect_state
+    from qsolve_pipeline.storage.state import connect as connect_state
 
     with connect_state(home=home) as db:
         return sorted(f.name for f in db.trackrecord_live_files())

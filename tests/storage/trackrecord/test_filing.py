@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from storage.trackrecord import SCHEMA, Layout, compact, connect, file_rows, file_table
-from storage.trackrecord.row import from_table, to_table
+from qsolve_pipeline.storage.trackrecord import SCHEMA, Layout, compact, connect, file_rows, file_table
+from qsolve_pipeline.storage.trackrecord.row import from_table, to_table
 
 from .builders import row
 
@@ -130,7 +130,7 @@ def test_a_filing_leaves_every_other_commit_of_its_database_durable(home):
     """A filing's log entry skips its own fsync on SQLite (it follows the batch's durable record); the
     connection goes back to the pool fsyncing every commit again, so a ledger's or a run's commit on it
     is never one a power cut could take back. The log's entries are all there, in order."""
-    from storage.state import connect as connect_state
+    from qsolve_pipeline.storage.state import connect as connect_state
 
     with connect_state(home=home) as db:
         for n in range(3):

@@ -19,9 +19,9 @@ from qsolve.validation.case_runner import run_case
 from qsolve.validation.pipeline import ChecksSummary, ValidationReport
 from qsolve.workflow.folder import load_workflow
 from qsolve.workflow.module_loader import load_module
-from storage.trackrecord import file_rows
-from storage.trackrecord.row import TrackRecordRow
-from storage.trackrecord.workflow_page import page, render_page
+from qsolve_pipeline.storage.trackrecord import file_rows
+from qsolve_pipeline.storage.trackrecord.row import TrackRecordRow
+from qsolve_pipeline.storage.trackrecord.workflow_page import page, render_page
 from tests.conftest import WorkflowDir
 
 MODULE = """\

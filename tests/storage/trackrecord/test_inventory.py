@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from qsolve.cli.trackrecord import add_commands
-from storage.trackrecord import (
+from qsolve_pipeline.storage.trackrecord import (
     Layout,
     TrackRecordWarning,
     compact,
@@ -26,7 +26,7 @@ from storage.trackrecord import (
     page,
     views,
 )
-from storage.trackrecord.row import COLUMNS
+from qsolve_pipeline.storage.trackrecord.row import COLUMNS
 
 from .builders import row
 from .test_analyst import analyst, as_a_new_process

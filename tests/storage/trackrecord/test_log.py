@@ -16,15 +16,15 @@ import pytest
 import sqlalchemy as sa
 
 from qsolve.receipts.keys import load_host_key
-from storage.objects import storage_of
-from storage.state import connect
-from storage.trackrecord import TrackRecordWarning, compact, file_rows
-from storage.trackrecord import log as tlog
-from storage.trackrecord.layout import BATCH, Layout, file_name
-from storage.trackrecord.row import to_table
-from storage.trackrecord.sql import run_sql
-from storage.trackrecord.verify import file_reader, verify
-from storage.trackrecord.writing import write_parquet
+from qsolve_pipeline.storage.objects import storage_of
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.storage.trackrecord import TrackRecordWarning, compact, file_rows
+from qsolve_pipeline.storage.trackrecord import log as tlog
+from qsolve_pipeline.storage.trackrecord.layout import BATCH, Layout, file_name
+from qsolve_pipeline.storage.trackrecord.row import to_table
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage.trackrecord.verify import file_reader, verify
+from qsolve_pipeline.storage.trackrecord.writing import write_parquet
 from tests.storage.state.conftest import postgres_schema
 
 from .builders import row, scenario
@@ -140,7 +140,7 @@ def test_a_file_planted_beside_the_recorded_ones_is_never_read(place, home):
 
 def _rewrite(home: Path, change) -> None:
     """As the database's writer: ``change(documents)`` returns the log's new documents (texts)."""
-    from storage.state._tables import trackrecord_log
+    from qsolve_pipeline.storage.state._tables import trackrecord_log
 
     with connect(home=home) as db:
         documents = [json.loads(d) for d in db.trackrecord_log_documents()]
@@ -280,8 +280,8 @@ def _linked_not_logged(home: Path, rows, monkeypatch, compression: str | None = 
     """As a process filing ``rows`` that recorded its batch and gave it its name, then stopped (or was
     slower than another) before the batch's log entry: returns the batch's name. ``compression``: the
     batch written so (another qsolve's writer: the same rows in other bytes)."""
-    from storage.state import StateDB
-    from storage.trackrecord import filing, shared
+    from qsolve_pipeline.storage.state import StateDB
+    from qsolve_pipeline.storage.trackrecord import filing, shared
 
     with monkeypatch.context() as m, connect(home=home) as db:
         m.setattr(StateDB, "append_trackrecord_entry", lambda self, *args, **kwargs: None)
@@ -316,7 +316,7 @@ def test_a_batch_linked_by_another_filing_before_its_log_entry_is_logged_not_set
     first's batch under its name, recorded, not yet in the log. It gives the batch its log entry; it sets
     nothing aside. ``these``: the very bytes this filing would write; ``same rows, other bytes``: the
     first wrote exactly these rows, compressed otherwise."""
-    from storage.trackrecord.writing import digest_bytes
+    from qsolve_pipeline.storage.trackrecord.writing import digest_bytes
 
     rows = scenario()[:4]
     name = _linked_not_logged(home, rows, monkeypatch, None if bytes_of == "these" else "zstd")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from qsolve.cli.trackrecord import add_commands
-from storage.trackrecord import compact, ensure_views, file_rows, page
+from qsolve_pipeline.storage.trackrecord import compact, ensure_views, file_rows, page
 
 from .builders import row
 from .test_analyst import analyst, as_a_new_process

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 from pydantic import ValidationError
 
-from storage.trackrecord import SCHEMA, NotRecorded, TrackRecordRow
-from storage.trackrecord.row import PLATFORM_FAILURES, from_table, to_table
+from qsolve_pipeline.storage.trackrecord import SCHEMA, NotRecorded, TrackRecordRow
+from qsolve_pipeline.storage.trackrecord.row import PLATFORM_FAILURES, from_table, to_table
 
 from .builders import at, result, row
 
@@ -132,9 +132,9 @@ def test_every_methods_objective_is_in_the_row():
 
 
 def test_measured_is_what_the_receipts_seal(tmp_path):
-    from storage.blobs import BlobStore
-    from storage.trackrecord.receipts_check import receipt_classes
-    from storage.trackrecord.row import measured_of
+    from qsolve_pipeline.storage.blobs import BlobStore
+    from qsolve_pipeline.storage.trackrecord.receipts_check import receipt_classes
+    from qsolve_pipeline.storage.trackrecord.row import measured_of
 
     blobs = BlobStore(tmp_path)
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from storage.objects import storage_of
-from storage.state import connect
-from storage.trackrecord import TrackRecordWarning, compact, file_rows, page
-from storage.trackrecord.analyst import analyst_sql
-from storage.trackrecord.row import SCHEMA_VERSION
-from storage.trackrecord.sql import run_sql
+from qsolve_pipeline.storage.objects import storage_of
+from qsolve_pipeline.storage.state import connect
+from qsolve_pipeline.storage.trackrecord import TrackRecordWarning, compact, file_rows, page
+from qsolve_pipeline.storage.trackrecord.analyst import analyst_sql
+from qsolve_pipeline.storage.trackrecord.row import SCHEMA_VERSION
+from qsolve_pipeline.storage.trackrecord.sql import run_sql
 from tests.duckdb15 import httpfs1
 from tests.s3server import KEY_ID, SECRET
 
@@ -74,7 +74,7 @@ def test_a_compaction_claimed_elsewhere_merges_nothing_and_a_lapsed_claim_is_tak
 
 
 def test_a_damaged_object_is_never_read_and_the_maintenance_pass_sets_it_aside(bucket, home):
-    from storage.maintenance import refile_lost_runs
+    from qsolve_pipeline.storage.maintenance import refile_lost_runs
 
     file_rows(scenario(), home)
     store = storage_of(home)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.trackrecord import compact, connect, ensure_views, file_rows, page
+from qsolve_pipeline.storage.trackrecord import compact, connect, ensure_views, file_rows, page
 
 from .builders import EXPECTED, EXPECTED_CARDS, scenario
 
@@ -118,7 +118,7 @@ def test_the_page_of_an_earlier_version(home):
 
 
 def test_unknown_workflow_or_version(home):
-    from storage.trackrecord import UnknownWorkflow
+    from qsolve_pipeline.storage.trackrecord import UnknownWorkflow
 
     file_scenario(home, "one batch")
     with pytest.raises(UnknownWorkflow, match="no track record for nope"):

@@ -59,7 +59,7 @@ def test_open_a_workflow_page_and_read_its_sections(seeded, live_server, browser
 
 
 def test_ask_for_a_quote_and_confirm_one_of_two(seeded, live_server, browser_page, screenshot, make_account):
-    from storage.state import QuoteStatus, connect
+    from qsolve_pipeline.storage.state import QuoteStatus, connect
 
     page = browser_page
     token = make_account(seeded.developer, "developer", workflows=[seeded.workflow])
