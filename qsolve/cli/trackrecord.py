@@ -352,7 +352,7 @@ def cmd_trackrecord_verify(args: argparse.Namespace) -> int:
 
 def cmd_trackrecord_checkpoint(args: argparse.Namespace) -> int:
     from qsolve_pipeline.storage.state import connect
-    from qsolve_pipeline.storage.state._trackrecord_entries import LogRefused
+    from qsolve.receipts.trackrecord_log import LogRefused
 
     with connect() as db:
         try:

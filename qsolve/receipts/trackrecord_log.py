@@ -238,11 +238,13 @@ def key_refused(window: Any, at_ms: Any) -> str | None:
 @dataclass
 class Chain:
     """The log's entries checked in order: each one's form, signature, place and link to the one before.
-    ``problems`` names each entry that fails; ``hashes[i]`` is the hash of entry ``i + 1``."""
+    ``problems`` names each entry that fails; ``hashes[i]`` is the hash of entry ``i + 1``; ``sound``
+    counts the entries before the first that fails (``entries[:sound]`` is the log as far as it checks)."""
 
     entries: list[dict[str, Any]] = field(default_factory=list)
     hashes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    sound: int = 0
 
     @classmethod
     def of(cls, documents: Iterable[Mapping[str, Any]], trusted: Mapping[str, Any] | None) -> Chain:
@@ -250,6 +252,7 @@ class Chain:
         chain = cls()
         prev = GENESIS
         for n, document in enumerate(documents, start=1):
+            before = len(chain.problems)
             try:
                 entry = check_entry(document)
             except LogRefused as e:
@@ -278,6 +281,8 @@ class Chain:
                 chain.problems.append(f"entry {n}: it has no canonical text")
                 prev = GENESIS
             chain.hashes.append(prev)
+            if len(chain.problems) == before and chain.sound == n - 1:
+                chain.sound = n
         return chain
 
     def extends(self, checkpoint: Mapping[str, Any]) -> str | None:

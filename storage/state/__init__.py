@@ -25,8 +25,8 @@ _provider_owners  which account holds each provider, and whom it allows (account
 _binding    the storage the database was first used with; claims (one machine at a time)
 _trackrecord_files  the track record's data files by name and content: what a pass trusts
 _blob_sizes every blob's size by its digest: what a read of it stops at
-_trackrecord_log  the track record's signed append-only log and its live set: what readers read
-_trackrecord_entries  the log's entries and checkpoints as self-contained signed JSON (pure)
+_trackrecord_log  the track record's signed append-only log and its live set: what readers read (its
+            entries' form: qsolve.receipts.trackrecord_log)
 _errors     the error tree
 """
 

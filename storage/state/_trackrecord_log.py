@@ -109,7 +109,7 @@ class TrackRecordLog(Store):
         returns its document, or None where it would change nothing: each add already live with its
         digest, each retire not live with its digest. ``durable=False``: a filing's entry, durable with
         the next durable commit (module docstring); the log's first entry is durable all the same."""
-        from qsolve_pipeline.storage.state import _trackrecord_entries as log
+        from qsolve.receipts import trackrecord_log as log
 
         key, host = self._trackrecord_signer()
         t, live = trackrecord_log.c, trackrecord_live.c
@@ -251,7 +251,7 @@ class TrackRecordLog(Store):
 
     def trackrecord_log_head(self) -> tuple[int, str]:
         """The log's size and its last entry's hash (``log.GENESIS`` when empty)."""
-        from qsolve_pipeline.storage.state import _trackrecord_entries as log
+        from qsolve.receipts import trackrecord_log as log
 
         t = trackrecord_log.c
         with self._read() as connection:
@@ -264,7 +264,7 @@ class TrackRecordLog(Store):
         first entry (each one's form, signature and link): never the ``hash`` column as it stands, which
         the state database's writer can set. A log that does not check is :class:`log.LogRefused`,
         naming its first problem: no checkpoint signed."""
-        from qsolve_pipeline.storage.state import _trackrecord_entries as log
+        from qsolve.receipts import trackrecord_log as log
 
         key, host = self._trackrecord_signer()
         self._durable_now()  # never a checkpoint over an entry a power cut could still take back

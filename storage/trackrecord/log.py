@@ -5,7 +5,7 @@ state database; this module is its name here."""
 
 from __future__ import annotations
 
-from qsolve_pipeline.storage.state._trackrecord_entries import (
+from qsolve.receipts.trackrecord_log import (
     ADD_ORDER,
     ADOPTED,
     CHECKPOINT_DOMAIN,
