@@ -35,7 +35,6 @@ from typing import Any
 
 DEFAULT_POOL = "qsolve"
 DEFAULT_QUEUE = "default"
-MAINTENANCE_QUEUE = "maintenance"  # flows.queues.MAINTENANCE_QUEUE: the maintenance runner serves it
 RENEW_VARIABLE = "QSOLVE_WORKER_RENEW_S"
 RENEW_S = 60.0
 
@@ -104,7 +103,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 0
     polled = [DEFAULT_QUEUE, *queues]
     try:
-        from qsolve_pipeline.flows.queues import ensure_queues
+        from qsolve_pipeline.flows.queues import MAINTENANCE_QUEUE, ensure_queues
 
         # a queue the pool lacks: Prefect's worker would take nothing
         ensure_queues(args.pool, [*polled, MAINTENANCE_QUEUE], _say)
@@ -132,11 +131,11 @@ def _one_line(e: BaseException) -> str:
 def _check_queues(pool: str, polled: list[str]) -> None:
     """Say, at the default level, a poll that cannot succeed (a queue of ``polled`` missing from the
     pool: Prefect answers every poll "not found" and its worker takes nothing, logging it only at debug
-    level), and make the queue again."""
+    level), and make the queue again; the maintenance runner's queue too."""
     try:
-        from qsolve_pipeline.flows.queues import ensure_queues, missing_queues
+        from qsolve_pipeline.flows.queues import MAINTENANCE_QUEUE, ensure_queues, missing_queues
 
-        missing = missing_queues(pool, polled)
+        missing = missing_queues(pool, [*polled, MAINTENANCE_QUEUE])
         if missing:
             _say(
                 f"the work pool {pool} lacks the queues {', '.join(missing)}: Prefect's worker takes "
@@ -216,7 +215,7 @@ def run_registered(
             except Exception as e:  # noqa: BLE001 - a busy or lost database: next time
                 log.warning("qsolve worker: could not renew %s's registration: %s", host, e)
             if pool is not None:
-                _check_queues(pool, [DEFAULT_QUEUE, *queues, MAINTENANCE_QUEUE])
+                _check_queues(pool, [DEFAULT_QUEUE, *queues])
             if beside and (code := beside[-1].poll()) is not None and not caught and not stop.is_set():
                 if runner is not None and "--run-once" in runner:
                     continue
