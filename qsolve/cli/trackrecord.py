@@ -351,8 +351,8 @@ def cmd_trackrecord_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_trackrecord_checkpoint(args: argparse.Namespace) -> int:
-    from qsolve_pipeline.storage.state import connect
     from qsolve.receipts.trackrecord_log import LogRefused
+    from qsolve_pipeline.storage.state import connect
 
     with connect() as db:
         try:
