@@ -9,7 +9,9 @@ host); else Prefect's temporary server, started inside the command, with a start
 meets (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``, 600 s unless set) and one progress line while
 it starts. Only the first command pays the server's start-up when one is kept running; a command that
 has work needing no server (``qsolve submit``: lint, the checks, the gates) starts the temporary server
-first (:func:`begin_prefect`) and does that work while it starts (issue 39, item 1).
+first (:func:`begin_prefect`) and does that work while it starts (issue 39, item 1). The database the
+first temporary server builds on a fresh ``PREFECT_HOME`` is kept in qsolve's cache (:class:`Template`), and
+the next fresh ``PREFECT_HOME`` starts from a copy of it instead of building it again.
 
 The kept server is ``prefect server start`` on 127.0.0.1 and a free port, in a session of its own (so no
 command's janitor and no Ctrl-C in the terminal stops it), its database
@@ -325,6 +327,153 @@ class Pending:
         return self.kind
 
 
+def _cache() -> Path:
+    """qsolve's cache folder: ``QSOLVE_CACHE``, else ``$XDG_CACHE_HOME/qsolve``, else ``~/.cache/qsolve``."""
+    given = os.environ.get("QSOLVE_CACHE")
+    if given:
+        return Path(given).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "qsolve"
+
+
+#: files where Prefect may find settings beside its environment variables (PREFECT_HOME's profiles, the
+#: working directory's): one that names a database makes the temporary server's database not the default
+_SETTING_FILES = (".env", "prefect.toml", "pyproject.toml")
+
+
+@dataclass(frozen=True)
+class Template:
+    """Prefect's database as its temporary server builds it on a fresh ``PREFECT_HOME`` (issue 39, item 1):
+    the schema Prefect's migrations make (about 5 s of CPU, competing with the gates on a small machine)
+    and the block types it registers. The first temporary server on a fresh ``PREFECT_HOME`` builds it and
+    a copy is kept in qsolve's cache, one per installed Prefect and block collections; the next fresh
+    ``PREFECT_HOME`` starts from a copy of it, its server told not to migrate nor register again. A kept
+    copy is used only while its schema is the installed Prefect's head revision (read from the installed
+    migrations, not from the copy's name): never a stale one."""
+
+    database: Path  # the temporary server's: PREFECT_HOME/prefect.db
+    kept: Path  # the copy in the cache
+    head: str  # the installed Prefect's head revision for SQLite
+
+    @classmethod
+    def of(cls, packages: Path) -> Template | None:
+        """The template of the temporary server's database, when that is Prefect's default SQLite file
+        (no setting names another) and the installed migrations have one head; else None."""
+        if any(os.environ.get(v) for v in DATABASE_VARIABLES):
+            return None
+        prefect_home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+        profiles = os.environ.get("PREFECT_PROFILES_PATH") or prefect_home / "profiles.toml"
+        if any(_names_database(Path(file).expanduser()) for file in (profiles, *_SETTING_FILES)):
+            return None
+        head = _alembic_head(packages / "prefect/server/database/_migrations/versions/sqlite")
+        if head is None:
+            return None
+        import hashlib
+        import importlib.metadata
+
+        collections = importlib.metadata.entry_points(group="prefect.collections")
+        named = [importlib.metadata.version("prefect"), *sorted(f"{e.name}={e.value}" for e in collections)]
+        key = hashlib.sha256("\n".join(named).encode()).hexdigest()
+        return cls(prefect_home / "prefect.db", _cache() / f"prefect-{key[:16]}.db", head)
+
+    def seed(self) -> bool:
+        """Copy the kept database to a ``PREFECT_HOME`` that has none; whether it was."""
+        if self.database.exists() or _revision(self.kept) != self.head:
+            return False
+        import shutil
+        import tempfile
+
+        try:
+            self.database.parent.mkdir(parents=True, exist_ok=True)
+            fd, part = tempfile.mkstemp(dir=self.database.parent, prefix=".prefect.db-")
+            os.close(fd)
+            try:
+                shutil.copyfile(self.kept, part)
+                if _revision(Path(part)) != self.head:  # replaced meanwhile by another version's
+                    return False
+                os.link(part, self.database)  # never over a database another command made meanwhile
+            finally:
+                os.unlink(part)
+        except OSError:
+            return False
+        return True
+
+    def keep(self) -> None:
+        """Keep a copy of the database the temporary server built, as it is once the server answers (its
+        schema and block types, no run yet), when its revision is the head; nothing if that fails."""
+        import sqlite3
+        import tempfile
+
+        try:
+            self.kept.parent.mkdir(parents=True, exist_ok=True)
+            fd, part = tempfile.mkstemp(dir=self.kept.parent, prefix=".prefect-")
+            os.close(fd)
+            try:
+                with contextlib.closing(sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)) as source:
+                    # as built: no run, no block document (a secret), no variable, no deployment
+                    runs = sum(
+                        source.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608 - ours
+                        for table in ("flow_run", "block_document", "variable", "deployment")
+                    )
+                    with contextlib.closing(sqlite3.connect(part)) as copy:
+                        source.backup(copy)
+                        copy.execute("PRAGMA journal_mode=DELETE")  # one file; the server sets WAL again
+                if runs == 0 and _revision(Path(part)) == self.head:
+                    os.replace(part, self.kept)
+            finally:
+                Path(part).unlink(missing_ok=True)
+        except (OSError, sqlite3.Error):
+            return
+
+
+def _names_database(file: Path) -> bool:
+    """Whether a file Prefect reads settings from may name a database (a pyproject.toml only in its
+    ``[tool.prefect]`` tables, a ``.env`` only in ``PREFECT_`` variables)."""
+    try:
+        text = file.read_text(errors="replace")
+    except OSError:
+        return False
+    if file.name == "pyproject.toml":
+        text = text.split("[tool.prefect", 1)[1] if "[tool.prefect" in text else ""
+    elif file.name == ".env":
+        text = "\n".join(line for line in text.splitlines() if "PREFECT_" in line.upper())
+    return "database" in text.lower()
+
+
+def _revision(database: Path) -> str | None:
+    """The Alembic revision a SQLite database records (None: no database, or none recorded)."""
+    import sqlite3
+
+    if not database.is_file():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+            rows = db.execute("SELECT version_num FROM alembic_version").fetchall()
+    except sqlite3.Error:
+        return None
+    return rows[0][0] if len(rows) == 1 else None
+
+
+def _alembic_head(versions: Path) -> str | None:
+    """The one head revision of the migrations in ``versions`` (None: none, or more than one)."""
+    import re
+
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    try:
+        files = list(versions.glob("*.py"))
+    except OSError:
+        return None
+    for file in files:
+        text = file.read_text(errors="replace")
+        if (found := re.search(r"^revision\s*=\s*['\"]([0-9a-zA-Z_]+)['\"]", text, re.M)) is None:
+            continue
+        revisions.add(found.group(1))
+        if (down := re.search(r"^down_revision\s*=\s*(.+)$", text, re.M)) is not None:
+            parents.update(re.findall(r"['\"]([0-9a-zA-Z_]+)['\"]", down.group(1)))
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
+
+
 class Temporary:
     """Prefect's temporary server for one command, started at once without importing Prefect here:
     the process Prefect's own ``SubprocessASGIServer`` runs (uvicorn on Prefect's API app, no UI, the
@@ -332,7 +481,8 @@ class Temporary:
     temporary folder. The flows reach it through ``PREFECT_API_URL`` (so this process never loads
     Prefect's server modules); it is stopped when the command ends, after Prefect has sent what it
     still held (an exit function registered before Prefect's own: those run first), and its time-out
-    counts from its start (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``, 600 s unless set)."""
+    counts from its start (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``, 600 s unless set). A
+    fresh ``PREFECT_HOME`` gets a copy of the kept :class:`Template`, else the database it builds is kept."""
 
     def __init__(self, say: Callable[[str], None], announce: bool = True) -> None:
         import atexit
@@ -360,6 +510,8 @@ class Temporary:
         self.url: str | None = None
         self.process: subprocess.Popen[bytes] | None = None
         self.relaunches = 0
+        self.template: Template | None = None
+        self.seeded = self.builds = False
         self._launch()
         atexit.register(self.stop)
 
@@ -371,6 +523,13 @@ class Temporary:
         self.port = _free_port()
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
         env |= {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+        if self.relaunches == 0:
+            self.template = Template.of(packages)
+            # only a database this server builds is kept: never one of a person's PREFECT_HOME
+            self.builds = self.template is not None and not self.template.database.exists()
+            self.seeded = self.builds and self.template.seed()
+        if self.seeded:  # the installed head's schema and block types: nothing to migrate nor to register
+            env |= {"PREFECT_API_DATABASE_MIGRATE_ON_START": "0", "PREFECT_API_BLOCKS_REGISTER_ON_START": "0"}
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(
                 [
@@ -410,6 +569,8 @@ class Temporary:
                 self._fail(f"it exited with code {code}")
             elif healthy(self._url, timeout=5):
                 self.url = self._url
+                if self.builds and not self.seeded:
+                    self.template.keep()  # the database this server built, for the next fresh PREFECT_HOME
             elif time.monotonic() >= self.deadline:
                 self._fail(f"no answer on {self._url}")
             else:

@@ -14,6 +14,15 @@ from qiskit import QuantumCircuit
 #: any Prefect temporary server a test starts (a command in a process of its own, a flow outside the
 #: harness) is given as long as a busy machine needs, not Prefect's 20 s (issue 23)
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "600")
+#: the temporary servers' kept database (flows/server.py's Template) in a folder of the session's, not in
+#: the person's cache
+if "QSOLVE_CACHE" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["QSOLVE_CACHE"] = tempfile.mkdtemp(prefix="qsolve-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["QSOLVE_CACHE"], ignore_errors=True)
 
 
 def _prefect_logging_on_the_sessions_stream() -> None:

@@ -29,6 +29,9 @@ def hook(event, args):
         argv = [str(a) for a in (args[1] or [])]
         if "uvicorn" in argv:
             notes.write("server process started, port " + argv[argv.index("--port") + 1] + "\\n")
+            with open(os.environ["QSOLVE_TEST_EVENTS"] + ".server", "a") as server:
+                migrates = (args[3] or os.environ).get("PREFECT_API_DATABASE_MIGRATE_ON_START", "default")
+                server.write(f"migrates on start: {migrates}\\n")
         elif "qsolve.sandbox.child" in argv:
             notes.write("workflow process started\\n")
     elif event == "http.client.connect":
@@ -53,12 +56,14 @@ run()
 """
 
 
-def submit(tmp_path: Path, folder: Path, **more: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+def submit(
+    tmp_path: Path, folder: Path, prefect: str = "prefect", **more: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     unset = ("PREFECT_API_URL", "QSOLVE_DATABASE_URL", "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS")
-    events = tmp_path / "events"
+    events = tmp_path / f"events-{prefect}"
     env = {k: v for k, v in os.environ.items() if k not in unset} | {
         "QSOLVE_HOME": str(tmp_path / "home"),
-        "PREFECT_HOME": str(tmp_path / "prefect"),
+        "PREFECT_HOME": str(tmp_path / prefect),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "QSOLVE_TEST_EVENTS": str(events),
         "PYTHONPATH": str(REPO),
@@ -71,9 +76,9 @@ def submit(tmp_path: Path, folder: Path, **more: str) -> tuple[subprocess.Comple
     return done, events.read_text().splitlines() if events.exists() else []
 
 
-def prefect_rows(tmp_path: Path, sql: str) -> list[tuple]:
+def prefect_rows(tmp_path: Path, sql: str, prefect: str = "prefect") -> list[tuple]:
     """Rows of the temporary server's database (``PREFECT_HOME/prefect.db``), none if it has no such table."""
-    database = tmp_path / "prefect" / "prefect.db"
+    database = tmp_path / prefect / "prefect.db"
     if not database.exists():
         return []
     with sqlite3.connect(database) as db:
@@ -158,3 +163,33 @@ def test_a_temporary_server_that_does_not_start_is_one_line_and_nothing_half_don
     if state.exists():  # nothing published
         with sqlite3.connect(state) as db:
             assert db.execute("select count(*) from versions").fetchone() == (0,)
+
+
+def test_a_fresh_prefect_home_starts_from_the_database_the_first_one_built(
+    tmp_path: Path, wf: WorkflowDir
+) -> None:
+    """The first temporary server on a fresh PREFECT_HOME migrates its database, which is kept (schema and
+    block types, no run); the next fresh PREFECT_HOME starts from a copy, its server told not to migrate,
+    and records the flow's stages as the first did."""
+    cache = tmp_path / "cache"
+    first, _ = submit(tmp_path, wf.root, "prefect", QSOLVE_CACHE=str(cache))
+    assert first.returncode == 1 and "Rejected at the gates stage" in first.stdout, first.stderr
+    assert (tmp_path / "events-prefect.server").read_text() == "migrates on start: default\n"
+    (kept,) = cache.iterdir()
+    with sqlite3.connect(kept) as db:
+        assert db.execute("select count(*) from flow_run").fetchone() == (0,)
+        assert db.execute("select count(*) from block_type").fetchone()[0] > 0
+        (revision,) = db.execute("select version_num from alembic_version").fetchone()
+    assert prefect_rows(tmp_path, "select version_num from alembic_version") == [(revision,)]
+
+    second, _ = submit(tmp_path, wf.root, "again", QSOLVE_CACHE=str(cache))  # the same home: not published
+    assert second.returncode == 1 and "Rejected at the gates stage" in second.stdout, second.stderr
+    assert (tmp_path / "events-again.server").read_text() == "migrates on start: 0\n"
+    assert prefect_rows(tmp_path, "select version_num from alembic_version", "again") == [(revision,)]
+    (flow,) = prefect_rows(tmp_path, "select id, state_type from flow_run", "again")
+    assert flow[1] == "FAILED"
+    artifacts = dict(prefect_rows(tmp_path, "select key, type from artifact", "again"))
+    assert artifacts == {"tiny-submission-report": "markdown", "tiny-submission-gates": "table"}
+    tasks = prefect_rows(tmp_path, "select name, state_type from task_run", "again")
+    expected = {"lint": "COMPLETED", "submission checks": "COMPLETED", "gates": "FAILED"}
+    assert {name.rsplit("-", 1)[0]: state for name, state in tasks}.items() <= expected.items(), tasks
