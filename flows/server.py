@@ -598,6 +598,8 @@ class Temporary:
         nothing."""
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
+            if self.url is not None:
+                _settled(self.url)
             process.terminate()
             try:
                 process.wait(timeout=5)
@@ -605,6 +607,38 @@ class Temporary:
                 process.kill()
                 process.wait()
         self.log.unlink(missing_ok=True)
+
+
+#: a task run's last states reach Prefect as events, recorded by a service of the server after the flow
+#: run's own final state: a server stopped at once showed a task run of an ended flow run as still Running
+SETTLE_SECONDS = 5.0
+_ENDED = ["COMPLETED", "FAILED", "CRASHED", "CANCELLED"]
+
+
+def _settled(url: str, within: float = SETTLE_SECONDS) -> bool:
+    """Wait, at most ``within`` seconds, until the server holds no task run still Pending or Running
+    under a flow run that has ended (its events taken in); whether it got there."""
+    query = json.dumps(
+        {
+            "task_runs": {"state": {"type": {"any_": ["PENDING", "RUNNING"]}}},
+            "flow_runs": {"state": {"type": {"any_": _ENDED}}},
+            "limit": 1,
+        }
+    ).encode()
+    deadline = time.monotonic() + within
+    while True:
+        ask = urllib.request.Request(
+            url.rstrip("/") + "/task_runs/filter", query, {"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(ask, timeout=max(deadline - time.monotonic(), 0.5)) as answer:
+                if not json.load(answer):
+                    return True
+        except (OSError, ValueError):
+            return False
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 def stop_temporary_servers() -> None:
