@@ -14,6 +14,8 @@ from collections.abc import Callable
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
+import orjson
+
 from qsolve.receipts.strict_json import EXACT_LIMIT, Document
 
 
@@ -41,6 +43,28 @@ def _fast_writer() -> Callable[[Any], str]:
 
 
 _dumps = _fast_writer()
+
+
+def _sorted_orjson(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def _read_writer() -> Callable[[Any], bytes]:
+    """The writer of a plain document's values, which hold JSON types and finite numbers only (what
+    :func:`qsolve.receipts.strict_json.read` gives): orjson, sorted, where it writes what the standard
+    library's writer writes (escapes, numbers as ``repr``, names in code point order), about ten times
+    quicker; else the standard library's."""
+    sample = {"b": [1, -2, 0.5, 0.0178, None, True, False, 9007199254740991], "a": 'é\n\x1f\x7f\u2028"\\/'}
+    sample["\uffff"] = sample["é"] = sample["~"] = {"z": [], "y": {}}
+    try:
+        if _sorted_orjson(sample) == _dumps(sample).encode("utf-8"):
+            return _sorted_orjson
+    except TypeError:  # pragma: no cover - another orjson
+        pass
+    return lambda value: _dumps(value).encode("utf-8")  # pragma: no cover
+
+
+_write_read = _read_writer()
 
 
 def decimal_parts(x: float) -> tuple[str, int]:
@@ -164,4 +188,6 @@ def canonical_bytes(value: Any, *, plain: bool = False) -> bytes:
 
 def canonical_of(doc: Document, value: Any) -> bytes:
     """The canonical bytes of a value inside a strictly read document."""
-    return canonical_bytes(value, plain=doc.plain)
+    if doc.plain:
+        return _write_read(value)
+    return canonical_text(value).encode("utf-8")

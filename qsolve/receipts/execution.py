@@ -9,6 +9,7 @@ records the provider's word or nobody's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from qsolve.receipts.values import MISSING
@@ -23,6 +24,7 @@ STEP_VALUES = {
 }
 OPEN_KINDS = frozenset({"http", "process"})
 _MEMBERS = frozenset({"stated_by", *STEPS, "verbatim", "sent", "note"})
+_steps_of = itemgetter(*STEPS)
 
 
 @dataclass(frozen=True)
@@ -51,11 +53,10 @@ class Row:
         """``execution``, less its ``note``, is this row (``execution`` already holds §8.3's rules)."""
         if execution["stated_by"] != "client" or execution["verbatim"] is not self.verbatim:
             return False
-        for step in STEPS:
-            if execution[step] != self.steps[step]:
-                return False
+        if _steps_of(execution) != _steps_of(self.steps):  # strings, by the rules
+            return False
         sent = execution["sent"]
-        if sent["fields"] != list(self.fields):  # a list of strings, by the rules
+        if tuple(sent["fields"]) != self.fields:  # a list of strings, by the rules
             return False
         settings = sent["settings"]
         if self.model_setting is None:
@@ -143,19 +144,26 @@ ROWS: tuple[Row, ...] = (
     ),
 )
 KINDS_WITH_ROWS = frozenset(row.kind for row in ROWS)
-_ROWS_BY_KIND = {kind: tuple(row for row in ROWS if row.kind == kind) for kind in KINDS_WITH_ROWS}
+# A row holds for a provenance by whether it is silicon alone: the rows of each kind, for each answer.
+_ROWS_HOLDING = {
+    (kind, silicon): tuple(row for row in ROWS if row.kind == kind and row.holds_for(provenance))
+    for kind in KINDS_WITH_ROWS
+    for silicon, provenance in ((True, "silicon"), (False, "simulator"))
+}
 
 
-def rows_for(kind: Any, provenance: Any) -> list[Row]:
+def rows_for(kind: Any, provenance: Any) -> tuple[Row, ...]:
     """The rows of ``kind`` that hold for ``provenance``."""
     if type(kind) is not str:
-        return []
-    return [row for row in _ROWS_BY_KIND.get(kind, ()) if row.holds_for(provenance)]
+        return ()
+    return _ROWS_HOLDING.get((kind, provenance == "silicon"), ())
 
 
 def _settings_key_ok(key: str, fields: list[str]) -> bool:
     if key.startswith("/"):
-        token = key[1:].split("/", 1)[0].replace("~1", "/").replace("~0", "~")
+        token = key[1:].partition("/")[0]
+        if "~" in token:
+            token = token.replace("~1", "/").replace("~0", "~")
         return token in fields
     return key != ""
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from blake3 import blake3
 
 from qsolve.errors import QsolveError
-from qsolve.receipts.canonical import canonical_bytes
+from qsolve.receipts.canonical import canonical_bytes, canonical_of
 from qsolve.receipts.first_form import first_form_bytes
 from qsolve.receipts.strict_json import EXACT_LIMIT, Document
 
@@ -59,15 +59,10 @@ def digest(form: Form, q: bytes, t: bytes, v: bytes | None = None) -> bytes:
     """The 32 digest bytes over the texts ``Q``, ``T`` and, for a timed receipt, ``V``."""
     if (form is Form.TIMED) != (v is not None):
         raise ValueError("a time's text goes with the domain byte 0x03, and only with it")
-    h = blake3(DOMAIN + bytes((form.value,)))
-    h.update(_u64(len(q)))
-    h.update(q)
-    h.update(_u64(len(t)))
-    h.update(t)
+    parts = [DOMAIN, bytes((form.value,)), _u64(len(q)), q, _u64(len(t)), t]
     if v is not None:
-        h.update(_u64(len(v)))
-        h.update(v)
-    return h.digest()
+        parts += (_u64(len(v)), v)
+    return blake3(b"".join(parts)).digest()
 
 
 SET_FORMAT = "wai.quantum.set/1"
@@ -75,7 +70,9 @@ SET_FORMAT = "wai.quantum.set/1"
 
 def sealed_part(result: dict[str, Any]) -> dict[str, Any]:
     """A result less its ``receipt``: what ``T`` is the text of."""
-    return {k: v for k, v in result.items() if k != "receipt"}
+    part = dict(result)
+    part.pop("receipt", None)
+    return part
 
 
 def head_of(result: dict[str, Any]) -> dict[str, Any]:
@@ -91,9 +88,10 @@ def job_digest(request: Any, sealed: Any, form: Form, time: Any = None, doc: Doc
     """The digest of a request and a sealed result (or set head), in the receipt's form."""
     if form is Form.FIRST:
         return digest(form, first_form_bytes(request), first_form_bytes(sealed))
-    plain = doc is not None and doc.plain
-    q = canonical_bytes(request, plain=plain)
-    t = canonical_bytes(sealed, plain=plain)
+    if doc is None:
+        q, t = canonical_bytes(request), canonical_bytes(sealed)
+    else:
+        q, t = canonical_of(doc, request), canonical_of(doc, sealed)
     if form is Form.TIMED:
         return digest(form, q, t, canonical_bytes(time))
     return digest(form, q, t)

@@ -8,6 +8,11 @@ surrogate or an unescaped control character, a number's magnitude rounds to an i
 Values come back as Python values: an integer literal (no fraction, no exponent) as ``int`` (``-0`` as
 ``-0.0``, since it is a double), every other number as the nearest ``float``, objects as ``dict`` in the
 job's order. A noncharacter is a character like any other.
+
+Bytes are read first by orjson, for the common text (no ``\\u`` escape, no ``-0``, no whole number past
+2^53 - 1, no whole or tiny double), checked as :func:`read_standard` would check it; any other text, and
+any text orjson does not read, is read by :func:`read_standard`, the standard library's reading with hooks,
+which decides every refusal and says why.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from qsolve.errors import QsolveError
 
@@ -124,6 +131,69 @@ def _refuse_constant(name: str) -> Any:
 
 def read(data: bytes | str) -> Document:
     """Read one JSON value strictly; raise :class:`Unreadable` with why when the text breaks a rule."""
+    if _QUICK and isinstance(data, bytes):
+        doc = _read_quickly(data)
+        if doc is not None:
+            return doc
+    return read_standard(data)
+
+
+# What sends a text to the standard reading: a \u escape (a lone surrogate, a name written twice under
+# its escapes, a character past U+FFFF), and -0 as a number (-0.0 to the hooks, 0 to orjson).
+_ESCAPE_U = re.compile(rb"\\u")
+_MINUS_ZERO_BYTES = re.compile(rb"-0(?![.eE0-9])")
+
+
+def _shape_table() -> bytes:
+    """The shape of orjson's text: "0" and the other digits apart, "e" and a sign, "," for every end of a
+    value in a container, "[" for "{" too, ":" and "." as they are; every other byte a space."""
+    table = bytearray(b" " * 256)
+    for b in b"0.e:[,":
+        table[b] = b
+    for b in b"123456789":
+        table[b] = ord("1")
+    table[ord("E")] = ord("e")
+    table[ord("+")] = table[ord("-")] = ord("+")
+    table[ord("]")] = table[ord("}")] = ord(",")
+    table[ord("{")] = ord("[")
+    return bytes(table)
+
+
+_SHAPE = _shape_table()
+# orjson writes a whole double as its digits and ".0" below 10^16 (``1.0``, ``-0.0``) and with "e+" from
+# there, a double below 10^-4 in magnitude as "0.0000..." down to 10^-5 and with "e-" below it: each is
+# found in the shape, where a string can only add a false alarm (which costs the standard reading).
+_WHOLE_OR_TINY = (b".0,", b".0000", b"0e+", b"1e+")
+_ASTRAL_BYTES = re.compile(rb"[\xf0-\xf4]")
+
+
+def _may_be_whole_or_tiny(shape: bytes) -> bool:
+    return shape.endswith(b".0") or any(marks in shape for marks in _WHOLE_OR_TINY)
+
+
+def _read_quickly(raw: bytes) -> Document | None:
+    """The :class:`Document` :func:`read_standard` gives, read by orjson; ``None`` when the text is not
+    the common one this reading knows to agree, or may break a rule: the standard reading then decides."""
+    if _ESCAPE_U.search(raw) is not None or _MINUS_ZERO_BYTES.search(raw) is not None:
+        return None
+    try:
+        value = orjson.loads(raw)  # refuses what is no JSON, not UTF-8, a byte order mark, infinities
+        written = orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)  # refuses |n| >= 2^53
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    shape = written.translate(_SHAPE)
+    # A member written twice: orjson keeps one, and with no \u escape every ":" of the text is either one
+    # member's or a character of a string, which orjson writes back as itself.
+    if raw.count(b":") != shape.count(b":"):
+        return None
+    if shape.count(b"[") > MAX_DEPTH or _may_be_whole_or_tiny(shape):
+        return None
+    astral = not written.isascii() and _ASTRAL_BYTES.search(written) is not None
+    return Document(value, False, not astral)
+
+
+def read_standard(data: bytes | str) -> Document:
+    """:func:`read` by the standard library alone, its hooks deciding each rule."""
     if isinstance(data, bytes | bytearray | memoryview):
         raw = bytes(data)
         if raw.startswith(_BOM):
@@ -200,3 +270,47 @@ def _has_lone_surrogate(value: Any) -> bool:
         elif isinstance(v, list):
             stack.extend(v)
     return False
+
+
+def _orjson_agrees() -> bool:
+    """orjson writes the doubles and whole numbers :func:`_read_quickly` must tell apart as it expects,
+    and reads as the standard library does; else every text is read by :func:`read_standard`."""
+    try:
+        for x in (
+            1.0,
+            -0.0,
+            0.0,
+            100.0,
+            2.0**53,
+            -1e16,
+            1e16,
+            1e21,
+            1e22,
+            1.5e300,
+            1e-5,
+            5e-5,
+            9.99e-5,
+            1e-6,
+            1e-7,
+            -1e-300,
+            5e-324,
+        ):
+            for text in (orjson.dumps(x), orjson.dumps([x]), orjson.dumps({"a": x})):
+                if not _may_be_whole_or_tiny(text.translate(_SHAPE)):
+                    return False
+        for x in (0.1, 0.0178, -0.5, 1e-4, 0.00012, 123456.789, 4503599627370495.5):
+            if orjson.dumps(x) != repr(x).encode():
+                return False
+        for n in (2**53, -(2**53)):
+            try:
+                orjson.dumps(n, option=orjson.OPT_STRICT_INTEGER)
+                return False
+            except orjson.JSONEncodeError:
+                pass
+        sample = b'{"a":[1,-2,0.5,"\\n\\"",true,null,{}],"b":9007199254740991}'
+        return orjson.loads(sample) == read_standard(sample).value
+    except Exception:  # another orjson: the standard reading is always there
+        return False
+
+
+_QUICK = _orjson_agrees()

@@ -63,6 +63,8 @@ def whole(v: Any) -> int | None:
 
 
 def whole_at_least(v: Any, least: int) -> bool:
+    if type(v) is int and -EXACT_LIMIT <= v <= EXACT_LIMIT:  # its own value: the common case, at once
+        return v >= least
     n = whole(v)
     return n is not None and n >= least
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qsolve.receipts.canonical import canonical_bytes, canonical_text, es6_number
+from qsolve.receipts.canonical import canonical_bytes, canonical_of, canonical_text, es6_number
 from qsolve.receipts.first_form import first_form_bytes, first_form_number
 from qsolve.receipts.strict_json import read, read_value
 from tests.conftest import VECTORS
@@ -163,6 +163,14 @@ def test_canonical_text_is_a_fixed_point_of_reading(value: object) -> None:
 def test_the_fast_writer_and_the_full_writer_agree_on_what_is_read(value: object, indent: int | None) -> None:
     doc = read(json.dumps(value, indent=indent).encode())
     assert canonical_bytes(doc.value, plain=doc.plain) == canonical_text(doc.value).encode()
+
+
+@given(json_values, st.sampled_from([None, 2]), st.booleans())
+def test_a_read_documents_writer_and_the_full_writer_agree(
+    value: object, indent: int | None, ascii_only: bool
+) -> None:
+    doc = read(json.dumps(value, indent=indent, ensure_ascii=ascii_only).encode())
+    assert canonical_of(doc, doc.value) == canonical_text(doc.value).encode()
 
 
 @given(st.dictionaries(names, st.integers(), max_size=6))

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qsolve.receipts.strict_json import INFINITE_AT, MAX_DEPTH, Unreadable, read, read_value
+from qsolve.receipts import strict_json
+from qsolve.receipts.strict_json import INFINITE_AT, MAX_DEPTH, Unreadable, read, read_standard, read_value
 from tests.conftest import VECTORS
 
 PARSING = VECTORS / "json-parsing" / "test_parsing"
@@ -259,3 +260,127 @@ def test_depth_is_readable_exactly_up_to_127(depth: int) -> None:
     else:
         with pytest.raises(Unreadable):
             read(_nest(depth))
+
+
+# --- the quick reading (orjson) against the standard one --------------------------------------------
+
+
+def _outcome(read_with: object, data: bytes) -> object:
+    try:
+        doc = read_with(data)  # type: ignore[operator]
+    except Unreadable as e:
+        return ("unreadable", str(e))
+    return doc
+
+
+def _agree(data: bytes) -> None:
+    """``read`` answers as ``read_standard``: the same refusal, or the same value (members in the same
+    order, -0.0 apart from 0), the same ``big_ints`` and ``plain``."""
+    got, want = _outcome(read, data), _outcome(read_standard, data)
+    if isinstance(want, tuple):
+        assert got == want
+        return
+    assert not isinstance(got, tuple), got
+    assert _same(got.value, want.value) and _same(list(_keys(got.value)), list(_keys(want.value)))
+    assert (got.big_ints, got.plain) == (want.big_ints, want.plain)
+
+
+def _keys(value: object) -> list[object]:
+    out: list[object] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            out.extend(v)
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return out
+
+
+def test_orjson_is_the_one_the_quick_reading_was_checked_against() -> None:
+    assert strict_json._QUICK  # else every text is read by the standard reading alone, more slowly
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"request": {"shots": 1000}, "result": {"counts": {"00": 500}, "p": 0.0178, "q": "a:b", "r": []}}',
+        b'[0.5, -2, 9007199254740991, -9007199254740991, "1.0", "3e5", "-01", "\\n\\"", true, null]',
+        '{"é": ["\u00e9 \ue000 ok"]}'.encode(),
+        b"  \t\r\n[[[[]]]]  ",
+    ],
+)
+def test_the_common_text_is_read_quickly_and_as_the_standard_reading_reads_it(text: bytes) -> None:
+    assert strict_json._read_quickly(text) is not None
+    _agree(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"a": 1, "b": {"c": ":"}, "a": 2}',  # a member twice, colons in strings around it
+        b'["1.0,", "3e+5", "-0 "]',  # strings that look like a whole double, an exponent, -0
+        b'{"a": {"x": 1, "x": 1}}',
+        b'{"a:": 1, "a:": 1}',
+        b'{"a": 1, "\\u0061": 2}',
+        b'{"\\u003a": 1, "a": 1, "a": 2}',  # an escaped colon beside a member twice
+        b"[-0]",
+        b"[-0.0]",
+        b"[1.0]",
+        b"[100.0]",
+        b"[1e2]",
+        b"[1e16]",
+        b"[1e-7]",
+        b"[0.00005]",
+        b"[9007199254740992]",
+        b"[-9007199254740992]",
+        b"[18446744073709551616]",
+        b"[123456789012345678901234567890]",
+        b"[1e400]",
+        b'["\\ud800"]',
+        b'["\\ud83d\\ude02"]',
+        '["\U0001f602"]'.encode(),
+        b'"\xed\xa0\x80"',
+        b"\xef\xbb\xbf{}",
+        b"[NaN]",
+        b"{} {}",
+        b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1),
+        b"[" * MAX_DEPTH + b"]" * MAX_DEPTH,
+    ],
+)
+def test_every_other_text_is_left_to_the_standard_reading_or_read_as_it_reads_it(text: bytes) -> None:
+    _agree(text)
+
+
+def test_the_quick_reading_leaves_each_rule_to_the_standard_one() -> None:
+    for text in (b'{"a": 1, "b": {"c": ":"}, "a": 2}', b"[-0]", b"[1.0]", b"[1e-7]", b"[9007199254740992]"):
+        assert strict_json._read_quickly(text) is None
+    assert not read(b'["\\ud83d\\ude02"]').plain and not read('["\U0001f602"]'.encode()).plain
+
+
+@pytest.mark.parametrize("path", _files(""), ids=lambda p: p.name)
+def test_every_suite_file_reads_as_the_standard_reading_reads_it(path: Path) -> None:
+    _agree(path.read_bytes())
+
+
+@given(json_values, st.booleans(), st.sampled_from([None, 1, 2]))
+def test_any_written_value_reads_as_the_standard_reading_reads_it(
+    value: object, ascii_only: bool, indent: int | None
+) -> None:
+    _agree(json.dumps(value, ensure_ascii=ascii_only, indent=indent).encode("utf-8"))
+
+
+@given(
+    st.dictionaries(st.text(alphabet="ab:é", max_size=3), json_values, min_size=1, max_size=4),
+    st.data(),
+    st.sampled_from([None, 2]),
+)
+def test_any_member_written_twice_as_itself_is_unreadable(
+    obj: dict[str, object], data: st.DataObject, indent: int | None
+) -> None:
+    name = data.draw(st.sampled_from(sorted(obj)))
+    again = json.dumps({name: data.draw(json_values)}, ensure_ascii=False)[1:-1]
+    text = json.dumps(obj, ensure_ascii=False, indent=indent)[:-1].rstrip() + "," + again + "}"
+    with pytest.raises(Unreadable, match="twice"):
+        read(text.encode("utf-8"))
