@@ -39,6 +39,10 @@ def _prefect_logging_on_the_sessions_stream() -> None:
 
 _prefect_logging_on_the_sessions_stream()
 
+#: Prefect counts only its own sleeps against this: on a loaded 2-core machine the harness's start took
+#: 15 s idle and over 120 s at load 30 (issue 23)
+HARNESS_STARTUP_S = int(os.environ.get("QSOLVE_TEST_HARNESS_STARTUP_S", "900"))
+
 REPO = Path(__file__).resolve().parents[1]
 VECTORS = Path(__file__).resolve().parent / "vectors"  # public test vectors, sources in its README
 
@@ -193,3 +197,58 @@ class WorkflowDir:
 @pytest.fixture
 def wf(tmp_path: Path) -> WorkflowDir:
     return WorkflowDir(tmp_path / "tiny")
+
+
+@pytest.fixture(scope="session")
+def qsolve_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("qsolve-home")
+    previous = os.environ.get("QSOLVE_HOME")
+    os.environ["QSOLVE_HOME"] = str(home)
+    yield home
+    if previous is None:
+        os.environ.pop("QSOLVE_HOME", None)
+    else:
+        os.environ["QSOLVE_HOME"] = previous
+
+
+@pytest.fixture(scope="session")
+def prefect(qsolve_home: Path):
+    """The harness's server, given as long to start as a busy machine needs; stopped at the end even when
+    its start failed (Prefect's harness leaves a server that timed out running, and registered as the
+    process's temporary server, for Prefect's atexit to stop after pytest's summary). Here, not in a folder's
+    conftest: a module that imported it from there had a fixture of its own, so a second server in the same
+    pytest worker."""
+    import qiskit_aer  # noqa: F401 - first import in the main thread (FACTS.md)
+    from prefect.testing.utilities import prefect_test_harness
+
+    from qsolve_pipeline.flows.server import stop_temporary_servers
+
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    try:
+        with prefect_test_harness(server_startup_timeout=HARNESS_STARTUP_S):
+            yield
+    finally:  # a harness whose start failed leaves its server registered as the process's temporary one
+        stop_temporary_servers()
+
+
+@pytest.fixture(scope="session")
+def shared_worker(prefect, tmp_path_factory: pytest.TempPathFactory):
+    """One pool and one ``qsolve worker`` on the session's server, for every test of the process-worker
+    group whose flow runs need only a pool and a worker (its start costs 10 to 60 s on a busy machine):
+    each such test deploys on it with a home of its own (``Platform.guest``, tests/flows/
+    test_operator_worker.py)."""
+    from tests.flows.test_operator_worker import shared_platform
+
+    with shared_platform(tmp_path_factory.mktemp("shared")) as made:
+        yield made
+
+
+@pytest.fixture
+def guest(shared_worker, tmp_path: Path):
+    """A platform of the test's own (home, deployments) on the session's shared pool and worker; its
+    deployments removed afterwards."""
+    made_here = shared_worker[0].guest(tmp_path, "host-g")
+    try:
+        yield made_here
+    finally:
+        made_here.remove()

@@ -4,7 +4,8 @@
 
 Each test is a finding, asserting the right behaviour (a strict xfail until it was mended). What held has no
 test here (see the attack's report). The tests that use a Prefect server share the process-worker group
-of tests/flows/test_operator_worker.py and reuse the fixtures of tests/flows.
+of tests/flows/test_operator_worker.py and reuse its fixtures: the session's server (``prefect``), its pool
+and worker (``shared_worker``, tests/conftest.py) with a home of the test's own (``guest``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.flows.conftest import prefect, qsolve_home  # noqa: F401 - the session's Prefect server
 from tests.flows.test_maintenance import ended_runs
 from tests.flows.test_maintenance_runner import _final, _run, deployment  # noqa: F401
-from tests.flows.test_operator_worker import _env, _fresh_evaluation_limit, _until, platform, worker  # noqa: F401
+from tests.flows.test_operator_worker import _fresh_evaluation_limit, _until
 
 pytestmark = pytest.mark.xdist_group("prefect-process-worker")
 
@@ -103,7 +103,7 @@ def test_the_evaluation_deployment_refuses_a_model_without_its_key_as_the_comman
         assert store.db.list_evaluation_runs() == []
 
 
-def test_cancelling_a_flow_run_that_never_ran_its_run_id_leaves_that_run_alone(platform) -> None:
+def test_cancelling_a_flow_run_that_never_ran_its_run_id_leaves_that_run_alone(guest, shared_worker) -> None:
     """``prefect deployment run evaluation/evaluation --param run_id=R`` for a run R another flow run is
     executing (a mistaken retry), waiting for a slot of the ``evaluation`` limit; the operator cancels it
     (``prefect flow-run cancel``). The flow run never started R (it would be refused: only a pending run
@@ -116,6 +116,7 @@ def test_cancelling_a_flow_run_that_never_ran_its_run_id_leaves_that_run_alone(p
     from qsolve_pipeline.storage.calibration import open_store
     from tests.qsolve.calibration.calibration_runs import made
 
+    platform, w = guest, shared_worker[1]  # a home of its own, on the session's pool and worker
     with open_store(platform.home) as store:
         store.record_all([made("Q00")])
         run = request_run(store.db, store, RunRequest(task="CheckT1", chip="fake:fez"), home=platform.home)
@@ -128,32 +129,40 @@ def test_cancelling_a_flow_run_that_never_ran_its_run_id_leaves_that_run_alone(p
     platform.deploy("evaluation", "qsolve_pipeline.flows.evaluation:evaluation_flow")
     (platform.home / "evaluation.yaml").write_text("version: 1\nmodels: []\n")
     try:
-        with worker(platform, _env(platform.home, "host-c")) as w:
-            mistaken = platform.run("evaluation", run_id=run.id)
+        mistaken = platform.run("evaluation", run_id=run.id)
 
-            def waiting() -> bool:
-                with get_client(sync_client=True) as client:
-                    state = client.read_flow_run(mistaken).state
-                return state is not None and "waits for a slot" in (state.message or "")
-
-            assert _until(waiting), w.log.read_text()[-3000:]
+        def waiting() -> bool:
             with get_client(sync_client=True) as client:
-                client.set_flow_run_state(mistaken, Cancelling(message="a mistaken retry"), force=True)
+                state = client.read_flow_run(mistaken).state
+            return state is not None and "waits for a slot" in (state.message or "")
 
-            def ended():
-                with get_client(sync_client=True) as client:
-                    state = client.read_flow_run(mistaken).state
-                return state is not None and state.is_final() and state
+        assert _until(waiting), w.log.read_text()[-3000:]
+        with get_client(sync_client=True) as client:
+            client.set_flow_run_state(mistaken, Cancelling(message="a mistaken retry"), force=True)
 
-            assert _until(ended), w.log.read_text()[-3000:]
-            assert ended().is_cancelled()
+        def ended():
+            with get_client(sync_client=True) as client:
+                state = client.read_flow_run(mistaken).state
+            return state is not None and state.is_final() and state
 
-            def status() -> str:
-                with open_store(platform.home) as store:
-                    return store.db.get_evaluation_run(run.id).status.value
+        assert _until(ended), w.log.read_text()[-3000:]
+        assert ended().is_cancelled()
 
-            # the hook runs once the flow run is Cancelled: a minute for it to act, were it to
-            _until(lambda: status() != "running", timeout=60)
-            assert status() == "running", "the run another flow run executes was cancelled by this one"
+        def status() -> str:
+            with open_store(platform.home) as store:
+                return store.db.get_evaluation_run(run.id).status.value
+
+        with get_client(sync_client=True) as client:
+            name = client.read_flow_run(mistaken).name
+
+        def hook_ended() -> bool:
+            """Prefect's runner in the worker said the cancellation done, which it says once the flow's
+            cancellation hooks have returned (prefect.runner's cancellation manager: kill, hooks, then
+            the Cancelled state and this line)."""
+            return f"Cancelled flow run '{name}'" in w.log.read_text()
+
+        # a minute for the hook to act, were it to; no longer than until the worker says it has run
+        _until(lambda: status() != "running" or hook_ended(), timeout=60)
+        assert status() == "running", "the run another flow run executes was cancelled by this one"
     finally:
         _fresh_evaluation_limit()

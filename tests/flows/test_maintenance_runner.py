@@ -1,7 +1,8 @@
 """A deployed maintenance pass is served by the maintenance runner beside ``qsolve worker`` (issue 39,
 item 3; docs/deploy.md), on the session's Prefect server:
 
-- a run of the ``maintenance`` deployment (its own work queue, ``maintenance``) is taken when due and
+- a run of the ``maintenance`` deployment (its own work queue, ``maintenance``), on the session's pool and
+  ``qsolve worker`` (``shared_worker``, tests/conftest.py), is taken when due and
   completes with its one-line summary as the state's message and in its log; it files what waits and
   publishes its report; a pass with nothing to do publishes no artifact; Prefect's worker takes none;
 - a pass that fails is Failed;
@@ -12,10 +13,6 @@ item 3; docs/deploy.md), on the session's Prefect server:
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -30,20 +27,6 @@ from tests.flows.test_maintenance import ended_runs
 pytestmark = pytest.mark.xdist_group("prefect-process-worker")
 
 WAIT_S = 300  # a loaded 2-core machine starts a worker's processes in 10 to 60 s
-
-
-def _env(home: Path) -> dict[str, str]:
-    from prefect.settings import PREFECT_API_URL
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("QSOLVE_", "QISKIT_IBM"))}
-    return env | {
-        "PREFECT_API_URL": PREFECT_API_URL.value(),
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_WORKER_QUERY_SECONDS": "1",
-        "QSOLVE_HOME": str(home),
-        "QSOLVE_HOST_NAME": "host-m",
-        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
-    }
 
 
 def _until(what, timeout: float = WAIT_S, every: float = 0.3):
@@ -130,47 +113,27 @@ def _artifacts(run_id) -> list:
         )
 
 
-@contextlib.contextmanager
-def worker(pool: str, env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "qsolve.cli", "worker", "--pool", pool],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-
-
-def test_a_deployed_pass_is_taken_by_the_worker_and_completes_with_its_summary(
-    deployment, tmp_path: Path
-) -> None:
+def test_a_deployed_pass_is_taken_by_the_worker_and_completes_with_its_summary(guest, shared_worker) -> None:
+    """On the session's pool and ``qsolve worker`` (tests/conftest.py, ``shared_worker``), the deployment's
+    runs with a home of the test's own (the deployment's job variables, laid over the runner's own)."""
+    from qsolve_pipeline.flows.maintenance_runner import ENTRYPOINT
+    from qsolve_pipeline.flows.queues import MAINTENANCE_QUEUE
     from qsolve_pipeline.storage.trackrecord.sql import run_sql
 
-    pool, made = deployment
-    home = tmp_path / "home"
+    platform, w = guest, shared_worker[1]
+    home, tmp_path = platform.home, platform.root
     ids = ended_runs(home, 1)
-    log = tmp_path / "worker.log"
-    with worker(pool, _env(home), log):
-        first = _run(made, in_s=2)  # due in 2 s, as the schedule makes them: waited for, then taken
-        state = _final(first)
-        assert state.is_completed(), (state, log.read_text()[-3000:])
-        idle = _run(made)
-        again = _final(idle)
-        (tmp_path / "a-file").write_text("not a home")
-        bad = _run(made, home=str(tmp_path / "a-file"))
-        failed = _final(bad)
-        said = log.read_text()
+    made = platform.deploy("maintenance", ENTRYPOINT, queue=MAINTENANCE_QUEUE)
+    log = w.log
+    first = _run(made, in_s=2)  # due in 2 s, as the schedule makes them: waited for, then taken
+    state = _final(first)
+    assert state.is_completed(), (state, log.read_text()[-3000:])
+    idle = _run(made)
+    again = _final(idle)
+    (tmp_path / "a-file").write_text("not a home")
+    bad = _run(made, home=str(tmp_path / "a-file"))
+    failed = _final(bad)
+    said = log.read_text()
     assert state.message.startswith("filed 1 runs (0 wait); ended 0 abandoned runs; released 0 holds")
     assert "\n" not in state.message
     assert run_sql("select run_id from rows", home).column("run_id").to_pylist() == ids

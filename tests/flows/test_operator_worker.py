@@ -11,9 +11,13 @@
 - a third evaluation run waits, saying so, while two run (the ``evaluation`` concurrency limit);
 - SIGKILL of ``qsolve worker``'s process group leaves no Prefect worker and no flow run behind.
 
-The flows' code runs from the worker's environment (PYTHONPATH, else the installed package). Each test
-makes its own pool and deployments and removes them, but for the rejected submission and the crashed
-history run, which share one pool and one worker (``shared``).
+The flows' code runs from the worker's environment (PYTHONPATH, else the installed package). A test whose
+flow runs need only a pool and a worker runs them on the session's one pool and worker (``shared_worker``,
+tests/conftest.py: a worker's start costs 10 to 60 s on a busy machine), with deployments and a home of
+its own (``guest``: the home in the deployments' job variables), or the shared home's own deployments (the
+rejected submission, the crashed history run). A test keeps a pool and worker of its own where it asks
+something of them: the fresh pool made by ``deployments.pool`` and the worker holding a provider, and the
+worker whose process group is killed.
 """
 
 from __future__ import annotations
@@ -57,23 +61,47 @@ def _env(home: Path, host: str, **more: str) -> dict[str, str]:
 
 
 class Platform:
-    """A pool, its deployments, and the homes and logs of the processes started on it."""
+    """A pool, its deployments, and the homes and logs of the processes started on it; a guest
+    (:meth:`guest`) has deployments and a home of its own on another's pool and worker."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, pool: str | None = None, env: dict[str, str] | None = None) -> None:
         self.root = root
-        self.pool = f"qsolve-{uuid.uuid4().hex[:8]}"
+        self.tag = uuid.uuid4().hex[:8]
+        self.owner = pool is None
+        self.pool = pool or f"qsolve-{self.tag}"
+        self.env = env or {}  # its flow runs' environment, over the worker's (the deployments' job variables)
         self.deployments: dict[str, object] = {}
         self.home = root / "home"
         self.home.mkdir()
 
-    def deploy(self, flow_name: str, entrypoint: str) -> object:
+    def guest(self, root: Path, host: str) -> Platform:
+        """A platform on this one's pool (and so its worker) whose flow runs have a home of their own: the
+        environment ``_env`` gives a worker of its own, laid over the shared worker's by the deployments'
+        job variables (``env``), as Prefect's process worker lays them over its own for each run."""
+        home = root / "home"
+        return Platform(
+            root,
+            pool=self.pool,
+            env={
+                "QSOLVE_HOME": str(home),
+                "QSOLVE_HOST_NAME": host,
+                "QSOLVE_EVALUATION_CONFIG": str(home / "evaluation.yaml"),
+            },
+        )
+
+    def deploy(
+        self, flow_name: str, entrypoint: str, queue: str = "default", env: dict[str, str] | None = None
+    ) -> object:
         from prefect.client.orchestration import get_client
         from prefect.utilities.importtools import import_object
 
         from qsolve_pipeline.flows.queues import ensure_queues
 
-        ensure_queues(self.pool, ["default"])  # the pool, where no one made it yet
-        name = f"{flow_name}-{self.pool}"
+        ensure_queues(self.pool, [queue])  # the pool, where no one made it yet
+        name = f"{flow_name}-{self.tag}"
+        variables: dict[str, object] = {"working_dir": str(self.root)}
+        if self.env or env:
+            variables["env"] = self.env | (env or {})
         with get_client(sync_client=True) as client:
             flow_id = client.create_flow(import_object(entrypoint))
             self.deployments[flow_name] = client.create_deployment(
@@ -81,11 +109,11 @@ class Platform:
                 name=name,
                 entrypoint=entrypoint,
                 work_pool_name=self.pool,
-                work_queue_name="default",
+                work_queue_name=queue,
                 pull_steps=[],
                 parameters={},
                 enforce_parameter_schema=False,
-                job_variables={"working_dir": str(self.root)},
+                job_variables=variables,
             )
         return self.deployments[flow_name]
 
@@ -98,6 +126,7 @@ class Platform:
             ).id
 
     def remove(self) -> None:
+        """Its deployments removed, and its pool if it made it."""
         from prefect.client.orchestration import get_client
         from prefect.exceptions import ObjectNotFound
 
@@ -105,8 +134,9 @@ class Platform:
             for deployment in self.deployments.values():
                 with contextlib.suppress(ObjectNotFound):
                     client.delete_deployment(deployment)
-            with contextlib.suppress(ObjectNotFound):
-                client.delete_work_pool(self.pool)
+            if self.owner:
+                with contextlib.suppress(ObjectNotFound):
+                    client.delete_work_pool(self.pool)
 
 
 @pytest.fixture
@@ -118,21 +148,22 @@ def platform(prefect, tmp_path: Path) -> Iterator[Platform]:
         made_here.remove()
 
 
-@pytest.fixture(scope="module")
-def shared(prefect, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Platform, subprocess.Popen]]:
-    """One pool and one worker (host-s) for the tests whose flow runs ask nothing of their own of the worker
-    (its start costs 10 to 60 s on a busy machine): the submission and history deployments, hw-max-cut
-    published, and the failpoint that SIGKILLs a history flow run once it holds the stage (a submission
-    rejected at its folder never reaches it). A test waits for its flow run's process to end."""
+@contextlib.contextmanager
+def shared_platform(root: Path) -> Iterator[tuple[Platform, subprocess.Popen]]:
+    """One pool and one worker (host-s) for the session's tests whose flow runs ask nothing of their own of
+    the worker (its start costs 10 to 60 s on a busy machine): the submission and history deployments on
+    its own home, with hw-max-cut published, the history's runs with the failpoint that SIGKILLs a history
+    flow run once it holds the stage (a submission rejected at its folder never reaches it); and the
+    guests' deployments (:meth:`Platform.guest`). A test waits for its flow run's process to end."""
     from tests.flows.hardware_setup import publish
 
-    made_here = Platform(tmp_path_factory.mktemp("shared"))
+    made_here = Platform(root)
     try:
         publish(made_here.home, made_here.root)
         made_here.deploy("submission", "qsolve_pipeline.flows.submission:submission_flow")
-        made_here.deploy("history", "qsolve_pipeline.flows.history:history_flow")
-        env = _env(made_here.home, "host-s", QSOLVE_FAILPOINT="history.claimed")
-        with worker(made_here, env) as w:
+        failing = {"QSOLVE_FAILPOINT": "history.claimed"}
+        made_here.deploy("history", "qsolve_pipeline.flows.history:history_flow", env=failing)
+        with worker(made_here, _env(made_here.home, "host-s")) as w:
             yield made_here, w
     finally:
         made_here.remove()
@@ -267,8 +298,9 @@ def test_a_fresh_pool_whose_worker_holds_a_provider_takes_its_runs(platform: Pla
 
 
 def test_cancelling_an_evaluation_flow_run_cancels_its_run_and_a_failed_one_is_failed(
-    platform: Platform,
+    guest: Platform, shared_worker: tuple[Platform, subprocess.Popen]
 ) -> None:
+    platform = guest  # its home and deployment, on the session's pool and worker
     from tests.qsolve.evaluation.model_server import HEALTHY, ModelServer, fail, slow
 
     with open_store(platform.home) as store:
@@ -276,42 +308,42 @@ def test_cancelling_an_evaluation_flow_run_cancels_its_run_and_a_failed_one_is_f
     _fresh_evaluation_limit()
     platform.deploy("evaluation", "qsolve_pipeline.flows.evaluation:evaluation_flow")
     env = _env(platform.home, "host-e")
-    with worker(platform, env) as w:  # one worker takes both runs (its start costs 10 to 60 s at load)
-        with ModelServer({k: slow(v, 600) for k, v in HEALTHY.items()}) as server:
-            # its questions wait for the cancel (at load 30 the cancel command took longer than the default
-            # 5 s a question, and the run had failed before it came)
-            _declare(platform.home, server, timeout_seconds=3 * WAIT_S)
-            # no run_id among its parameters
-            run = platform.run("evaluation", task="CheckT1", chip="fake:fez")
+    w = shared_worker[1]  # one worker takes both runs, the session's
+    with ModelServer({k: slow(v, 600) for k, v in HEALTHY.items()}) as server:
+        # its questions wait for the cancel (at load 30 the cancel command took longer than the default
+        # 5 s a question, and the run had failed before it came)
+        _declare(platform.home, server, timeout_seconds=3 * WAIT_S)
+        # no run_id among its parameters
+        run = platform.run("evaluation", task="CheckT1", chip="fake:fez")
 
-            def started():
-                with open_store(platform.home) as store:
-                    return [r for r in store.db.list_evaluation_runs() if r.status == "running"]
+        def started():
+            with open_store(platform.home) as store:
+                return [r for r in store.db.list_evaluation_runs() if r.status == "running"]
 
-            (evaluation,) = _until(started) or [None]
-            assert evaluation is not None, w.log.read_text()[-3000:]
-            cancel = subprocess.run(
-                [sys.executable, "-m", "prefect", "flow-run", "cancel", str(run)],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            assert cancel.returncode == 0, cancel.stderr[-2000:]
-            state = _final(run)
+        (evaluation,) = _until(started) or [None]
+        assert evaluation is not None, w.log.read_text()[-3000:]
+        cancel = subprocess.run(
+            [sys.executable, "-m", "prefect", "flow-run", "cancel", str(run)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert cancel.returncode == 0, cancel.stderr[-2000:]
+        state = _final(run)
 
-            def ended():
-                with open_store(platform.home) as store:
-                    return store.db.get_evaluation_run(evaluation.id).status == "cancelled"
+        def ended():
+            with open_store(platform.home) as store:
+                return store.db.get_evaluation_run(evaluation.id).status == "cancelled"
 
-            assert _until(ended, timeout=120), w.log.read_text()[-3000:]
+        assert _until(ended, timeout=120), w.log.read_text()[-3000:]
 
-        with open_store(platform.home) as store:
-            first = store.list(task="CheckT1", chip="fake:fez")[0].id
-        with ModelServer({k: fail(500) for k in HEALTHY}) as server:
-            _declare(platform.home, server)
-            failing = platform.run("evaluation", task_ids=[first])
-            failed = _final(failing)
+    with open_store(platform.home) as store:
+        first = store.list(task="CheckT1", chip="fake:fez")[0].id
+    with ModelServer({k: fail(500) for k in HEALTHY}) as server:
+        _declare(platform.home, server)
+        failing = platform.run("evaluation", task_ids=[first])
+        failed = _final(failing)
     assert state.is_cancelled(), state
     logs = _logs(run)
     said = [log.message for log in logs]
@@ -329,14 +361,16 @@ def test_cancelling_an_evaluation_flow_run_cancels_its_run_and_a_failed_one_is_f
     ]
 
 
-def test_a_third_evaluation_run_waits_while_two_run(platform: Platform) -> None:
+def test_a_third_evaluation_run_waits_while_two_run(
+    guest: Platform, shared_worker: tuple[Platform, subprocess.Popen]
+) -> None:
+    platform, w = guest, shared_worker[1]  # its home and deployment, on the session's pool and worker
     from tests.qsolve.evaluation.model_server import HEALTHY, ModelServer, slow
 
     with open_store(platform.home) as store:
         store.record_all([made(f"Q0{i}") for i in range(3)])
     _fresh_evaluation_limit()
     platform.deploy("evaluation", "qsolve_pipeline.flows.evaluation:evaluation_flow")
-    env = _env(platform.home, "host-c")
     from prefect.client.orchestration import get_client
 
     def messages() -> list[list[str]]:
@@ -350,7 +384,7 @@ def test_a_third_evaluation_run_waits_while_two_run(platform: Platform) -> None:
     # every answer held until a run is seen waiting (the two holding the slots cannot finish first, however
     # slowly a loaded machine starts the third), then all released at once (the server's stop event)
     held = {k: slow(v, 2 * WAIT_S) for k, v in HEALTHY.items()}
-    with ModelServer(held) as server, worker(platform, env) as w:
+    with ModelServer(held) as server:
         _declare(platform.home, server, timeout_seconds=3 * WAIT_S)
         with open_store(platform.home) as store:
             ids = [r.id for r in store.list(task="CheckT1", chip="fake:fez")]
@@ -364,8 +398,8 @@ def test_a_third_evaluation_run_waits_while_two_run(platform: Platform) -> None:
     assert most <= 2 * 6, most  # two runs x one record at a time x six questions
 
 
-def test_a_rejected_submission_logs_no_error(shared: tuple[Platform, subprocess.Popen]) -> None:
-    platform, w = shared
+def test_a_rejected_submission_logs_no_error(shared_worker: tuple[Platform, subprocess.Popen]) -> None:
+    platform, w = shared_worker
     run = platform.run("submission", folder=str(platform.root / "no-such-folder"))
     state = _final(run)
     assert _until(lambda: not _flow_run_processes(w.pid), timeout=120), _flow_run_processes(w.pid)
@@ -412,12 +446,12 @@ def test_a_quote_flow_run_goes_to_the_queue_of_the_target_it_prices(platform: Pl
 
 
 def test_a_crashed_history_run_says_what_is_left_and_the_command_that_finishes_it(
-    shared: tuple[Platform, subprocess.Popen],
+    shared_worker: tuple[Platform, subprocess.Popen],
 ) -> None:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-    platform, w = shared  # its worker's failpoint SIGKILLs the flow run once it holds the stage
+    platform, w = shared_worker  # its worker's failpoint SIGKILLs the flow run once it holds the stage
     run = platform.run("history", workflow="hw-max-cut", version="1.0.0")
     state = _until(
         lambda: (s := _state(run)).is_crashed() and "qsolve history" in (s.message or "") and s,

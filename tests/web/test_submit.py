@@ -19,7 +19,6 @@ from fastapi.testclient import TestClient
 
 from qsolve.workflow import upload
 from tests.conftest import SAMPLING_MODULE, WorkflowDir
-from tests.flows.conftest import prefect, qsolve_home  # noqa: F401 - the Prefect harness (honest path)
 from tests.web.conftest import form_token_of
 
 
