@@ -89,32 +89,37 @@ def ensure_limit(log=None) -> bool:
 @contextlib.contextmanager
 def _slot(run_id: str, logger) -> Iterator[None]:
     """A slot of the ``evaluation`` limit for the run's execution; a run that has to wait for one says so
-    in its flow run's state message and its log."""
+    in its flow run's state message and its log. The slot is asked for once, at once: only a refusal
+    (every slot held) is a wait, so two runs that ask at the same moment never wait without saying so."""
+    import httpx
     from prefect.client.orchestration import get_client
+    from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
     from prefect.concurrency.sync import concurrency
     from prefect.context import FlowRunContext
     from prefect.states import Running
 
     context = FlowRunContext.get()
-    waited = False
-    if context is not None and context.flow_run is not None:
-        with get_client(sync_client=True) as client:
-            limit = client.read_global_concurrency_limit_by_name(LIMIT)
-            if limit.active_slots >= limit.limit:
-                said = (
-                    f"evaluation run {run_id} waits for a slot of the concurrency limit {LIMIT} "
-                    f"({limit.limit} runs at a time, all taken)"
-                )
-                logger.info(said)
-                client.set_flow_run_state(context.flow_run.id, Running(message=said), force=True)
-                waited = True
-    with concurrency(LIMIT, occupy=1, strict=True):
-        if waited:
-            logger.info(f"evaluation run {run_id} took a slot of {LIMIT}")
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(concurrency(LIMIT, occupy=1, strict=True, max_retries=0))
+        except ConcurrencySlotAcquisitionError as e:
+            cause = e.__cause__
+            if not (isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code == 423):
+                raise
+            said = f"evaluation run {run_id} waits for a slot of the concurrency limit {LIMIT}"
             with get_client(sync_client=True) as client:
-                client.set_flow_run_state(
-                    context.flow_run.id, Running(message=f"took a slot of {LIMIT}"), force=True
-                )
+                limit = client.read_global_concurrency_limit_by_name(LIMIT)
+                said += f" ({limit.limit} runs at a time, all taken)"
+                logger.info(said)
+                if context is not None and context.flow_run is not None:
+                    client.set_flow_run_state(context.flow_run.id, Running(message=said), force=True)
+            held.enter_context(concurrency(LIMIT, occupy=1, strict=True))
+            logger.info(f"evaluation run {run_id} took a slot of {LIMIT}")
+            if context is not None and context.flow_run is not None:
+                with get_client(sync_client=True) as client:
+                    client.set_flow_run_state(
+                        context.flow_run.id, Running(message=f"took a slot of {LIMIT}"), force=True
+                    )
         yield
 
 
