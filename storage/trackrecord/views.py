@@ -360,6 +360,27 @@ def inventory_of(home: Path | str | Layout | None = None, db=None) -> Inventory:
         return _ensure(layout, state)[1]
 
 
+def checked_inventory(home: Path | str | Layout | None = None, db=None) -> Inventory:
+    """:func:`inventory_of` without bringing ``trackrecord.duckdb`` up to date: the home's files,
+    checked, those left out set aside (and named in warnings). For a step that only looks (the
+    maintenance pass's check for lost runs), which leaves the database to the step that changes the
+    files, or to the next reader (each checks)."""
+    layout = home if isinstance(home, Layout) else Layout(home)
+    if layout.store is not None:
+        return reading(layout, db)
+    with state_of(layout, db) as state:
+        ensure_schema_file(layout)
+        said: dict[Path, str] = {}
+        try:
+            said.update(housekeeping(layout))
+            inventory = verified_local(layout, state, layout.schema_file)
+            for path, why in inventory.left_out:
+                said.setdefault(path, why)
+        finally:
+            warn_left_out(list(said.items()), stacklevel=3)
+    return inventory
+
+
 @dataclass(frozen=True)
 class Stored:
     """What a ``trackrecord.duckdb`` says of itself: its ``trackrecord_meta``."""
