@@ -144,9 +144,9 @@ def refile_lost_runs(db: StateDB, home: Path) -> Refiled:
     again, from the state database, every run marked filed whose row no live file holds. Cheap when
     nothing was lost: each file's digest (kept while it is unchanged) is looked up, and the live files'
     row counts weighed against the count of filed runs; every run id is read only when the two disagree
-    or a file was set aside or retired. ``trackrecord.duckdb`` is brought up to date only when this
-    changed the files (else it is as the last filing left it: the compaction step, or the next reader,
-    brings it up to date)."""
+    or a file was set aside or retired. ``trackrecord.duckdb`` is built again when it is missing or
+    damaged, or when this changed the files; one only behind on a filing is left as the filing left it
+    (the compaction step, or the next reader, brings it up to date)."""
     from qsolve_pipeline.storage.trackrecord import log
 
     filed = db.count_filed()
