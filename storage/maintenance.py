@@ -144,7 +144,9 @@ def refile_lost_runs(db: StateDB, home: Path) -> Refiled:
     again, from the state database, every run marked filed whose row no live file holds. Cheap when
     nothing was lost: each file's digest (kept while it is unchanged) is looked up, and the live files'
     row counts weighed against the count of filed runs; every run id is read only when the two disagree
-    or a file was set aside or retired."""
+    or a file was set aside or retired. ``trackrecord.duckdb`` is built again when it is missing or
+    damaged, or when this changed the files; one only behind on a filing is left as the filing left it
+    (the compaction step, or the next reader, brings it up to date)."""
     from qsolve_pipeline.storage.trackrecord import log
 
     filed = db.count_filed()
@@ -152,19 +154,20 @@ def refile_lost_runs(db: StateDB, home: Path) -> Refiled:
     listing = _listing(layout)
     aside = known.set_aside(db, layout, known.unknown_files(db, layout, listing))
     db.forget_trackrecord_files(str(p).rsplit("/", 1)[-1] for p in listing.readable())
-    inventory = _inventory(layout, db)
+    inventory = _inventory(layout, db, build=False)
     live = {f.name: f.digest for f in db.trackrecord_live_files()}
     bad = [str(p).rsplit("/", 1)[-1] for p, _ in inventory.left_out]
     retires = [{"name": n, "digest": live[n]} for n in bad if n in live]
     if retires:
         db.append_trackrecord_entry(log.RETIRED, [], retires)
-        inventory = _inventory(layout, db)
+        inventory = _inventory(layout, db, build=False)
     if not aside and not retires and inventory.rows() == filed:
         return Refiled()
     wanted = db.filed_run_ids()  # before the files are read: each of these was written before its mark
     lost = sorted(wanted - _run_ids_on_disk(layout, db))
     for runs in _in_batches(db, lost):
         file_rows([_row(db, r, home) for r in runs], home, db.record_trackrecord_file, db=db)
+    _inventory(layout, db)  # the files changed: trackrecord.duckdb brought up to date
     return Refiled(runs=lost, set_aside=aside)
 
 
@@ -220,14 +223,15 @@ def _in_batches(db: StateDB, ids: list[str]):
             yield runs
 
 
-def _inventory(layout: Layout, db: StateDB | None = None):
-    """The live files, each checked (``db``'s live set); without ``db``, every file of the folder or
-    bucket that passes its footer checks (what ``known`` looks up)."""
+def _inventory(layout: Layout, db: StateDB | None = None, *, build: bool = True):
+    """The live files, each checked (``db``'s live set), ``trackrecord.duckdb`` brought up to date unless
+    ``build`` is false; without ``db``, every file of the folder or bucket that passes its footer checks
+    (what ``known`` looks up)."""
     if db is None:
         return _listing(layout)
-    from qsolve_pipeline.storage.trackrecord.views import inventory_of
+    from qsolve_pipeline.storage.trackrecord.views import checked_inventory, inventory_of
 
-    return inventory_of(layout, db)
+    return (inventory_of if build else checked_inventory)(layout, db)
 
 
 def _remove(layout: Layout, path) -> None:
@@ -250,7 +254,7 @@ def _run_ids_on_disk(layout: Layout, db: StateDB) -> set[str]:
     for attempt in range(3):
         found: set[str] = set()
         try:
-            for where in _inventory(layout, db).readable():
+            for where in _inventory(layout, db, build=False).readable():
                 if layout.store is not None:
                     from qsolve_pipeline.storage.trackrecord.shared import key_of, read_bounded
 

@@ -360,6 +360,36 @@ def inventory_of(home: Path | str | Layout | None = None, db=None) -> Inventory:
         return _ensure(layout, state)[1]
 
 
+def checked_inventory(home: Path | str | Layout | None = None, db=None) -> Inventory:
+    """:func:`inventory_of`, but a ``trackrecord.duckdb`` that is this code's, in this folder, and only
+    behind on the files (as a filing leaves it) is left as it is: the home's files, checked, those left
+    out set aside (and named in warnings). For a step that only looks (the maintenance pass's check for
+    lost runs), which leaves that database to the step that changes the files, or to the next reader
+    (each checks); one missing, damaged, of another version or of another folder is built again."""
+    layout = home if isinstance(home, Layout) else Layout(home)
+    if layout.store is not None:
+        return reading(layout, db)
+    found = stored(layout.database)
+    if not (
+        found is not None
+        and found.views_version == VIEWS_VERSION
+        and _same_folder(found.folder, layout.folder)
+        and layout.sql_file.exists()
+    ):
+        return inventory_of(layout, db)
+    with state_of(layout, db) as state:
+        ensure_schema_file(layout)
+        said: dict[Path, str] = {}
+        try:
+            said.update(housekeeping(layout))
+            inventory = verified_local(layout, state, layout.schema_file)
+            for path, why in inventory.left_out:
+                said.setdefault(path, why)
+        finally:
+            warn_left_out(list(said.items()), stacklevel=3)
+    return inventory
+
+
 @dataclass(frozen=True)
 class Stored:
     """What a ``trackrecord.duckdb`` says of itself: its ``trackrecord_meta``."""

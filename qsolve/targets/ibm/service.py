@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from typing import Any
 
 from qsolve.providers.credentials import Secret
@@ -23,6 +24,11 @@ class _GivenKey(logging.Filter):
 
 
 _QUIET = _GivenKey()
+
+#: the client's opt-out of its usage header: without it, each request walks the whole Python stack
+#: (``inspect.stack()``, which reads the source of every frame's module) to name its caller, most of a
+#: job's time on a busy machine (60 of 90 s of a run of two jobs, profiled); an operator's own value is kept
+USAGE_DATA_OPT_OUT = "USAGE_DATA_OPT_OUT"
 
 
 @contextlib.contextmanager
@@ -58,6 +64,7 @@ def connect(device: str, settings: IbmSettings, secret: Secret, where: str) -> t
     from qiskit_ibm_runtime.accounts.exceptions import InvalidAccountError
 
     name = f"ibm:{device}"
+    os.environ.setdefault(USAGE_DATA_OPT_OUT, "True")  # read by the client at each request
     logging.getLogger("qiskit_ibm_runtime.qiskit_runtime_service").addFilter(_QUIET)  # once: a set
     extra: dict[str, Any] = {}
     if settings.url is not None:
