@@ -26,9 +26,10 @@ import re
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 Loc = tuple[str | int, ...]
 
@@ -197,7 +198,10 @@ def did_you_mean(word: str, known: Sequence[str]) -> str:
 
 
 def keys_at(model: Any, path: Sequence[str | int]) -> list[str]:
-    """The keys the pydantic model found at ``path`` inside ``model`` (a model, or a list of them) knows."""
+    """The keys the pydantic model found at ``path`` inside ``model`` (a model, or a list of them) knows.
+    (pydantic imported here: ``qsolve test`` starts its workflow process before loading it.)"""
+    from pydantic import BaseModel
+
     tp = model
     for part in path:
         tp = _unwrapped(tp)

@@ -109,14 +109,15 @@ def check_submission(root: Path | str) -> SubmissionChecks:
 
 
 def _check(root: Path, report: SubmissionChecks) -> None:
-    try:
-        workflow = load_workflow(root)
-    except WorkflowInvalid as e:
-        report.errors.extend(str(i) for i in e.issues)
-        return
-    report.workflow = workflow
-    deadline = time.monotonic() + CHECKS_S
+    # one platform worker for the folder's schemas and every case's validations: one fork, not four
     with worker.kept() as validating:
+        try:
+            workflow = load_workflow(root, validating)
+        except WorkflowInvalid as e:
+            report.errors.extend(str(i) for i in e.issues)
+            return
+        report.workflow = workflow
+        deadline = time.monotonic() + CHECKS_S
         _check_cases(root, workflow, report, validating, deadline)
     if report.ok:
         size = hardware_bytes(report.hardware_cases)

@@ -87,17 +87,22 @@ class Runner:
 
 
 def run_gates(
-    root: Path, target: str, only_case: str | None, emit: Emit, start: Start, start_fresh: Start
+    root: Path, target: str, only_case: str | None, emit: Emit, start: Start, start_fresh: Start,
+    workflow: Workflow | None = None,
 ) -> GateInputs:
     """Everything the gates judge, gathered; :func:`qsolve.validation.gates.judge` then gives the verdicts.
     ``start()`` gives the code of the process the cases run in, ``start_fresh()`` that of the fresh
-    process the first case runs in again (and its estimate is asked of)."""
+    process the first case runs in again (and its estimate is asked of). ``workflow``: the folder at
+    ``root`` as the submission checks read it (not read again), else read here."""
     inputs = GateInputs(root=root, run_target=target)
-    try:
-        inputs.workflow = load_workflow(root)
-    except WorkflowInvalid as e:
-        inputs.load_issues = e.issues
-        return inputs
+    if workflow is not None and Path(workflow.root) == Path(root):
+        inputs.workflow = workflow
+    else:
+        try:
+            inputs.workflow = load_workflow(root)
+        except WorkflowInvalid as e:
+            inputs.load_issues = e.issues
+            return inputs
     cases = [c for c in inputs.workflow.cases.cases if only_case is None or c.name == only_case]
     runner = Runner(inputs.workflow, target, start)
     ran: list[Case] = []

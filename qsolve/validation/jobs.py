@@ -49,6 +49,7 @@ from qsolve.workflow.reading import read_bytes
 
 if TYPE_CHECKING:
     from qsolve.workflow.cases import Case
+    from qsolve.workflow.folder import Workflow
     from qsolve.workflow.manifest import Resources
 
 TIMEOUT_RANGE = (300, 7200)
@@ -294,12 +295,14 @@ def run_job(
     process: JobProcess | None = None,
     require_confinement: bool = False,
     tell: Tell | None = None,
+    workflow: Workflow | None = None,
 ) -> Outcome:
     """The gates of the workflow at ``root``, its code in workflow processes (the first in ``process``,
     when one was started ahead). ``targets``: those its cases run on, opened first. ``limits``
     overrides the manifest's resources (tests use seconds where the seed's floor is 300).
     ``require_confinement``: refuse (:class:`~qsolve.errors.Unconfined`) to run workflow code in a
-    process that did not get the full boundary. ``tell``: where a wait for memory is said (one line)."""
+    process that did not get the full boundary. ``tell``: where a wait for memory is said (one line).
+    ``workflow``: the folder at ``root`` as the submission checks read it (else the job reads it)."""
     limits = limits or Limits.of(resources)
 
     def body(processes: _Processes) -> dict[str, Any]:
@@ -315,7 +318,7 @@ def run_job(
                 processes.start_ahead()  # the fresh process the first case runs again in
             on_event(e)
 
-        inputs = run_gates(root, target, case, event, processes.start, processes.start_fresh)
+        inputs = run_gates(root, target, case, event, processes.start, processes.start_fresh, workflow)
         return {**gate_report(inputs), "died": inputs.died}
 
     return _run(root, limits, body, process, require_confinement, what=f"the gates of {root.name}", tell=tell)

@@ -135,7 +135,7 @@ def run_gates(
 
         outcome = run_job(
             root, target, case, wf.manifest.resources, on_event, targets=targets, process=process,
-            require_confinement=require_confinement, tell=tell,
+            require_confinement=require_confinement, tell=tell, workflow=wf,
         )
     except Unconfined as e:
         report.gates = judge(GateInputs(root=root, run_target=target, workflow=wf, died=str(e)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator, FormatChecker, SchemaError
 from jsonschema.validators import validator_for
@@ -20,6 +20,9 @@ from qsolve.workflow import patterns
 from qsolve.workflow.cases import CasesFile, case_label
 from qsolve.workflow.manifest import Manifest
 from qsolve.workflow.reading import Refused, files_in, inside, kind, read_json, read_yaml
+
+if TYPE_CHECKING:
+    from qsolve.runtime.worker import Worker
 
 MANIFEST = "manifest.yaml"
 CASES = "benchmarks/cases.yaml"
@@ -47,8 +50,11 @@ def load_manifest(root: Path) -> Manifest:
         raise WorkflowInvalid("manifest.yaml is invalid", issues) from None
 
 
-def load_schema(root: Path, relative: str, label: str, loc: tuple = ()) -> dict[str, Any]:
-    """A JSON Schema file, checked against its metaschema (2020-12 unless it names another)."""
+def load_schema(
+    root: Path, relative: str, label: str, loc: tuple = (), on: Worker | None = None
+) -> dict[str, Any]:
+    """A JSON Schema file, checked against its metaschema (2020-12 unless it names another; ``on``:
+    the platform worker that checks it, as :func:`check_schema`)."""
     try:
         path = inside(root, relative)
     except Refused as e:
@@ -57,15 +63,16 @@ def load_schema(root: Path, relative: str, label: str, loc: tuple = ()) -> dict[
         schema = read_json(root, path, relative)
     except WorkflowInvalid as e:
         raise WorkflowInvalid(e.message, [Issue(relative, e.message, code="E060")]) from None
-    check_schema(schema, relative)
+    check_schema(schema, relative, on=on)
     return schema
 
 
-def check_schema(schema: Any, label: str, loc: tuple = ()) -> None:
+def check_schema(schema: Any, label: str, loc: tuple = (), on: Worker | None = None) -> None:
     """Raise :class:`WorkflowInvalid` (E061) when ``schema`` is not a valid JSON Schema. The check runs
     in a platform worker, bounded as a validation is: the metaschema compiles every ``pattern`` with
     Python's ``re``, and a 4 MB pattern of a million groups takes the platform's process minutes and
-    gigabytes (issue 22)."""
+    gigabytes (issue 22). ``on``: a worker kept for several checks (a workflow's schemas: one fork,
+    not one each, and the metaschema's validator built once); else one of its own."""
     if not isinstance(schema, dict | bool):
         raise WorkflowInvalid(
             "not a schema", [Issue(label, "a JSON Schema must be an object", loc=loc, code="E061")]
@@ -74,7 +81,7 @@ def check_schema(schema: Any, label: str, loc: tuple = ()) -> None:
     from qsolve.workflow.reading import excerpt
 
     try:
-        found = _checked_by_worker(schema, label)
+        found = _checked_by_worker(schema, label, on)
     except worker.HostShort as e:  # the platform's failure: never the workflow's E061
         raise PlatformFailed(str(e), [Issue(label, f"not checked: {e}", loc=loc)]) from None
     except worker.WorkOutOfTime:
@@ -95,17 +102,19 @@ HOST_TRIES = 3
 HOST_PAUSE_S = 0.5
 
 
-def _checked_by_worker(schema: Any, label: str) -> tuple[str, tuple] | None:
-    """:func:`_schema_problem` in a platform worker, tried again (:data:`HOST_TRIES` in all) when the
-    host killed the worker (:class:`~qsolve.runtime.worker.HostShort`), which is raised after the last."""
+def _checked_by_worker(schema: Any, label: str, on: Worker | None = None) -> tuple[str, tuple] | None:
+    """:func:`_schema_problem` in a platform worker (``on``, else one of its own), tried again
+    (:data:`HOST_TRIES` in all) when the host killed the worker
+    (:class:`~qsolve.runtime.worker.HostShort`), which is raised after the last. A kept worker that
+    failed is ended by its call, and the next try forks a new one."""
     from qsolve.runtime import worker
 
     for attempt in range(HOST_TRIES):
         try:
-            return worker.run(
-                _schema_problem, schema, what=f"checking {label} against its metaschema",
-                deadline=time.monotonic() + worker.SCHEMA_S,
-            )  # fmt: skip
+            what, deadline = f"checking {label} against its metaschema", time.monotonic() + worker.SCHEMA_S
+            if on is not None:
+                return on.call(_schema_problem, schema, what=what, deadline=deadline)
+            return worker.run(_schema_problem, schema, what=what, deadline=deadline)
         except worker.HostShort:
             if attempt + 1 == HOST_TRIES:
                 raise
@@ -202,11 +211,17 @@ class Workflow:
         return self.manifest.version
 
 
-def load_workflow(root: Path | str) -> Workflow:
-    """Read a workflow folder; raise :class:`WorkflowInvalid` with every issue found."""
+def load_workflow(root: Path | str, on: Worker | None = None) -> Workflow:
+    """Read a workflow folder; raise :class:`WorkflowInvalid` with every issue found. Its three schemas
+    (input, output, params) are checked in one platform worker: ``on``, else one kept for them."""
     root = Path(root)
     if not root.is_dir():
         raise WorkflowInvalid(f"{root} is not a folder", [Issue(str(root), "is not a folder")])
+    if on is None:
+        from qsolve.runtime import worker
+
+        with worker.kept() as one:
+            return load_workflow(root, one)
     issues: list[Issue] = []
 
     def attempt(fn, *args):
@@ -220,10 +235,12 @@ def load_workflow(root: Path | str) -> Workflow:
     schemas = module = None
     if manifest is not None:
         schemas = [
-            attempt(load_schema, root, manifest.input_schema, manifest.input_schema, ("input_schema",)),
-            attempt(load_schema, root, manifest.output_schema, manifest.output_schema, ("output_schema",)),
+            attempt(load_schema, root, manifest.input_schema, manifest.input_schema, ("input_schema",), on),
+            attempt(
+                load_schema, root, manifest.output_schema, manifest.output_schema, ("output_schema",), on
+            ),
         ]
-        attempt(check_schema, manifest.params, MANIFEST, ("params",))
+        attempt(check_schema, manifest.params, MANIFEST, ("params",), on)
         module = attempt(module_path, root, manifest.module)
     cases = attempt(load_cases, root)
     if issues:

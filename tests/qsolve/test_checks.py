@@ -201,3 +201,52 @@ def test_a_workflow_that_does_not_read_is_rejected_with_its_issues(wf: WorkflowD
     wf.manifest["metric"] = {"tolerance": 2}
     wf.save()
     assert only_error(wf) == "E021 manifest.yaml: metric.tolerance: tolerance 2 is outside 0 to 1"
+
+
+def _forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each platform worker forked from now on, counted (the worker is started as it always is)."""
+    from qsolve.runtime import worker
+
+    started: list[int] = []
+    start = worker.Worker._start
+
+    def counted(self: worker.Worker) -> None:
+        start(self)
+        started.append(self.pid)
+
+    monkeypatch.setattr(worker.Worker, "_start", counted)
+    return started
+
+
+def test_the_checks_fork_one_platform_worker_for_the_schemas_and_every_case(
+    wf: WorkflowDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder's three schemas (input, output, params) and every case's validations are checked in
+    one platform worker (issue 39, item 5): one fork, not one for each schema and one for the cases."""
+    started = _forks(monkeypatch)
+    report = check_submission(wf.root)
+    assert report.ok, report.errors
+    assert len(started) == 1 and started[0] != os.getpid(), started
+
+
+def test_a_schema_that_fails_its_check_still_gets_the_others_checked_in_a_new_worker(
+    wf: WorkflowDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept worker that a check ended (a schema too costly, stopped at its deadline) is replaced: the
+    next schema is checked in a fresh one, and each bad schema is still named."""
+    from qsolve.runtime import worker
+
+    monkeypatch.setattr(worker, "SCHEMA_S", 1.0)
+    costly = {"type": "string", "pattern": "|".join(["(a)"] * 1_600_000)}
+    wf.write("schemas/input.json", {"type": "object", "properties": {"x": costly}})
+    wf.write("schemas/output.json", {"type": "objekt"})
+    started = _forks(monkeypatch)
+    report = check_submission(wf.root)
+    assert not report.ok
+    assert any("schemas/input.json: not a valid JSON Schema: the platform" in e for e in report.errors), (
+        report.errors
+    )
+    assert any("schemas/output.json" in e and "not a valid JSON Schema" in e for e in report.errors), (
+        report.errors
+    )
+    assert len(started) == 2, started  # the one the costly check ended, then a fresh one

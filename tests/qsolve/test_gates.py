@@ -224,3 +224,31 @@ def test_the_examples_validations_together_are_bounded(wf: WorkflowDir, monkeypa
         "the validations of all the examples reached their bound of 0.5 s "
         "(schemas this costly to check need simplifying)"
     ), gate.message
+
+
+def test_the_gates_take_the_workflow_the_checks_read_and_read_the_folder_again_only_without_it(
+    wf: WorkflowDir, monkeypatch
+) -> None:
+    """Given the workflow the submission checks read from the same folder, the gates do not read the
+    folder again (issue 39, item 5: three schema checks and the YAML, twice); the verdicts are the
+    same. A workflow read from another folder is not taken: the folder is read."""
+    import qsolve.validation.gate_run as gate_run
+    from qsolve.workflow.folder import load_workflow
+
+    wf.write("workflow.py", MODULE)
+    wf.save()
+    checked = load_workflow(wf.root)
+    reads: list[object] = []
+    monkeypatch.setattr(gate_run, "load_workflow", lambda root: reads.append(root) or load_workflow(root))
+
+    def start() -> ModuleCode:
+        return ModuleCode.load(wf.path("workflow.py"))
+
+    given = judge(run_gates(wf.root, "sim-cpu", None, lambda e: None, start, start, checked))
+    assert reads == []
+    read = judge(run_gates(wf.root, "sim-cpu", None, lambda e: None, start, start))
+    assert reads == [wf.root]
+    assert [(g.name, g.passed, g.message) for g in given] == [(g.name, g.passed, g.message) for g in read]
+    elsewhere = load_workflow(wf.root).__class__(**{**checked.__dict__, "root": wf.root.parent})
+    run_gates(wf.root, "sim-cpu", None, lambda e: None, start, start, elsewhere)
+    assert reads == [wf.root, wf.root]
