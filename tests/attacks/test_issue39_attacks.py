@@ -1,30 +1,38 @@
 """An attacker's tests of issue 39 (performance) as merged: performance work must keep every promise.
 
-Findings (a strict xfail where it fails as merged):
+Findings (a strict xfail each, as merged), the worst first:
 
 - ``flows/server.py`` ``Template.seed`` copies any cached file whose ``alembic_version`` reads the installed
-  head: one holding a planted flow run, deployment, variable or concurrency limit (``evaluation`` at 0 slots,
-  a hardware target's limit raised), a corrupt one (a malformed page elsewhere than ``alembic_version``'s),
-  one in a cache folder anyone may write. The seeded server neither migrates nor registers: a fresh
-  ``PREFECT_HOME`` gets the file as its own, for good (a later command finds a database there and never
-  seeds nor rebuilds it). Tried by hand: a cached file with ``alembic_version`` alone made every flow a
-  ``500 Internal Server Error`` (Prefect's multi-line ``PrefectHTTPStatusError``), in that home forever;
-- ``Template.of`` sees two of the settings that name another database: ``PREFECT_SERVER_DATABASE_DRIVER``
-  with ``PREFECT_SERVER_DATABASE_NAME`` (or their ``PREFECT_API_`` aliases) in the environment name another
-  SQLite file, which the seeded server then uses without migrating it (tried by hand: every flow a 500);
-- ``Template.keep`` looks for rows in four tables only: a database whose server was given a concurrency
-  limit, a work pool, an automation or a log before the copy is kept and seeded into every later home;
-- ``_settled`` bounds each socket read, not the answer: a server that sends its answer a byte at a time
-  holds the command's end past ``SETTLE_SECONDS`` for as long as it drips.
+  head: one holding a planted flow run, deployment, variable or concurrency limit (``evaluation`` at 0
+  slots), a corrupt one (a malformed page elsewhere than ``alembic_version``'s), one in a cache folder
+  anyone may write. The seeded server neither migrates nor registers, and a later command finds a database
+  there and never seeds nor rebuilds it. Tried by hand: a cached file with ``alembic_version`` alone made
+  every flow a ``500 Internal Server Error`` (Prefect's ``PrefectHTTPStatusError``), in that home for good;
+- ``Template.of`` does not see every setting that moves Prefect's database: ``PREFECT_SERVER_DATABASE_DRIVER``
+  and ``_NAME`` (or their ``PREFECT_API_`` aliases), ``PREFECT_HOME`` in the working directory's ``.env``,
+  ``home`` in its ``prefect.toml`` or ``[tool.prefect]``. The copy lands in the other home and the server
+  runs on the real database with migrations off (tried by hand, each: the command's first flow a 500, and
+  a stray ``prefect.db`` in ``~/.prefect``);
+- ``_settled`` waits on any ended flow run's Pending or Running task run in ``PREFECT_HOME``'s database: one
+  left Pending long ago (a task whose upstream failed: Prefect leaves it ``NotReady``) makes every later
+  command's end wait the whole 5 s (tried by hand: 5.07 s after a one-task flow); and it bounds each socket
+  read, not the answer: a server dripping its answer holds the end past the bound;
+- ``Template.keep`` counts rows of four tables only (a concurrency limit, a log line, an artifact, a task run,
+  a work pool or an automation is kept), counts before it copies (a run written between is kept), keeps a
+  database built without block types (``PREFECT_API_BLOCKS_REGISTER_ON_START=false``: tried by hand, 0 kept);
+  the cache key names a block collection but not its version.
 
 What holds, with how it was tried: the quick JSON reading (``read``) against ``read_standard`` on random
-texts (numbers at every edge, escapes, duplicate names under ``\\/``, depth 120 to 135, mutated bytes, a
-byte order mark, foreign whitespace: 650,000 texts, no difference in value, type, -0.0, plain flag or
-refusal message), orjson's number reading against ``float`` at halfway cases, orjson's sorted writer
-against ``canonical_text`` for plain documents (astral names are never plain), every file of
-tests/vectors; a truncated cached file (its revision unread), disk full while copying (OSError: nothing
-left), a kept file swapped during the copy (the copy's revision is checked), a symlinked or FIFO kept file;
-``_settled`` against a server that answers ``[]`` (one request) or never answers (bounded).
+texts (numbers at every edge, long exponents and mantissas, escapes, duplicate names under ``\\/``, depth
+120 to 135, every UTF-8 lead byte, raw control characters, mutated bytes, a byte order mark, foreign
+whitespace: about 700,000 texts, no difference in value, type, -0.0, plain flag or refusal message),
+orjson's number reading against ``float`` at halfway cases, orjson's sorted writer against
+``canonical_text`` on plain documents (astral names are never plain), every file of tests/vectors, sealed
+receipts over awkward values (alike on both readings; one sealed over code point order refused on both);
+a truncated cached file (its revision unread), disk full while seeding (nothing left), a kept file swapped
+during the copy (the copy's revision is checked); ``_settled`` against a server that answers ``[]`` (one
+request) or never answers (bounded); the evaluation slot: a refusal other than a 423 and a missing limit
+end the run at once, a 423 says it waits, with the limit's size, then waits.
 """
 
 from __future__ import annotations
@@ -639,3 +647,73 @@ def test_what_is_kept_is_what_was_counted(tmp_path: Path, monkeypatch) -> None:
     if template.kept.exists():
         with contextlib.closing(connect(template.kept)) as db:
             assert db.execute("select count(*) from flow_run").fetchone() == (0,)
+
+
+def _verdicts(data: bytes, monkeypatch) -> tuple:
+    """The verdict of ``data`` read quickly, then by the standard reading alone."""
+    import qsolve.receipts.strict_json as strict_json
+    from qsolve.receipts.verifier import verify
+
+    quick = verify(data)
+    with monkeypatch.context() as m:
+        m.setattr(strict_json, "_QUICK", False)
+        standard = verify(data)
+    return (quick.valid, quick.reasons), (standard.valid, standard.reasons)
+
+
+def test_a_receipt_over_awkward_values_verifies_alike_on_both_readings(monkeypatch) -> None:
+    import json
+
+    from qsolve.receipts.canonical import canonical_bytes
+    from qsolve.receipts.seal import Form, digest
+    from tests.qsolve.receipts.builders import KEY, request, result, sealed
+
+    req = request()
+    req["meta"] = {
+        "\U0001f600": 1,
+        "\uffff": 2,
+        "\ue000": 3,
+        "s": "\u2028\x7f\x1f",
+        "n": [0.5, 0.000123, 1.5],
+    }
+    job = sealed(req)
+    awkward = sealed(req, {**result(), "extra": {"x": [1e21, 1e-7, 5e-324, -0.0, 100.0]}})
+    texts = [
+        json.dumps(job).encode(),  # \u escapes: the standard reading
+        json.dumps(job, ensure_ascii=False).encode(),  # astral bytes: quick, not plain
+        json.dumps(awkward, ensure_ascii=False).encode(),  # whole and tiny doubles: the standard reading
+    ]
+    plain = {"request": request(), "result": result()}
+    texts.append(json.dumps(sealed(plain["request"], plain["result"]), ensure_ascii=False).encode())  # quick
+    for text in texts:
+        quick, standard = _verdicts(text, monkeypatch)
+        assert quick == standard == (True, [])
+
+    # a receipt over the names in code point order (orjson's, not RFC 8785's) is refused on both readings
+    forged = json.loads(texts[1])
+    body = {k: v for k, v in forged["result"].items() if k != "receipt"}
+    import orjson
+
+    q = orjson.dumps(forged["request"], option=orjson.OPT_SORT_KEYS)
+    assert q != canonical_bytes(forged["request"])  # the orders differ on these names
+    d = digest(Form.CANONICAL, q, canonical_bytes(body))
+    forged["result"]["receipt"].update(digest=d.hex(), signature=KEY.sign(d).hex())
+    quick, standard = _verdicts(json.dumps(forged, ensure_ascii=False).encode(), monkeypatch)
+    assert quick == standard and "digest_mismatch" in quick[1]
+
+
+def test_a_disk_full_while_seeding_leaves_nothing_half_written(tmp_path: Path, monkeypatch) -> None:
+    import errno
+    import shutil
+
+    head = _head()
+    kept = _cached(tmp_path / "cache" / "prefect-key.db", head)
+
+    def full(source, target, *args, **kwargs):
+        Path(target).write_bytes(Path(source).read_bytes()[:4096])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shutil, "copyfile", full)
+    template = Template(tmp_path / "home" / "prefect.db", kept, head)
+    assert not template.seed()
+    assert list((tmp_path / "home").iterdir()) == []
