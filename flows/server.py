@@ -613,15 +613,23 @@ class Temporary:
 #: run's own final state: a server stopped at once showed a task run of an ended flow run as still Running
 SETTLE_SECONDS = 5.0
 _ENDED = ["COMPLETED", "FAILED", "CRASHED", "CANCELLED"]
+#: when this command began (this module is loaded at its start): the flow runs it started began later
+_BEGAN = time.time()
+_ANSWER_BYTES = 1 << 20
 
 
-def _settled(url: str, within: float = SETTLE_SECONDS) -> bool:
-    """Wait, at most ``within`` seconds, until the server holds no task run still Pending or Running
-    under a flow run that has ended (its events taken in); whether it got there."""
+def _settled(url: str, within: float = SETTLE_SECONDS, since: float | None = None) -> bool:
+    """Wait, at most ``within`` seconds in all, until the server holds no task run still Pending or
+    Running under a flow run that began after ``since`` (this command's start, by default: a task run
+    PREFECT_HOME's database kept from an earlier command, which Prefect may leave Pending for good, is not
+    waited on) and has ended; whether it got there."""
+    from datetime import UTC, datetime
+
+    after = datetime.fromtimestamp(_BEGAN if since is None else since, UTC).isoformat()
     query = json.dumps(
         {
             "task_runs": {"state": {"type": {"any_": ["PENDING", "RUNNING"]}}},
-            "flow_runs": {"state": {"type": {"any_": _ENDED}}},
+            "flow_runs": {"state": {"type": {"any_": _ENDED}}, "start_time": {"after_": after}},
             "limit": 1,
         }
     ).encode()
@@ -631,8 +639,13 @@ def _settled(url: str, within: float = SETTLE_SECONDS) -> bool:
             url.rstrip("/") + "/task_runs/filter", query, {"Content-Type": "application/json"}
         )
         try:
-            with urllib.request.urlopen(ask, timeout=max(deadline - time.monotonic(), 0.5)) as answer:
-                if not json.load(answer):
+            with urllib.request.urlopen(ask, timeout=max(deadline - time.monotonic(), 0.1)) as answer:
+                body = b""
+                while chunk := answer.read1(65536):  # the bound holds for the whole answer, not each read
+                    body += chunk
+                    if time.monotonic() >= deadline or len(body) > _ANSWER_BYTES:
+                        return False
+                if not json.loads(body):
                     return True
         except (OSError, ValueError):
             return False

@@ -234,11 +234,6 @@ def _serve(handler_post) -> tuple[_Server, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}/api"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_settled bounds each socket read (urlopen's timeout), not the answer: a server that drips "
-    "its answer a byte at a time holds the command's end past the bound",
-)
 def test_settling_is_bounded_against_a_server_that_drips(tmp_path: Path) -> None:
     stop = threading.Event()
 
@@ -579,12 +574,6 @@ def _excludes_the_stale_run(query: dict) -> bool:
     return False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_settled waits on any ended flow run's Pending or Running task run in PREFECT_HOME's database, "
-    "not this command's: one left Pending a day ago (a task whose upstream failed) makes every later "
-    "command's end wait the whole bound (tried by hand: 5.07 s after a one-task flow)",
-)
 def test_a_task_run_left_pending_long_ago_does_not_stretch_every_command() -> None:
     import json
 
