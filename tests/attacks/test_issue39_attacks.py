@@ -69,9 +69,13 @@ def _head() -> str:
     return head
 
 
-def _cached(path: Path, head: str, *, planted: bool = False, filler: int = 0) -> Path:
+def _cached(
+    path: Path, head: str, *, planted: bool = False, filler: int = 0, blocks: bool = False, seal: bool = False
+) -> Path:
     """A cached database at the installed head: the tables ``keep`` looks at, empty, and ``planted`` rows
-    in them and beside them (an ``evaluation`` limit of 0 slots, a flow run, a deployment, a variable)."""
+    in them and beside them (an ``evaluation`` limit of 0 slots, a flow run, a deployment, a variable);
+    with ``blocks``, a block type and schema registered as Prefect does; ``seal``ed: its digest recorded
+    beside it as ``keep`` records it (so the digest alone never refuses it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(path) as db:
         db.execute("create table alembic_version (version_num varchar(32) not null)")
@@ -87,39 +91,46 @@ def _cached(path: Path, head: str, *, planted: bool = False, filler: int = 0) ->
         if filler:
             db.execute("create table filler (x blob)")
             db.executemany("insert into filler values (?)", [(os.urandom(500),) for _ in range(filler)])
+        if blocks:
+            for table in ("block_type", "block_schema", "block_schema_reference"):
+                db.execute(f"create table {table} (id text, name text)")
+            db.execute("insert into block_type values ('t1', 'Secret')")
+            db.execute("insert into block_schema values ('s1', 't1')")
+    if seal:
+        _seal(path)
     return path
+
+
+def _seal(kept: Path) -> None:
+    """Record a cached file's digest beside it, as ``keep`` does."""
+    import hashlib
+
+    digest = Template(kept, kept, "").digest
+    digest.write_text(hashlib.blake2b(kept.read_bytes()).hexdigest() + "\n")
+    digest.chmod(0o600)
 
 
 # --- 1. the kept copy of Prefect's database -----------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="seed() checks the revision only: a planted flow run, deployment, variable and an evaluation "
-    "limit of 0 slots are copied into a fresh PREFECT_HOME as its own database",
-)
 def test_a_planted_template_is_never_seeded(tmp_path: Path) -> None:
     head = _head()
-    kept = _cached(tmp_path / "cache" / "prefect-key.db", head, planted=True)
+    kept = _cached(tmp_path / "cache" / "prefect-key.db", head, planted=True, blocks=True, seal=True)
     assert _revision(kept) == head  # what seed() looks at reads as the head
     template = Template(tmp_path / "home" / "prefect.db", kept, head)
     seeded = template.seed()
     assert not seeded and not template.database.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="seed() copies a malformed database whose alembic_version page still reads: the seeded server "
-    "neither migrates nor rebuilds it, and the fresh home keeps it for good",
-)
 def test_a_corrupt_template_is_never_seeded(tmp_path: Path) -> None:
     head = _head()
-    kept = _cached(tmp_path / "cache" / "prefect-key.db", head, filler=200)
+    kept = _cached(tmp_path / "cache" / "prefect-key.db", head, filler=200, blocks=True)
     data = bytearray(kept.read_bytes())
     page = 4096
     last = len(data) // page - 1
     data[last * page : (last + 1) * page] = b"\xff" * page  # a table's page, not alembic_version's
     kept.write_bytes(bytes(data))
+    _seal(kept)  # its digest the corrupt file's: the digest alone never refuses it
     assert _revision(kept) == head
     with sqlite3.connect(f"file:{kept}?mode=ro", uri=True) as db:
         try:
@@ -132,26 +143,21 @@ def test_a_corrupt_template_is_never_seeded(tmp_path: Path) -> None:
     assert not seeded and not template.database.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="seed() uses a kept file in a cache folder (and a file) that every user of the machine may "
-    "write: whoever can write there chooses every fresh PREFECT_HOME's database",
-)
 def test_a_template_others_may_write_is_never_seeded(tmp_path: Path) -> None:
     head = _head()
-    kept = _cached(tmp_path / "shared" / "prefect-key.db", head)
-    kept.parent.chmod(0o777)
-    kept.chmod(0o666)
+    kept = _cached(tmp_path / "shared" / "prefect-key.db", head, blocks=True, seal=True)
+    kept.parent.chmod(0o700)
+    kept.chmod(0o600)
     template = Template(tmp_path / "home" / "prefect.db", kept, head)
-    seeded = template.seed()
-    assert not seeded and not template.database.exists()
+    assert template.seed()  # as built, sealed, private: seeded
+    template.database.unlink()
+    for folder, file in ((0o777, 0o600), (0o700, 0o666), (0o770, 0o600), (0o700, 0o620)):
+        kept.parent.chmod(folder)
+        kept.chmod(file)
+        seeded = template.seed()
+        assert not seeded and not template.database.exists(), (oct(folder), oct(file))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Template.of reads two database settings only: PREFECT_SERVER_DATABASE_DRIVER and _NAME name "
-    "another SQLite file, which the seeded server (migrations off) then uses unmigrated: every flow a 500",
-)
 @pytest.mark.parametrize("prefix", ["PREFECT_SERVER_DATABASE_", "PREFECT_API_DATABASE_"])
 def test_no_template_when_the_driver_and_name_name_another_database(
     tmp_path: Path, monkeypatch, prefix: str
@@ -167,12 +173,6 @@ def test_no_template_when_the_driver_and_name_name_another_database(
     assert Template.of(_packages()) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="keep() counts rows of flow_run, block_document, variable and deployment only: a concurrency "
-    "limit, a log line, an artifact, a task run, a work pool or an automation the server holds before the "
-    "copy is kept, and seeded into every later fresh home",
-)
 @pytest.mark.parametrize(
     ("table", "row"),
     [
@@ -186,7 +186,7 @@ def test_no_template_when_the_driver_and_name_name_another_database(
 )
 def test_a_database_holding_more_than_as_built_is_never_kept(tmp_path: Path, table: str, row: str) -> None:
     head = _head()
-    built = _cached(tmp_path / "home" / "prefect.db", head)
+    built = _cached(tmp_path / "home" / "prefect.db", head, blocks=True)
     with sqlite3.connect(built) as db:
         if table != "concurrency_limit_v2":
             db.execute(f"create table {table} (id text, value text)")
@@ -196,12 +196,6 @@ def test_a_database_holding_more_than_as_built_is_never_kept(tmp_path: Path, tab
     assert not template.kept.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a first server told not to register block types (PREFECT_API_BLOCKS_REGISTER_ON_START=false) "
-    "builds a database without them, which keep() keeps: every later fresh home gets none, and its server "
-    "is told not to register them (tried by hand: the kept copy held 0 block types)",
-)
 def test_a_database_without_block_types_is_never_kept(tmp_path: Path) -> None:
     head = _head()
     built = _cached(tmp_path / "home" / "prefect.db", head)
@@ -487,12 +481,6 @@ def _collection(site: Path, version: str) -> Path:
     return site
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the cache key names a block collection by its entry point only, not its version: after an "
-    "upgrade of the collection, a fresh home is seeded with the former version's block schemas and its "
-    "server is told not to register blocks",
-)
 def test_an_upgraded_block_collection_is_another_template(tmp_path: Path, monkeypatch) -> None:
     import sys
 
@@ -515,12 +503,6 @@ def test_an_upgraded_block_collection_is_another_template(tmp_path: Path, monkey
     assert kept[0] != kept[1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Template.of takes PREFECT_HOME from the environment only: a .env, prefect.toml or pyproject.toml "
-    "in the working directory that moves Prefect's home moves its database, which the seeded server then "
-    "uses unmigrated (Template.database is another file)",
-)
 @pytest.mark.parametrize(
     ("file", "text"),
     [
@@ -597,14 +579,9 @@ def test_a_task_run_left_pending_long_ago_does_not_stretch_every_command() -> No
     assert took < 0.8, f"the command's end waited {took:.1f} s on a task run of a day ago"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="keep() counts the source's rows, then copies it: a flow run (and its logs) written between the "
-    "two, by another command on the same fresh PREFECT_HOME, is kept and seeded into every later home",
-)
 def test_what_is_kept_is_what_was_counted(tmp_path: Path, monkeypatch) -> None:
     head = _head()
-    built = _cached(tmp_path / "home" / "prefect.db", head)
+    built = _cached(tmp_path / "home" / "prefect.db", head, blocks=True)
     connect = sqlite3.connect
 
     class Source:
@@ -696,13 +673,14 @@ def test_a_disk_full_while_seeding_leaves_nothing_half_written(tmp_path: Path, m
     import shutil
 
     head = _head()
-    kept = _cached(tmp_path / "cache" / "prefect-key.db", head)
+    kept = _cached(tmp_path / "cache" / "prefect-key.db", head, blocks=True, seal=True)
 
     def full(source, target, *args, **kwargs):
-        Path(target).write_bytes(Path(source).read_bytes()[:4096])
+        target.write(source.read(4096))
+        target.flush()
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(shutil, "copyfile", full)
+    monkeypatch.setattr(shutil, "copyfileobj", full)
     template = Template(tmp_path / "home" / "prefect.db", kept, head)
     assert not template.seed()
     assert list((tmp_path / "home").iterdir()) == []

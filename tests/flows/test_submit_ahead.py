@@ -175,7 +175,7 @@ def test_a_fresh_prefect_home_starts_from_the_database_the_first_one_built(
     first, _ = submit(tmp_path, wf.root, "prefect", QSOLVE_CACHE=str(cache))
     assert first.returncode == 1 and "Rejected at the gates stage" in first.stdout, first.stderr
     assert (tmp_path / "events-prefect.server").read_text() == "migrates on start: default\n"
-    (kept,) = cache.iterdir()
+    (kept,) = cache.glob("*.db")
     with sqlite3.connect(kept) as db:
         assert db.execute("select count(*) from flow_run").fetchone() == (0,)
         assert db.execute("select count(*) from block_type").fetchone()[0] > 0
