@@ -52,12 +52,28 @@ def html_row(html: str, run_id: str) -> str:
     return found.group(1)
 
 
-def real_row(seeded) -> TrackRecordRow:
-    """The seeded hardware run's row, as the platform filed it."""
-    p, checked = published_page(seeded.workflow, home=seeded.home)
+@pytest.fixture(scope="module")
+def filed_row(seeded_template, tmp_path_factory: pytest.TempPathFactory) -> TrackRecordRow:
+    """The seeded hardware run's row, as the platform filed it: read once per module, from a copy of the
+    seeded home of its own (every test's home is another copy of the same)."""
+    from tests.qsolve.receipts.roots import trust_root
+    from tests.web.seeding import copy
+
+    with pytest.MonkeyPatch.context() as m:
+        m.delenv("QSOLVE_DATABASE_URL", raising=False)
+        trust_root(m)
+        seeded = copy(seeded_template, tmp_path_factory.mktemp("row-receipts") / "home")
+        m.setenv("QSOLVE_HOME", str(seeded.home))
+        p, checked = published_page(seeded.workflow, home=seeded.home)
     (row,) = [r for r in p.on_simulators if r.run_id == seeded.hardware_run]
     assert checked[row.run_id].ok and checked[row.run_id].kind == "simulated"  # the reference: a simulator
     return row
+
+
+def real_row(seeded, filed_row: TrackRecordRow) -> TrackRecordRow:
+    """The seeded hardware run's row, as the platform filed it (``seeded`` is a copy of the same home)."""
+    assert filed_row.run_id == seeded.hardware_run and filed_row.workflow == seeded.workflow
+    return filed_row
 
 
 def job_of(home: Path, digest: str) -> dict:
@@ -106,10 +122,10 @@ def assert_not_verified(p, checked, text: str, html: str, run_id: str, said: str
 # --- the found attack: a forged hardware row naming another workflow's run's receipt ---------------------
 
 
-def plant_for_victim(seeded) -> TrackRecordRow:
+def plant_for_victim(seeded, filed_row) -> TrackRecordRow:
     """A forged "On quantum hardware" row of ``victim``, which never had a hardware run, naming one
     receipt of max-cut's run; its circuits and shots are that receipt's, so only where it belongs fails."""
-    real = real_row(seeded)
+    real = real_row(seeded, filed_row)
     digest = seeded.receipts[0]
     shots = job_of(seeded.home, digest)["result"]["shots"]
     forged = real.model_copy(
@@ -129,8 +145,8 @@ def plant_for_victim(seeded) -> TrackRecordRow:
     return forged
 
 
-def test_a_row_planted_with_another_workflows_receipt_is_not_verified_nor_measured(seeded, client):
-    plant_for_victim(seeded)
+def test_a_row_planted_with_another_workflows_receipt_is_not_verified_nor_measured(filed_row, seeded, client):
+    plant_for_victim(seeded, filed_row)
     p, checked, text = page_of("victim", seeded.home)
     html = client.get("/workflows/victim").text
     assert_not_verified(p, checked, text, html, FORGED, "1 receipt belongs to another run")
@@ -151,10 +167,10 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     yield from serving(tmp_path_factory.mktemp("moto") / "moto.log")
 
 
-def test_the_same_attack_in_a_bucket(seeded, s3_server, client, monkeypatch):
+def test_the_same_attack_in_a_bucket(filed_row, seeded, s3_server, client, monkeypatch):
     """The seeded home's blobs moved to a bucket on a local S3 server (the state database stays), its
     real row filed there, and the forged row planted there."""
-    real = real_row(seeded)
+    real = real_row(seeded, filed_row)
     blobs = {p.name: p.read_bytes() for p in (seeded.home / "blobs").rglob("*") if p.is_file()}
     for variable, value in s3_server.environment(s3_server.new_bucket()).items():
         monkeypatch.setenv(variable, value)
@@ -165,7 +181,7 @@ def test_the_same_attack_in_a_bucket(seeded, s3_server, client, monkeypatch):
     refile([real], seeded.home)
     assert not (seeded.home / "blobs").exists()
     assert published_page(seeded.workflow, home=seeded.home)[1][seeded.hardware_run].ok
-    plant_for_victim(seeded)
+    plant_for_victim(seeded, filed_row)
     p, checked, text = page_of("victim", seeded.home)
     html = client.get("/workflows/victim").text
     assert_not_verified(p, checked, text, html, FORGED, "1 receipt belongs to another run")
@@ -186,8 +202,8 @@ def test_the_same_attack_in_a_bucket(seeded, s3_server, client, monkeypatch):
     ],
     ids=["run", "run-and-case", "target", "case", "version"],
 )
-def test_a_receipt_of_the_same_workflow_but_another_run_case_or_target(seeded, client, changed):
-    real = real_row(seeded)
+def test_a_receipt_of_the_same_workflow_but_another_run_case_or_target(filed_row, seeded, client, changed):
+    real = real_row(seeded, filed_row)
     forged = real.model_copy(update=changed | {"recorded_at": real.recorded_at.replace(year=2099)})
     refile([forged], seeded.home)
     p, checked, text = page_of(seeded.workflow, seeded.home)
@@ -199,8 +215,8 @@ def test_a_receipt_of_the_same_workflow_but_another_run_case_or_target(seeded, c
 # --- the seal: a key the operator did not endorse -------------------------------------------------------
 
 
-def test_a_receipt_signed_by_a_key_not_endorsed_does_not_verify(seeded, client):
-    real = real_row(seeded)
+def test_a_receipt_signed_by_a_key_not_endorsed_does_not_verify(filed_row, seeded, client):
+    real = real_row(seeded, filed_row)
     first, *rest = seeded.receipts
     other = resealed(seeded.home, first, NOBODY)
     assert job_of(seeded.home, other)["request"][RUN]["id"] == real.run_id  # it names the row's run
@@ -217,9 +233,9 @@ def test_a_receipt_signed_by_a_key_not_endorsed_does_not_verify(seeded, client):
     assert checked[real.run_id].verified == len(rest)
 
 
-def test_a_receipt_whose_seal_was_broken_does_not_verify(seeded, client):
+def test_a_receipt_whose_seal_was_broken_does_not_verify(filed_row, seeded, client):
     """A receipt's sealed counts changed after sealing (a new blob under its new name)."""
-    real = real_row(seeded)
+    real = real_row(seeded, filed_row)
     first, *rest = seeded.receipts
     job = job_of(seeded.home, first)
     outcome, n = next(iter(job["result"]["counts"].items()))
@@ -244,8 +260,8 @@ def test_a_receipt_whose_seal_was_broken_does_not_verify(seeded, client):
 # --- the counts: the row's numbers came from other counts -----------------------------------------------
 
 
-def test_a_row_whose_circuits_or_shots_are_not_its_receipts_is_not_verified(seeded, client):
-    real = real_row(seeded)
+def test_a_row_whose_circuits_or_shots_are_not_its_receipts_is_not_verified(filed_row, seeded, client):
+    real = real_row(seeded, filed_row)
     forged = real.model_copy(
         update={"shots": real.shots * 2, "recorded_at": real.recorded_at.replace(year=2099)}
     )
@@ -279,9 +295,9 @@ def test_a_receipt_whose_counts_are_not_those_its_job_gave_is_not_verified(seede
     assert_not_verified(p, checked, text, html, seeded.hardware_run, said)
 
 
-def test_a_receipt_named_twice_counts_once(seeded, client):
+def test_a_receipt_named_twice_counts_once(filed_row, seeded, client):
     """A row naming one of its run's receipts twice (its circuits one more) is not verified."""
-    real = real_row(seeded)
+    real = real_row(seeded, filed_row)
     first = seeded.receipts[0]
     shots = job_of(seeded.home, first)["result"]["shots"]
     named = ",".join([*seeded.receipts, first])
@@ -296,12 +312,14 @@ def test_a_receipt_named_twice_counts_once(seeded, client):
 # --- receipts sealed before requests named their run ----------------------------------------------------
 
 
-def test_a_receipt_that_names_no_run_is_the_rows_only_by_the_platforms_record_of_its_job(seeded, client):
+def test_a_receipt_that_names_no_run_is_the_rows_only_by_the_platforms_record_of_its_job(
+    filed_row, seeded, client
+):
     """An older receipt (its request names no run): the row's where the state database recorded its job
     for the row's run; another row naming it belongs to another run; with no record, it names no run."""
     from qsolve_pipeline.storage.state._tables import provider_jobs
 
-    real = real_row(seeded)
+    real = real_row(seeded, filed_row)
     host = load_host_key(seeded.home)  # the home's own key, endorsed
     older = {}
     for digest in seeded.receipts:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from qsolve.cli import main
+from qsolve.providers import compiler
 from qsolve.providers.conformance import load_vectors
 from qsolve.providers.conformance.checker import read_cancel
 from qsolve.providers.program import BASES, GATES
@@ -53,6 +55,38 @@ RULES = {
     "m below 0": lambda m, k: m < 0,
     "k past 32": lambda m, k: k > 32,
 }
+
+
+def circuit_key(circuit) -> str:
+    """What a circuit is, gate by gate, as text."""
+    gates = [
+        (
+            i.operation.name,
+            [repr(p) for p in i.operation.params],
+            [circuit.find_bit(q).index for q in i.qubits],
+            [circuit.find_bit(c).index for c in i.clbits],
+        )
+        for i in circuit.data
+    ]
+    return json.dumps([circuit.num_qubits, circuit.num_clbits, repr(circuit.global_phase), gates])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled_once() -> Iterator[None]:
+    """The checker compiles the same probe programs for the same device in every test here (the compiler
+    is seeded, its output frozen): each is compiled once per module, the checker's verdicts unchanged."""
+    compile_circuit = compiler.compile_circuit
+    done: dict[tuple[str, str, int], compiler.Compiled] = {}
+
+    def once(circuit, device, *, seed=0):
+        key = (circuit_key(circuit), device.model_dump_json(), seed)
+        if key not in done:
+            done[key] = compile_circuit(circuit, device, seed=seed)
+        return done[key]
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(compiler, "compile_circuit", once)
+        yield
 
 
 @pytest.fixture

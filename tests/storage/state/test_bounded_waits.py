@@ -5,10 +5,16 @@ loses its history stage: another process takes it over within a minute. On Postg
 a session idle in its transaction (``idle_in_transaction_session_timeout``), so a frozen holder's row
 locks go with it; on SQLite (WAL) a reading transaction never blocks a writer, and qsolve holds no
 writing transaction across work.
+
+The tests set the bounds small (:func:`short_bounds`: a lock waited for 2 s on PostgreSQL, 3 s of SQLite's
+busy timeout, a session idle in its transaction ended after 3 s), the holder process too, and assert those
+bounds are honoured; the documented values every session gets are asserted as they are
+(``test_every_postgresql_session_has_bounded_waits`` here, SQLite's in tests/storage/state/test_connect.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -21,7 +27,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import OperationalError
 
-from qsolve_pipeline.storage.state import ClaimStatus, StateDB, Version, connect
+from qsolve_pipeline.storage.state import ClaimStatus, StateDB, Version, _engine, connect
 from qsolve_pipeline.storage.state._engine import POSTGRES_TIMEOUTS
 from tests.conftest import REPO
 from tests.storage.state.conftest import default_settings
@@ -29,14 +35,18 @@ from tests.storage.state.conftest import default_settings
 CASES = [("a", "sim-cpu"), ("b", "sim-cpu")]
 LEASE_S = 2.0
 TAKEOVER_S = 60.0  # the issue's bound: another process takes over within a minute
+#: the bounds the tests set, smaller than the documented ones so that each is reached quickly
+SHORT_BUSY_S = 3
+SHORT_TIMEOUTS = POSTGRES_TIMEOUTS | {"lock_timeout": "2s", "idle_in_transaction_session_timeout": "3s"}
 
 HOLDER = """
-import sys, time
+import json, sys, time
 from qsolve.runtime.heartbeat import beat
-from qsolve_pipeline.storage.state import Lease, connect
+from qsolve_pipeline.storage.state import Lease, _engine, connect
 from tests.storage.state.conftest import default_settings
 
 url, how = sys.argv[1], sys.argv[2]
+_engine.BUSY_TIMEOUT_S, _engine.POSTGRES_TIMEOUTS = json.loads(sys.argv[3])  # the test's bounds
 with connect(url, settings=default_settings()) as db:
     version = db.get_version("max-cut")
     with Lease(db) as lease:
@@ -58,6 +68,13 @@ with connect(url, settings=default_settings()) as db:
 """
 
 
+@pytest.fixture(autouse=True)
+def short_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every session this process opens waits at most the tests' short bounds."""
+    monkeypatch.setattr(_engine, "BUSY_TIMEOUT_S", SHORT_BUSY_S)
+    monkeypatch.setattr(_engine, "POSTGRES_TIMEOUTS", SHORT_TIMEOUTS)
+
+
 @pytest.fixture
 def version(database_url: str, tmp_path: Path) -> Iterator[Version]:
     with connect(database_url, home=tmp_path, settings=default_settings()) as db:
@@ -67,7 +84,7 @@ def version(database_url: str, tmp_path: Path) -> Iterator[Version]:
 def holder(database_url: str, how: str) -> subprocess.Popen:
     env = os.environ | {"QSOLVE_LEASE_SECONDS": str(LEASE_S), "PYTHONPATH": str(REPO)}
     process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, database_url, how],
+        [sys.executable, "-c", HOLDER, database_url, how, json.dumps([SHORT_BUSY_S, SHORT_TIMEOUTS])],
         env=env,
         cwd=REPO,
         stdout=subprocess.PIPE,
@@ -113,12 +130,27 @@ def test_a_frozen_or_stuck_holder_is_taken_over_within_a_minute(
         process.stdout.close()
 
 
+def shown_timeouts(database_url: str, tmp_path: Path) -> dict[str, str]:
+    """What a session qsolve opens shows of each bound."""
+    with connect(database_url, home=tmp_path, settings=default_settings()) as db, db.engine.connect() as c:
+        return {name: c.execute(sa.text(f"SHOW {name}")).scalar_one() for name in POSTGRES_TIMEOUTS}
+
+
 def test_every_postgresql_session_has_bounded_waits(database_url: str, tmp_path: Path) -> None:
     if not database_url.startswith("postgresql"):
         pytest.skip("PostgreSQL's settings")
-    with connect(database_url, home=tmp_path, settings=default_settings()) as db, db.engine.connect() as c:
-        shown = {name: c.execute(sa.text(f"SHOW {name}")).scalar_one() for name in POSTGRES_TIMEOUTS}
-    assert shown == POSTGRES_TIMEOUTS
+    assert shown_timeouts(database_url, tmp_path) == SHORT_TIMEOUTS  # the bounds as set, the tests' here
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_engine, "POSTGRES_TIMEOUTS", POSTGRES_TIMEOUTS)  # and the documented ones
+        assert (
+            shown_timeouts(database_url, tmp_path)
+            == POSTGRES_TIMEOUTS
+            == {
+                "lock_timeout": "10s",
+                "statement_timeout": "1min",
+                "idle_in_transaction_session_timeout": "20s",
+            }
+        )
 
 
 def test_a_lock_held_too_long_fails_the_waiter_not_hangs_it(
@@ -138,5 +170,6 @@ def test_a_lock_held_too_long_fails_the_waiter_not_hangs_it(
                 waited = time.monotonic() - start
         finally:
             other.close()
-    bound = 10 if database_url.startswith("postgresql") else 30  # lock_timeout; SQLite's busy timeout
+    postgres = database_url.startswith("postgresql")
+    bound = int(SHORT_TIMEOUTS["lock_timeout"][:-1]) if postgres else SHORT_BUSY_S  # as the test set them
     assert bound * 0.9 < waited < bound + 20

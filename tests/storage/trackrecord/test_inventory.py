@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -107,11 +108,25 @@ BAD: dict[str, tuple[Callable[[Path], Path], str]] = {
 }
 
 
+@pytest.fixture(scope="module")
+def filed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home with runs a and b filed (their batch files, the state database's record of them), filed once
+    per module: each test reads a copy of its own."""
+    path = tmp_path_factory.mktemp("inventory") / "home"
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("QSOLVE_HOME", str(path))
+        m.delenv("QSOLVE_DATABASE_URL", raising=False)  # the state database lives in the home, copied whole
+        file_rows([row("a", case="one")], path)
+        file_rows([row("b", case="two", minute=1)], path)
+    return path
+
+
 @pytest.fixture(params=sorted(BAD))
-def bad(request, home) -> tuple[Path, str]:
+def bad(request, filed, home, monkeypatch) -> tuple[Path, str]:
     """A home with runs a and b (their batch files) and one bad file; returns it and the reason."""
-    file_rows([row("a", case="one")], home)
-    file_rows([row("b", case="two", minute=1)], home)
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    shutil.copytree(filed, home, symlinks=True)
+    assert sorted(p.name[0] for p in (home / "trackrecord").glob("*.parquet")) == ["b", "b"]
     make, why = BAD[request.param]
     path = make(home / "trackrecord")
     return path, why
