@@ -1,10 +1,10 @@
 """An attacker's tests of issue 39 (performance) as merged: performance work must keep every promise.
 
-Findings (a strict xfail each, as merged), the worst first:
+Findings (a strict xfail each, as merged; all mended since, the tests hold the mends), the worst first:
 
-- ``flows/server.py`` ``Template.seed`` copies any cached file whose ``alembic_version`` reads the installed
-  head: one holding a planted flow run, deployment, variable or concurrency limit (``evaluation`` at 0
-  slots), a corrupt one (a malformed page elsewhere than ``alembic_version``'s), one in a cache folder
+- ``Template.seed`` (flows/prefect_template.py) copied any cached file whose ``alembic_version`` reads the
+  installed head: one holding a planted flow run, deployment, variable or concurrency limit (``evaluation`` at
+  0 slots), a corrupt one (a malformed page elsewhere than ``alembic_version``'s), one in a cache folder
   anyone may write. The seeded server neither migrates nor registers, and a later command finds a database
   there and never seeds nor rebuilds it. Tried by hand: a cached file with ``alembic_version`` alone made
   every flow a ``500 Internal Server Error`` (Prefect's ``PrefectHTTPStatusError``), in that home for good;
@@ -51,7 +51,8 @@ import pytest
 
 from qsolve.receipts.canonical import canonical_of, canonical_text
 from qsolve.receipts.strict_json import Unreadable, read, read_standard
-from qsolve_pipeline.flows.server import Template, _alembic_head, _revision, _settled
+from qsolve_pipeline.flows.prefect_template import Template, _alembic_head, _revision
+from qsolve_pipeline.flows.server import _settled
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from qsolve_pipeline.flows.server import AS_BUILT, Template, _alembic_head, _revision
+from qsolve_pipeline.flows.prefect_template import AS_BUILT, Template, _alembic_head, _revision
 
 
 def migrations(folder: Path, chain: dict[str, str | None]) -> Path:
