@@ -22,6 +22,9 @@ from tests.conftest import REPO
 from tests.replay.building import WORKFLOW, build
 from tests.web.seeding import home_set
 
+# one worker builds and exports the module's home (``exported``), not each worker the module's tests reach
+pytestmark = pytest.mark.xdist_group("replay-exported")
+
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> dict:

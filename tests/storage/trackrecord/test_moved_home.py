@@ -21,6 +21,9 @@ from qsolve_pipeline.storage.trackrecord import compact, ensure_views, file_rows
 from .builders import row
 from .test_analyst import analyst, as_a_new_process
 
+# one worker files the module's home (``_filed_template``), not each worker its tests reach
+pytestmark = pytest.mark.xdist_group("trackrecord-moved-home")
+
 
 def run(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="qsolve")

@@ -10,6 +10,7 @@ Without chromium or Playwright the tests are skipped, saying why (``.ci/run`` in
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -26,6 +27,13 @@ TIMEOUT_MS = 15_000
 
 @pytest.fixture
 def live_server(home: Path) -> Iterator[str]:
+    with serving(home) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serving(home: Path) -> Iterator[str]:
+    """create_app(home) served by uvicorn in a thread on a free loopback port: its base URL."""
     import uvicorn
 
     from qsolve.web.app import create_app
