@@ -17,12 +17,10 @@ import pytest
 
 from qsolve.cli.trackrecord import add_commands
 from qsolve_pipeline.storage.trackrecord import compact, ensure_views, file_rows, page
+from tests.once import built_once
 
 from .builders import row
 from .test_analyst import analyst, as_a_new_process
-
-# one worker files the module's home (``_filed_template``), not each worker its tests reach
-pytestmark = pytest.mark.xdist_group("trackrecord-moved-home")
 
 
 def run(*argv: str) -> int:
@@ -83,10 +81,8 @@ def filed_home(home: Path) -> None:
     ensure_views(home)  # what any reading command does: a filing leaves the database as it was
 
 
-@pytest.fixture(scope="module")
-def _filed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A filed home, built once for the module; the tests change their copies of it, never it."""
-    template = tmp_path_factory.mktemp("moved-home-template") / "home"
+def _file_template(root: Path) -> Path:
+    template = root / "home"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("QSOLVE_HOME", str(template))
         for name in ("QSOLVE_DATABASE_URL", "QSOLVE_STORAGE_URL"):
@@ -94,6 +90,12 @@ def _filed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         filed_home(template)
     as_a_new_process()
     return template
+
+
+@pytest.fixture(scope="module")
+def _filed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A filed home, built once for the run; the tests change their copies of it, never it."""
+    return built_once(tmp_path_factory, "moved-home-template", _file_template)
 
 
 @pytest.fixture

@@ -9,9 +9,6 @@ import pytest
 
 from tests.web.browser.conftest import serving
 
-# one worker serves the module's seeded home (``live_server``), not each worker its tests reach
-pytestmark = pytest.mark.xdist_group("browser-narrow")
-
 WIDTH = 390
 PAGES = ["/workflows", "/workflows/max-cut", "/workflows/max-cut/versions/0.9.0", "/verify", "/login",
          "/evaluations", "/knowledge"]  # fmt: skip
