@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.web.browser.conftest import serving
+from tests.web.browser.conftest import PHONE_WIDTH, serving
 
-WIDTH = 390
+WIDTH = PHONE_WIDTH
 PAGES = ["/workflows", "/workflows/max-cut", "/workflows/max-cut/versions/0.9.0", "/verify", "/login",
          "/evaluations", "/knowledge"]  # fmt: skip
 
@@ -29,26 +29,6 @@ def live_server(seeded_template, tmp_path_factory: pytest.TempPathFactory) -> It
         copy(seeded_template, home)
         with serving(home) as url:
             yield url
-
-
-@pytest.fixture(scope="module")
-def _phone_context(_browser) -> Iterator[object]:
-    context = _browser.new_context(viewport={"width": WIDTH, "height": 844})
-    context.set_default_timeout(15_000)
-    try:
-        yield context
-    finally:
-        context.close()
-
-
-@pytest.fixture
-def phone(_phone_context) -> Iterator[object]:
-    """A new page at phone width (the module's context: the tests log in nowhere, so share no cookie)."""
-    page = _phone_context.new_page()
-    try:
-        yield page
-    finally:
-        page.close()
 
 
 def sideways(page) -> int:
