@@ -19,16 +19,22 @@ import pytest
 from qsolve.cli import main
 from qsolve.replay.bundle import ZIP_TIME
 from tests.conftest import REPO
+from tests.once import built_once
 from tests.replay.building import WORKFLOW, build
 from tests.web.seeding import home_set
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One submitted home for the module, and its version's bundle exported from it."""
+    """One submitted home for the module, and its version's bundle exported from it: built once for the
+    whole run, under xdist too (the first worker to reach it builds it; the others wait and read it; the
+    tests only read the home, or write beside it under names of their own)."""
+    return built_once(tmp_path_factory, "replay-exported", _export)
+
+
+def _export(root: Path) -> dict:
     from tests.qsolve.receipts.roots import ROOT
 
-    root = tmp_path_factory.mktemp("replay")
     saved = os.environ.get("QSOLVE_RECEIPT_ROOT")
     os.environ["QSOLVE_RECEIPT_ROOT"] = ROOT.public_hex
     try:

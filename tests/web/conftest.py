@@ -85,11 +85,12 @@ def form_token() -> Callable[[TestClient], str]:
 
 @pytest.fixture(scope="session")
 def seeded_template(tmp_path_factory: pytest.TempPathFactory):
-    """The seeded home of the workflow pages (tests/web/seeding.py), built once per session."""
+    """The seeded home of the workflow pages (tests/web/seeding.py), built once per run (the tests copy it:
+    :func:`tests.web.seeding.copy`)."""
+    from tests.once import built_once
     from tests.web.seeding import build
 
-    root = tmp_path_factory.mktemp("web-seeded")
-    return build(root / "home", root / "work")
+    return built_once(tmp_path_factory, "web-seeded", lambda root: build(root / "home", root / "work"))
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ headless chromium (``/usr/bin/chromium``, by its path: no browser is downloaded)
 
     live_server        the base URL of create_app(home) served in a thread on a free loopback port
     browser_page       a fresh Playwright page (its own context: no cookies from another test)
+    phone              a fresh page at 390 px, in its module's context (for pages read logged out)
     screenshot(page, name)   a full-page PNG at tests/artifacts/screenshots/NAME.png (kept as artifacts)
 
 Without chromium or Playwright the tests are skipped, saying why (``.ci/run`` installs both).
@@ -10,6 +11,7 @@ Without chromium or Playwright the tests are skipped, saying why (``.ci/run`` in
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -22,10 +24,18 @@ import pytest
 CHROMIUM = os.environ.get("QSOLVE_TEST_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 TIMEOUT_MS = 15_000
+PHONE_WIDTH = 390  # a phone's width, CSS pixels
 
 
 @pytest.fixture
 def live_server(home: Path) -> Iterator[str]:
+    with serving(home) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serving(home: Path) -> Iterator[str]:
+    """create_app(home) served by uvicorn in a thread on a free loopback port: its base URL."""
     import uvicorn
 
     from qsolve.web.app import create_app
@@ -91,3 +101,23 @@ def screenshot() -> Callable[[object, str], Path]:
         return path
 
     return take
+
+
+@pytest.fixture(scope="module")
+def _phone_context(_browser) -> Iterator[object]:
+    context = _browser.new_context(viewport={"width": PHONE_WIDTH, "height": 844})
+    context.set_default_timeout(15_000)
+    try:
+        yield context
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def phone(_phone_context) -> Iterator[object]:
+    """A new page at phone width (the module's context: the tests log in nowhere, so share no cookie)."""
+    page = _phone_context.new_page()
+    try:
+        yield page
+    finally:
+        page.close()

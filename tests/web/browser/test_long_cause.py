@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from qsolve_pipeline.storage.trackrecord import file_rows
-from tests.web.browser.test_narrow import phone as phone  # the 390 px page fixture
 from tests.web.browser.test_narrow import sideways
 from tests.web.seeding import home_set, row
 
