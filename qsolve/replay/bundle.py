@@ -31,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from qsolve.receipts.canonical import canonical_bytes
+from qsolve.receipts.strict_json import depth
 from qsolve.safezip import Reading, ZipRefused, ZipRules
 
 FORMAT = "qsolve.replay-bundle/1"
@@ -68,18 +69,6 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise _Duplicate(f"the member {k[:80]!r} is given twice in one object")
         out[k] = v
     return out
-
-
-def _depth(value: Any) -> int:
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict | list):
-            deepest = max(deepest, d)
-            if d > MAX_DEPTH:
-                return d
-            stack += [(x, d + 1) for x in (v.values() if isinstance(v, dict) else v)]
-    return deepest
 
 
 class RowEntry(BaseModel):
@@ -238,7 +227,7 @@ def _read_folder(folder: Path) -> Bundle:
             raise BundleRefused(f"bundle refused: {name} nests deeper than {MAX_DEPTH}") from None
         except ValueError as e:
             raise BundleRefused(f"bundle refused: {name} does not read as JSON ({str(e)[:200]})") from None
-        if _depth(found) > MAX_DEPTH:
+        if depth(found) > MAX_DEPTH:
             raise BundleRefused(f"bundle refused: {name} nests deeper than {MAX_DEPTH}")
         return found
 

@@ -30,7 +30,7 @@ from qsolve_pipeline.storage.objects import ObjectStore, ObjectTooLarge
 
 from .inventory import CHECKS, footer_problem, warn_left_out
 from .layout import BATCH, FOLDER, HEAD, LEFT_OUT, OLDER, SCHEMA_FILE, file_name
-from .writing import BATCH_COMPRESSION, SORT_KEYS, Recorder, digest_bytes, write_parquet
+from .writing import BATCH_COMPRESSION, SORT_KEYS, Recorder, digest_bytes, same_rows, write_parquet
 
 COMPACTION_CLAIM = "trackrecord-compaction"
 
@@ -316,12 +316,7 @@ def _ours(state, name: str, there: bytes, data: bytes) -> bool:
         live = state.trackrecord_live_file(name)
         if live is not None and live.digest == digest_bytes(there):
             return True
-    try:
-        theirs = pq.read_table(io.BytesIO(there))
-        ours = pq.read_table(io.BytesIO(data))
-    except (OSError, ValueError, pa.ArrowException):
-        return False
-    return theirs.schema.equals(ours.schema) and theirs.equals(ours)
+    return same_rows(there, data)
 
 
 def _added(name: str, digest: str, size: int, run_ids: list[str]) -> dict:

@@ -67,6 +67,17 @@ def digest_file(path: Path) -> str:
     return found
 
 
+def same_rows(there: bytes | pa.Buffer, data: bytes | pa.Buffer) -> bool:
+    """Whether two Parquet files' bytes hold exactly the same rows (same columns, same values, same order);
+    False when either does not read."""
+    try:
+        theirs = pq.read_table(pa.BufferReader(there))
+        ours = pq.read_table(pa.BufferReader(data))
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+    return theirs.schema.equals(ours.schema) and theirs.equals(ours)
+
+
 def write_parquet(table: pa.Table, f: BinaryIO, compression: str = COMPRESSION) -> None:
     pq.write_table(table, f, compression=compression, row_group_size=ROW_GROUP_ROWS)
 
