@@ -229,9 +229,9 @@ def _inventory(layout: Layout, db: StateDB | None = None, *, build: bool = True)
     (what ``known`` looks up)."""
     if db is None:
         return _listing(layout)
-    from qsolve_pipeline.storage.trackrecord.views import checked_inventory, inventory_of
+    from qsolve_pipeline.storage.trackrecord.views import inventory_of
 
-    return (inventory_of if build else checked_inventory)(layout, db)
+    return inventory_of(layout, db, behind=not build)
 
 
 def _remove(layout: Layout, path) -> None:

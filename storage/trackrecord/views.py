@@ -350,44 +350,17 @@ def ensure_views(
         return _ensure(layout, state, force=force)[0]
 
 
-def inventory_of(home: Path | str | Layout | None = None, db=None) -> Inventory:
+def inventory_of(home: Path | str | Layout | None = None, db=None, *, behind: bool = False) -> Inventory:
     """The home's files, checked, those left out set aside (and named in warnings), with
-    ``trackrecord.duckdb`` brought up to date: what a command that writes the home reads."""
+    ``trackrecord.duckdb`` brought up to date: what a command that writes the home reads. ``behind``: a
+    ``trackrecord.duckdb`` that is this code's, of this folder, and only behind on the files (as a filing
+    leaves it) is left as it is, for a step that only looks (the maintenance pass's check for lost runs),
+    which leaves it to the step that changes the files or to the next reader (each checks)."""
     layout = home if isinstance(home, Layout) else Layout(home)
     if layout.store is not None:
         return reading(layout, db)
     with state_of(layout, db) as state:
-        return _ensure(layout, state)[1]
-
-
-def checked_inventory(home: Path | str | Layout | None = None, db=None) -> Inventory:
-    """:func:`inventory_of`, but a ``trackrecord.duckdb`` that is this code's, in this folder, and only
-    behind on the files (as a filing leaves it) is left as it is: the home's files, checked, those left
-    out set aside (and named in warnings). For a step that only looks (the maintenance pass's check for
-    lost runs), which leaves that database to the step that changes the files, or to the next reader
-    (each checks); one missing, damaged, of another version or of another folder is built again."""
-    layout = home if isinstance(home, Layout) else Layout(home)
-    if layout.store is not None:
-        return reading(layout, db)
-    found = stored(layout.database)
-    if not (
-        found is not None
-        and found.views_version == VIEWS_VERSION
-        and _same_folder(found.folder, layout.folder)
-        and layout.sql_file.exists()
-    ):
-        return inventory_of(layout, db)
-    with state_of(layout, db) as state:
-        ensure_schema_file(layout)
-        said: dict[Path, str] = {}
-        try:
-            said.update(housekeeping(layout))
-            inventory = verified_local(layout, state, layout.schema_file)
-            for path, why in inventory.left_out:
-                said.setdefault(path, why)
-        finally:
-            warn_left_out(list(said.items()), stacklevel=3)
-    return inventory
+        return _ensure(layout, state, behind=behind)[1]
 
 
 @dataclass(frozen=True)
@@ -398,14 +371,14 @@ class Stored:
     folder: str | None
     files_digest: str | None
 
+    def ours(self, layout: Layout) -> bool:
+        """Whether its views are this code's, in this folder (over whichever files)."""
+        return self.views_version == VIEWS_VERSION and _same_folder(self.folder, layout.folder)
+
     def serves(self, layout: Layout, inventory: Inventory | None) -> bool:
         """Whether its views are this code's, over these files (by glob, or named), in this folder.
         ``inventory`` may be None where the home's views read globs (no list of files to compare)."""
-        return (
-            self.views_version == VIEWS_VERSION
-            and self.files_digest == _files_digest(layout, inventory)
-            and _same_folder(self.folder, layout.folder)
-        )
+        return self.ours(layout) and self.files_digest == _files_digest(layout, inventory)
 
 
 def _globbed(layout: Layout) -> bool:
@@ -475,7 +448,7 @@ def stored(database: Path) -> Stored | None:
     return found
 
 
-def _ensure(layout: Layout, state, *, force: bool = False) -> tuple[bool, Inventory]:
+def _ensure(layout: Layout, state, *, force: bool = False, behind: bool = False) -> tuple[bool, Inventory]:
     """Bring ``trackrecord.duckdb`` up to date, files left out set aside first (each named in a
     :class:`TrackRecordWarning`, even when the build then fails); returns whether it was built and the
     folder's files. After a build the folder is listed again, and the database built again if it no
@@ -492,7 +465,11 @@ def _ensure(layout: Layout, state, *, force: bool = False) -> tuple[bool, Invent
             inventory = verified_local(layout, state, layout.schema_file)
             for path, why in inventory.left_out:  # one set aside on the way is said as such
                 said.setdefault(path, why)
-            if found is not None and found.serves(layout, inventory) and layout.sql_file.exists():
+            if (
+                found is not None
+                and layout.sql_file.exists()
+                and (found.serves(layout, inventory) or (behind and found.ours(layout)))
+            ):
                 break
             try:
                 _build(layout, inventory)
