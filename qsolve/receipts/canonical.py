@@ -182,12 +182,10 @@ def canonical_text(value: Any) -> str:
 def canonical_bytes(value: Any, *, plain: bool = False) -> bytes:
     """The canonical text's UTF-8 bytes. ``plain`` (from :class:`Document`) allows the fast writer."""
     if plain:
-        return _dumps(value).encode("utf-8")
+        return _write_read(value)
     return canonical_text(value).encode("utf-8")
 
 
 def canonical_of(doc: Document, value: Any) -> bytes:
     """The canonical bytes of a value inside a strictly read document."""
-    if doc.plain:
-        return _write_read(value)
-    return canonical_text(value).encode("utf-8")
+    return canonical_bytes(value, plain=doc.plain)

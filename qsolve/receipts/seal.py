@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from blake3 import blake3
 
 from qsolve.errors import QsolveError
-from qsolve.receipts.canonical import canonical_bytes, canonical_of
+from qsolve.receipts.canonical import canonical_bytes
 from qsolve.receipts.first_form import first_form_bytes
 from qsolve.receipts.strict_json import EXACT_LIMIT, Document
 
@@ -88,10 +88,9 @@ def job_digest(request: Any, sealed: Any, form: Form, time: Any = None, doc: Doc
     """The digest of a request and a sealed result (or set head), in the receipt's form."""
     if form is Form.FIRST:
         return digest(form, first_form_bytes(request), first_form_bytes(sealed))
-    if doc is None:
-        q, t = canonical_bytes(request), canonical_bytes(sealed)
-    else:
-        q, t = canonical_of(doc, request), canonical_of(doc, sealed)
+    plain = doc is not None and doc.plain
+    q = canonical_bytes(request, plain=plain)
+    t = canonical_bytes(sealed, plain=plain)
     if form is Form.TIMED:
         return digest(form, q, t, canonical_bytes(time))
     return digest(form, q, t)
