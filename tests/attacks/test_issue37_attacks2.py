@@ -22,7 +22,13 @@ problems were each named at every place; what still breaks:
 6. an ``error_rate`` objective outside [0, 1] (1.5 mistakes per case) is clamped to accuracy 0 with no
    warning: the number says nothing of a share that cannot be one;
 7. the page names the rounds of a not-reproducible case by the minute: two rounds within one minute
-   read the same (``2026-12-01 12:00 FAIL quantum none reference 0.0`` twice), its run ids unshown.
+   read the same (``2026-12-01 12:00 FAIL quantum none reference 0.0`` twice), its run ids unshown;
+8. the ``nondeterministic`` view (and so the page) compares only the methods' objectives: a case that
+   passes then fails over two rounds with other circuits, shots, fidelity and result hash (a method
+   random in its circuits, on a case the ``reproducible`` gate does not re-run) is flagged nowhere;
+9. a bound that is NaN passes lint and the submission checks (``max_gap``, ``max_abs_error``,
+   ``min_fidelity``, ``min_postselection``, ``metric.tolerance_abs``): ``min_fidelity: .nan`` on a fake:
+   target passes ``fidelity_checked`` and can never fail a case, and ``--json`` prints it as null.
 """
 
 from __future__ import annotations
@@ -346,3 +352,28 @@ def test_rounds_that_pass_then_fail_on_the_same_objectives_are_flagged(tmp_path:
     # today: [] and no page warning, as the issue found before it was built
     assert flagged == [{"case_name": "third"}], flagged
     assert [n.case_name for n in p.nondeterministic] == ["third"]
+
+
+@pytest.mark.xfail(strict=True, reason="finding 9: a bound or tolerance that is NaN passes the checks")
+@pytest.mark.parametrize(
+    "key", ["max_gap", "max_abs_error", "min_fidelity", "min_postselection", "tolerance_abs"]
+)
+def test_a_bound_that_is_not_a_number_is_refused(wf: WorkflowDir, key: str) -> None:
+    from qsolve.validation.checks import check_submission
+
+    # `min_fidelity: .nan` on a fake: target passes fidelity_checked ("sets min_fidelity nan") and can
+    # never fail a case (fidelity < nan is false); `max_gap: .nan` fails every case with
+    # "gap 0 > max_gap nan"; `tolerance_abs: .nan` is said in the warning ("with tolerance_abs nan");
+    # `qsolve test --json` prints each as null in the case's `expect`, as if it were not set
+    if key == "tolerance_abs":
+        wf.manifest["metric"] = {"kind": "relative_gap", "tolerance": 0.0, "tolerance_abs": float("nan")}
+    else:
+        wf.cases["cases"] = [
+            {"name": "c", "input": {"x": 0}, "target": "fake:fez@1.6", "expect": {key: float("nan")}}
+        ]
+    wf.save()
+    assert key in wf.path("manifest.yaml").read_text() + wf.path("benchmarks/cases.yaml").read_text()
+    from qsolve.lint import lint
+
+    refused = check_submission(wf.root).errors + [str(i) for i in lint(wf.root).errors]
+    assert any(key in e for e in refused), f"{key}: .nan accepted ({refused})"
