@@ -28,7 +28,10 @@ problems were each named at every place; what still breaks:
    random in its circuits, on a case the ``reproducible`` gate does not re-run) is flagged nowhere;
 9. a bound that is NaN passes lint and the submission checks (``max_gap``, ``max_abs_error``,
    ``min_fidelity``, ``min_postselection``, ``metric.tolerance_abs``): ``min_fidelity: .nan`` on a fake:
-   target passes ``fidelity_checked`` and can never fail a case, and ``--json`` prints it as null.
+   target passes ``fidelity_checked`` and can never fail a case, and ``--json`` prints it as null;
+10. a baseline below 1e-12 that is not 0 (``1e-13``) is said to be 0 and gets no accuracy, though the
+    seed's formula divides by ``abs(r)`` and is defined there (docs/validation.md: null only "where the
+    seed's formula is undefined, a baseline of 0"): the reference's own answer has no accuracy.
 """
 
 from __future__ import annotations
@@ -377,3 +380,19 @@ def test_a_bound_that_is_not_a_number_is_refused(wf: WorkflowDir, key: str) -> N
 
     refused = check_submission(wf.root).errors + [str(i) for i in lint(wf.root).errors]
     assert any(key in e for e in refused), f"{key}: .nan accepted ({refused})"
+
+
+@pytest.mark.xfail(
+    strict=True, reason="finding 10: a tiny baseline that is not 0 is called 0 and gets no accuracy"
+)
+def test_a_tiny_baseline_that_is_not_zero_has_the_seeds_accuracy() -> None:
+    from qsolve.judging.deciding import compare
+    from qsolve.workflow.manifest import Metric
+
+    # docs/validation.md: null "where the seed's formula is undefined, a baseline of 0"; at r = 1e-13
+    # the seed's 1 - abs(q - r) / abs(r) is defined: 1 for the reference's own answer, 0.5 for 1.5e-13
+    metric = Metric(kind="relative_error", tolerance=0.0)
+    same, half = compare(metric, 1e-13, 1e-13, None, None), compare(metric, 1.5e-13, 1e-13, None, None)
+    # today: accuracy None, "the baseline is 0: no relative accuracy", for both
+    assert (same.accuracy, same.why_none) == (1.0, None), same
+    assert half.accuracy == pytest.approx(0.5), half
