@@ -90,9 +90,6 @@ def _case(wf: WorkflowDir, evaluate: str, reference: str, quantum: str, metric: 
     return run_case(workflow.manifest, code, case, case.input, "sim-cpu")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 1: evaluate returning a bool or a string is taken as a number"
-)
 @pytest.mark.parametrize(
     ("returned", "kind"), [("solution['v'] == 1", "bool"), ("str(solution['v'])", "str")]
 )
@@ -109,7 +106,6 @@ def test_evaluate_must_return_a_number(wf: WorkflowDir, returned: str, kind: str
     assert kind in said and "not a number" in said, said
 
 
-@pytest.mark.xfail(strict=True, reason="finding 2: a method's objective given as a bool or string is coerced")
 @pytest.mark.parametrize(
     ("reference", "kind"),
     [("MethodResult(True)", "bool"), ("MethodResult('2.5')", "str"), ("{'objective': '2.5'}", "str")],
@@ -121,7 +117,6 @@ def test_a_methods_objective_must_be_a_number(wf: WorkflowDir, reference: str, k
     assert kind in f"{result.message} {result.cause}", (result.message, result.cause)
 
 
-@pytest.mark.xfail(strict=True, reason="finding 3: a negative stderr gives a negative accuracy_pm")
 def test_a_negative_stderr_gives_no_negative_plus_or_minus(wf: WorkflowDir) -> None:
     result = _case(
         wf,
@@ -284,7 +279,6 @@ def test_estimate_honest_judges_the_first_case_that_ran_to_a_result(wf: Workflow
     assert "runs" in gates["estimate_honest"].message, gates["estimate_honest"].message
 
 
-@pytest.mark.xfail(strict=True, reason="finding 6: an error rate outside [0, 1] is clamped without a word")
 def test_an_error_rate_above_one_is_named(wf: WorkflowDir) -> None:
     result = _case(
         wf,
@@ -382,9 +376,6 @@ def test_a_bound_that_is_not_a_number_is_refused(wf: WorkflowDir, key: str) -> N
     assert any(key in e for e in refused), f"{key}: .nan accepted ({refused})"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 10: a tiny baseline that is not 0 is called 0 and gets no accuracy"
-)
 def test_a_tiny_baseline_that_is_not_zero_has_the_seeds_accuracy() -> None:
     from qsolve.judging.deciding import compare
     from qsolve.workflow.manifest import Metric

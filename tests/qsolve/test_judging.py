@@ -360,7 +360,12 @@ def test_a_stored_accuracy_is_decided_again_by_the_same_rule() -> None:
     assert settled_accuracy(0.9, 1.0, 0.9, None) == (0.9, None, False)  # relative_error
     # error_rate (1 - q): a perfect classical classifier (r = 0) keeps the quantum one's accuracy
     assert settled_accuracy(0.2, 0.0, 0.8, 0.05) == (0.8, 0.05, False)
-    assert settled_accuracy(1.5, 0.1, -0.5, None) == (0.0, None, False)
+    # an error rate of 1.5 is no share of mistakes: no accuracy, as the case's own is (attack 2, finding 6)
+    assert settled_accuracy(1.5, 0.1, -0.5, None) == (None, None, False)
+    # a baseline of 1e-13 is not 0: the seed's accuracy is defined there, also of a run stored dividing
+    # by max(abs(r), 1e-12) (attack 2, finding 10)
+    assert settled_accuracy(1.5e-13, 1e-13, 0.95, None) == (pytest.approx(0.5), None, False)
+    assert settled_accuracy(1.0, 2.0, 1.0, -0.25) == (1.0, None, False)  # a negative stderr's pm: none
     assert settled_accuracy(None, None, None, None) == (None, None, False)  # nothing compared
     assert settled_accuracy(0.0, 0.0, 1.0, None) == (1.0, None, False)  # 1 - q and q <= r agree: kept
 
@@ -379,7 +384,12 @@ def test_at_a_zero_baseline_tolerance_never_decides() -> None:
 def test_an_accuracy_is_never_outside_0_to_1() -> None:
     assert compare(Metric(), 30.0, 10.0, None, None).accuracy == 0.0  # three times worse: 1 - 2 is clamped
     assert compare(Metric(kind="relative_error"), -35.0, -10.0, None, None).accuracy == 0.0
-    assert compare(Metric(kind="error_rate"), 1.5, 0.1, None, None).accuracy == 0.0
+    # an error rate of 1.5 is no share of mistakes: its 1 - q is no accuracy (attack 2, finding 6)
+    c = compare(Metric(kind="error_rate"), 1.5, 0.1, None, 100)
+    assert (c.accuracy, c.accuracy_pm, c.verdict) == (None, None, BELOW)
+    assert c.why_none == "the quantum objective 1.5 is not a share of mistakes (error_rate takes 0 to 1)"
+    assert compare(Metric(kind="error_rate"), -0.1, 0.1, None, None).accuracy is None
+    assert compare(Metric(kind="error_rate"), 1.0, 0.1, None, None).accuracy == 0.0  # all wrong: a share
 
 
 def test_warnings_never_change_the_verdict(wf: WorkflowDir) -> None:
