@@ -166,7 +166,6 @@ def _gates(wf: WorkflowDir) -> dict:
     return {g.name: g for g in judge(run_gates(wf.root, "sim-cpu", None, lambda e: None, start, start))}
 
 
-@pytest.mark.xfail(strict=True, reason="finding 4: reproducible names a crash in one of its runs 'None'")
 def test_reproducible_names_the_crash_of_its_second_run(wf: WorkflowDir, tmp_path: Path) -> None:
     wf.write("workflow.py", CRASHES_THE_SECOND_TIME.format(mark=str(tmp_path / "ran-once")))
     wf.write("schemas/output.json", {"type": "object"})
@@ -243,9 +242,6 @@ def quantum(input, params, ctx):
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 5: a case whose quantum method crashed counts as one that ran"
-)
 def test_a_workflow_whose_every_case_crashes_passes_no_run_gate(wf: WorkflowDir) -> None:
     wf.write("workflow.py", ALWAYS_CRASHES)
     wf.write("schemas/output.json", {"type": "object"})
@@ -264,9 +260,6 @@ def test_a_workflow_whose_every_case_crashes_passes_no_run_gate(wf: WorkflowDir)
     assert not any(passed for passed, _ in said.values()), said
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 5: estimate_honest judges a crashed first case, not one that ran"
-)
 def test_estimate_honest_judges_the_first_case_that_ran_to_a_result(wf: WorkflowDir) -> None:
     wf.write("workflow.py", ALWAYS_CRASHES)
     wf.write("schemas/output.json", {"type": "object"})
