@@ -177,7 +177,6 @@ def test_reproducible_names_the_crash_of_its_second_run(wf: WorkflowDir, tmp_pat
     assert "ZeroDivisionError" in reproducible.message, reproducible.message
 
 
-@pytest.mark.xfail(strict=True, reason="finding 4: the page's not-reproducible sentence names a crash 'none'")
 def test_the_pages_not_reproducible_sentence_names_the_crash() -> None:
     crashed = "failed: ZeroDivisionError: division by zero (workflow.py:29)"
     reference = {
@@ -285,7 +284,6 @@ def test_an_error_rate_above_one_is_named(wf: WorkflowDir) -> None:
     assert "1.5" in said, (result.accuracy, result.message, result.warnings)
 
 
-@pytest.mark.xfail(strict=True, reason="finding 7: the page names two rounds within a minute the same")
 def test_the_page_tells_two_rounds_within_a_minute_apart() -> None:
     at = datetime(2026, 12, 1, 12, 0, 5, tzinfo=UTC)
     crashed = "failed: ZeroDivisionError: division by zero (workflow.py:29)"
@@ -313,9 +311,6 @@ def test_the_page_tells_two_rounds_within_a_minute_apart() -> None:
     assert len(set(rounds)) == len(rounds), rounds
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 8: rounds passing then failing with the same objectives are not flagged"
-)
 def test_rounds_that_pass_then_fail_on_the_same_objectives_are_flagged(tmp_path: Path) -> None:
     import warnings
 

@@ -133,7 +133,7 @@ def test_a_zero_baseline_a_sign_mistake_a_flaky_and_a_crashing_method(wf: Workfl
         "(median of 2 track-record rows; 2 rows have none: the baseline is 0 in 1, nothing compared in 1)",
         'flaky on sim-cpu (seed 0, params {"shots":100}) is not reproducible: 2 different answers over 3 '
         "rounds",
-        "2026-12-01 12:02 FAIL",
+        "2026-12-01 12:02:00 r2 FAIL",
         "must come from ctx.rng",
         "CRASH: method quantum failed: ZeroDivisionError",
         "warning: sign on sim-cpu: quantum method quantum beat",
