@@ -231,7 +231,7 @@ def definitions(sources: Sources, version: str | None = None) -> list[tuple[str,
             f" FROM rows WHERE ({SIM} OR {FAKE}) AND result_hash <> ''"
             " GROUP BY workflow, version, case_name, target, seed, params"
             f" HAVING count(DISTINCT {ANSWER}) > 1",  # what the methods gave and the verdict, not the
-        ),  # platform's numbers (its hashing, its scoring): a platform upgrade that changes those is not flagged
+        ),  # platform's hash or scoring: an upgrade of the platform that changes only those is not flagged
     ]
 
 
