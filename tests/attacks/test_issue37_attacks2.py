@@ -1,5 +1,5 @@
-"""A second attacker's findings on issue 37 (honest numbers at the edges), each a test that fails today
-(``xfail(strict=True)``) and passes once mended.
+"""A second attacker's findings on issue 37 (honest numbers at the edges), each a test that failed when
+found (``xfail(strict=True)`` until mended) and passes now.
 
 Found by writing, from docs/writing-a-workflow.md alone, a small workflow with a zero baseline, a sign
 mistake, a method random on its third case (``random``, not ``ctx.rng``) and a method that crashes on
@@ -339,7 +339,6 @@ def test_rounds_that_pass_then_fail_on_the_same_objectives_are_flagged(tmp_path:
     assert [n.case_name for n in p.nondeterministic] == ["third"]
 
 
-@pytest.mark.xfail(strict=True, reason="finding 9: a bound or tolerance that is NaN passes the checks")
 @pytest.mark.parametrize(
     "key", ["max_gap", "max_abs_error", "min_fidelity", "min_postselection", "tolerance_abs"]
 )
