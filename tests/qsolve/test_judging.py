@@ -418,3 +418,56 @@ def test_the_reason_of_each_failure_is_kept() -> None:
 
     assert broken_bound(Expect(max_gap=0.0), -0.7, -1.0) == "gap 0.3 > max_gap 0"
     assert broken_bound(Expect(max_abs_error=0.1), -0.5, -1.0) == "abs error 0.5 > max_abs_error 0.1"
+
+
+def test_what_is_no_number_is_refused_wherever_it_comes_from() -> None:
+    """Issue 37 (attack 2, findings 1 to 3): a bool or a string is never read as a number, nor a negative
+    stderr kept: a method's own MethodResult refuses them, evaluate's return is refused naming its type,
+    and a workflow process that sends them anyway (a hostile one: the honest child never does) sends an
+    invalid message, which breaks it (``RemoteCode._model``): it gets no number judged."""
+    import types
+
+    import numpy as np
+    from pydantic import ValidationError
+
+    from qsolve.sandbox.calls import MethodReturn
+    from qsolve.workflow.method import MethodResult
+
+    for bad in (True, "2.5", b"2", np.bool_(False), np.array(["1"])):
+        with pytest.raises(ValidationError, match="must be a number, not"):
+            MethodResult(bad)
+        with pytest.raises(ValidationError, match="must be a number, not"):
+            MethodResult(1.0, stderr=bad)
+    with pytest.raises(ValidationError, match="stderr\n.*must be at least 0"):
+        MethodResult(1.0, stderr=-0.5)
+    for fine in (2, 2.5, np.int64(2), np.float32(2.5)):
+        assert MethodResult(fine, stderr=fine).objective == pytest.approx(float(fine))
+    for sent in ({"objective": True}, {"objective": "2.5"}, {"objective": 1.0, "stderr": -0.5},
+                 {"objective": 1.0, "stderr": False}):  # fmt: skip
+        with pytest.raises(ValidationError):
+            MethodReturn.model_validate(sent)
+    assert MethodReturn.model_validate({"objective": 2, "stderr": 0}).objective == 2
+
+    module = types.ModuleType("workflow")
+    for returned, said in ((np.bool_(True), "bool (np.True_)"), ("3", "str ('3')"), ([1], "list")):
+        module.evaluate = lambda input, solution, r=returned: r
+        answer = ModuleCode(module).evaluate({}, {})
+        assert answer.value is None and answer.returned.startswith(f"evaluate() returned {said}"), answer
+    for returned in (3, np.float64(2.5), np.int32(7)):
+        module.evaluate = lambda input, solution, r=returned: r
+        assert ModuleCode(module).evaluate({}, {}).value == pytest.approx(float(returned))
+
+
+def test_an_error_rate_that_is_no_share_is_warned_of_for_either_method() -> None:
+    """Issue 37 (attack 2, finding 6): the quantum method's share outside 0 to 1 leaves no accuracy; the
+    reference's is warned of too (its verdict stays the seed's)."""
+    from qsolve.judging.deciding import case_warnings
+
+    metric = Metric(kind="error_rate")
+    quantum = MethodOutcome(name="qsvm", kind="quantum", objective=0.2)
+    assert case_warnings(metric, quantum, 0.2, 3.0)[0] == (
+        "the reference's objective 3 is not a share of mistakes (error_rate takes 0 to 1): evaluate must "
+        "return the share of the test set it got wrong, not a count"
+    )  # and the quantum method beat it, which is said too
+    assert compare(metric, 0.2, 3.0, None, 100).accuracy == pytest.approx(0.8)
+    assert case_warnings(metric, quantum, 0.2, 0.2) == []
