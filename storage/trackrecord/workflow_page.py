@@ -126,13 +126,16 @@ class WorkflowPage(BaseModel):
     def none_said(self) -> str:
         """How many track-record rows have no accuracy, and why: ``2 rows have none: the baseline is 0
         in 1, nothing compared in 1``."""
-        from qsolve.judging.deciding import NOT_COMPARED, ZERO_BASELINE
+        from qsolve.judging.deciding import NOT_A_SHARE, NOT_COMPARED, ZERO_BASELINE
 
         rows = [r for r in self.track_record if r.accuracy is None]
         zero = sum(1 for r in rows if any(w.startswith(ZERO_BASELINE) for w in r.warnings))
         nothing = sum(1 for r in rows if r.verdict == NOT_COMPARED)
+        # the quantum method's objective that is no share (the reference's leaves the accuracy defined)
+        share = sum(1 for r in rows if any(w.startswith("quantum") and NOT_A_SHARE in w for w in r.warnings))
         why = [f"the baseline is 0 in {zero}"] * bool(zero)
         why += [f"nothing compared in {nothing}"] * bool(nothing)
+        why += [f"an error rate that is no share in {share}"] * bool(share)
         n = len(rows)
         return f"{n} {'row has' if n == 1 else 'rows have'} none" + (f": {', '.join(why)}" if why else "")
 
