@@ -85,11 +85,8 @@ def case_table(cases) -> Table:
         table.add_column(col, overflow="fold")  # a narrow terminal wraps a name, never cuts it
     for c in cases:
         result = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]"  # why: below (print_cases)
-        acc = (
-            ""
-            if c.accuracy is None
-            else _n(c.accuracy) + (f" ± {_n(c.accuracy_pm, '.2g')}" if c.accuracy_pm is not None else "")
-        )
+        pm = c.accuracy_pm if c.accuracy_pm is not None and c.accuracy_pm >= 0 else None  # never negative
+        acc = "" if c.accuracy is None else _n(c.accuracy) + (f" ± {_n(pm, '.2g')}" if pm is not None else "")
         verdict = {MATCHES: "matches", BELOW: "below"}.get(c.verdict or "", "")
         table.add_row(
             _text(c.name),

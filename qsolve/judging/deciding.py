@@ -212,9 +212,20 @@ BEATS_REFERENCE_HINT = (
 )
 
 
+#: why an ``error_rate`` accuracy is undefined: ``1 - q`` where ``q`` is not a share of mistakes
+NOT_A_SHARE = "is not a share of mistakes (error_rate takes 0 to 1)"
+NOT_A_SHARE_FIX = "evaluate must return the share of the test set it got wrong, not a count"
+
+
 def zero_baseline(metric: Metric, r: float) -> bool:
-    """Whether the baseline leaves the seed's relative accuracy undefined."""
-    return metric.kind != "error_rate" and abs(r) < 1e-12
+    """Whether the baseline leaves the seed's relative accuracy undefined: exactly 0 (the formulas
+    divide by ``abs(r)``, which is defined at every other baseline, 1e-13 too)."""
+    return metric.kind != "error_rate" and r == 0
+
+
+def is_share(x: float) -> bool:
+    """Whether ``x`` is a share (of mistakes, for ``error_rate``): from 0 to 1."""
+    return 0.0 <= x <= 1.0
 
 
 def _unit(x: float) -> float:
@@ -232,18 +243,22 @@ def wilson_interval(rate: float, n: int, z: float = WILSON_Z) -> tuple[float, fl
 def compare(metric: Metric, q: float, r: float, stderr: float | None, n_test: int | None) -> Comparison:
     """Accuracy, its plus-or-minus and the verdict for the manifest's metric kind."""
     tol_abs = metric.tolerance_abs
-    scale = max(abs(r), 1e-12)
+    if stderr is not None and not (stderr >= 0 and math.isfinite(stderr)):
+        stderr = None  # a MethodResult refuses a negative one: none is never a negative plus-or-minus
     if metric.kind == "error_rate":
-        accuracy = _unit(1 - q)
         bound = r + metric.tolerance + (tol_abs or 0.0)
         pm = low = None
-        if n_test:
-            low, high = wilson_interval(min(max(q, 0.0), 1.0), n_test)
+        if n_test and is_share(q):
+            low, high = wilson_interval(q, n_test)
             pm = (high - low) / 2
         matches = q <= bound or (low is not None and low <= bound)
-        return Comparison(accuracy, pm, MATCHES if matches else BELOW)
+        verdict = MATCHES if matches else BELOW
+        if not is_share(q):  # 1 - q of a "share" of 1.5 is no accuracy: none, and the reason
+            return Comparison(None, None, verdict, f"the quantum objective {_claim(q)} {NOT_A_SHARE}")
+        return Comparison(_unit(1 - q), pm, verdict)
     accuracy = relative_accuracy(metric.kind, q, r)
-    pm = stderr / scale if stderr is not None else None
+    pm = stderr / abs(r) if stderr is not None and r != 0 else None
+    pm = pm if pm is None or math.isfinite(pm) else None  # a stderr of 1 over a baseline of 1e-320
     matches = (
         (accuracy is not None and _raw(metric.kind, q, r) >= 1 - metric.tolerance - 1e-12)
         or (tol_abs is not None and abs(q - r) <= tol_abs)
@@ -256,17 +271,24 @@ def compare(metric: Metric, q: float, r: float, stderr: float | None, n_test: in
     return Comparison(accuracy, pm, MATCHES if matches else BELOW)
 
 
-def _raw(kind: str, q: float, r: float) -> float:
-    """The seed's relative accuracy, unclamped, dividing by ``max(abs(r), 1e-12)``."""
-    worse = (q - r) / max(abs(r), 1e-12)
+def _raw(kind: str, q: float, r: float, floor: float = 0.0) -> float:
+    """The seed's relative accuracy, unclamped, dividing by ``abs(r)`` (``max(abs(r), floor)``: a run
+    stored before issue 37 divided by ``max(abs(r), 1e-12)``, which :func:`settled_accuracy` recognises).
+    ``r`` is not 0 unless ``floor`` is above it. A quotient past a double's range is infinite, and the
+    accuracy then ``-inf`` (clamped to 0)."""
+    try:
+        worse = (q - r) / max(abs(r), floor)
+    except (OverflowError, ZeroDivisionError):  # pragma: no cover - r is never 0 here
+        worse = math.inf
     return 1 - abs(worse) if kind == "relative_error" else 1 - max(worse, 0.0)
 
 
 def relative_accuracy(kind: str, q: float, r: float) -> float | None:
     """The seed's accuracy of a relative metric (``relative_gap``, ``relative_error``) in [0, 1], or
-    ``None`` at a zero baseline, where it is undefined. The one rule: :func:`compare` judges with it, and
-    the track record files a stored result's accuracy by it (:func:`settled_accuracy`)."""
-    if abs(r) < 1e-12:
+    ``None`` at a baseline of exactly 0, where it is undefined (the formula divides by ``abs(r)``: at
+    ``r = 1e-13`` it is defined, 1 for the reference's own answer). The one rule: :func:`compare` judges
+    with it, and the track record files a stored result's accuracy by it (:func:`settled_accuracy`)."""
+    if r == 0:
         return None
     return _unit(_raw(kind, q, r))
 
@@ -297,15 +319,21 @@ def settled_accuracy(
     formula agree (``q = r = 0``) the stored number is kept."""
     if accuracy is None or q is None or r is None:
         return accuracy, accuracy_pm, False
+    if accuracy_pm is not None and not accuracy_pm >= 0:  # a negative stderr's, kept before it was refused
+        accuracy_pm = None
     for kind in ("relative_gap", "relative_error"):
-        raw = _raw(kind, q, r)
-        if math.isclose(accuracy, raw, rel_tol=1e-9, abs_tol=1e-9) or math.isclose(
-            accuracy, _unit(raw), rel_tol=1e-9, abs_tol=1e-9
+        raws = [_raw(kind, q, r, floor=1e-12)] + ([_raw(kind, q, r)] if r != 0 else [])
+        if any(
+            math.isclose(accuracy, raw, rel_tol=1e-9, abs_tol=1e-9)
+            or math.isclose(accuracy, _unit(raw), rel_tol=1e-9, abs_tol=1e-9)
+            for raw in raws
         ):
             settled = relative_accuracy(kind, q, r)
             if settled is None and not math.isclose(accuracy, _unit(1 - q), abs_tol=1e-9):
                 return None, None, True
-            break
+            return (_unit(accuracy) if settled is None else settled), accuracy_pm, False
+    if not is_share(q):  # error_rate's 1 - q of an objective that is no share: none (NOT_A_SHARE)
+        return None, None, False
     return _unit(accuracy), accuracy_pm, False
 
 
@@ -323,10 +351,19 @@ def beats_reference(metric: Metric, q: float, r: float, stderr: float | None) ->
 
 def case_warnings(metric: Metric, quantum: MethodOutcome, q: float, r: float) -> list[str]:
     """What the numbers of a compared case say may be wrong with the workflow, never changing its
-    verdict: a zero baseline (no relative accuracy), the quantum method beating the reference."""
+    verdict: a zero baseline (no relative accuracy), an ``error_rate`` objective that is no share (no
+    accuracy where it is the quantum method's), the quantum method beating the reference."""
     out = []
     if zero_baseline(metric, r):
         out.append(zero_baseline_warning(metric, q, r))
+    if metric.kind == "error_rate":
+        if not is_share(q):
+            out.append(
+                f"quantum method {quantum.name}'s objective {_claim(q)} {NOT_A_SHARE}, so this case has no "
+                f"accuracy: {NOT_A_SHARE_FIX}"
+            )
+        if not is_share(r):
+            out.append(f"the reference's objective {_claim(r)} {NOT_A_SHARE}: {NOT_A_SHARE_FIX}")
     if beats_reference(metric, q, r, quantum.stderr):
         out.append(
             f"quantum method {quantum.name} beat the reference: {_claim(q)} against {_claim(r)} "

@@ -126,6 +126,15 @@ class CaseResult(BaseModel):
             ran=False,
         ).with_hash()
 
+    @property
+    def to_a_result(self) -> bool:
+        """Whether the case ran to a result (the seed's words for the run gates): it ran, and none of its
+        methods crashed (``failed: ...``: raised, or gave what the platform refused). A method that is
+        merely unavailable (``MethodUnavailable``) is a result; a crash is the case raising."""
+        return self.ran and not any(
+            m.unavailable is not None and m.unavailable.startswith("failed:") for m in self.methods
+        )
+
     def with_hash(self) -> CaseResult:
         return self.model_copy(update={"result_hash": result_hash(self)})
 

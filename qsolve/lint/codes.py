@@ -146,8 +146,8 @@ CODES: tuple[Code, ...] = (
         "W043",
         "a function cannot take its arguments (a warning)",
         "A method, `evaluate` or `estimate` has parameters that cannot take what the platform passes: "
-        "a method `(input, params, ctx)`, `evaluate(input, solution)`, `estimate(input, params)`. "
-        "Every case would fail at `qsolve test`.",
+        "a method `(input, params, ctx)`, `evaluate(input, solution)`, `estimate(input, params)`; or is "
+        "an `async def`, whose call gives a coroutine, not a result. Every case would fail at `qsolve test`.",
         "Give the function exactly those parameters, in that order (`def qaoa(input, params, ctx)`).",
     ),
     Code(

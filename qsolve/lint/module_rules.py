@@ -87,8 +87,19 @@ def defined_functions(tree: ast.Module) -> Iterator[tuple[str, ast.arguments, in
 def arity(label: str, tree: ast.Module, manifest: Manifest) -> Iterator[Issue]:
     """W043: a method, ``evaluate`` or ``estimate`` defined at the top level (a ``def`` or a lambda)
     whose parameters cannot take what the platform passes (``def qaoa(input, ctx)`` fails every case at
-    ``qsolve test``). The message shows the parameters as written (``input, params, *, ctx``)."""
+    ``qsolve test``). The message shows the parameters as written (``input, params, *, ctx``). An
+    ``async def`` of one of them is warned of too: the platform's call gives a coroutine, not a result."""
     wanted = {m.function_name: METHOD_ARGUMENTS for m in manifest.methods} | CALLED_WITH
+    for node in tree.body:  # called as a plain function, an ``async def`` gives a coroutine, not a result
+        if isinstance(node, ast.AsyncFunctionDef) and node.name in wanted:
+            yield Issue(
+                label,
+                f"async def {node.name} at line {node.lineno} cannot be called as the platform calls it: "
+                f"{node.name}({', '.join(wanted[node.name])}) would give a coroutine, not its result "
+                "(define it with `def`; run any asyncio inside it with asyncio.run)",
+                code="W043",
+                severity="warning",
+            )
     for name, params, line in defined_functions(tree):
         if name in wanted:
             args = wanted[name]

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from qsolve.errors import MethodUnavailable
 from qsolve.judging.results import to_json_value
-from qsolve.workflow.method import MethodResult
+from qsolve.workflow.method import MethodResult, not_a_number
 
 if TYPE_CHECKING:
     from qsolve.workflow.context import Context
@@ -54,9 +54,11 @@ class MethodReturn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    objective: float | None = None  # None: not a finite number
+    #: None: not a finite number. Strict: a workflow process that sends ``true`` or ``"2.5"`` for a
+    #: number is broken, never read as 1.0 or 2.5 (its own :class:`MethodResult` refuses them)
+    objective: float | None = Field(default=None, strict=True)
     solution: Any = None
-    stderr: float | None = None
+    stderr: float | None = Field(default=None, strict=True, ge=0)
     details: dict[str, Any] = Field(default_factory=dict)
     postselection: tuple[int, int] | None = None
     unavailable: str | None = None
@@ -82,8 +84,11 @@ class Answer(BaseModel):
     value: Any = None
     error: str | None = None
     absent: bool = False  # the workflow has no such function (``estimate`` is optional)
+    #: what ``evaluate`` returned that is not a number, said: ``evaluate() returned bool (True), not a
+    #: number (workflow.py:5)``; the method whose solution it scored fails with it
+    returned: str | None = None
 
-    @field_validator("error")
+    @field_validator("error", "returned")
     @classmethod
     def _bounded(cls, v: str | None) -> str | None:
         return None if v is None else _short(v)
@@ -108,7 +113,7 @@ def raised(e: BaseException, root: str | None = None) -> str:
     (a file inside ``root``) where there is one."""
     if isinstance(e, ValidationError):  # pydantic's many lines, as one
         text = "; ".join(
-            f"{'.'.join(str(x) for x in err['loc']) or 'value'}: {err['msg']}"
+            f"{'.'.join(str(x) for x in err['loc']) or 'value'}: {err['msg'].removeprefix('Value error, ')}"
             for err in e.errors(include_url=False)
         )
         said = f"{e.title}: {text}"
@@ -221,11 +226,14 @@ class ModuleCode:
             raw = fn(copy.deepcopy(input), copy.deepcopy(solution))
         except (Exception, SystemExit) as e:
             return Answer(error=raised(e, self.root))
+        at = _defined_at(fn, self.root)
+        refused = not_a_number(raw)
+        if refused is not None:  # float() would take True as 1.0 and "3" as 3.0: neither is a number
+            return Answer(returned=f"evaluate() returned {refused}, not a number{at}")
         try:
             value = float(raw)
         except (TypeError, ValueError):
-            at = _defined_at(fn, self.root)
-            return Answer(error=f"TypeError: evaluate() returned {type(raw).__name__}, not a number{at}")
+            return Answer(returned=f"evaluate() returned {type(raw).__name__}, not a number{at}")
         return Answer(value=_finite(value))  # JSON holds no NaN: a value that is not finite is None
 
     def estimate(self, input: dict, params: dict) -> Answer:

@@ -123,7 +123,9 @@ def _recompute(
         )
         return out
     answer = code.evaluate(input, result.solution)
-    if answer.error is not None:
+    if answer.returned is not None:  # a bool, a string: refused, never read as a number
+        out["unavailable"] = f"failed: TypeError: {answer.returned}"
+    elif answer.error is not None:
         out["unavailable"] = f"failed: evaluate(solution) raised {answer.error}"
     elif answer.value is None:  # not a finite number
         out["objective"] = None

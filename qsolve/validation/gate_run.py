@@ -117,7 +117,7 @@ def run_gates(
             emit({"event": "result", "index": i, "total": len(cases), "name": case.name,
                   "passed": result.passed, "message": result.message, "why": result.why(),
                   "warnings": result.warnings})
-        first = next((c for c, r in zip(ran, inputs.results, strict=True) if r.ran), None)
+        first = next((c for c, r in zip(ran, inputs.results, strict=True) if r.to_a_result), None)
         if first is not None:
             now = f"{first.name} (its second run, for reproducible)"
             emit({"event": "rerun", "name": first.name})

@@ -1,9 +1,11 @@
 """The eight validation gates (seed: benchmarks-and-gates.md, "The validation gates").
 
 The first five read the workflow; the last three judge its cases' runs. ``reproducible`` and
-``estimate_honest`` are added only when at least one case ran to a result, so a workflow whose every
-case raises shows six gates; a job stopped at its time limit after a case ran still shows them, failing
-with that reason where they could not be judged. All must pass to publish.
+``estimate_honest`` are added only when at least one case ran to a result (it ran and none of its
+methods crashed), so a workflow whose every case raises, or whose quantum method crashes on every
+case, shows six gates; both judge the first case that ran to a result. A job stopped at its time limit
+after a case ran to a result still shows them, failing with that reason where they could not be judged.
+All must pass to publish.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ class GateInputs:
 
     @property
     def first_ran(self) -> CaseResult | None:
-        return next((r for r in self.results if r.ran), None)
+        """The first case that ran to a result (:attr:`CaseResult.to_a_result`: none of its methods
+        crashed), which ``reproducible`` runs again and ``estimate_honest`` judges."""
+        return next((r for r in self.results if r.to_a_result), None)
 
 
 def manifest(g: GateInputs) -> GateResult:
@@ -204,6 +208,8 @@ def _method_difference(first: CaseResult, again: CaseResult) -> str | None:
         other = twice.get(m.name)
         if other is None:
             continue
+        if (m.unavailable is None) != (other.unavailable is None):  # a crash in one run: named, never None
+            return f"method {m.name}'s objective: {_answer(m)} then {_answer(other)}"
         for what in ("objective", "claimed", "stderr", "solution", "unavailable", "details"):
             x, y = getattr(m, what), getattr(other, what)
             if not numbers_close(x, y):
@@ -216,6 +222,12 @@ def _method_difference(first: CaseResult, again: CaseResult) -> str | None:
             where = _first_difference(*sent, "circuits")
             return f"method {m.name}'s circuits differ, the same answer or not: {where}"
     return None
+
+
+def _answer(m: Any) -> str:
+    """A method's objective as a message shows it, or why it had none (``failed: ZeroDivisionError:
+    division by zero (workflow.py:22)``, whole)."""
+    return m.unavailable if m.unavailable is not None else _short(m.objective)
 
 
 def _first_difference(a: Any, b: Any, path: str = "") -> str:

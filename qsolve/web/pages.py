@@ -43,7 +43,8 @@ def _credits(value: Any) -> str:
 def _percent(value: Any, pm: Any = None) -> str:
     if value is None:
         return ""
-    return f"{100 * value:.1f}%" + (f" ± {100 * pm:.1f}%" if pm is not None else "")
+    shown = pm is not None and pm >= 0  # a negative one (a row filed before stderr < 0 was refused): none
+    return f"{100 * value:.1f}%" + (f" ± {100 * pm:.1f}%" if shown else "")
 
 
 templates.env.filters["credits"] = _credits

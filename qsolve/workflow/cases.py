@@ -22,9 +22,10 @@ NAME_SHOWN = 80
 
 
 class Expect(BaseModel):
-    """What a case's result must satisfy; every key optional."""
+    """What a case's result must satisfy; every key optional. A bound is a finite number: ``.nan``
+    would never fail a case (``fidelity < nan`` is false) or always would, and ``.inf`` bounds nothing."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
     max_gap: float = 0.0
     max_abs_error: float | None = None

@@ -36,6 +36,9 @@ class Method(_Strict):
 
 
 class Metric(_Strict):
+    #: ``tolerance`` and ``tolerance_abs`` are finite numbers (``.nan`` would compare as nothing)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+
     kind: str = "relative_gap"
     tolerance: float = 0.0
     tolerance_abs: float | None = None

@@ -20,9 +20,10 @@ and ``QSOLVE_HOME/trackrecord.sql``, the views as plain SQL.
     workflow_cards        per workflow: passed and total on sim- targets, headline accuracy (the median
                           over the rows with one) and how many rows had none (a zero baseline)
     nondeterministic      per case, version, target, seed and params run on sim- or fake: targets: the
-                          rounds (runs), when the methods' own objectives (``methods``) differ between
-                          them (issue 37): not the result hashes, which also cover the platform's numbers
-                          (an upgrade that clamped an accuracy changed them; the method gave the same)
+                          rounds (runs), when their answers (``ANSWER``: the methods' own objectives,
+                          what they sent, the verdict) differ between them (issue 37): not the result
+                          hashes, which also cover the platform's numbers (an upgrade that clamped an
+                          accuracy changed them; the method gave the same)
 
 "Latest" is the greatest ``recorded_at``, ties broken by ``run_id``. A workflow's current version is its
 newest published one, known from rows alone as the version whose first row was recorded last: a version's
@@ -67,11 +68,15 @@ from .writing import fsync_folder, write_replacing
 #: the storage version of ``trackrecord.duckdb``: DuckDB 2.x writes files that 1.x cannot open (version 69
 #: against 64 to 68); written as v1.2.0, the 1.5 command line on the package index opens it, views and all
 STORAGE_VERSION = "v1.2.0"
-VIEWS_VERSION = f"{SCHEMA_VERSION}.4"  # bump when a definition changes: stale databases are rebuilt
+VIEWS_VERSION = f"{SCHEMA_VERSION}.5"  # bump when a definition changes: stale databases are rebuilt
 GROUP = "workflow, version, case_name, target"
 COPY_ORDER = "recorded_at DESC, result_hash DESC, filename DESC, file_row_number DESC"
 LATEST_ORDER = "recorded_at DESC, run_id DESC, result_hash DESC"
 ROUND_ORDER = "recorded_at, run_id"
+#: a round's answer, as ``nondeterministic`` compares rounds: the methods' own objectives (``methods``,
+#: a crash's reason included), what they sent (``circuits``, ``shots``) and the verdict (``passed``);
+#: never the platform's ``result_hash``, fidelity or accuracy, which an upgrade of the platform changes
+ANSWER = "{'methods': methods, 'circuits': circuits, 'shots': shots, 'passed': passed}"
 SIM = "starts_with(target, 'sim-')"
 FAKE = "starts_with(target, 'fake:')"
 HARDWARE = f"NOT ({SIM} OR {FAKE})"
@@ -219,12 +224,14 @@ def definitions(sources: Sources, version: str | None = None) -> list[tuple[str,
             f" list(recorded_at ORDER BY {ROUND_ORDER}) AS rounds,"
             f" list(result_hash ORDER BY {ROUND_ORDER}) AS hashes,"
             f" list(passed ORDER BY {ROUND_ORDER}) AS passed,"
-            " count(DISTINCT methods) AS answers,"
-            f" list(methods ORDER BY {ROUND_ORDER}) AS answered"
+            f" count(DISTINCT {ANSWER}) AS answers,"
+            f" list(methods ORDER BY {ROUND_ORDER}) AS answered,"
+            f" list(circuits ORDER BY {ROUND_ORDER}) AS circuits,"
+            f" list(shots ORDER BY {ROUND_ORDER}) AS shots"
             f" FROM rows WHERE ({SIM} OR {FAKE}) AND result_hash <> ''"
             " GROUP BY workflow, version, case_name, target, seed, params"
-            " HAVING count(DISTINCT methods) > 1",  # what the methods gave, not the platform's numbers
-        ),
+            f" HAVING count(DISTINCT {ANSWER}) > 1",  # what the methods gave and the verdict, not the
+        ),  # platform's hash or scoring: an upgrade of the platform that changes only those is not flagged
     ]
 
 

@@ -40,7 +40,8 @@ class EarlierResult(TrackRecordRow):
 
 class Nondeterministic(BaseModel):
     """A case whose runs with the same input (its version), params, target and seed gave different
-    answers: the methods' own objectives (the ``nondeterministic`` view): the rounds, oldest first."""
+    answers: the methods' own objectives, what they sent or the verdict (the ``nondeterministic``
+    view): the rounds, oldest first, each named by its time to the second and its run id."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -54,13 +55,20 @@ class Nondeterministic(BaseModel):
     rounds: list[datetime]
     hashes: list[str]
     passed: list[bool]
-    answers: int  # how many different answers the methods gave (their objectives, ``methods``)
+    answers: int  # how many different answers the rounds gave (objectives, circuits and shots, verdict)
     answered: list[list[dict]]  # each round's methods' objectives
+    circuits: list[int] = []  # each round's circuits and shots sent (a view built before these: none)
+    shots: list[int] = []
 
     def sentence(self) -> str:
+        sent = list(zip(self.circuits, self.shots, strict=True))
+        differ = len(sent) == len(self.rounds) and len(set(sent)) > 1  # shown only where they differ
         shown = ", ".join(
-            f"{t.strftime('%Y-%m-%d %H:%M')} {'pass' if ok else 'FAIL'} {_objectives(methods)}"
-            for t, ok, methods in zip(self.rounds, self.passed, self.answered, strict=True)
+            f"{t.strftime('%Y-%m-%d %H:%M:%S')} {run_id} {'pass' if ok else 'FAIL'} {_objectives(methods)}"
+            + (f" ({sent[i][0]} circuits, {sent[i][1]} shots)" if differ else "")
+            for i, (t, run_id, ok, methods) in enumerate(
+                zip(self.rounds, self.run_ids, self.passed, self.answered, strict=True)
+            )
         )
         return (
             f"{self.case_name} on {self.target} (seed {self.seed}, params {self.params}) is not "
@@ -70,8 +78,16 @@ class Nondeterministic(BaseModel):
 
 
 def _objectives(methods: list[dict]) -> str:
-    """A round's methods' objectives, as ``qaoa -3.0 reference -4.0``."""
-    return " ".join(f"{m['name']} {m['objective'] if m.get('available', True) else 'none'}" for m in methods)
+    """A round's methods' objectives, as ``qaoa -3.0 reference -4.0``; a method with none, by why
+    (``qaoa failed: ZeroDivisionError: division by zero (workflow.py:29)``), never ``none``."""
+    return " ".join(f"{m['name']} {_objective(m)}" for m in methods)
+
+
+def _objective(m: dict) -> str:
+    if m.get("available", True):
+        return str(m["objective"])
+    why = m.get("reason") or "no objective"
+    return why if len(why) <= 120 else why[:117] + "..."
 
 
 class WorkflowPage(BaseModel):
@@ -110,13 +126,16 @@ class WorkflowPage(BaseModel):
     def none_said(self) -> str:
         """How many track-record rows have no accuracy, and why: ``2 rows have none: the baseline is 0
         in 1, nothing compared in 1``."""
-        from qsolve.judging.deciding import NOT_COMPARED, ZERO_BASELINE
+        from qsolve.judging.deciding import NOT_A_SHARE, NOT_COMPARED, ZERO_BASELINE
 
         rows = [r for r in self.track_record if r.accuracy is None]
         zero = sum(1 for r in rows if any(w.startswith(ZERO_BASELINE) for w in r.warnings))
         nothing = sum(1 for r in rows if r.verdict == NOT_COMPARED)
+        # the quantum method's objective that is no share (the reference's leaves the accuracy defined)
+        share = sum(1 for r in rows if any(w.startswith("quantum") and NOT_A_SHARE in w for w in r.warnings))
         why = [f"the baseline is 0 in {zero}"] * bool(zero)
         why += [f"nothing compared in {nothing}"] * bool(nothing)
+        why += [f"an error rate that is no share in {share}"] * bool(share)
         n = len(rows)
         return f"{n} {'row has' if n == 1 else 'rows have'} none" + (f": {', '.join(why)}" if why else "")
 
@@ -287,7 +306,8 @@ def warnings(p: WorkflowPage) -> list[str]:
 def percent(x: float | None, pm: float | None = None) -> str:
     if x is None:
         return ""
-    return f"{100 * x:.1f}%" + (f" ± {100 * pm:.1f}%" if pm is not None else "")
+    shown = pm is not None and pm >= 0  # a negative one (filed before stderr < 0 was refused): none
+    return f"{100 * x:.1f}%" + (f" ± {100 * pm:.1f}%" if shown else "")
 
 
 def _num(x: float | int | None, fmt: str = ".4g") -> str:

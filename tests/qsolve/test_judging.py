@@ -360,7 +360,12 @@ def test_a_stored_accuracy_is_decided_again_by_the_same_rule() -> None:
     assert settled_accuracy(0.9, 1.0, 0.9, None) == (0.9, None, False)  # relative_error
     # error_rate (1 - q): a perfect classical classifier (r = 0) keeps the quantum one's accuracy
     assert settled_accuracy(0.2, 0.0, 0.8, 0.05) == (0.8, 0.05, False)
-    assert settled_accuracy(1.5, 0.1, -0.5, None) == (0.0, None, False)
+    # an error rate of 1.5 is no share of mistakes: no accuracy, as the case's own is (attack 2, finding 6)
+    assert settled_accuracy(1.5, 0.1, -0.5, None) == (None, None, False)
+    # a baseline of 1e-13 is not 0: the seed's accuracy is defined there, also of a run stored dividing
+    # by max(abs(r), 1e-12) (attack 2, finding 10)
+    assert settled_accuracy(1.5e-13, 1e-13, 0.95, None) == (pytest.approx(0.5), None, False)
+    assert settled_accuracy(1.0, 2.0, 1.0, -0.25) == (1.0, None, False)  # a negative stderr's pm: none
     assert settled_accuracy(None, None, None, None) == (None, None, False)  # nothing compared
     assert settled_accuracy(0.0, 0.0, 1.0, None) == (1.0, None, False)  # 1 - q and q <= r agree: kept
 
@@ -379,7 +384,12 @@ def test_at_a_zero_baseline_tolerance_never_decides() -> None:
 def test_an_accuracy_is_never_outside_0_to_1() -> None:
     assert compare(Metric(), 30.0, 10.0, None, None).accuracy == 0.0  # three times worse: 1 - 2 is clamped
     assert compare(Metric(kind="relative_error"), -35.0, -10.0, None, None).accuracy == 0.0
-    assert compare(Metric(kind="error_rate"), 1.5, 0.1, None, None).accuracy == 0.0
+    # an error rate of 1.5 is no share of mistakes: its 1 - q is no accuracy (attack 2, finding 6)
+    c = compare(Metric(kind="error_rate"), 1.5, 0.1, None, 100)
+    assert (c.accuracy, c.accuracy_pm, c.verdict) == (None, None, BELOW)
+    assert c.why_none == "the quantum objective 1.5 is not a share of mistakes (error_rate takes 0 to 1)"
+    assert compare(Metric(kind="error_rate"), -0.1, 0.1, None, None).accuracy is None
+    assert compare(Metric(kind="error_rate"), 1.0, 0.1, None, None).accuracy == 0.0  # all wrong: a share
 
 
 def test_warnings_never_change_the_verdict(wf: WorkflowDir) -> None:
@@ -408,3 +418,56 @@ def test_the_reason_of_each_failure_is_kept() -> None:
 
     assert broken_bound(Expect(max_gap=0.0), -0.7, -1.0) == "gap 0.3 > max_gap 0"
     assert broken_bound(Expect(max_abs_error=0.1), -0.5, -1.0) == "abs error 0.5 > max_abs_error 0.1"
+
+
+def test_what_is_no_number_is_refused_wherever_it_comes_from() -> None:
+    """Issue 37 (attack 2, findings 1 to 3): a bool or a string is never read as a number, nor a negative
+    stderr kept: a method's own MethodResult refuses them, evaluate's return is refused naming its type,
+    and a workflow process that sends them anyway (a hostile one: the honest child never does) sends an
+    invalid message, which breaks it (``RemoteCode._model``): it gets no number judged."""
+    import types
+
+    import numpy as np
+    from pydantic import ValidationError
+
+    from qsolve.sandbox.calls import MethodReturn
+    from qsolve.workflow.method import MethodResult
+
+    for bad in (True, "2.5", b"2", np.bool_(False), np.array(["1"])):
+        with pytest.raises(ValidationError, match="must be a number, not"):
+            MethodResult(bad)
+        with pytest.raises(ValidationError, match="must be a number, not"):
+            MethodResult(1.0, stderr=bad)
+    with pytest.raises(ValidationError, match="stderr\n.*must be at least 0"):
+        MethodResult(1.0, stderr=-0.5)
+    for fine in (2, 2.5, np.int64(2), np.float32(2.5)):
+        assert MethodResult(fine, stderr=fine).objective == pytest.approx(float(fine))
+    for sent in ({"objective": True}, {"objective": "2.5"}, {"objective": 1.0, "stderr": -0.5},
+                 {"objective": 1.0, "stderr": False}):  # fmt: skip
+        with pytest.raises(ValidationError):
+            MethodReturn.model_validate(sent)
+    assert MethodReturn.model_validate({"objective": 2, "stderr": 0}).objective == 2
+
+    module = types.ModuleType("workflow")
+    for returned, said in ((np.bool_(True), "bool (np.True_)"), ("3", "str ('3')"), ([1], "list")):
+        module.evaluate = lambda input, solution, r=returned: r
+        answer = ModuleCode(module).evaluate({}, {})
+        assert answer.value is None and answer.returned.startswith(f"evaluate() returned {said}"), answer
+    for returned in (3, np.float64(2.5), np.int32(7)):
+        module.evaluate = lambda input, solution, r=returned: r
+        assert ModuleCode(module).evaluate({}, {}).value == pytest.approx(float(returned))
+
+
+def test_an_error_rate_that_is_no_share_is_warned_of_for_either_method() -> None:
+    """Issue 37 (attack 2, finding 6): the quantum method's share outside 0 to 1 leaves no accuracy; the
+    reference's is warned of too (its verdict stays the seed's)."""
+    from qsolve.judging.deciding import case_warnings
+
+    metric = Metric(kind="error_rate")
+    quantum = MethodOutcome(name="qsvm", kind="quantum", objective=0.2)
+    assert case_warnings(metric, quantum, 0.2, 3.0)[0] == (
+        "the reference's objective 3 is not a share of mistakes (error_rate takes 0 to 1): evaluate must "
+        "return the share of the test set it got wrong, not a count"
+    )  # and the quantum method beat it, which is said too
+    assert compare(metric, 0.2, 3.0, None, 100).accuracy == pytest.approx(0.8)
+    assert case_warnings(metric, quantum, 0.2, 0.2) == []

@@ -264,6 +264,25 @@ def test_a_method_that_cannot_take_its_arguments_is_warned_of(wf: WorkflowDir) -
     ]
 
 
+def test_an_async_method_is_warned_of(wf: WorkflowDir) -> None:
+    """Issue 37 (attack 2): ``async def quantum(input, params, ctx)`` takes the right arguments, and its
+    call gives a coroutine, not a result: every case fails at qsolve test."""
+    wf.write(
+        "workflow.py",
+        "def evaluate(input, solution): ...\n"
+        "async def quantum(input, params, ctx): ...\n"
+        "def reference(input, params, ctx): ...\n"
+        "async def helper(x): ...\n",  # not a function the platform calls: nothing said
+    )
+    report = lint(wf.root)
+    assert report.ok
+    assert [str(i) for i in report.issues] == [
+        "W043 workflow.py: async def quantum at line 2 cannot be called as the platform calls it: "
+        "quantum(input, params, ctx) would give a coroutine, not its result (define it with `def`; run any "
+        "asyncio inside it with asyncio.run)"
+    ]
+
+
 def test_lint_never_checks_the_content_of_cases(wf: WorkflowDir) -> None:
     wf.cases["cases"] = [{"name": "bad", "expect": {"max_gapp": 1}, "colour": "red"}, {"nope": 1}]
     wf.save()

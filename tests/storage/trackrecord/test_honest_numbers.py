@@ -133,7 +133,7 @@ def test_a_zero_baseline_a_sign_mistake_a_flaky_and_a_crashing_method(wf: Workfl
         "(median of 2 track-record rows; 2 rows have none: the baseline is 0 in 1, nothing compared in 1)",
         'flaky on sim-cpu (seed 0, params {"shots":100}) is not reproducible: 2 different answers over 3 '
         "rounds",
-        "2026-12-01 12:02 FAIL",
+        "2026-12-01 12:02:00 r2 FAIL",
         "must come from ctx.rng",
         "CRASH: method quantum failed: ZeroDivisionError",
         "warning: sign on sim-cpu: quantum method quantum beat",
@@ -205,3 +205,30 @@ def test_a_headline_no_row_can_have_says_none_not_none_yet(tmp_path, monkeypatch
         in html
     )
     assert "none yet" not in html
+
+
+def test_a_row_whose_error_rate_is_no_share_says_why_it_has_no_accuracy(tmp_path) -> None:
+    """Issue 37 (attack 2, finding 6): an error_rate objective of 1.5 leaves the row without accuracy;
+    the page says why, beside the headline, as it does for a zero baseline."""
+    import warnings
+
+    from qsolve.judging.deciding import BELOW, case_warnings
+    from qsolve.judging.results import MethodOutcome
+    from qsolve.workflow.manifest import Metric
+    from qsolve_pipeline.storage.trackrecord import file_rows
+    from qsolve_pipeline.storage.trackrecord.workflow_page import page
+    from tests.storage.trackrecord import builders
+
+    quantum = MethodOutcome(name="qsvm", kind="quantum", objective=1.5)
+    said = case_warnings(Metric(kind="error_rate"), quantum, 1.5, 0.1)
+    rows = [
+        builders.row("a", case="counts", accuracy=None, verdict=BELOW, warnings=said),
+        builders.row("b", case="fine", minute=1),
+    ]
+    home = tmp_path / "home"
+    file_rows(rows, home)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = page("max-cut", home=home)
+    assert p.headline_accuracy == 1.0 and p.without_accuracy == 1
+    assert p.none_said() == "1 row has none: an error rate that is no share in 1"
