@@ -1,0 +1,257 @@
+"""Issue 35 attacked (third round): what a confined process provider still reaches, what it can make the
+host hold, and whether one host's jobs share one memory budget. Each test is a finding that fails today
+(``xfail(strict=True)``) and passes once mended: it asserts what the attacker should get, nothing.
+
+- ``providers add --env NAME`` takes any name: the host's ``QISKIT_IBM_TOKEN``, ``AWS_SECRET_ACCESS_KEY``
+  and ``QSOLVE_DATABASE_URL`` reach the program, which docs/providers.md says never happens;
+- a provider's standard error is appended to ``QSOLVE_HOME/providers/logs/NAME.log`` without a bound: a
+  program that writes 64 MiB to it leaves 64 MiB there (and, for as long as it runs, fills the disk the
+  state database and the host's keys are on);
+- the network is left open, loopback too: the program is let in by a PostgreSQL on 127.0.0.1 that
+  admits by address (this machine's, and deploy.md's passwordless ``qsolve@db/qsolve``), with the
+  rights of the platform's own database role, without any secret of the host;
+- the "machine-wide" budget of jobs' memory is one per ``QSOLVE_HOME``: a person's ``qsolve test``
+  (``./.qsolve`` by default) and a worker's flow runs each claim up to the whole budget;
+- a program ended by its memory bound is said to be "killed by signal 9": the rule is not named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from qsolve.cli import main
+from qsolve.providers.connect import open_client
+from qsolve.providers.errors import ProviderError
+from qsolve.validation.jobs import Limits, admitted
+
+DESCRIBE = {"protocol": "wai.quantum.provider/1", "op": "describe"}
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / "keys").mkdir(parents=True)
+    (home / "keys" / "seed").write_text("HOST-SEED-SECRET")
+    monkeypatch.setenv("QSOLVE_HOME", str(home))
+    monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "HOST-BUCKET-SECRET")
+    monkeypatch.setenv("QISKIT_IBM_TOKEN", "HOST-IBM-SECRET")
+    return home
+
+
+def _add(name: str, script, *flags: str) -> int:
+    return main(["providers", "add", name, "--process", *flags, "--", sys.executable, str(script)])
+
+
+# ---- 1: --env passes the host's secrets on ---------------------------------------------------------------
+
+ENVIRON = textwrap.dedent(
+    """
+    import json, os, sys
+    for line in sys.stdin:
+        print(json.dumps({"ok": True, "env": dict(os.environ)}), flush=True)
+    """
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 1: providers add --env takes QISKIT_IBM_TOKEN, AWS_SECRET_ACCESS_KEY and "
+    "QSOLVE_DATABASE_URL, and the program is given them",
+)
+def test_env_never_passes_the_hosts_own_secrets(home, tmp_path, monkeypatch, capsys):
+    script = tmp_path / "environ.py"
+    script.write_text(ENVIRON)
+    names = ("QISKIT_IBM_TOKEN", "AWS_SECRET_ACCESS_KEY", "QSOLVE_DATABASE_URL")
+    code = _add("nosy", script, *(f for n in names for f in ("--env", n)))
+    if code != 0:  # refused at add, in one line: nothing is passed on
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        return
+    # the state database's address, as a worker holds it (set after add, which opened the state here)
+    monkeypatch.setenv("QSOLVE_DATABASE_URL", "postgresql+psycopg://qsolve:HOST-DB-PASSWORD@db/qsolve")
+    client, _ = open_client("nosy")
+    try:
+        env = client.transport.exchange(DESCRIBE, 60)["env"]
+    finally:
+        client.close()
+    seen = json.dumps(env)
+    for secret in ("HOST-IBM-SECRET", "HOST-BUCKET-SECRET", "HOST-DB-PASSWORD"):
+        assert secret not in seen
+
+
+# ---- 2: the provider's log file has no bound ------------------------------------------------------------
+
+#: 64 MiB on standard error, then its answer
+NOISY = textwrap.dedent(
+    """
+    import json, os, sys
+    line = b"x" * 65535 + b"\\n"
+    for _ in range(1024):
+        os.write(2, line)
+    for message in sys.stdin:
+        print(json.dumps({"ok": True}), flush=True)
+    """
+)
+WRITTEN = 64 * 2**20
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 2: a provider's standard error is appended to QSOLVE_HOME/providers/logs/NAME.log "
+    "without a bound (64 MiB written, 64 MiB kept)",
+)
+def test_a_provider_that_writes_its_standard_error_forever_does_not_fill_the_hosts_disk(home, tmp_path):
+    script = tmp_path / "noisy.py"
+    script.write_text(NOISY)
+    assert _add("noisy", script) == 0
+    client, _ = open_client("noisy")
+    try:
+        assert client.transport.exchange(DESCRIBE, 60) == {"ok": True}
+    finally:
+        client.close()
+    logs = home / "providers" / "logs"
+    kept = sum(p.stat().st_size for p in logs.rglob("*") if p.is_file())
+    assert kept <= WRITTEN // 2, f"{kept} bytes of the provider's log kept in QSOLVE_HOME"
+
+
+# ---- 3: loopback services that admit by address ---------------------------------------------------------
+
+PG_HOST, PG_PORT = "127.0.0.1", 5432
+
+
+def _startup(user: str, database: str) -> bytes:
+    body = struct.pack("!I", 196608)
+    for key, value in (("user", user), ("database", database)):
+        body += key.encode() + b"\0" + value.encode() + b"\0"
+    body += b"\0"
+    return struct.pack("!I", len(body) + 4) + body
+
+
+def _admitted_by_postgres(host: str = PG_HOST, port: int = PG_PORT) -> str:
+    """What a PostgreSQL server at ``host:port`` says to a client with no password: ``trusted`` when it
+    lets it in as ``postgres`` (AuthenticationOk), else why not."""
+    try:
+        with socket.create_connection((host, port), timeout=3) as s:
+            s.sendall(_startup("postgres", "postgres"))
+            head = s.recv(9)
+    except OSError as e:
+        return f"refused: {e}"
+    if len(head) >= 9 and head[:1] == b"R" and struct.unpack("!I", head[5:9])[0] == 0:
+        return "trusted"
+    return f"not trusted: {head[:1]!r}"
+
+
+LOOPBACK = textwrap.dedent(
+    """
+    import json, socket, struct, sys
+    body = struct.pack("!I", 196608) + b"user\\0postgres\\0database\\0postgres\\0\\0"
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=3) as s:
+            s.sendall(struct.pack("!I", len(body) + 4) + body)
+            head = s.recv(9)
+        trusted = len(head) >= 9 and head[:1] == b"R" and struct.unpack("!I", head[5:9])[0] == 0
+        got = "trusted" if trusted else f"not trusted: {head[:1]!r}"
+    except OSError as e:
+        got = f"refused: {e}"
+    for message in sys.stdin:
+        print(json.dumps({"ok": True, "got": got}), flush=True)
+    """
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 3: the confined program reaches the loopback PostgreSQL and is let in as its "
+    "superuser, with no secret of the host (the network is left open, loopback too)",
+)
+def test_a_provider_is_not_let_into_the_hosts_database_by_its_address(home, tmp_path):
+    if _admitted_by_postgres() != "trusted":
+        pytest.skip("no PostgreSQL at 127.0.0.1:5432 that admits by address on this machine")
+    script = tmp_path / "loopback.py"
+    script.write_text(LOOPBACK)
+    assert _add("prober", script) == 0
+    client, _ = open_client("prober")
+    try:
+        got = client.transport.exchange(DESCRIBE, 60)["got"]
+        assert client.transport.confined["missing"] == []  # confined, whole
+    finally:
+        client.close()
+    assert got != "trusted", "the provider program was let into the host's PostgreSQL as postgres"
+
+
+# ---- 4: one budget per QSOLVE_HOME, not per machine -------------------------------------------------------
+
+#: an admission under another QSOLVE_HOME of this host: it must wait for the first's claim (the test's
+#: platform stop ends its wait after 1.5 s)
+OTHER_HOME = """\
+import sys, threading
+from qsolve.errors import PlatformStopped
+from qsolve.runtime.stopping import stopping
+from qsolve.validation.jobs import Limits, admitted
+with stopping() as stop:
+    threading.Timer(1.5, stop.set, ["the test stopped it"]).start()
+    try:
+        with admitted(Limits(timeout_s=60, memory_mb=1000), "the second job", lambda l: print("said:", l)):
+            print("admitted", flush=True)
+    except PlatformStopped as e:
+        print("stopped:", e, flush=True)
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 4: the machine-wide budget of jobs' memory is kept per QSOLVE_HOME: a job under "
+    "another home (a person's qsolve test in ./.qsolve, a worker's) is admitted past it",
+)
+def test_two_homes_on_one_host_share_its_budget_of_jobs_memory(tmp_path, monkeypatch):
+    monkeypatch.setenv("QSOLVE_JOBS_MEMORY_MB", "2000")  # one job of 1000 MB (1768 with its overhead)
+    monkeypatch.setenv("QSOLVE_HOME", str(tmp_path / "worker-home"))
+    env = {**os.environ, "QSOLVE_HOME": str(tmp_path / "person-home")}
+    with admitted(Limits(timeout_s=60, memory_mb=1000), "the first job", lambda line: None):
+        done = subprocess.run(
+            [sys.executable, "-c", OTHER_HOME], capture_output=True, text=True, timeout=30, env=env
+        )
+    assert "admitted" not in done.stdout, "two jobs of 1768 MB ran at once on a host budget of 2000 MB"
+    assert "said:" in done.stdout and "stopped:" in done.stdout, done.stdout + done.stderr
+
+
+# ---- 5: a program ended by its memory bound -------------------------------------------------------------
+
+GREEDY = textwrap.dedent(
+    """
+    import json, sys
+    held = [bytearray(100 * 2**20) for _ in range(20)]  # 2 GB: past its cgroup's 1,024 MB + 256 MB
+    for message in sys.stdin:
+        print(json.dumps({"ok": True}), flush=True)
+    """
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 5: a provider program ended by its memory cgroup is said to be 'killed by signal 9': "
+    "the bound it broke is not named",
+)
+def test_a_provider_ended_by_its_memory_bound_is_told_so(home, tmp_path):
+    script = tmp_path / "greedy.py"
+    script.write_text(GREEDY)
+    assert _add("greedy", script) == 0
+    client, _ = open_client("greedy")
+    try:
+        with pytest.raises(ProviderError) as caught:
+            client.describe()
+    finally:
+        client.close()
+    said = str(caught.value)
+    assert len(said.splitlines()) == 1 and "greedy" in said
+    assert "memory" in said, said
