@@ -12,7 +12,9 @@ host hold, and whether one host's jobs share one memory budget. Each test is a f
   rights of the platform's own database role, without any secret of the host;
 - the "machine-wide" budget of jobs' memory is one per ``QSOLVE_HOME``: a person's ``qsolve test``
   (``./.qsolve`` by default) and a worker's flow runs each claim up to the whole budget;
-- a program ended by its memory bound is said to be "killed by signal 9": the rule is not named.
+- a program ended by its memory bound is said to be "killed by signal 9": the rule is not named;
+- the program keeps the capabilities to read past files' modes, so every folder bound for it is read
+  whole: ``/etc/ssl``, bound for every provider, gives it ``/etc/ssl/private`` (the host's TLS keys).
 """
 
 from __future__ import annotations
@@ -255,3 +257,41 @@ def test_a_provider_ended_by_its_memory_bound_is_told_so(home, tmp_path):
     said = str(caught.value)
     assert len(said.splitlines()) == 1 and "greedy" in said
     assert "memory" in said, said
+
+
+# ---- 6: what a bound folder holds is read past its modes -----------------------------------------------
+
+PRIVATE = "/etc/ssl/private"  # the host's TLS private keys: root's (and group ssl-cert's) alone
+
+PAST_MODES = textwrap.dedent(
+    """
+    import json, os, sys
+    try:
+        got = sorted(os.listdir("/etc/ssl/" + "private"))  # not named on its command line
+    except OSError as e:
+        got = f"refused: {e.strerror}"
+    for message in sys.stdin:
+        print(json.dumps({"ok": True, "got": got}), flush=True)
+    """
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 6: the program keeps CAP_DAC_READ_SEARCH/CAP_DAC_OVERRIDE, so every path bound for "
+    "it is read past its modes: /etc/ssl (bound for every provider) gives it /etc/ssl/private",
+)
+def test_a_provider_does_not_read_the_hosts_private_tls_keys(home, tmp_path):
+    mode = os.stat(PRIVATE).st_mode if os.path.isdir(PRIVATE) else None
+    if mode is None or mode & 0o005:
+        pytest.skip(f"no {PRIVATE} closed to others on this machine")
+    script = tmp_path / "past_modes.py"
+    script.write_text(PAST_MODES)
+    assert _add("keys", script) == 0
+    client, _ = open_client("keys")
+    try:
+        got = client.transport.exchange(DESCRIBE, 60)["got"]
+        assert client.transport.confined["uid"] == 65534  # nobody, to whom the folder is closed
+    finally:
+        client.close()
+    assert isinstance(got, str) and got.startswith("refused"), f"{PRIVATE} listed by the program: {got}"
