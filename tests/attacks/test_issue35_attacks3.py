@@ -15,6 +15,8 @@ host hold, and whether one host's jobs share one memory budget. Each test is a f
 - a program ended by its memory bound is said to be "killed by signal 9": the rule is not named;
 - the program keeps the capabilities to read past files' modes, so every folder bound for it is read
   whole: ``/etc/ssl``, bound for every provider, gives it ``/etc/ssl/private`` (the host's TLS keys);
+- an error a provider answers is taken whole, however long: a 32 MiB message becomes a 32 MiB "line"
+  of the error, and the provider job's record in the state database keeps all of it;
 - ``qsolve run`` and a hardware run hold a provider job's wait to the job's limit from *before* the job
   waits for memory (``hold_to``, then the admission): a job admitted after its limit sends its first
   device job (spending) and gives it up at its first poll, "still running after the job's time limit".
@@ -36,6 +38,7 @@ from qsolve.cli import main
 from qsolve.providers.connect import open_client
 from qsolve.providers.errors import ProviderError
 from qsolve.validation.jobs import Limits, admitted
+from tests.qsolve.providers.test_misbehaving import SHOTS, bell, sessions  # noqa: F401 - a fixture, by name
 
 DESCRIBE = {"protocol": "wai.quantum.provider/1", "op": "describe"}
 
@@ -43,8 +46,6 @@ DESCRIBE = {"protocol": "wai.quantum.provider/1", "op": "describe"}
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     home = tmp_path / "home"
-    (home / "keys").mkdir(parents=True)
-    (home / "keys" / "seed").write_text("HOST-SEED-SECRET")
     monkeypatch.setenv("QSOLVE_HOME", str(home))
     monkeypatch.delenv("QSOLVE_DATABASE_URL", raising=False)
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
@@ -203,6 +204,7 @@ import sys, threading
 from qsolve.errors import PlatformStopped
 from qsolve.runtime.stopping import stopping
 from qsolve.validation.jobs import Limits, admitted
+from tests.qsolve.providers.test_misbehaving import SHOTS, bell, sessions  # noqa: F401 - a fixture, by name
 with stopping() as stop:
     threading.Timer(1.5, stop.set, ["the test stopped it"]).start()
     try:
@@ -371,3 +373,46 @@ def test_a_wait_for_memory_is_not_taken_from_a_provider_jobs_time(
     assert "waits for memory" in caplog.text  # it did wait, longer than its limit
     assert "still running after" not in out + err, err[-2000:]
     assert code == 0 and json.loads(out)["case"]["passed"] is True, err[-2000:]
+
+
+# ---- 8: a provider's error message has no bound of its own ------------------------------------------------
+
+#: the reference provider, whose every ``result`` is an error with a message of :data:`LONG` characters
+LONG_ERROR = textwrap.dedent(
+    """
+    import json, os, sys
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    from qsolve.providers.reference import ReferenceOptions, ReferenceProvider
+
+    provider = ReferenceProvider(ReferenceOptions(qubits=4))
+    for line in sys.stdin.buffer:
+        message = json.loads(line)
+        answer = provider.handle(message)
+        if message.get("op") == "result":
+            answer = {"ok": False, "error": {"code": "internal", "message": "E" * (32 * 2**20)}}
+        out.write(json.dumps(answer).encode() + b"\\n")
+    """
+)
+SAID_AT_MOST = 64 * 2**10  # far more than a person reads in one line
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 8: a provider's error message is taken whole (32 MiB): the error's one line and the "
+    "provider job's record in the state database hold all of it",
+)
+def test_a_providers_error_message_is_bounded_where_it_is_said_and_kept(home, tmp_path, sessions):  # noqa: F811
+    from qsolve.providers.jobs import JobStopped
+
+    script = tmp_path / "long_error.py"
+    script.write_text(LONG_ERROR)
+    assert _add("wordy", script) == 0
+    client, entry = open_client("wordy")
+    session = sessions("wordy", client, entry.transport)
+    with pytest.raises(JobStopped) as caught:
+        session.run(bell(), SHOTS, seed=3)
+    said = str(caught.value)
+    assert "wordy" in said and len(said.splitlines()) == 1
+    kept = session.book.get_provider_job(caught.value.record).error or ""
+    assert max(len(said), len(kept)) <= SAID_AT_MOST, f"said: {len(said)} characters; kept: {len(kept)}"
