@@ -348,6 +348,7 @@ def test_a_wait_for_memory_is_not_taken_from_a_provider_jobs_time(
     text = manifest.read_text().replace(
         "{timeout_s: 600, memory_mb: 2048}", f"{{timeout_s: {LIMIT_S}, memory_mb: 256}}"
     )
+    assert f"timeout_s: {LIMIT_S}," in text
     manifest.write_text(text)
     script = tmp_path / "first_poll_running.py"
     script.write_text(FIRST_POLL_RUNNING)
