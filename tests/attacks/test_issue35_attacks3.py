@@ -17,6 +17,9 @@ host hold, and whether one host's jobs share one memory budget. Each test is a f
   whole: ``/etc/ssl``, bound for every provider, gives it ``/etc/ssl/private`` (the host's TLS keys);
 - an error a provider answers is taken whole, however long: a 32 MiB message becomes a 32 MiB "line"
   of the error, and the provider job's record in the state database keeps all of it;
+- a describe answer of a few hundred bytes claiming 10^12 qubits, all coupled, is compiled against: the
+  host builds a list of every place (``qsolve run`` held 24 GB, in the platform's own process, outside
+  every cgroup, until the kernel killed it, taking a platform worker first);
 - ``qsolve run`` and a hardware run hold a provider job's wait to the job's limit from *before* the job
   waits for memory (``hold_to``, then the admission): a job admitted after its limit sends its first
   device job (spending) and gives it up at its first poll, "still running after the job's time limit".
@@ -417,3 +420,71 @@ def test_a_providers_error_message_is_bounded_where_it_is_said_and_kept(home, tm
     assert "wordy" in said and len(said.splitlines()) == 1
     kept = session.book.get_provider_job(caught.value.record).error or ""
     assert max(len(said), len(kept)) <= SAID_AT_MOST, f"said: {len(said)} characters; kept: {len(kept)}"
+
+
+# ---- 9: a describe answer of a few bytes claims a device of 10^12 qubits --------------------------------
+
+#: the reference provider, whose describe claims ``sys.argv[1]`` qubits, all coupled
+HUGE_DEVICE = textwrap.dedent(
+    """
+    import json, os, sys
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    from qsolve.providers.reference import ReferenceOptions, ReferenceProvider
+
+    provider = ReferenceProvider(ReferenceOptions(qubits=4))
+    for line in sys.stdin.buffer:
+        message = json.loads(line)
+        answer = provider.handle(message)
+        if message.get("op") == "describe":
+            answer["qubits"], answer["connectivity"] = int(sys.argv[1]), "all"
+        out.write(json.dumps(answer).encode() + b"\\n")
+    """
+)
+#: what ``qsolve run`` does first with a provider target, in a process of its own held to 2 GiB of
+#: address space (unbounded, the same claim took this 24 GB machine's memory whole: killed by the
+#: kernel after 93 s)
+COMPILE = """\
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+from qiskit import QuantumCircuit
+from qsolve.providers.connect import open_client
+from qsolve.providers.errors import ProviderError
+
+circuit = QuantumCircuit(2, 2)
+circuit.h(0)
+circuit.cx(0, 1)
+circuit.measure([0, 1], [0, 1])
+client, _ = open_client("huge")
+try:
+    from qsolve.providers.compiler import compile_circuit
+
+    compile_circuit(circuit, client.describe().device(), seed=3)
+    print("compiled", flush=True)
+except MemoryError:
+    print("MemoryError", flush=True)
+except Exception as e:
+    print("refused:", type(e).__name__, e, flush=True)
+finally:
+    client.close()
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 9: a describe answer claiming 10^12 qubits, all coupled, makes the host build a "
+    "list of every place (qsolve run took 24 GB and was killed by the kernel)",
+)
+def test_a_device_of_a_trillion_qubits_is_refused_not_built(home, tmp_path):
+    script = tmp_path / "huge_device.py"
+    script.write_text(HUGE_DEVICE)
+    argv = ["providers", "add", "huge", "--process", "--", sys.executable, str(script), str(10**12)]
+    assert main(argv) == 0
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", COMPILE], capture_output=True, text=True, timeout=60, env=dict(os.environ)
+        )
+        said = done.stdout.strip()
+    except subprocess.TimeoutExpired:
+        said = "still building after 60 s"
+    assert said.startswith("refused:") and "huge" in said and len(said.splitlines()) == 1, said
