@@ -37,7 +37,7 @@ def open_client(
         transport = HttpTransport(entry.url, credential=credential)
     else:
         from qsolve.providers.confined import Confinement
-        from qsolve.providers.over_process import ProcessTransport
+        from qsolve.providers.over_process import ProcessTransport, known_credential_envs
 
         logs = home / "providers" / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -50,6 +50,7 @@ def open_client(
                 read=entry.allow_read, write=entry.allow_write, accept_unconfined=entry.accept_unconfined
             ),
             home=home,
+            credential_envs=known_credential_envs(home),
         )
     client = ProviderClient(
         name, transport, settings=entry.settings or None, credential=credential, timeout=entry.timeout_s

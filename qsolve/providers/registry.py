@@ -59,6 +59,9 @@ class ProviderEntry(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
     credential: bool = False
+    #: the name (never the value) of the variable its credential was read from (``--credential-env``):
+    #: never passed on to any provider program (``over_process.host_variable``)
+    credential_env: str | None = None
     env: tuple[str, ...] = ()
     #: what a process provider's confined program may read besides the runtime and the files its command
     #: names (``--allow-read``); never QSOLVE_HOME or the keychain (:mod:`qsolve.providers.confined`)
@@ -95,6 +98,10 @@ class ProviderEntry(BaseModel):
                     raise ValueError(f"{key}: {path!r} is not an absolute path")
         from qsolve.providers.over_process import OWN_ENV
 
+        if self.credential_env is not None and not ENV_NAME.fullmatch(self.credential_env):
+            raise ValueError(
+                f"credential_env: {self.credential_env!r} is not the name of an environment variable"
+            )
         for name in self.env:
             if not ENV_NAME.fullmatch(name):
                 raise ValueError(f"env: {name!r} is not the name of an environment variable")

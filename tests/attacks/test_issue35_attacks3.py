@@ -72,11 +72,6 @@ ENVIRON = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 1: providers add --env takes QISKIT_IBM_TOKEN, AWS_SECRET_ACCESS_KEY and "
-    "QSOLVE_DATABASE_URL, and the program is given them",
-)
 def test_env_never_passes_the_hosts_own_secrets(home, tmp_path, monkeypatch, capsys):
     script = tmp_path / "environ.py"
     script.write_text(ENVIRON)
@@ -114,11 +109,6 @@ NOISY = textwrap.dedent(
 WRITTEN = 64 * 2**20
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 2: a provider's standard error is appended to QSOLVE_HOME/providers/logs/NAME.log "
-    "without a bound (64 MiB written, 64 MiB kept)",
-)
 def test_a_provider_that_writes_its_standard_error_forever_does_not_fill_the_hosts_disk(home, tmp_path):
     script = tmp_path / "noisy.py"
     script.write_text(NOISY)
@@ -247,11 +237,6 @@ GREEDY = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 5: a provider program ended by its memory cgroup is said to be 'killed by signal 9': "
-    "the bound it broke is not named",
-)
 def test_a_provider_ended_by_its_memory_bound_is_told_so(home, tmp_path):
     script = tmp_path / "greedy.py"
     script.write_text(GREEDY)
@@ -329,12 +314,6 @@ LIMIT_S = 10  # the job's own limit (the seed's floor of 300 s lowered, so that 
 WAIT_S = LIMIT_S + 2  # how long the job waits for memory first: not the job's time (docs/validation.md)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 7: qsolve run (and a hardware run) hold a provider job's wait to the job's limit "
-    "counted from before the job's wait for memory: a job admitted late sends its device job and "
-    "gives up on it at once",
-)
 def test_a_wait_for_memory_is_not_taken_from_a_provider_jobs_time(
     home, tmp_path, monkeypatch, capsys, caplog
 ):
@@ -401,11 +380,6 @@ LONG_ERROR = textwrap.dedent(
 SAID_AT_MOST = 64 * 2**10  # far more than a person reads in one line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 8: a provider's error message is taken whole (32 MiB): the error's one line and the "
-    "provider job's record in the state database hold all of it",
-)
 def test_a_providers_error_message_is_bounded_where_it_is_said_and_kept(home, tmp_path, sessions):  # noqa: F811
     from qsolve.providers.jobs import JobStopped
 
@@ -470,11 +444,6 @@ finally:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 9: a describe answer claiming 10^12 qubits, all coupled, makes the host build a "
-    "list of every place (qsolve run took 24 GB and was killed by the kernel)",
-)
 def test_a_device_of_a_trillion_qubits_is_refused_not_built(home, tmp_path):
     script = tmp_path / "huge_device.py"
     script.write_text(HUGE_DEVICE)
