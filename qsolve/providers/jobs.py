@@ -176,9 +176,15 @@ class HeldToLimit:
     deadline: float | None
 
     def hold_to(self, limit_s: float) -> None:
-        """Wait on a device job no longer than the job's own limit, ``limit_s`` seconds from now:
-        ``qsolve run``, a hardware run and the quote flow's runs each set theirs."""
-        self.limit_s, self.deadline = float(limit_s), time.monotonic() + float(limit_s)
+        """Wait on a device job no longer than the job's own limit, ``limit_s`` seconds from now."""
+        self.hold_until(time.monotonic() + float(limit_s), limit_s)
+
+    def hold_until(self, deadline: float, limit_s: float) -> None:
+        """Wait on a device job no later than the job's ``deadline`` (``time.monotonic()``), that of its
+        limit of ``limit_s`` seconds counted from the job's admission, never from before its wait for
+        memory: ``qsolve run`` and a hardware run set it so
+        (:func:`qsolve.validation.jobs.held_from_admission`)."""
+        self.limit_s, self.deadline = float(limit_s), float(deadline)
 
     def _wait_until(self) -> tuple[float, str]:
         """When following a job stops, and the limit that says so, as the person is told it."""
