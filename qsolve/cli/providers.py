@@ -197,7 +197,8 @@ def cmd_add(args: argparse.Namespace) -> int:
             "provider as WAI_PROVIDER_CREDENTIAL only"
         )
     if args.env:
-        from qsolve.providers.over_process import host_variable, known_credential_envs
+        from qsolve.providers.over_process import host_variable
+        from qsolve.providers.registry import known_credential_envs
 
         credential_envs = (*([args.credential_env] if args.credential_env else []), *known_credential_envs())
         for name in args.env:

@@ -12,7 +12,7 @@ from typing import Any
 
 from qsolve.home import qsolve_home
 from qsolve.providers.credentials import CredentialStore
-from qsolve.providers.registry import ProviderEntry, Registry
+from qsolve.providers.registry import ProviderEntry, Registry, known_credential_envs
 
 #: ``open_client``'s credential: the one kept for the provider
 STORED = object()
@@ -37,7 +37,7 @@ def open_client(
         transport = HttpTransport(entry.url, credential=credential)
     else:
         from qsolve.providers.confined import Confinement
-        from qsolve.providers.over_process import ProcessTransport, known_credential_envs
+        from qsolve.providers.over_process import ProcessTransport
 
         logs = home / "providers" / "logs"
         logs.mkdir(parents=True, exist_ok=True)

@@ -124,22 +124,9 @@ def host_variable(name: str, credential_envs: Sequence[str] = ()) -> str | None:
     for mark in SECRET_MARKS:
         if mark in upper:
             return f"its name marks a secret ({mark})"
+    if upper.endswith("KEY"):
+        return "its name marks a secret (…KEY)"
     return None
-
-
-def known_credential_envs(home: Path | None = None) -> tuple[str, ...]:
-    """The variables named as holding a credential on this host: every provider's ``--credential-env``
-    in ``providers.yaml`` and the evaluation models' ``api_key_env`` (what cannot be read adds none)."""
-    names: list[str] = []
-    with contextlib.suppress(Exception):
-        from qsolve.providers.registry import Registry
-
-        names += [e.credential_env for e in Registry(home).load().values() if e.credential_env]
-    with contextlib.suppress(Exception):
-        from qsolve.evaluation.models import load_config
-
-        names += [m.api_key_env for m in load_config().models if getattr(m, "api_key_env", None)]
-    return tuple(dict.fromkeys(names))
 
 
 def provider_environment(

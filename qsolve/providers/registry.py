@@ -161,6 +161,38 @@ def shown_url(url: str) -> str:
     return shown(f"{head}{authority}{path}{question}{query}{hash_}{HIDDEN if hash_ else ''}")
 
 
+def known_credential_envs(home: Path | None = None) -> tuple[str, ...]:
+    """The variables named as holding a credential on this host, never passed on to a provider program
+    (``over_process.host_variable``): every provider's ``--credential-env`` in ``providers.yaml`` and the
+    evaluation models' ``api_key_env`` (what cannot be read adds none)."""
+    names: list[str] = []
+    with contextlib.suppress(Exception):
+        names += [e.credential_env for e in Registry(home).load().values() if e.credential_env]
+    names += _model_key_envs(home or qsolve_home())
+    return tuple(dict.fromkeys(names))
+
+
+def _model_key_envs(home: Path) -> list[str]:
+    """Each ``api_key_env`` of the evaluation models' file, found where ``qsolve.evaluation.models``
+    finds it (``QSOLVE_EVALUATION_CONFIG``, else ``QSOLVE_HOME/evaluation.yaml``, else the checkout's
+    ``config/evaluation.yaml``, else the package's); read here, not imported (evaluation reaches the
+    providers through calibration and targets)."""
+    package = Path(__file__).resolve().parents[1]
+    given = os.environ.get("QSOLVE_EVALUATION_CONFIG")
+    candidates = [Path(given)] if given else []
+    candidates += [home / "evaluation.yaml", package.parent / "config" / "evaluation.yaml"]
+    candidates.append(package / "evaluation" / "evaluation.yaml")
+    for path in candidates:
+        if not path.is_file():
+            continue
+        try:
+            models = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("models") or []
+            return [m["api_key_env"] for m in models if isinstance(m.get("api_key_env"), str)]
+        except (OSError, ValueError, AttributeError, TypeError, yaml.YAMLError):
+            return []
+    return []
+
+
 class Registry:
     """``providers.yaml`` under one home."""
 

@@ -141,3 +141,20 @@ def test_a_secret_is_taken_out_before_the_cut(tmp_path):
     detail = "x" * (SAID_CHARS - 4) + secret
     said = str(ProviderError("lab", "result", "internal", detail, secrets=[secret]))
     assert "s3cr" not in said
+
+
+def test_the_evaluation_models_key_variable_is_never_passed_on(home, tmp_path, monkeypatch, capsys):
+    config = tmp_path / "evaluation.yaml"
+    config.write_text(
+        "models:\n  - id: judge-1\n    base_url: http://127.0.0.1:8000/v1\n    api_key_env: JUDGE_AUTH\n"
+    )
+    monkeypatch.setenv("QSOLVE_EVALUATION_CONFIG", str(config))
+    monkeypatch.setenv("JUDGE_AUTH", "judge-7a7a")
+    script = tmp_path / "environ.py"
+    script.write_text(ENVIRON)
+    code = main(
+        ["providers", "add", "nosy", "--process", "--env", "JUDGE_AUTH", "--", sys.executable, str(script)]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "--env JUDGE_AUTH:" in err and "credential" in err
+    assert host_variable("RIG_KEY") is not None  # a name ending in KEY is a secret's
