@@ -411,7 +411,7 @@ def run_quote(
     ``progress`` is told how many device jobs have run, after each."""
     from qsolve.runtime.stopping import why_of
     from qsolve.targets import use
-    from qsolve.validation.jobs import Limits
+    from qsolve.validation.jobs import held_from_admission
     from qsolve.workflow.cases import Case
     from qsolve.workflow.folder import load_workflow
     from qsolve_pipeline.storage.state import Lease
@@ -444,14 +444,14 @@ def run_quote(
                     run.id, RunStatus.FAILED, reason=FailureReason.BACKEND_UNAVAILABLE, detail=str(e)
                 )
                 return _outcome(db, quote, home)
-            if hasattr(device, "hold_to"):  # a provider job's wait is the job's time (issue 35)
-                device.hold_to(Limits.of(wf.manifest.resources).timeout_s)
             use(metered(device, spend))
             try:
-                run_case(
-                    db, folder, version, quote.case_index, case, Source.HARDWARE, quote.account,
-                    wf.manifest.resources, run=run, cap=quote.authorised, tell=_log,
-                )  # fmt: skip
+                # a device job's wait is the job's time, counted once it is admitted (issue 35)
+                with held_from_admission(device):
+                    run_case(
+                        db, folder, version, quote.case_index, case, Source.HARDWARE, quote.account,
+                        wf.manifest.resources, run=run, cap=quote.authorised, tell=_log,
+                    )  # fmt: skip
             except BaseException as e:  # a platform stop (SIGTERM, SIGINT, a cancellation): never a crash
                 db.end_stopped_runs(lease.owner, f"{why_of(e)}: the run did not end", run_id=run.id)
                 raise

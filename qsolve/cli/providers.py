@@ -196,6 +196,16 @@ def cmd_add(args: argparse.Namespace) -> int:
             f"--env {args.credential_env}: that is the credential's variable; the credential reaches the "
             "provider as WAI_PROVIDER_CREDENTIAL only"
         )
+    if args.env:
+        from qsolve.providers.over_process import host_variable
+        from qsolve.providers.registry import known_credential_envs
+
+        credential_envs = (*([args.credential_env] if args.credential_env else []), *known_credential_envs())
+        for name in args.env:
+            if why := host_variable(name, credential_envs):
+                return _fail(
+                    f"--env {name}: the host's secret or setting is never passed on to a provider: {why}"
+                )
     confined = _confinable(args, command) if args.process else None
     if isinstance(confined, int):
         return confined
@@ -213,6 +223,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             settings=settings,
             timeout_s=args.timeout,
             credential=secret is not None,
+            credential_env=args.credential_env if secret is not None else None,
             env=tuple(dict.fromkeys(args.env)),
             allow_read=tuple(dict.fromkeys(args.allow_read)),
             allow_write=tuple(dict.fromkeys(os.path.abspath(p) for p in args.allow_write)),

@@ -33,7 +33,7 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
     from rich.console import Console
 
     from qsolve.judging.results import CaseResult
-    from qsolve.validation.jobs import Limits, run_case_job
+    from qsolve.validation.jobs import Limits, held_from_admission, run_case_job
     from qsolve.workflow.folder import load_workflow
 
     err = Console(stderr=True, highlight=False)
@@ -97,11 +97,11 @@ def run_case_here(root: Path, case_name: str, target: str, *, yes: bool, as_json
     from qsolve.providers.jobs import SIGTERM, Interrupted, how_stopped
 
     limits = Limits.of(workflow.manifest.resources)
-    if hasattr(backend, "hold_to"):  # a provider job's wait is the job's time (issue 35)
-        backend.hold_to(limits.timeout_s)
     previous = _stop_on_sigterm()
     try:
-        outcome = run_case_job(root, index, target, limits, approve, on_target=True)
+        # a provider job's wait is the job's time, counted once it is admitted (issue 35)
+        with held_from_admission(backend):
+            outcome = run_case_job(root, index, target, limits, approve, on_target=True)
     except KeyboardInterrupt as e:  # a job waited on stays recorded, never cancelled; each sent is named
         how = how_stopped(e)
         said = str(e) if isinstance(e, Interrupted) else f"interrupted ({how}): {case_name} did not finish"

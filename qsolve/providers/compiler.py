@@ -221,16 +221,20 @@ def _coupling(device: Device, logical: int) -> tuple[list[int], CouplingMap, int
     """The places a logical qubit may sit on (compact index i is place ``places[i]``), the coupling map over
     them with each pair reached through a resonator counted as coupled, the pairs coupled directly and the
     pairs coupled through a resonator only."""
-    places = list(device.computational_qubits)
-    if device.connectivity == "all":
-        places = places[:logical]  # every pair is coupled: any `logical` of them will do
+    if device.connectivity == "all":  # every pair is coupled: any `logical` of them will do
+        places = list(device.first_places(logical))  # never a list of every place the device claims
         return places, CouplingMap.from_full(len(places)), len(places) * (len(places) - 1) // 2, 0
+    places = list(device.computational_qubits)  # at most MAX_PLACES (its description was read so)
     index = {p: i for i, p in enumerate(places)}
     direct = {tuple(sorted((a, b))) for a, b in device.connectivity if a in index and b in index}
+    neighbours: dict[int, set[int]] = defaultdict(set)  # each place's coupled places
+    for a, b in device.connectivity:
+        neighbours[a].add(b)
+        neighbours[b].add(a)
     through = set()
     for q, r in device.moves:
-        for b in places:
-            if b != q and device.connects(b, r):
+        for b in neighbours[r]:
+            if b != q and b in index:
                 pair = tuple(sorted((q, b)))
                 if pair not in direct:
                     through.add(pair)
@@ -378,9 +382,9 @@ def compile_circuit(circuit: QuantumCircuit, device: Device, *, seed: int = 0) -
     n = unitary.num_qubits
     if n == 0:
         raise CompileError("the circuit has no qubits")
-    if n > len(device.computational_qubits):
+    if n > device.place_count:
         raise CompileError(
-            f"the circuit has {n} qubits; the device has {len(device.computational_qubits)} places for them"
+            f"the circuit has {n} qubits; the device has {device.place_count} places for them"
             + (f" (and {len(device.resonators)} resonators, which hold none)" if device.resonators else "")
         )
     places, coupling, direct, through = _coupling(device, n)

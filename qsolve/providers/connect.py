@@ -12,7 +12,7 @@ from typing import Any
 
 from qsolve.home import qsolve_home
 from qsolve.providers.credentials import CredentialStore
-from qsolve.providers.registry import ProviderEntry, Registry
+from qsolve.providers.registry import ProviderEntry, Registry, known_credential_envs
 
 #: ``open_client``'s credential: the one kept for the provider
 STORED = object()
@@ -50,6 +50,7 @@ def open_client(
                 read=entry.allow_read, write=entry.allow_write, accept_unconfined=entry.accept_unconfined
             ),
             home=home,
+            credential_envs=known_credential_envs(home),
         )
     client = ProviderClient(
         name, transport, settings=entry.settings or None, credential=credential, timeout=entry.timeout_s

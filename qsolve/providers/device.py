@@ -4,9 +4,17 @@ resonators. The basis a client compiles to is the first of §4's, in order, whos
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+#: the most places (qubits and resonators) a device may state: a compiler's coupling map holds their
+#: distances, a square of them (4,096 places: 128 MiB in the platform's own process); a device past it
+#: is refused where its description is read, never built
+MAX_PLACES = 4096
+#: the most coupled pairs (``connectivity``) and ``moves`` a device may state, each
+MAX_PAIRS = 65536
 
 #: §4's bases in the order a client tries them, each with its gates
 BASES: dict[str, tuple[str, ...]] = {
@@ -28,11 +36,12 @@ class Device(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    qubits: int = Field(ge=0)
+    qubits: int = Field(ge=0, le=MAX_PLACES)
     native_gates: tuple[str, ...]
-    connectivity: Literal["all"] | tuple[tuple[int, int], ...] = "all"
-    resonators: tuple[int, ...] = ()
-    moves: tuple[tuple[int, int], ...] = ()  # each [qubit, resonator] that ``move`` runs on
+    connectivity: Literal["all"] | tuple[tuple[int, int], ...] = Field(default="all", max_length=MAX_PAIRS)
+    resonators: tuple[int, ...] = Field(default=(), max_length=MAX_PLACES)
+    #: each [qubit, resonator] that ``move`` runs on
+    moves: tuple[tuple[int, int], ...] = Field(default=(), max_length=MAX_PAIRS)
 
     @model_validator(mode="after")
     def _places(self) -> Device:
@@ -44,20 +53,46 @@ class Device(BaseModel):
         for r in self.resonators:
             if r not in places:
                 raise ValueError(f"resonator {r} is not one of the {self.qubits} places")
+        resonators = self._resonators
         for q, r in self.moves:
-            if r not in self.resonators or q in self.resonators or q not in places:
+            if r not in resonators or q in resonators or q not in places:
                 raise ValueError(f"move [{q}, {r}] is not a qubit and one of the resonators")
         return self
+
+    @cached_property
+    def _resonators(self) -> frozenset[int]:
+        return frozenset(self.resonators)
+
+    @cached_property
+    def _pairs(self) -> frozenset[tuple[int, int]]:
+        """Each coupled pair, both ways round (none for ``all``)."""
+        pairs = () if self.connectivity == "all" else self.connectivity
+        return frozenset((*pairs, *((b, a) for a, b in pairs)))
 
     @property
     def computational_qubits(self) -> tuple[int, ...]:
         """The places a logical qubit may sit on: every place but the resonators."""
-        return tuple(q for q in range(self.qubits) if q not in self.resonators)
+        return self.first_places(self.qubits)
+
+    @property
+    def place_count(self) -> int:
+        """How many places a logical qubit may sit on, counted without listing them."""
+        return self.qubits - len(self._resonators)
+
+    def first_places(self, count: int) -> tuple[int, ...]:
+        """The first ``count`` places a logical qubit may sit on (fewer where the device has fewer)."""
+        out: list[int] = []
+        for q in range(self.qubits):
+            if len(out) >= count:
+                break
+            if q not in self._resonators:
+                out.append(q)
+        return tuple(out)
 
     def connects(self, a: int, b: int) -> bool:
         if self.connectivity == "all":
             return a != b and 0 <= a < self.qubits and 0 <= b < self.qubits
-        return (a, b) in self.connectivity or (b, a) in self.connectivity
+        return (a, b) in self._pairs
 
     def basis(self) -> str:
         """The first basis of §4 whose every gate the device lists (NoBasis when none)."""

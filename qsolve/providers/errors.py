@@ -38,6 +38,18 @@ CODES = PROVIDER_CODES + CLIENT_CODES
 REDACTED = "[credential redacted]"
 
 
+#: the most of what a provider says (an error's message, a failed job's reason) that is said and kept
+SAID_CHARS = 1000
+
+
+def bounded(text: str, limit: int = SAID_CHARS) -> str:
+    """``text`` as it is said and kept: its first ``limit`` characters, then ``… (N characters in
+    all)`` where it is longer (a provider's 32 MiB message is one line of about ``limit``)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters in all)"
+
+
 def redact(text: str, secrets: Iterable[str | None]) -> str:
     """``text`` with every occurrence of each secret replaced (the longest first)."""
     for secret in sorted((s for s in secrets if s), key=len, reverse=True):
@@ -101,7 +113,7 @@ class ProviderError(QsolveError):
         self.provider = shown(redact(provider, keep))
         self.op = shown(redact(op, keep))
         self.code = code if code in CODES else "internal"
-        self.detail = shown(redact(detail, keep))
+        self.detail = shown(bounded(redact(detail, keep)))
         super().__init__(redact(f"provider {self.provider}: {self.op}: {self.code}: {self.detail}", keep))
 
     def __reduce__(self):  # picklable across processes, as the plain fields it is built from

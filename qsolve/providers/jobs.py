@@ -36,7 +36,7 @@ from typing import Any, Protocol
 from qiskit import QuantumCircuit
 
 from qsolve.errors import QsolveError, shown
-from qsolve.providers.errors import ProviderError, job_shown
+from qsolve.providers.errors import SAID_CHARS, ProviderError, bounded, job_shown
 from qsolve.providers.sealing import (
     compiled_member,
     describe_digest,
@@ -176,9 +176,15 @@ class HeldToLimit:
     deadline: float | None
 
     def hold_to(self, limit_s: float) -> None:
-        """Wait on a device job no longer than the job's own limit, ``limit_s`` seconds from now:
-        ``qsolve run``, a hardware run and the quote flow's runs each set theirs."""
-        self.limit_s, self.deadline = float(limit_s), time.monotonic() + float(limit_s)
+        """Wait on a device job no longer than the job's own limit, ``limit_s`` seconds from now."""
+        self.hold_until(time.monotonic() + float(limit_s), limit_s)
+
+    def hold_until(self, deadline: float, limit_s: float) -> None:
+        """Wait on a device job no later than the job's ``deadline`` (``time.monotonic()``), that of its
+        limit of ``limit_s`` seconds counted from the job's admission, never from before its wait for
+        memory: ``qsolve run`` and a hardware run set it so
+        (:func:`qsolve.validation.jobs.held_from_admission`)."""
+        self.limit_s, self.deadline = float(limit_s), float(deadline)
 
     def _wait_until(self) -> tuple[float, str]:
         """When following a job stops, and the limit that says so, as the person is told it."""
@@ -307,7 +313,7 @@ class ProviderSession(HeldToLimit):
                     f"`qsolve providers follow {record} --resubmit --yes` sends it again",
                     record=record,
                 ) from None
-            self.book.provider_job_ended(record, "failed", str(e))
+            self.book.provider_job_ended(record, "failed", bounded(str(e), 4 * SAID_CHARS))
             raise JobStopped(str(e), record=record) from None
         self.book.provider_job_submitted(record, job)
         return self.follow(record)
@@ -343,9 +349,9 @@ class ProviderSession(HeldToLimit):
                     break
                 if status.status in ("failed", "cancelled"):
                     why = f"provider {self.name}: job {job.job} {status.status}" + (
-                        f": {status.reason}" if status.reason else ""
+                        f": {shown(bounded(status.reason))}" if status.reason else ""
                     )
-                    self.book.provider_job_ended(record, status.status, why)
+                    self.book.provider_job_ended(record, status.status, bounded(why, 4 * SAID_CHARS))
                     raise JobStopped(why + ": nothing was sealed", record=record)
                 beat()  # a poll, bounded by its deadline: progress that keeps the run's lease
                 # backoff: 0.2 s, then twice as long each time up to POLL_MAX_S, never past the limit
@@ -362,7 +368,9 @@ class ProviderSession(HeldToLimit):
                     f"{e}; the job is recorded as {record}: `qsolve providers follow {record}`",
                     record=record,
                 ) from None
-            self.book.provider_job_ended(record, "failed", f"{e}: nothing was sealed")
+            self.book.provider_job_ended(
+                record, "failed", bounded(f"{e}: nothing was sealed", 4 * SAID_CHARS)
+            )
             raise JobStopped(f"{e}: nothing was sealed", record=record) from None
         given = answer.model_dump(mode="json", exclude_none=True)
         context = job.context

@@ -38,7 +38,7 @@ from pydantic import (
 )
 
 from qsolve.errors import format_loc
-from qsolve.providers.device import Device
+from qsolve.providers.device import MAX_PAIRS, MAX_PLACES, Device
 
 PROTOCOL = "wai.quantum.provider/1"
 OPS = ("describe", "estimate", "submit", "status", "result", "cancel")
@@ -330,9 +330,12 @@ class Calibration(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     id: StrictStr
-    qubits: list[QubitCalibration] | None = None
-    edges: list[EdgeCalibration] | None = None
+    qubits: Annotated[list[QubitCalibration], Field(max_length=MAX_PLACES)] | None = None
+    edges: Annotated[list[EdgeCalibration], Field(max_length=MAX_PAIRS)] | None = None
 
+
+#: the most gate names a device may list
+MAX_GATES = 256
 
 Pair = tuple[Annotated[StrictInt, Field(ge=0)], Annotated[StrictInt, Field(ge=0)]]
 
@@ -350,11 +353,13 @@ class Description(BaseModel):
     provenance: Literal["silicon", "emulator", "simulator"]
     simulator: StrictStr | None = None  # with provenance simulator: a sentence naming it
     emulator: StrictStr | None = None  # with provenance emulator: the same
-    qubits: Annotated[StrictInt, Field(ge=0)]
-    native_gates: list[StrictStr]
-    connectivity: Literal["all"] | list[Pair]
-    resonators: list[Annotated[StrictInt, Field(ge=0)]] | None = None
-    moves: list[Pair] | None = None
+    #: bounded where the answer is read (a few bytes may claim 10^12 qubits, all coupled): a compiler's
+    #: map of them is a square of them (:data:`~qsolve.providers.device.MAX_PLACES`)
+    qubits: Annotated[StrictInt, Field(ge=0, le=MAX_PLACES)]
+    native_gates: list[StrictStr] = Field(max_length=MAX_GATES)
+    connectivity: Literal["all"] | Annotated[list[Pair], Field(max_length=MAX_PAIRS)]
+    resonators: Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(max_length=MAX_PLACES)] | None = None
+    moves: Annotated[list[Pair], Field(max_length=MAX_PAIRS)] | None = None
     durations: Durations | None = None
     calibration: Calibration | None = None
     billing: Billing = Field(default_factory=lambda: Billing(kind="refused", reason="no billing was given"))

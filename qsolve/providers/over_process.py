@@ -11,18 +11,20 @@ The program's environment is an allowlist (:func:`provider_environment`), howeve
 (the command line, a serve script, a worker): what a program needs to start (``PATH``, ``LANG``,
 ``LC_*``, ``TZ``), ``HOME`` and ``TMPDIR`` set to a scratch folder of its own (owner-only, made when it
 starts and removed when it ends), the variables its entry in ``providers.yaml`` names (``env: [NAME,
-...]``, the person's own non-secret settings), and its own credential, as ``WAI_PROVIDER_CREDENTIAL``,
-never on its command line. Nothing else of this process's environment reaches it: no other provider's
-credential, no cloud key (``QISKIT_IBM_TOKEN``, ``AWS_SECRET_ACCESS_KEY``), no database address. Its
-standard error is its log: a thread drains it so the program never blocks on it, and keeps its last
-``log_chars`` characters (:meth:`ProcessTransport.log`) and, when asked, a file, the credential taken
-out of both.
+...]``, the person's own non-secret settings, never the host's own secrets or settings:
+:func:`host_variable`), and its own credential, as ``WAI_PROVIDER_CREDENTIAL``, never on its command
+line. Nothing else of this process's environment reaches it: no other provider's credential, no cloud
+key (``QISKIT_IBM_TOKEN``, ``AWS_SECRET_ACCESS_KEY``), no database address. Its standard error is its
+log: a thread drains it so the program never blocks on it, and keeps its last ``log_chars`` characters
+(:meth:`ProcessTransport.log`) and, when asked, a file of at most :data:`LOG_FILE_BYTES`, the
+credential taken out of both.
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
+import logging
 import os
 import select
 import shutil
@@ -32,7 +34,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,14 +51,82 @@ from qsolve.providers.transport import (
 if TYPE_CHECKING:
     from qsolve.providers.confined import Confinement
 
+log = logging.getLogger(__name__)
 CREDENTIAL_ENV = "WAI_PROVIDER_CREDENTIAL"
 #: what a program needs to start, passed on from this process's environment when set (and every LC_*)
 START_ENV = ("PATH", "LANG", "TZ")
 #: set by the transport itself: a scratch folder, and the provider's own credential
 OWN_ENV = ("HOME", "TMPDIR", CREDENTIAL_ENV)
 LOG_CHARS = 1 << 20
+#: the most a provider's log file holds (``QSOLVE_HOME/providers/logs/NAME.log``): past it, what the
+#: program writes is still drained (it never blocks) but dropped, and one line says how much; a file
+#: found at its bound when the program starts is moved to ``NAME.log.1`` (the one before is replaced)
+LOG_FILE_BYTES = 8 << 20
 CHUNK = 1 << 16
 CLOSE_GRACE_S = 2.0
+
+
+#: the prefixes of the host's own secrets and settings, never passed on by ``env`` (:func:`host_variable`)
+HOST_PREFIXES = (
+    ("QSOLVE_", "qsolve's own setting"),
+    ("PREFECT_", "Prefect's setting"),
+    ("QISKIT_IBM_", "IBM Quantum's credential or setting"),
+    ("IBM_", "IBM's credential or setting"),
+    ("AWS_", "a cloud credential or setting (AWS)"),
+    ("AZURE_", "a cloud credential or setting (Azure)"),
+    ("GOOGLE_", "a cloud credential or setting (Google)"),
+    ("GCP_", "a cloud credential or setting (Google Cloud)"),
+    ("GCLOUD_", "a cloud credential or setting (Google Cloud)"),
+    ("CLOUDSDK_", "a cloud credential or setting (Google Cloud)"),
+    ("PG", "the database's (PostgreSQL) setting"),
+    ("MYSQL", "a database's setting"),
+    ("OPENAI_", "a model's key or setting"),
+    ("ANTHROPIC_", "a model's key or setting"),
+    ("HF_", "a model hub's key or setting"),
+    ("HUGGING_FACE_", "a model hub's key or setting"),
+    ("SSH_", "the host's SSH agent or setting"),
+    ("GPG_", "the host's keys"),
+)
+#: whole names of the host's secrets and settings
+HOST_NAMES = {
+    "DATABASE_URL": "a database's address",
+    "REDIS_URL": "a database's address",
+    "KRB5CCNAME": "the host's Kerberos credential",
+    "DBUS_SESSION_BUS_ADDRESS": "the host's session bus (the keychain)",
+}
+#: what in a name marks it as a secret's
+SECRET_MARKS = (
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "API_KEY",
+    "APIKEY",
+    "ACCESS_KEY",
+    "PRIVATE",
+    "DATABASE_URL",
+)
+
+
+def host_variable(name: str, credential_envs: Sequence[str] = ()) -> str | None:
+    """Why ``name`` is the host's secret or setting and is never passed on to a provider program by its
+    entry's ``env`` (docs/providers.md), or ``None`` for one that may be. ``credential_envs``: the
+    variables that hold some provider's credential (``--credential-env``) or a model's key."""
+    upper = name.upper()
+    if name in credential_envs:
+        return "it holds a credential (a provider's --credential-env, or the evaluation model's key)"
+    if upper in HOST_NAMES:
+        return HOST_NAMES[upper]
+    for prefix, what in HOST_PREFIXES:
+        if upper.startswith(prefix):
+            return f"{what} ({prefix}*)"
+    for mark in SECRET_MARKS:
+        if mark in upper:
+            return f"its name marks a secret ({mark})"
+    if upper.endswith("KEY"):
+        return "its name marks a secret (…KEY)"
+    return None
 
 
 def provider_environment(
@@ -65,13 +135,21 @@ def provider_environment(
     *,
     scratch: str | Path,
     credential: str | None = None,
+    credential_envs: Sequence[str] = (),
+    said: Callable[[str], None] | None = None,
 ) -> dict[str, str]:
     """The whole environment of a provider process: from ``source`` (this process's), ``PATH``, ``LANG``,
-    ``LC_*`` and ``TZ`` where set and the ``names`` its entry passes on where set; ``HOME`` and ``TMPDIR``
-    the ``scratch`` folder; ``WAI_PROVIDER_CREDENTIAL`` its ``credential``, when it has one. Nothing else."""
+    ``LC_*`` and ``TZ`` where set and the ``names`` its entry passes on where set, but for the host's
+    own secrets and settings (:func:`host_variable`: skipped, each said in one line to ``said``);
+    ``HOME`` and ``TMPDIR`` the ``scratch`` folder; ``WAI_PROVIDER_CREDENTIAL`` its ``credential``, when
+    it has one. Nothing else."""
     env = {k: v for k, v in source.items() if k in START_ENV or k.startswith("LC_")}
     env.setdefault("PATH", os.defpath)
     for name in _passed(names):
+        why = host_variable(name, credential_envs)
+        if why is not None:
+            (said or log.warning)(f"env {name}: not passed on to the provider program: {why}")
+            continue
         if name in source:
             env[name] = source[name]
     env["HOME"] = env["TMPDIR"] = str(scratch)
@@ -98,7 +176,12 @@ class ProviderLog:
     """
 
     def __init__(
-        self, *, secrets: Sequence[str | None] = (), max_chars: int = LOG_CHARS, path: Path | None = None
+        self,
+        *,
+        secrets: Sequence[str | None] = (),
+        max_chars: int = LOG_CHARS,
+        path: Path | None = None,
+        file_bytes: int = LOG_FILE_BYTES,
     ) -> None:
         self._secrets = tuple(s for s in secrets if s)
         self._hold = max((len(s) for s in self._secrets), default=1) - 1
@@ -109,7 +192,10 @@ class ProviderLog:
         self._dropped = 0
         self._max = max_chars
         self._lock = threading.Lock()
-        self._file = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115 - open until closed
+        self._file = _open_log(path) if path else None
+        self._file_max = file_bytes
+        self._file_size = self._file.tell() if self._file is not None else 0
+        self._file_dropped = 0
 
     def feed(self, data: bytes, *, final: bool = False) -> None:
         with self._lock:
@@ -132,8 +218,29 @@ class ProviderLog:
                     self._size -= over
                     self._dropped += over
             if self._file is not None:
-                self._file.write(out)
-                self._file.flush()
+                self._write_file(out)
+
+    def _write_file(self, out: str) -> None:
+        """Append ``out`` to the file up to its bound; past it, count what is dropped and say so once."""
+        assert self._file is not None
+        data = out.encode("utf-8", "replace")
+        room = max(0, self._file_max - self._file_size)
+        if self._file_dropped == 0 and len(data) <= room:
+            self._file.write(out)
+            self._file.flush()
+            self._file_size += len(data)
+            return
+        if self._file_dropped == 0:
+            kept = data[:room].decode("utf-8", "ignore")
+            self._file.write(kept)
+            self._file.write(
+                f"\n[qsolve: this log reached its bound of {self._file_max} bytes; the rest of what the "
+                "provider writes to its standard error is dropped (its count follows when it ends)]\n"
+            )
+            self._file.flush()
+            self._file_dropped = len(data) - len(kept.encode("utf-8"))
+        else:
+            self._file_dropped += len(data)
 
     def text(self) -> str:
         with self._lock:
@@ -144,8 +251,18 @@ class ProviderLog:
         self.feed(b"", final=True)
         with self._lock:
             if self._file is not None:
+                if self._file_dropped:
+                    self._file.write(f"[qsolve: {self._file_dropped} bytes of this log were dropped]\n")
                 self._file.close()
                 self._file = None
+
+
+def _open_log(path: Path) -> Any:
+    """``path`` opened to append; one already at its bound is moved to ``NAME.log.1`` first."""
+    with contextlib.suppress(OSError):
+        if path.stat().st_size >= LOG_FILE_BYTES:
+            os.replace(path, path.with_name(path.name + ".1"))
+    return open(path, "a", encoding="utf-8")  # noqa: SIM115 - open until closed
 
 
 class ProcessTransport:
@@ -164,6 +281,7 @@ class ProcessTransport:
         max_line: int = MAX_ANSWER_BYTES,
         confinement: Confinement | None = None,
         home: Path | None = None,
+        credential_envs: Sequence[str] = (),
     ) -> None:
         """``env`` is where the allowed variables are read from (this process's environment when not
         given), and ``pass_env`` the names of the person's own variables passed on besides.
@@ -176,6 +294,8 @@ class ProcessTransport:
         self.credential = credential or None
         self._source = dict(os.environ if env is None else env)
         self._pass_env = _passed(pass_env)
+        #: variables that hold a credential on this host: never passed on, whatever ``pass_env`` says
+        self._credential_envs = tuple(credential_envs)
         self._scratch: str | None = None
         self._cwd = cwd
         self._max_line = max_line
@@ -242,7 +362,11 @@ class ProcessTransport:
         if self._confinement is not None:
             return self._start_confined(self._confinement)
         env = provider_environment(
-            self._source, self._pass_env, scratch=self._scratch, credential=self.credential
+            self._source,
+            self._pass_env,
+            scratch=self._scratch,
+            credential=self.credential,
+            credential_envs=self._credential_envs,
         )
         try:
             self._proc = subprocess.Popen(  # noqa: S603 - a list, no shell
@@ -274,7 +398,13 @@ class ProcessTransport:
         assert self._scratch is not None
         scratch = os.path.join(self._scratch, "scratch")
         os.mkdir(scratch, 0o700)
-        env = provider_environment(self._source, self._pass_env, scratch=scratch, credential=self.credential)
+        env = provider_environment(
+            self._source,
+            self._pass_env,
+            scratch=scratch,
+            credential=self.credential,
+            credential_envs=self._credential_envs,
+        )
         home = self._home or qsolve_home()
         pinned: dict[str, int] = {}
         try:
@@ -401,6 +531,14 @@ class ProcessTransport:
             code = self._proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             return "its standard output closed"
+        if self._confined is not None and self._confined.cgroup.oom_killed():
+            from qsolve.runtime.cgroups import RUNTIME_MB
+
+            limit = self._confinement.memory_mb if self._confinement is not None else 0
+            return (
+                f"ended by its memory bound: over its limit of {limit} MB (and {RUNTIME_MB} MB for its "
+                "runtime), the kernel's out-of-memory killer ended it"
+            )
         return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
     def _fail(self, exc: TransportError) -> None:

@@ -59,6 +59,9 @@ class ProviderEntry(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
     credential: bool = False
+    #: the name (never the value) of the variable its credential was read from (``--credential-env``):
+    #: never passed on to any provider program (``over_process.host_variable``)
+    credential_env: str | None = None
     env: tuple[str, ...] = ()
     #: what a process provider's confined program may read besides the runtime and the files its command
     #: names (``--allow-read``); never QSOLVE_HOME or the keychain (:mod:`qsolve.providers.confined`)
@@ -95,6 +98,10 @@ class ProviderEntry(BaseModel):
                     raise ValueError(f"{key}: {path!r} is not an absolute path")
         from qsolve.providers.over_process import OWN_ENV
 
+        if self.credential_env is not None and not ENV_NAME.fullmatch(self.credential_env):
+            raise ValueError(
+                f"credential_env: {self.credential_env!r} is not the name of an environment variable"
+            )
         for name in self.env:
             if not ENV_NAME.fullmatch(name):
                 raise ValueError(f"env: {name!r} is not the name of an environment variable")
@@ -152,6 +159,38 @@ def shown_url(url: str) -> str:
         items = (item.partition("=") for item in query.split("&"))
         query = "&".join(f"{k}={HIDDEN}" if sep else HIDDEN for k, sep, _ in items)
     return shown(f"{head}{authority}{path}{question}{query}{hash_}{HIDDEN if hash_ else ''}")
+
+
+def known_credential_envs(home: Path | None = None) -> tuple[str, ...]:
+    """The variables named as holding a credential on this host, never passed on to a provider program
+    (``over_process.host_variable``): every provider's ``--credential-env`` in ``providers.yaml`` and the
+    evaluation models' ``api_key_env`` (what cannot be read adds none)."""
+    names: list[str] = []
+    with contextlib.suppress(Exception):
+        names += [e.credential_env for e in Registry(home).load().values() if e.credential_env]
+    names += _model_key_envs(home or qsolve_home())
+    return tuple(dict.fromkeys(names))
+
+
+def _model_key_envs(home: Path) -> list[str]:
+    """Each ``api_key_env`` of the evaluation models' file, found where ``qsolve.evaluation.models``
+    finds it (``QSOLVE_EVALUATION_CONFIG``, else ``QSOLVE_HOME/evaluation.yaml``, else the checkout's
+    ``config/evaluation.yaml``, else the package's); read here, not imported (evaluation reaches the
+    providers through calibration and targets)."""
+    package = Path(__file__).resolve().parents[1]
+    given = os.environ.get("QSOLVE_EVALUATION_CONFIG")
+    candidates = [Path(given)] if given else []
+    candidates += [home / "evaluation.yaml", package.parent / "config" / "evaluation.yaml"]
+    candidates.append(package / "evaluation" / "evaluation.yaml")
+    for path in candidates:
+        if not path.is_file():
+            continue
+        try:
+            models = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("models") or []
+            return [m["api_key_env"] for m in models if isinstance(m.get("api_key_env"), str)]
+        except (OSError, ValueError, AttributeError, TypeError, yaml.YAMLError):
+            return []
+    return []
 
 
 class Registry:

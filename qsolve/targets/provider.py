@@ -33,6 +33,11 @@ class ProviderBackend(Backend):
         """Wait on each provider job within the job's own time limit (issue 35)."""
         self.session.hold_to(limit_s)
 
+    def hold_until(self, deadline: float, limit_s: float) -> None:
+        """Wait on each provider job no later than the job's deadline, its limit counted from its
+        admission (issue 35)."""
+        self.session.hold_until(deadline, limit_s)
+
     def close(self) -> None:
         self.session.close()
 

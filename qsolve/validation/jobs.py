@@ -23,7 +23,8 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -219,6 +220,24 @@ def admitted(limits: Limits, what: str, tell: Tell | None = None) -> contextlib.
     return admission.admitted(folder, budget_mb(limits), what, tell or _say)
 
 
+#: the devices whose jobs' waits are held to the job's deadline once it is admitted
+#: (:func:`held_from_admission`), in this thread's context
+_HELD: ContextVar[tuple[Any, ...]] = ContextVar("qsolve_held_from_admission", default=())
+
+
+@contextlib.contextmanager
+def held_from_admission(*devices: Any) -> Iterator[None]:
+    """Within: each of ``devices`` that waits on device jobs (``hold_until(deadline, limit_s)``: a
+    provider's, IBM's) is held to the job's own deadline, told when the job is admitted, its limit
+    counted from then: a wait for memory is never taken from the time a device job is waited on
+    (issue 35)."""
+    token = _HELD.set(_HELD.get() + tuple(d for d in devices if hasattr(d, "hold_until")))
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+
+
 def _run(
     root: Path,
     limits: Limits,
@@ -255,6 +274,8 @@ def _admitted(
     # its time counts from its admission: a wait for memory is not the job's
     start = process.started if process and not waited else time.monotonic()
     processes = _Processes(root, limits, start + limits.timeout_s, process, require)
+    for device in _HELD.get():  # a device job's wait ends with the job's own time, counted from now
+        device.hold_until(start + limits.timeout_s, limits.timeout_s)
     died = None
     report = None
     host_failure = False

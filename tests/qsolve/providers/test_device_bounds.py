@@ -1,0 +1,82 @@
+"""A describe answer of a few bytes may claim any size of device (issue 35): its places, coupled pairs and
+moves are bounded where the answer is read, over either transport, refused in one line naming the
+provider, the field and the bound; the compiler lists no more places than the circuit uses on a device
+whose every pair is coupled."""
+
+from __future__ import annotations
+
+import pytest
+from qiskit import QuantumCircuit
+
+from qsolve.providers.client import ProviderClient
+from qsolve.providers.compiler import _coupling, compile_circuit
+from qsolve.providers.device import MAX_PAIRS, MAX_PLACES, Device
+from qsolve.providers.errors import ProviderError
+from tests.qsolve.providers.test_misbehaving import servers  # noqa: F401 - a fixture, by name
+
+GATES = ("rz", "sx", "x", "cz")
+
+
+def claiming(**fields):
+    def alter(message, answer, headers):
+        if message.get("op") == "describe":
+            answer = {**answer, **fields}
+        return 200, answer
+
+    return alter
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        (
+            {"qubits": 10**12, "connectivity": "all"},
+            f"qubits: input should be less than or equal to {MAX_PLACES}",
+        ),
+        ({"qubits": MAX_PLACES + 1, "connectivity": "all"}, f"less than or equal to {MAX_PLACES}"),
+        ({"qubits": 4, "connectivity": [[0, 1]] * (MAX_PAIRS + 1)}, f"at most {MAX_PAIRS} items"),
+    ],
+)
+def test_an_http_providers_device_past_the_bound_is_refused_in_one_line(servers, fields, said):  # noqa: F811
+    server = servers(claiming(**fields))
+    client = ProviderClient.over_http("huge", server.url)
+    try:
+        with pytest.raises(ProviderError) as caught:
+            client.describe()
+    finally:
+        client.close()
+    text = str(caught.value)
+    assert text.startswith("provider huge: describe:") and said in text and len(text.splitlines()) == 1
+
+
+def test_a_device_at_the_bound_is_read(servers):  # noqa: F811
+    server = servers(claiming(qubits=MAX_PLACES, connectivity="all"))
+    client = ProviderClient.over_http("big", server.url)
+    try:
+        device = client.describe().device()
+    finally:
+        client.close()
+    assert device.qubits == MAX_PLACES
+
+
+def test_an_all_coupled_device_is_compiled_on_the_places_the_circuit_uses():
+    device = Device(qubits=MAX_PLACES, native_gates=GATES, connectivity="all", resonators=(0,))
+    places, coupling, direct, _ = _coupling(device, 2)
+    assert places == [1, 2] and coupling.size() == 2 and direct == 1
+    circuit = QuantumCircuit(2, 2)
+    circuit.h(0)
+    circuit.cx(0, 1)
+    circuit.measure([0, 1], [0, 1])
+    assert set(compile_circuit(circuit, device, seed=3).layout) == {1, 2}
+
+
+def test_pairs_through_a_resonator_are_found_by_its_neighbours():
+    # a star: resonator 0, qubits 1..4 coupled to it, 1 and 2 moving into it
+    device = Device(
+        qubits=5, native_gates=GATES, connectivity=((1, 0), (2, 0), (3, 0), (4, 0)), resonators=(0,),
+        moves=((1, 0), (2, 0)),
+    )  # fmt: skip
+    places, coupling, direct, through = _coupling(device, 2)
+    assert places == [1, 2, 3, 4] and direct == 0
+    assert through == 5  # 1-2, 1-3, 1-4, 2-3, 2-4
+    assert device.connects(0, 3) and device.connects(3, 0) and not device.connects(1, 2)
