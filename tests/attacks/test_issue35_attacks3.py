@@ -178,11 +178,6 @@ LOOPBACK = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 3: the confined program reaches the loopback PostgreSQL and is let in as its "
-    "superuser, with no secret of the host (the network is left open, loopback too)",
-)
 def test_a_provider_is_not_let_into_the_hosts_database_by_its_address(home, tmp_path):
     if _admitted_by_postgres() != "trusted":
         pytest.skip("no PostgreSQL at 127.0.0.1:5432 that admits by address on this machine")
@@ -284,11 +279,6 @@ PAST_MODES = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 6: the program keeps CAP_DAC_READ_SEARCH/CAP_DAC_OVERRIDE, so every path bound for "
-    "it is read past its modes: /etc/ssl (bound for every provider) gives it /etc/ssl/private",
-)
 def test_a_provider_does_not_read_the_hosts_private_tls_keys(home, tmp_path):
     mode = os.stat(PRIVATE).st_mode if os.path.isdir(PRIVATE) else None
     if mode is None or mode & 0o005:
