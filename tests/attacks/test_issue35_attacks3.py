@@ -213,11 +213,6 @@ with stopping() as stop:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 4: the machine-wide budget of jobs' memory is kept per QSOLVE_HOME: a job under "
-    "another home (a person's qsolve test in ./.qsolve, a worker's) is admitted past it",
-)
 def test_two_homes_on_one_host_share_its_budget_of_jobs_memory(tmp_path, monkeypatch):
     monkeypatch.setenv("QSOLVE_JOBS_MEMORY_MB", "2000")  # one job of 1000 MB (1768 with its overhead)
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path / "worker-home"))
