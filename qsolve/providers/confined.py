@@ -113,7 +113,7 @@ WRITE = ("/dev/null",)
 PORTS = (443,)
 #: the usual ports of the platform's own services, refused to ``--allow-port`` whatever is configured
 #: here (a worker's settings may name them where ``providers add`` ran without): PostgreSQL, Prefect
-USUAL_PLATFORM_PORTS = {5432: "PostgreSQL's (the state database's usual port)", 4200: "Prefect's API's usual"}
+USUAL_PLATFORM_PORTS = {5432: "PostgreSQL's usual", 4200: "Prefect's usual"}
 
 
 class Refused(ValueError):
