@@ -136,6 +136,7 @@ def make_root(
     points.append(scratch)
     _mount("proc", _mount_point(new_root, "/proc", True), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     points.append("/proc")
+    points += _mask_root_only(new_root)
     _mount(None, new_root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1m")
     os.chdir(new_root)
     _call(_libc().syscall(ctypes.c_long(_PIVOT_ROOT), b".", b"."), "pivot_root")
@@ -144,6 +145,29 @@ def make_root(
     if os.path.exists(new_root):  # the host's path of the new root: it must not be there any more
         raise ConfinementError(errno.EEXIST, "own filesystem: the host's root is still visible")
     return points
+
+
+def _mask_root_only(new_root: str) -> list[str]:
+    """Cover each file of its ``/proc`` that only root may read (``slabinfo``, ``timer_list``, which
+    names the host's processes, ``kpageflags``, ``vmallocinfo``...: the kernel's, not its PID
+    namespace's) with an empty read-only file: the process keeps ``CAP_DAC_READ_SEARCH``, which would
+    read them past their modes. Returns them, as the process will see them."""
+    import stat
+
+    masked = []
+    proc = new_root + "/proc"
+    for name in sorted(os.listdir(proc)):
+        path = f"{proc}/{name}"
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & stat.S_IROTH:
+            continue
+        _mount("/dev/null", path, None, MS_BIND)
+        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | SAFE | MS_NODEV | MS_NOEXEC)
+        masked.append(f"/proc/{name}")
+    return masked
 
 
 def name_host(name: str) -> None:
