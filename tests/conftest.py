@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +21,25 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "600")
 #: the temporary servers' kept database (flows/server.py's Template) in a folder of the session's, not in
 #: the person's cache
 if "QSOLVE_CACHE" not in os.environ:
-    import atexit
-    import shutil
-    import tempfile
-
     os.environ["QSOLVE_CACHE"] = tempfile.mkdtemp(prefix="qsolve-test-cache-")
     atexit.register(shutil.rmtree, os.environ["QSOLVE_CACHE"], ignore_errors=True)
+
+
+#: the claims of jobs' memory (qsolve/runtime/admission.py) are the user's on the host, whatever its
+#: QSOLVE_HOME: each test process (the controller, every xdist worker) has a folder of its own, so that no
+#: test waits for the claims of a job another worker (or the person's own platform) runs, nor counts them;
+#: each test a folder of its own in it (_own_claims); a process a test starts inherits the test's
+_CLAIMS = tempfile.mkdtemp(prefix="qsolve-test-claims-")
+atexit.register(shutil.rmtree, _CLAIMS, ignore_errors=True)
+os.environ["QSOLVE_JOBS_MEMORY_DIR"] = os.path.join(_CLAIMS, "process")
+_TESTS = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _own_claims(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This test's own folder of jobs' memory claims: what it claims, and what a small
+    ``QSOLVE_JOBS_MEMORY_MB`` of its admits, is its own (and its processes') alone."""
+    monkeypatch.setenv("QSOLVE_JOBS_MEMORY_DIR", os.path.join(_CLAIMS, f"test-{next(_TESTS)}"))
 
 
 def _prefect_logging_on_the_sessions_stream() -> None:

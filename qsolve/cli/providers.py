@@ -3,8 +3,8 @@
     qsolve providers add NAME --http URL [--credential-env VAR] [--timeout S] [--setting K=V ...]
         [--holder ACCOUNT]
     qsolve providers add NAME --process [--credential-env VAR] [--env NAME ...] [--timeout S]
-        [--allow-read PATH ...] [--allow-write PATH ...] [--accept-unconfined NAME] [--holder ACCOUNT]
-        -- COMMAND ARG...
+        [--allow-read PATH ...] [--allow-write PATH ...] [--allow-port N ...] [--accept-unconfined NAME]
+        [--holder ACCOUNT] -- COMMAND ARG...
     qsolve providers list | remove NAME | describe NAME
     qsolve providers claim NAME [--holder ACCOUNT]
     qsolve providers allow NAME (ACCOUNT | --workflow W) [--account ACTING]
@@ -81,6 +81,14 @@ def add_commands(subparsers: Any) -> None:
         metavar="PATH",
         help="a file or folder (that exists) a process provider's confined program may write; nothing else "
         "is, but a scratch folder of its own (the paths its command names are only read)",
+    )
+    a.add_argument(
+        "--allow-port",
+        action="append",
+        default=[],
+        metavar="N",
+        help="a TCP port a process provider's confined program may connect to besides 443 (on any "
+        "address); never the state database's or the Prefect API's",
     )
     a.add_argument(
         "--accept-unconfined",
@@ -206,7 +214,17 @@ def cmd_add(args: argparse.Namespace) -> int:
                 return _fail(
                     f"--env {name}: the host's secret or setting is never passed on to a provider: {why}"
                 )
-    confined = _confinable(args, command) if args.process else None
+    if args.allow_port and not args.process:
+        return _fail(
+            "--allow-port: only a process provider's program is confined (an http one is reached here)"
+        )
+    try:
+        from qsolve.providers.confined import Refused, check_ports
+
+        ports = check_ports(args.allow_port)
+    except Refused as e:
+        return _fail(str(e))
+    confined = _confinable(args, command, ports) if args.process else None
     if isinstance(confined, int):
         return confined
     secret = None
@@ -227,6 +245,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             env=tuple(dict.fromkeys(args.env)),
             allow_read=tuple(dict.fromkeys(args.allow_read)),
             allow_write=tuple(dict.fromkeys(os.path.abspath(p) for p in args.allow_write)),
+            allow_port=ports,
             accept_unconfined=bool(confined),
         )
         registry = Registry()
@@ -256,6 +275,9 @@ def cmd_add(args: argparse.Namespace) -> int:
             + "".join(f", {p}" for p in entry.allow_read)
             + "; it writes only its scratch folder"
             + "".join(f", {p}" for p in entry.allow_write)
+            + "; it connects over TCP only to port "
+            + ", ".join(str(p) for p in sorted({443, *entry.allow_port}))
+            + " (UDP is not filtered)"
             + "; never QSOLVE_HOME, the keychain or another provider's credential"
         )
     print(
@@ -266,7 +288,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _confinable(args: argparse.Namespace, command: list[str]) -> list[str] | int:
+def _confinable(args: argparse.Namespace, command: list[str], ports: tuple[int, ...]) -> list[str] | int:
     """What the kernel cannot give the provider's program here (issue 35): nothing, or what the
     operator accepted by naming the provider again (``--accept-unconfined NAME``); else the refusal."""
     from qsolve.home import qsolve_home
@@ -278,7 +300,8 @@ def _confinable(args: argparse.Namespace, command: list[str]) -> list[str] | int
         for path in args.allow_write:
             if not os.path.lexists(path):
                 return _fail(f"--allow-write {path}: it does not exist; make it first (nothing is made)")
-        missing = program.probe(command, args.allow_read, qsolve_home(), args.allow_write)
+        tcp = sorted({*program.PORTS, *ports})
+        missing = program.probe(command, args.allow_read, qsolve_home(), args.allow_write, tcp)
     except (program.Refused, OSError) as e:
         return _fail(str(e) if isinstance(e, program.Refused) else f"cannot confine it: {e}")
     if missing and args.accept_unconfined is None:

@@ -9,7 +9,9 @@ its device). The launcher (:mod:`qsolve.sandbox.launcher`) forks once, so that i
 process of the new PID namespace, and the child, in this order:
 
 1. builds a root of its own (:mod:`qsolve.sandbox.rootfs`): the runtime and the system's libraries, the
-   files a resolver and TLS need, the program, and the paths its entry allows (``--allow-read``),
+   files a resolver and TLS need (the CA certificates, never a folder of private keys; nothing only
+   root may read: :data:`qsolve.sandbox.rootfs.ROOT_ONLY` is covered), the program, and the paths its
+   entry allows (``--allow-read``),
    read-only; the paths its arguments name that exist (its jobs' folder, its log), or the folder of one
    it will make (not ``/``, ``/tmp`` or a home), writable, unless they are the system's or the runtime's,
    with ``QSOLVE_HOME`` covered by an empty folder where it lies in one (:func:`readable`); its scratch
@@ -18,10 +20,15 @@ process of the new PID namespace, and the child, in this order:
    another provider's credential or another process's ``/proc/PID/environ``, whatever names them;
 2. leaves root for ``nobody`` (:mod:`qsolve.sandbox.privileges`) keeping, across its exec, only the
    capabilities to read and write past the files' modes (``CAP_DAC_READ_SEARCH``, ``CAP_DAC_OVERRIDE``):
-   what it reaches is its root's and Landlock's to say, as for a workflow process; none to trace,
-   signal, mount or administer anything;
-3. Landlock: reads only those paths, writes only its scratch folder and its named paths, signals and
-   abstract unix sockets scoped to itself (TCP left open);
+   what it reaches is its root's and Landlock's to say, as for a workflow process (so its root binds
+   nothing only root may read: the runtime may lie in a folder only root may enter, /root/.pyenv, and
+   an ``--allow-read`` or ``--allow-write`` path may be root's own 0600 file); none to trace, signal,
+   mount or administer anything;
+3. Landlock: reads only those paths, writes only its scratch folder and its named paths, connects over
+   TCP only to the ports its entry allows (:data:`PORTS`, and ``--allow-port``: never the state
+   database's or the Prefect API's, :func:`platform_ports`), binds no TCP port, and signals and abstract
+   unix sockets scoped to itself (the network is not a namespace of its own: its device may be across it;
+   Landlock does not filter UDP, so a resolver's DNS works);
 4. seccomp: every call but tracing or reading another process, namespaces, mounts, files by handle and
    the kernel's own large interfaces (:func:`qsolve.sandbox.seccomp.install_program`);
 5. writes what held (one JSON line) on a descriptor the exec closes, and runs the program with the
@@ -82,9 +89,16 @@ SYSTEM_READ = (
     "/etc/gai.conf",
     "/etc/services",
     "/etc/protocols",
-    "/etc/ssl",
+    # what TLS reads: the CA certificates and OpenSSL's settings, never a folder of private keys
+    # (/etc/ssl/private, /etc/pki/tls/private): the program reads past the files' modes (below)
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
     "/etc/ca-certificates",
-    "/etc/pki",
+    "/etc/ca-certificates.conf",
+    "/etc/pki/ca-trust",
+    "/etc/pki/tls/certs",
+    "/etc/pki/tls/cert.pem",
+    "/etc/pki/tls/openssl.cnf",
     "/dev/null",
     "/dev/urandom",
     "/dev/zero",
@@ -92,10 +106,66 @@ SYSTEM_READ = (
     "/proc",  # its own PID namespace's: no other process is in it
 )
 WRITE = ("/dev/null",)
+#: the TCP ports every provider's program may connect to (on any address: Landlock's rule is a port's);
+#: more only by its entry (``--allow-port``). HTTPS alone: not 80, so that a credential never crosses the
+#: network in the clear, and since port 80 is where a cloud's metadata service (169.254.169.254) and many
+#: of a host's own web services answer whoever asks
+PORTS = (443,)
+#: the usual ports of the platform's own services, refused to ``--allow-port`` whatever is configured
+#: here (a worker's settings may name them where ``providers add`` ran without): PostgreSQL, Prefect
+USUAL_PLATFORM_PORTS = {5432: "PostgreSQL's usual", 4200: "Prefect's usual"}
 
 
 class Refused(ValueError):
-    """A path a provider's program may not be given: one that is, holds or lies in a protected folder."""
+    """A path a provider's program may not be given: one that is, holds or lies in a protected folder;
+    or a TCP port that is not one, or is one of the platform's own services."""
+
+
+def platform_ports(environ: dict[str, str] | None = None) -> dict[int, str]:
+    """The TCP ports of the platform's own services, as this process is configured (``QSOLVE_DATABASE_URL``,
+    ``PREFECT_API_URL``) and as they usually are (:data:`USUAL_PLATFORM_PORTS`): ``{port: whose}``."""
+    from urllib.parse import urlsplit
+
+    environ = os.environ if environ is None else environ
+    ports = dict(USUAL_PLATFORM_PORTS)
+    defaults = {"postgresql": 5432, "postgres": 5432, "http": 80, "https": 443}
+    for variable, whose in (
+        ("QSOLVE_DATABASE_URL", "the state database's"),
+        ("PREFECT_API_URL", "the Prefect API's"),
+    ):
+        raw = environ.get(variable, "")
+        if not raw:
+            continue
+        try:
+            parts = urlsplit(raw)
+            port = parts.port or defaults.get(parts.scheme.split("+", 1)[0])
+        except ValueError:
+            continue
+        if port:
+            ports[port] = f"{whose} ({variable})"
+    return ports
+
+
+def check_ports(
+    ports: list[str] | tuple[str | int, ...], environ: dict[str, str] | None = None
+) -> tuple[int, ...]:
+    """The TCP ports ``--allow-port`` names, as numbers; :class:`Refused` naming one that is not a port
+    (1 to 65535) or is one of the platform's own services' (:func:`platform_ports`): a program that may
+    connect to it may try that service's every account, and gets in where it admits by address."""
+    services = platform_ports(environ)
+    out: list[int] = []
+    for raw in ports:
+        text = str(raw).strip()
+        if not text.isascii() or not text.isdigit() or len(text) > 5 or not 1 <= int(text) <= 65535:
+            raise Refused(f"--allow-port {text[:20]!r}: not a TCP port (a whole number from 1 to 65535)")
+        port = int(text)
+        if port in services:
+            raise Refused(
+                f"--allow-port {port}: that is {services[port]} port; a provider's program never connects "
+                "to the platform's own services"
+            )
+        out.append(port)
+    return tuple(dict.fromkeys(out))
 
 
 def protected(home: Path) -> list[Path]:
@@ -235,6 +305,13 @@ class Confinement:
     memory_mb: int = MEMORY_MB
     #: what its entry lets it write besides its scratch folder (``--allow-write``); nothing else
     write: tuple[str, ...] = ()
+    #: the TCP ports it may connect to besides :data:`PORTS` (``--allow-port``); no other
+    ports: tuple[int, ...] = ()
+
+    def tcp_ports(self) -> list[int]:
+        """Every TCP port its program may connect to (:class:`Refused` if its entry names one of the
+        platform's own services as configured now)."""
+        return sorted({*PORTS, *check_ports(self.ports)})
 
 
 @dataclass
@@ -292,11 +369,13 @@ def start(
     probe: bool = False,
     wait_s: float = 30.0,
     pinned: dict[str, int] | None = None,
+    ports: list[int] | tuple[int, ...] = PORTS,
 ) -> Started:
     """Start ``argv`` confined (or, with ``probe``, only confine the launcher and say what held); standard
     input, output and error are pipes, as for an unconfined program. Returns once the launcher said what
     held (the program is running then, unless ``require`` and something is missing, or ``probe``).
-    ``pinned``: paths opened as they were checked (:func:`pin`), bound from those descriptors."""
+    ``pinned``: paths opened as they were checked (:func:`pin`), bound from those descriptors; ``ports``:
+    the TCP ports it may connect to (every other connect, and every bind, is refused)."""
     import select
     import subprocess
     import time
@@ -323,6 +402,7 @@ def start(
         "pythonpath": env.get("PYTHONPATH"),
         "hidden": list(hidden or []),
         "pinned": dict(pinned or {}),
+        "ports": sorted(set(ports)),
     }
     launcher_env = dict(env) | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     try:
@@ -372,7 +452,11 @@ def start(
 
 
 def probe(
-    argv: list[str], allowed: list[str], home: Path, allowed_write: list[str] | tuple[str, ...] = ()
+    argv: list[str],
+    allowed: list[str],
+    home: Path,
+    allowed_write: list[str] | tuple[str, ...] = (),
+    ports: list[int] | tuple[int, ...] = PORTS,
 ) -> list[str]:
     """What the kernel cannot give a provider's program here (nothing: it runs confined), found by
     confining the launcher as it would be and running nothing (``qsolve providers add``). The paths
@@ -396,6 +480,7 @@ def probe(
             require=True,
             probe=True,
             pinned=pinned,
+            ports=ports,
         )
         try:
             started.proc.communicate(timeout=30)

@@ -3,7 +3,7 @@ that transport only), and a client that names it in every error. A process provi
 allowlisted environment of :func:`~qsolve.providers.over_process.provider_environment`, with the
 variables its entry's ``env`` names, and runs confined (:mod:`qsolve.providers.confined`): it reads only
 the runtime, its command's files and its entry's ``allow_read``, and writes only its scratch folder and
-its entry's ``allow_write``."""
+its entry's ``allow_write``, and connects over TCP only to port 443 and its entry's ``allow_port``."""
 
 from __future__ import annotations
 
@@ -47,7 +47,10 @@ def open_client(
             pass_env=entry.env,
             log_path=logs / f"{name}.log",
             confinement=Confinement(
-                read=entry.allow_read, write=entry.allow_write, accept_unconfined=entry.accept_unconfined
+                read=entry.allow_read,
+                write=entry.allow_write,
+                ports=entry.allow_port,
+                accept_unconfined=entry.accept_unconfined,
             ),
             home=home,
             credential_envs=known_credential_envs(home),

@@ -408,6 +408,7 @@ class ProcessTransport:
         home = self._home or qsolve_home()
         pinned: dict[str, int] = {}
         try:
+            ports = confinement.tcp_ports()
             read, write = program.readable(list(self.argv), list(confinement.read), home, confinement.write)
             # what it may have written near is bound as it was checked, never looked up again by name
             pinned = program.pin(program.to_pin([*read, *write]), home)
@@ -422,6 +423,7 @@ class ProcessTransport:
                 cwd=str(self._cwd) if self._cwd else None,
                 memory_mb=confinement.memory_mb,
                 pinned=pinned,
+                ports=ports,
             )
         except (OSError, program.Refused) as exc:
             self._broken = f"it did not start: {exc}"

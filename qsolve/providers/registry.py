@@ -11,6 +11,7 @@ provider process gets (``over_process.provider_environment``).
         env: [LAB_REGION]       # the person's own non-secret variables it is given
         allow_read: [/opt/lab]  # what its confined program may read besides the runtime (--allow-read)
         allow_write: [/var/lab/jobs]  # all it may write besides its scratch folder (--allow-write)
+        allow_port: [8443]      # TCP ports it may connect to besides 443 (--allow-port)
         settings: {}
         timeout_s: 60
       lab:
@@ -69,6 +70,9 @@ class ProviderEntry(BaseModel):
     #: all its confined program may write besides a scratch folder of its own (``--allow-write``): the
     #: paths its command names are only read
     allow_write: tuple[str, ...] = ()
+    #: the TCP ports its confined program may connect to besides 443 (``--allow-port``); never the state
+    #: database's or the Prefect API's (:func:`qsolve.providers.confined.check_ports`)
+    allow_port: tuple[int, ...] = ()
     #: the operator accepted, by the provider's name, to run it where the kernel cannot confine it
     accept_unconfined: bool = False
 
@@ -88,10 +92,15 @@ class ProviderEntry(BaseModel):
             raise ValueError("a process provider has a command and no url")
         if self.env and self.transport != "process":
             raise ValueError("env: only a process provider is given variables")
-        if (self.allow_read or self.allow_write or self.accept_unconfined) and self.transport != "process":
+        confinement = self.allow_read or self.allow_write or self.allow_port or self.accept_unconfined
+        if confinement and self.transport != "process":
             raise ValueError(
-                "allow_read, allow_write, accept_unconfined: only a process provider's program is confined"
+                "allow_read, allow_write, allow_port, accept_unconfined: only a process provider's program "
+                "is confined"
             )
+        for port in self.allow_port:
+            if not 1 <= port <= 65535:
+                raise ValueError(f"allow_port: {port} is not a TCP port (1 to 65535)")
         for key, paths in (("allow_read", self.allow_read), ("allow_write", self.allow_write)):
             for path in paths:
                 if not path.startswith("/"):

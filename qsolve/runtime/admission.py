@@ -1,4 +1,4 @@
-"""A machine-wide budget of the memory that concurrent sandbox jobs may claim (issue 35, item 4).
+"""A host-wide budget of the memory that one user's concurrent sandbox jobs may claim (issue 35, item 4).
 
 Every sandbox job claims its whole memory budget (its ``memory_mb`` and the overhead its cgroup allows:
 :data:`qsolve.runtime.cgroups.JOB_OVERHEAD_MB`) before its first workflow process gets its job; the
@@ -7,8 +7,12 @@ claims of the jobs running on a host at once never add up to more than the host'
 waits, saying so once (one line), and is admitted when enough is released; one larger than the whole
 budget waits until it is alone, then runs alone.
 
-The claims hold across threads and processes (the history stage's three cases at once, two flow runs
-on one host), and outlive no process: each is a file in a per-host folder held with an exclusive
+The claims hold across threads and processes of one user on one host, whatever their ``QSOLVE_HOME``
+(the history stage's three cases at once, a worker's flow runs, a person's ``qsolve test`` in
+``./.qsolve``), and outlive no process: each is a file in the user's folder of claims on this host
+(:func:`claims_folder`: ``QSOLVE_JOBS_MEMORY_DIR``, else ``$XDG_RUNTIME_DIR/qsolve/jobs-memory``, else
+``/run/qsolve/jobs-memory`` for root, else ``/tmp/qsolve-UID/jobs-memory``; each folder of it made
+0700, and used only where it is a folder, not a link, and the user's own) held with an exclusive
 ``flock`` on its own open file, which the kernel releases when its holder ends, however it ends. An
 admission counts the claims under a lock on the folder's ``lock`` file: a claim it can lock itself is
 a dead holder's, and is removed. A claim's size is in its name, so that nothing is read that a holder
@@ -45,6 +49,9 @@ from qsolve.runtime.heartbeat import beat
 from qsolve.runtime.stopping import stopped
 
 VARIABLE = "QSOLVE_JOBS_MEMORY_MB"
+#: the setting that names the folder of claims in place of the user's default (:func:`claims_folder`): the
+#: jobs that share a budget are those that name one folder
+FOLDER_VARIABLE = "QSOLVE_JOBS_MEMORY_DIR"
 #: the machine's memory the jobs may claim together by default: the rest is the platform's own (its
 #: flows' processes, the Prefect server, the state database)
 SHARE = 0.75
@@ -96,6 +103,74 @@ def _close(fd: int) -> None:
 
 class BudgetSettingInvalid(ValueError):
     """``QSOLVE_JOBS_MEMORY_MB`` is not a positive whole number of MB."""
+
+
+class ClaimsFolderUnsafe(BudgetSettingInvalid):
+    """The folder of claims (or one of the folders it is made in) is a link, not a folder, or another
+    user's: no job is admitted through it (its callers say so in one line, as for a bad budget)."""
+
+
+def claims_folder() -> Path:
+    """The folder of this user's claims on this host, made and checked (:func:`_private`):
+    ``QSOLVE_JOBS_MEMORY_DIR`` (an absolute path), else ``jobs-memory`` in ``$XDG_RUNTIME_DIR/qsolve``
+    (where that is the user's own runtime folder), else in ``/run/qsolve`` for root, else in
+    ``/tmp/qsolve-UID``. Never in a ``QSOLVE_HOME``: every home of the host shares it."""
+    raw = os.environ.get(FOLDER_VARIABLE, "").strip()
+    if raw:
+        if not os.path.isabs(raw):
+            raise ClaimsFolderUnsafe(f"{FOLDER_VARIABLE}={raw[:80]!r} is not an absolute path")
+        folder = Path(os.path.normpath(raw))
+        folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the operator's own folders
+        _private(folder, len(folder.parts))
+        return folder
+    base = default_base(os.geteuid(), os.environ.get("XDG_RUNTIME_DIR", ""))
+    folder = base / "jobs-memory"
+    _private(folder, len(base.parts))  # from the first folder of qsolve's own: the rest is the system's
+    return folder
+
+
+def default_base(uid: int, runtime: str) -> Path:
+    """The user's folder of qsolve's on this host, where its claims' folder is made: ``qsolve`` in
+    ``runtime`` (``$XDG_RUNTIME_DIR``) where that is a folder of the user's closed to others, else
+    ``/run/qsolve`` for root, else ``/tmp/qsolve-UID``."""
+    if runtime and os.path.isabs(runtime):
+        with contextlib.suppress(OSError):
+            st = os.lstat(runtime)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o077:
+                return Path(os.path.normpath(runtime)) / "qsolve"
+    return Path("/run/qsolve") if uid == 0 and os.path.isdir("/run") else Path(f"/tmp/qsolve-{uid}")
+
+
+def _private(folder: Path, first: int) -> None:
+    """Make ``folder``, and the folders it lies in from its ``first`` part on, each 0700 and each
+    checked as it is: a folder, not a link (never followed: ``O_NOFOLLOW``), and this user's own, else
+    :class:`ClaimsFolderUnsafe`; one of this user's that is open to others is closed (0700). Those above
+    it (``/tmp``, ``/run``) are the system's: another user can neither replace nor enter a folder made
+    so in them."""
+    uid = os.geteuid()
+    parts = folder.parts
+    for n in range(max(first, 2), len(parts) + 1):
+        path = Path(*parts[:n])
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            raise ClaimsFolderUnsafe(
+                f"the folder of jobs' memory claims {path} is not a folder of its own (a link, or not a "
+                f"folder: {e.strerror}); no job is admitted through it ({FOLDER_VARIABLE} names another)"
+            ) from None
+        try:
+            st = os.fstat(fd)
+            if st.st_uid != uid:
+                raise ClaimsFolderUnsafe(
+                    f"the folder of jobs' memory claims {path} is user {st.st_uid}'s, not this user's "
+                    f"({uid}); no job is admitted through it ({FOLDER_VARIABLE} names another)"
+                )
+            if st.st_mode & 0o077:
+                os.fchmod(fd, 0o700)
+        finally:
+            os.close(fd)
 
 
 def machine_mb() -> int:
@@ -224,7 +299,8 @@ def admitted(
     wait, saying so once through ``tell``, until it fits. Yields the seconds waited. A platform stop
     while it waits raises :class:`~qsolve.errors.PlatformStopped`."""
     budget = budget_mb() if budget is None else budget
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _private(folder, len(folder.parts))
     began = time.monotonic()
     said = False
     locked_since: list[float] = []

@@ -1,8 +1,11 @@
 """What the sandbox job may touch on the filesystem, over TCP and by signal: Linux Landlock (ctypes only).
 
 :func:`restrict` confines the calling process, for good, to reading the ``read`` paths and writing the
-``write`` paths; it denies every TCP bind and connect (ABI 4) and, from ABI 6, signals and abstract unix
-sockets that reach outside the confined process and its children. Landlock applies to the calling
+``write`` paths; it denies every TCP bind and every TCP connect but to the ports it is given (ABI 4;
+none for a workflow process, a provider's for its program) and, from ABI 6, signals and abstract unix
+sockets that reach outside the confined process and its children. Landlock filters TCP only: UDP (a
+resolver's DNS), and a TCP ``listen`` on a socket never bound (which the kernel binds to a port of its
+choosing), are not its to refuse. Landlock applies to the calling
 thread and its future threads and children only, so :func:`restrict` refuses to run while the process
 has other threads (they would stay unconfined).
 """
@@ -31,6 +34,7 @@ _SYSCALLS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 PR_SET_NO_NEW_PRIVS = 38
 LANDLOCK_CREATE_RULESET_VERSION = 1 << 0
 LANDLOCK_RULE_PATH_BENEATH = 1
+LANDLOCK_RULE_NET_PORT = 2  # ABI 4
 
 ACCESS_FS_EXECUTE = 1 << 0
 ACCESS_FS_WRITE_FILE = 1 << 1
@@ -66,6 +70,10 @@ class _RulesetAttr(ctypes.Structure):
         ("handled_access_net", ctypes.c_uint64),  # ABI 4
         ("scoped", ctypes.c_uint64),  # ABI 6
     ]
+
+
+class _NetPortAttr(ctypes.Structure):
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -124,11 +132,16 @@ def _threads() -> int:
         return 1  # no /proc: nothing to tell, the caller's word stands
 
 
-def restrict(read: Iterable[str | Path], write: Iterable[str | Path], *, network: bool = False) -> int:
-    """Confine this process (irreversibly) to reading ``read`` and writing ``write``; deny all TCP
-    bind/connect (unless ``network``: a provider's program may need its device) and, from ABI 6, signals
+def restrict(read: Iterable[str | Path], write: Iterable[str | Path], *, connect: Iterable[int] = ()) -> int:
+    """Confine this process (irreversibly) to reading ``read`` and writing ``write``; deny every TCP bind
+    and every TCP connect but to the ports of ``connect`` (a provider's program may need its device:
+    ABI 4 and later; before, TCP is not filtered at all, which the caller says) and, from ABI 6, signals
     and abstract unix sockets beyond itself. Paths that do not exist are skipped. Returns the ABI in
     force."""
+    ports = sorted(set(connect))
+    for port in ports:
+        if not 1 <= port <= 65535:
+            raise ConfinementError(errno.EINVAL, f"Landlock: {port} is not a TCP port (1 to 65535)")
     abi = abi_version()
     numbers = _numbers()
     if abi < 1 or numbers is None:
@@ -142,7 +155,7 @@ def restrict(read: Iterable[str | Path], write: Iterable[str | Path], *, network
     fs = handled_fs(abi)
     attr = _RulesetAttr(handled_access_fs=fs)
     size = 8
-    if abi >= 4 and not network:
+    if abi >= 4:
         attr.handled_access_net = ACCESS_NET_BIND_TCP | ACCESS_NET_CONNECT_TCP
         size = 16
     if abi >= 6:
@@ -157,6 +170,14 @@ def restrict(read: Iterable[str | Path], write: Iterable[str | Path], *, network
             _add_path(add_rule, ruleset, os.fspath(path), READ_RIGHTS & fs, FILE_READ_RIGHTS & fs)
         for path in write:
             _add_path(add_rule, ruleset, os.fspath(path), fs, FILE_WRITE_RIGHTS & fs)
+        for port in ports if abi >= 4 else ():
+            rule = _NetPortAttr(allowed_access=ACCESS_NET_CONNECT_TCP, port=port)
+            try:
+                _syscall(add_rule, ruleset, LANDLOCK_RULE_NET_PORT, ctypes.byref(rule), 0)
+            except OSError as e:
+                raise ConfinementError(
+                    e.errno, f"Landlock: cannot allow TCP port {port}: {e.strerror}"
+                ) from None
         _no_new_privs()
         try:
             _syscall(restrict_self, ruleset, 0)

@@ -181,7 +181,14 @@ def confine(plan: dict[str, Any]) -> dict[str, Any]:
         read, write = [p for p in read if clear(p)], [p for p in write if clear(p)]
         read, write = [sources.get(p, p) for p in read], [sources.get(p, p) for p in write]
     try:
-        held["landlock_abi"] = abi = landlock.restrict(read, write, network=True)
+        ports = [int(p) for p in plan.get("ports") or ()]
+        held["landlock_abi"] = abi = landlock.restrict(read, write, connect=ports)
+        held["tcp_ports"] = ports if abi >= 4 else None
+        if abi < 4:
+            missing.append(
+                f"Landlock ABI {abi}: its TCP connections are not held to its ports "
+                f"({', '.join(map(str, ports)) or 'none'}): it reaches every service of this host and network"
+            )
         if abi < 6:
             missing.append(f"Landlock ABI {abi}: its signals and abstract sockets are not scoped to it")
     except Exception as e:

@@ -28,6 +28,11 @@ MS_REMOUNT, MS_NOATIME, MS_BIND, MS_REC, MS_PRIVATE = 32, 1024, 4096, 16384, 1 <
 MNT_DETACH = 2
 DEVICES = ("/dev/null", "/dev/urandom", "/dev/zero")  # device files: bound on their own, dev allowed
 SAFE = MS_NOSUID | MS_NOATIME
+#: folders of the system's that only root (or a service's own user) may read, in folders every root binds
+#: (``/usr``): covered by an empty folder wherever they are bound, since a process confined here keeps
+#: ``CAP_DAC_READ_SEARCH`` and reads past the files' modes. The folders a root binds by default hold no
+#: other such file (tests/qsolve/providers/test_confined.py walks a provider's root for one)
+ROOT_ONLY = ("/usr/share/polkit-1/rules.d", "/usr/local/etc/ssl/private", "/usr/local/ssl/private")
 
 
 @cache
@@ -95,11 +100,11 @@ def make_root(
 ) -> list[str]:
     """Build the root in the empty folder ``new_root`` and make it this process's root, for good. Paths
     of ``read`` are bound read-only, those of ``write`` writable (``scratch`` becomes a ``tmpfs`` of
-    ``scratch_mb`` MiB owned by ``uid``); each folder of ``hidden`` that lies in a bound one is covered by
-    an empty read-only ``tmpfs`` (a provider's folder may hold ``QSOLVE_HOME``). A path of ``sources``
-    is bound from its source (``/proc/self/fd/N``, a descriptor opened as the path was checked), so a
-    link swapped in at that path since is never followed. Returns the mount points, as the process now
-    sees them."""
+    ``scratch_mb`` MiB owned by ``uid``); each folder of ``hidden`` and of :data:`ROOT_ONLY` that lies in
+    a bound one is covered by an empty read-only ``tmpfs`` (a provider's folder may hold ``QSOLVE_HOME``).
+    A path of ``sources`` is bound from its source (``/proc/self/fd/N``, a descriptor opened as the path
+    was checked), so a link swapped in at that path since is never followed. Returns the mount points,
+    as the process now sees them."""
     sources = dict(sources or {})
     read, write = [os.path.abspath(p) for p in read], [os.path.abspath(p) for p in write]
     scratch = os.path.abspath(scratch)
@@ -115,7 +120,7 @@ def make_root(
         flags = MS_REMOUNT | MS_BIND | SAFE | (0 if real in writable else MS_RDONLY)
         _mount(None, target, None, flags | (0 if real in DEVICES else MS_NODEV))
         points.append(real)
-    for path in sorted({os.path.realpath(h) for h in hidden}):
+    for path in sorted({os.path.realpath(h) for h in [*hidden, *ROOT_ONLY]}):
         if os.path.isdir(path) and any(path.startswith(b + "/") for b in binds):
             _mount(
                 "tmpfs", new_root + path, "tmpfs", SAFE | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k,mode=0"
@@ -131,6 +136,7 @@ def make_root(
     points.append(scratch)
     _mount("proc", _mount_point(new_root, "/proc", True), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     points.append("/proc")
+    points += _mask_root_only(new_root)
     _mount(None, new_root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1m")
     os.chdir(new_root)
     _call(_libc().syscall(ctypes.c_long(_PIVOT_ROOT), b".", b"."), "pivot_root")
@@ -139,6 +145,29 @@ def make_root(
     if os.path.exists(new_root):  # the host's path of the new root: it must not be there any more
         raise ConfinementError(errno.EEXIST, "own filesystem: the host's root is still visible")
     return points
+
+
+def _mask_root_only(new_root: str) -> list[str]:
+    """Cover each file of its ``/proc`` that only root may read (``slabinfo``, ``timer_list``, which
+    names the host's processes, ``kpageflags``, ``vmallocinfo``...: the kernel's, not its PID
+    namespace's) with an empty read-only file: the process keeps ``CAP_DAC_READ_SEARCH``, which would
+    read them past their modes. Returns them, as the process will see them."""
+    import stat
+
+    masked = []
+    proc = new_root + "/proc"
+    for name in sorted(os.listdir(proc)):
+        path = f"{proc}/{name}"
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & stat.S_IROTH:
+            continue
+        _mount("/dev/null", path, None, MS_BIND)
+        _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | SAFE | MS_NODEV | MS_NOEXEC)
+        masked.append(f"/proc/{name}")
+    return masked
 
 
 def name_host(name: str) -> None:

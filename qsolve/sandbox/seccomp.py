@@ -246,12 +246,17 @@ PROGRAM_MAY = (
     "setfsgid", "capset",
 )  # fmt: skip
 PROGRAM_DENIED = tuple(name for name in DENIED if name not in PROGRAM_MAY) + ("clone3",)
+#: ``socket(..., IPPROTO_MPTCP)``: a multipath TCP socket, which Landlock's TCP rules do not filter and
+#: which falls back to plain TCP with a server that knows nothing of it (the program's ports held by
+#: Landlock would be no bound at all)
+IPPROTO_MPTCP = 262
 
 
 def install_program() -> None:
     """Load, for good, the filter of a provider's program (issue 35): every call allowed but those of
     :data:`PROGRAM_DENIED` (EPERM; ``clone3`` ENOSYS, so that the C library falls back to ``clone``,
-    whose flags seccomp reads) and ``clone`` with any namespace of its own."""
+    whose flags seccomp reads), ``clone`` with any namespace of its own and a multipath TCP socket
+    (:data:`IPPROTO_MPTCP`, EPERM)."""
     lib = _library()
     if lib is None:
         raise ConfinementError(errno.ENOENT, "seccomp: libseccomp (libseccomp.so.2) cannot be loaded")
@@ -274,6 +279,7 @@ def install_program() -> None:
         for flag in CLONE_NAMESPACES:
             rule("clone", eperm, _masked(0, flag, flag))
         rule("ioctl", eperm, _masked(1, 0xFFFFFFFF, TIOCSTI))
+        rule("socket", eperm, _masked(2, 0xFFFFFFFF, IPPROTO_MPTCP))
         _check(lib.seccomp_load(ctx), "seccomp_load")
     finally:
         lib.seccomp_release(ctx)

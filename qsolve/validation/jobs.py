@@ -21,7 +21,6 @@ import contextlib
 import gc
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
@@ -38,7 +37,7 @@ from qsolve.errors import (
     WorkflowInvalid,
     WorkflowProcessFailed,
 )
-from qsolve.home import host_name, qsolve_home
+from qsolve.home import qsolve_home
 from qsolve.runtime import admission
 from qsolve.runtime.cgroups import JOB_OVERHEAD_MB
 from qsolve.runtime.worker import Worker
@@ -214,10 +213,9 @@ def _say(line: str) -> None:
 def admitted(limits: Limits, what: str, tell: Tell | None = None) -> contextlib.AbstractContextManager[float]:
     """The job's claim of its memory budget on this host's budget for jobs at once
     (:mod:`qsolve.runtime.admission`), held while inside: waits, saying so once through ``tell``
-    (else the ``qsolve.jobs`` logger), until it fits; the seconds waited."""
-    host = re.sub(r"[^A-Za-z0-9._-]", "_", host_name()) or "host"
-    folder = qsolve_home().resolve() / "run" / f"jobs-memory-{host}"
-    return admission.admitted(folder, budget_mb(limits), what, tell or _say)
+    (else the ``qsolve.jobs`` logger), until it fits; the seconds waited. The claims are this user's on
+    this host, whatever its ``QSOLVE_HOME`` (:func:`~qsolve.runtime.admission.claims_folder`)."""
+    return admission.admitted(admission.claims_folder(), budget_mb(limits), what, tell or _say)
 
 
 #: the devices whose jobs' waits are held to the job's deadline once it is admitted

@@ -168,11 +168,6 @@ LOOPBACK = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 3: the confined program reaches the loopback PostgreSQL and is let in as its "
-    "superuser, with no secret of the host (the network is left open, loopback too)",
-)
 def test_a_provider_is_not_let_into_the_hosts_database_by_its_address(home, tmp_path):
     if _admitted_by_postgres() != "trusted":
         pytest.skip("no PostgreSQL at 127.0.0.1:5432 that admits by address on this machine")
@@ -208,11 +203,6 @@ with stopping() as stop:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 4: the machine-wide budget of jobs' memory is kept per QSOLVE_HOME: a job under "
-    "another home (a person's qsolve test in ./.qsolve, a worker's) is admitted past it",
-)
 def test_two_homes_on_one_host_share_its_budget_of_jobs_memory(tmp_path, monkeypatch):
     monkeypatch.setenv("QSOLVE_JOBS_MEMORY_MB", "2000")  # one job of 1000 MB (1768 with its overhead)
     monkeypatch.setenv("QSOLVE_HOME", str(tmp_path / "worker-home"))
@@ -269,11 +259,6 @@ PAST_MODES = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 6: the program keeps CAP_DAC_READ_SEARCH/CAP_DAC_OVERRIDE, so every path bound for "
-    "it is read past its modes: /etc/ssl (bound for every provider) gives it /etc/ssl/private",
-)
 def test_a_provider_does_not_read_the_hosts_private_tls_keys(home, tmp_path):
     mode = os.stat(PRIVATE).st_mode if os.path.isdir(PRIVATE) else None
     if mode is None or mode & 0o005:

@@ -5,7 +5,9 @@ of the others releases its claim; every case is recorded."""
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from pathlib import Path
 
 from qsolve.runtime.cgroups import JOB_OVERHEAD_MB
 from tests.conftest import SAMPLING_MODULE, WorkflowDir
@@ -31,7 +33,6 @@ def test_three_cases_at_once_never_claim_more_than_the_hosts_budget(
     from qsolve_pipeline.tasks.publication import publish
 
     monkeypatch.setenv("QSOLVE_JOBS_MEMORY_MB", str(BUDGET_MB))
-    monkeypatch.setenv("QSOLVE_HOST_NAME", "budget-test")
     wf.manifest["name"] = "three-heavy"
     wf.manifest["resources"] = {"timeout_s": 300, "memory_mb": MEMORY_MB}
     wf.write("workflow.py", SAMPLING_MODULE)
@@ -39,7 +40,7 @@ def test_three_cases_at_once_never_claim_more_than_the_hosts_budget(
     wf.save()
     assert publish(check_submission(wf.root)).published.created
 
-    claims = home / "run" / "jobs-memory-budget-test"
+    claims = Path(os.environ["QSOLVE_JOBS_MEMORY_DIR"])  # the test's own (tests/conftest.py)
     most: list[int] = [0]
     done = threading.Event()
 

@@ -8,13 +8,16 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from qsolve.cli import main
+from qsolve.providers import confined
 from qsolve.providers.connect import open_client
 
 HOSTILE = r"""
@@ -150,3 +153,150 @@ def test_what_it_may_write_is_named_and_never_reached_through_a_link(home, tmp_p
         err = capsys.readouterr().err
         assert "never given a path through a symbolic link" in err and len(err.strip().splitlines()) == 1
     assert not (home / "providers.yaml").exists()
+
+
+# ---- its network: TCP to its ports only (Landlock), no bind, no multipath TCP (seccomp) ----------------
+
+NETWORK = r"""
+import json, socket, sys
+
+allowed, other = int(sys.argv[1]), int(sys.argv[2])
+
+def attempt(port, protocol=0):
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM, protocol) as s:
+            s.settimeout(5)
+            s.connect(("127.0.0.1", port))
+            return "connected"
+    except OSError as e:
+        return f"refused: {e.strerror}"
+
+got = {"allowed": attempt(allowed), "other": attempt(other), "mptcp": attempt(other, 262)}
+try:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        got["bind"] = "bound"
+except OSError as e:
+    got["bind"] = f"refused: {e.strerror}"
+for line in sys.stdin:
+    print(json.dumps({"ok": True, "got": got}), flush=True)
+"""
+
+
+def _listening() -> socket.socket:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    return server
+
+
+def test_its_program_connects_over_tcp_only_to_the_ports_its_entry_allows(home, tmp_path):
+    script = tmp_path / "network.py"
+    script.write_text(NETWORK)
+    with _listening() as allowed, _listening() as other:  # two services of this host, on loopback
+        a, o = allowed.getsockname()[1], other.getsockname()[1]
+        argv = ["providers", "add", "net", "--process", "--allow-port", str(a), "--"]
+        assert main([*argv, sys.executable, str(script), str(a), str(o)]) == 0
+        assert yaml.safe_load((home / "providers.yaml").read_text())["providers"]["net"]["allow_port"] == [a]
+        client, _ = open_client("net")
+        try:
+            got = client.transport.exchange({"protocol": "wai.quantum.provider/1", "op": "describe"}, 60)[
+                "got"
+            ]
+            held = client.transport.confined
+        finally:
+            client.close()
+    assert held["missing"] == [] and held["tcp_ports"] == sorted({443, a})
+    assert got["allowed"] == "connected"
+    assert got["other"] == "refused: Permission denied"  # Landlock: not its port
+    assert got["mptcp"] == "refused: Operation not permitted"  # seccomp: multipath TCP is not filtered
+    assert got["bind"] == "refused: Permission denied"
+
+
+@pytest.mark.parametrize(
+    ("port", "said"),
+    [
+        ("0", "not a TCP port"),
+        ("65536", "not a TCP port"),
+        ("https", "not a TCP port"),
+        ("5432", "PostgreSQL's"),
+        ("4200", "Prefect's"),
+        ("6543", "the state database's (QSOLVE_DATABASE_URL)"),
+        ("4321", "the Prefect API's (PREFECT_API_URL)"),
+    ],
+)
+def test_allow_port_is_a_port_and_never_one_of_the_platforms_own_services(
+    home, monkeypatch, capsys, port, said
+):
+    monkeypatch.setenv("QSOLVE_DATABASE_URL", "postgresql+psycopg://qsolve:pw@127.0.0.1:6543/qsolve")
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4321/api")
+    argv = ["providers", "add", "x", "--process", "--allow-port", port, "--", sys.executable, "-c", "pass"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--allow-port {port!r}" in err or f"--allow-port {port}:" in err
+    assert said in err and len(err.strip().splitlines()) == 1
+    assert not (home / "providers.yaml").exists()
+
+
+def test_a_port_that_became_the_platforms_own_is_not_given_at_start(home, tmp_path, monkeypatch):
+    from qsolve.providers.transport import TransportError
+
+    script = tmp_path / "network.py"
+    script.write_text(NETWORK)
+    assert (
+        main(
+            ["providers", "add", "n", "--process", "--allow-port", "6000", "--", sys.executable, str(script)]
+        )
+        == 0
+    )
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:6000/api")  # a worker's settings, later
+    client, _ = open_client("n")
+    try:
+        with pytest.raises(TransportError, match="--allow-port 6000: that is the Prefect API's"):
+            client.transport.exchange({"protocol": "wai.quantum.provider/1", "op": "describe"}, 60)
+    finally:
+        client.close()
+
+
+# ---- what only root may read: never in its root, though it reads past the files' modes ---------------
+
+ROOT_ONLY = r"""
+import json, os, stat, sys
+
+found, bound = [], json.loads(sys.argv[1])  # what its root binds (the test's word: "/" is not listed)
+
+def closed(path):  # closed to others, yet in its root (an empty folder, one covered, holds nothing)
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode) or st.st_mode & stat.S_IROTH or st.st_uid == os.getuid():
+        return False
+    return not stat.S_ISDIR(st.st_mode) or bool(os.listdir(path))
+
+for root in bound:
+    if root.startswith(("/proc", "/sys")) or not os.path.lexists(root):
+        continue
+    if closed(root):
+        found.append(root)
+    if os.path.islink(root) or not os.path.isdir(root):
+        continue
+    for top, dirs, files in os.walk(root, onerror=lambda e: found.append(f"unlisted {e.filename}")):
+        found += [p for p in (os.path.join(top, n) for n in [*dirs, *files]) if closed(p)]
+# the kernel's own files in its /proc (slabinfo, timer_list, kpageflags...): root's, whatever the namespace
+found += [p for p in (f"/proc/{n}" for n in os.listdir("/proc")) if os.path.isfile(p) and closed(p)]
+for line in sys.stdin:
+    print(json.dumps({"ok": True, "found": found, "uid": os.getuid()}), flush=True)
+"""
+
+
+def test_nothing_only_root_may_read_is_in_its_root(home, tmp_path):
+    script = tmp_path / "root_only.py"
+    script.write_text(ROOT_ONLY)
+    bound = json.dumps(confined.readable([sys.executable, str(script)], [], home)[0])
+    assert main(["providers", "add", "walker", "--process", "--", sys.executable, str(script), bound]) == 0
+    client, _ = open_client("walker")
+    try:
+        got = client.transport.exchange({"protocol": "wai.quantum.provider/1", "op": "describe"}, 600)
+        assert client.transport.confined["missing"] == []
+    finally:
+        client.close()
+    assert got["uid"] == 65534
+    assert got["found"] == []  # what it reads past the modes is only what every user may read

@@ -3,7 +3,9 @@ processes, a job that does not fit waits and says so once, and a holder's death 
 
 from __future__ import annotations
 
+import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -120,3 +122,102 @@ def test_the_budget_is_a_setting_with_a_default_from_the_machines_memory(monkeyp
     monkeypatch.setenv(admission.VARIABLE, "lots")
     with pytest.raises(admission.BudgetSettingInvalid, match="JOBS_MEMORY_MB='lots' is not a positive whole"):
         admission.budget_mb()
+
+
+# ---- where the claims are: the user's on the host, whatever its QSOLVE_HOME ----------------------------
+
+#: an admission in a process of its own under another QSOLVE_HOME: its platform stop is set after 1.5 s
+OTHER_HOME = """\
+import threading
+from qsolve.errors import PlatformStopped
+from qsolve.runtime.stopping import stopping
+from qsolve.validation.jobs import Limits, admitted
+with stopping() as stop:
+    threading.Timer(1.5, stop.set, ["the test stopped it"]).start()
+    try:
+        with admitted(Limits(timeout_s=60, memory_mb=1000), "the second job", lambda l: print("said:", l)):
+            print("admitted", flush=True)
+    except PlatformStopped as e:
+        print("stopped:", e, flush=True)
+"""
+
+
+def test_by_default_every_home_of_a_user_shares_the_claims_in_its_runtime_folder(
+    tmp_path, monkeypatch
+) -> None:
+    from qsolve.validation.jobs import Limits
+    from qsolve.validation.jobs import admitted as job_admitted
+
+    runtime = tmp_path / "xdg"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.delenv(admission.FOLDER_VARIABLE)  # no setting: the user's default folder
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv(admission.VARIABLE, "2000")
+    monkeypatch.setenv("QSOLVE_HOME", str(tmp_path / "worker-home"))
+    env = {**os.environ, "QSOLVE_HOME": str(tmp_path / "person-home")}
+    with job_admitted(Limits(timeout_s=60, memory_mb=1000), "the first job", lambda line: None):
+        claims = runtime / "qsolve" / "jobs-memory"
+        assert len(list(claims.glob("*.claim"))) == 1
+        assert (
+            stat.S_IMODE(claims.stat().st_mode) == stat.S_IMODE((runtime / "qsolve").stat().st_mode) == 0o700
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", OTHER_HOME], capture_output=True, text=True, timeout=60, env=env
+        )
+    assert "admitted" not in done.stdout and "said:" in done.stdout and "stopped:" in done.stdout, done.stderr
+    assert not (tmp_path / "worker-home" / "run").exists() and not (tmp_path / "person-home" / "run").exists()
+
+
+def test_the_default_folder_is_the_users_own_on_the_host(tmp_path) -> None:
+    runtime = tmp_path / "xdg"
+    runtime.mkdir(mode=0o700)
+    assert admission.default_base(os.geteuid(), str(runtime)) == runtime / "qsolve"
+    runtime.chmod(0o755)  # not a runtime folder of the user's own: not used
+    assert admission.default_base(1000, str(runtime)) == Path("/tmp/qsolve-1000")
+    assert admission.default_base(1000, "") == Path("/tmp/qsolve-1000")
+    assert admission.default_base(0, "relative/xdg") == Path("/run/qsolve")
+
+
+def _refused(monkeypatch, runtime: Path) -> str:
+    monkeypatch.delenv(admission.FOLDER_VARIABLE)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    with pytest.raises(admission.ClaimsFolderUnsafe) as caught:
+        admission.claims_folder()
+    return str(caught.value)
+
+
+def test_a_link_planted_for_the_claims_folder_is_never_followed(tmp_path, monkeypatch) -> None:
+    runtime, elsewhere = tmp_path / "xdg", tmp_path / "attackers"
+    runtime.mkdir(mode=0o700)
+    elsewhere.mkdir()
+    (runtime / "qsolve").symlink_to(elsewhere)  # as another user could in /tmp, before the first job
+    said = _refused(monkeypatch, runtime)
+    assert "is not a folder of its own" in said and admission.FOLDER_VARIABLE in said
+    assert list(elsewhere.iterdir()) == []  # nothing made there
+
+
+def test_another_users_claims_folder_is_not_used(tmp_path, monkeypatch) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a folder to another user")
+    runtime = tmp_path / "xdg"
+    runtime.mkdir(mode=0o700)
+    (runtime / "qsolve").mkdir(mode=0o777)
+    os.chown(runtime / "qsolve", 65534, 65534)  # made first by another user, open to all
+    said = _refused(monkeypatch, runtime)
+    assert "is user 65534's, not this user's" in said
+    assert not (runtime / "qsolve" / "jobs-memory").exists()
+
+
+def test_a_named_folder_is_the_operators_and_closed_to_others(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(admission.FOLDER_VARIABLE, "relative/claims")
+    with pytest.raises(admission.ClaimsFolderUnsafe, match="is not an absolute path"):
+        admission.claims_folder()
+    named = tmp_path / "shared" / "claims"
+    named.mkdir(parents=True, mode=0o777)
+    named.chmod(0o777)
+    monkeypatch.setenv(admission.FOLDER_VARIABLE, str(named))
+    assert admission.claims_folder() == named and stat.S_IMODE(named.stat().st_mode) == 0o700
+    (tmp_path / "link").symlink_to(named)
+    monkeypatch.setenv(admission.FOLDER_VARIABLE, str(tmp_path / "link"))
+    with pytest.raises(admission.ClaimsFolderUnsafe, match="not a folder of its own"):
+        admission.claims_folder()
