@@ -1,0 +1,160 @@
+"""A round-2 attacker's findings on the mends of issue 37 (honest numbers) and issue 35 (providers), each
+a test that fails today (``xfail(strict=True)`` until mended).
+
+1. a numpy complex number from ``evaluate`` or as a method's objective is taken as its real part
+   (``np.complex128(1+4j)`` is 1.0): ``not_a_number`` lets dtype kind ``c`` through and ``float()``
+   drops the imaginary part;
+2. a method claiming a NaN or infinite objective whose solution gives 1 passes, its claim never named,
+   where a claim of 5 fails (docs/writing-a-workflow.md: "an objective its solution does not give fails
+   the case");
+3. a ``stderr`` of ``-0.0`` is kept and gives ``accuracy_pm -0.0`` (a negative zero plus-or-minus);
+4. a credential variable of a provider added before ``credential_env`` was recorded is passed on to
+   another provider by ``--env``: its value, the stored credential of the first, reaches the second;
+5. every ``LC_*`` variable reaches every provider program unchecked: ``LC_API_TOKEN`` passes although
+   ``host_variable`` calls it a secret;
+6. common secret spellings pass ``host_variable``: ``DB_PASS``, ``SMTP_PWD``, ``BROKER_AUTH``,
+   ``SENTRY_DSN``, ``GITHUB_PAT``, and a ``MONGO_URL`` whose value holds a password;
+7. the provider log file follows a symlink planted at ``NAME.log`` (appends to the file it names);
+8. two provider programs of one name logging at once each keep their own count: the file grows past
+   its bound (two of them: twice the bound).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+import yaml
+
+from qsolve.cli import main
+from qsolve.providers.connect import open_client
+from qsolve.providers.over_process import ProviderLog, host_variable, provider_environment
+from tests.attacks.test_issue37_attacks2 import _case
+from tests.conftest import WorkflowDir
+from tests.qsolve.providers.test_host_variables import DESCRIBE, ENVIRON, home  # noqa: F401 - a fixture
+
+COMPLEX = "__import__('numpy').complex128(1+4j)"
+SOLVED = "MethodResult(1.0, solution={'v': 1})"
+
+
+@pytest.mark.xfail(strict=True, reason="finding 1: evaluate's numpy complex 1+4j is read as 1.0")
+def test_evaluate_returning_a_numpy_complex_is_not_a_number(wf: WorkflowDir) -> None:
+    result = _case(wf, COMPLEX, SOLVED, SOLVED)
+    # today: passed, "Matches the best classical answer", both objectives 1.0
+    assert not result.passed
+    assert "complex" in f"{result.message} {result.cause}", (result.message, result.cause)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="finding 1: a method's numpy complex objective is read as its real part"
+)
+def test_a_methods_numpy_complex_objective_is_not_a_number(wf: WorkflowDir) -> None:
+    result = _case(wf, "float(solution['v'])", SOLVED, f"MethodResult({COMPLEX})")
+    # today: passed, the quantum objective 1.0
+    assert not result.passed
+    assert "complex" in f"{result.message} {result.cause}", (result.message, result.cause)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="finding 2: a NaN/inf claimed objective is never checked against its solution"
+)
+@pytest.mark.parametrize("claim", ["float('nan')", "float('inf')", "-float('inf')"])
+def test_a_claim_that_is_no_number_is_named_like_any_wrong_claim(wf: WorkflowDir, claim: str) -> None:
+    wrong = _case(wf, "float(solution['v'])", SOLVED, "MethodResult(5.0, solution={'v': 1})")
+    assert not wrong.passed and "claimed 5" in (wrong.message or "")  # what a wrong finite claim gets
+    result = _case(wf, "float(solution['v'])", SOLVED, f"MethodResult({claim}, solution={{'v': 1}})")
+    # today: passed, "Matches the best classical answer", the claim unnamed
+    assert not result.passed, (result.verdict, result.message)
+    assert "claimed" in (result.message or ""), result.message
+
+
+@pytest.mark.xfail(strict=True, reason="finding 3: a stderr of -0.0 gives accuracy_pm -0.0")
+def test_a_negative_zero_stderr_gives_no_negative_plus_or_minus(wf: WorkflowDir) -> None:
+    result = _case(wf, "float(solution['v'])", SOLVED, "MethodResult(1.0, solution={'v': 1}, stderr=-0.0)")
+    assert result.passed
+    # today: -0.0, shown as a negative zero plus-or-minus
+    assert result.accuracy_pm is None or str(result.accuracy_pm) != "-0.0", result.accuracy_pm
+
+
+@pytest.mark.xfail(strict=True, reason="finding 4: an older entry's credential variable passes by --env")
+def test_an_older_providers_credential_variable_never_reaches_another(home, tmp_path, capsys, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("LAB_AUTH", "lab-auth-8c8c")  # a name no pattern marks
+    script = tmp_path / "environ.py"
+    script.write_text(ENVIRON)
+    argv = ["providers", "add", "other", "--process", "--credential-env", "LAB_AUTH", "--"]
+    assert main([*argv, sys.executable, str(script)]) == 0
+    path = home / "providers.yaml"
+    doc = yaml.safe_load(path.read_text())
+    assert doc["providers"]["other"].pop("credential_env") == "LAB_AUTH"  # as added before the change
+    path.write_text(yaml.safe_dump(doc))
+    code = main(
+        ["providers", "add", "nosy", "--process", "--env", "LAB_AUTH", "--", sys.executable, str(script)]
+    )
+    capsys.readouterr()
+    if code != 0:  # refused at add: mended there
+        return
+    client, _ = open_client("nosy")
+    try:
+        env = client.transport.exchange(DESCRIBE, 60)["env"]
+    finally:
+        client.close()
+    # today: the provider nosy reads LAB_AUTH=lab-auth-8c8c, the stored credential of the provider other
+    assert "lab-auth-8c8c" not in json.dumps(env)
+
+
+@pytest.mark.xfail(strict=True, reason="finding 5: LC_* variables reach every provider unchecked")
+def test_a_secret_named_lc_never_reaches_a_provider(tmp_path) -> None:
+    env = provider_environment({"PATH": "/bin", "LC_API_TOKEN": "tok-1a1a", "LC_ALL": "C"}, scratch=tmp_path)
+    assert env.get("LC_ALL") == "C"
+    assert host_variable("LC_API_TOKEN") is not None  # the name marks a secret
+    # today: {'LC_API_TOKEN': 'tok-1a1a', ...}
+    assert "tok-1a1a" not in env.values(), env
+
+
+@pytest.mark.xfail(strict=True, reason="finding 6: common secret spellings pass host_variable")
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DB_PASS", "hunter2"),
+        ("SMTP_PWD", "hunter2"),
+        ("BROKER_AUTH", "hunter2"),
+        ("SENTRY_DSN", "https://k3y@o1.ingest.sentry.io/1"),
+        ("GITHUB_PAT", "ghp_hunter2"),
+        ("MONGO_URL", "mongodb://u:hunter2@db/x"),
+    ],
+)
+def test_common_secret_spellings_never_reach_a_provider(tmp_path, name: str, value: str) -> None:
+    env = provider_environment({"PATH": "/bin", name: value}, [name], scratch=tmp_path)
+    assert value not in env.values(), (name, host_variable(name))
+
+
+@pytest.mark.xfail(strict=True, reason="finding 7: the provider log follows a planted symlink")
+def test_a_log_file_that_is_a_symlink_is_never_written_through(tmp_path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    path = tmp_path / "p.log"
+    os.symlink(victim, path)
+    log = ProviderLog(path=path, file_bytes=1000)
+    try:
+        log.feed(b"written by the provider\n")
+    finally:
+        log.close()
+    # today: the victim reads "keep\nwritten by the provider\n"
+    assert victim.read_text() == "keep\n"
+
+
+@pytest.mark.xfail(strict=True, reason="finding 8: two logs of one provider grow the file past its bound")
+def test_two_programs_logging_at_once_keep_the_files_bound(tmp_path) -> None:
+    path = tmp_path / "p.log"
+    one, two = ProviderLog(path=path, file_bytes=1000), ProviderLog(path=path, file_bytes=1000)
+    try:
+        for _ in range(50):
+            one.feed(b"a" * 99 + b"\n")
+            two.feed(b"b" * 99 + b"\n")
+    finally:
+        one.close()
+        two.close()
+    # today: 2,404 bytes, each program's count its own
+    assert path.stat().st_size < 1400, path.stat().st_size
