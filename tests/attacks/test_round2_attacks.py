@@ -25,7 +25,10 @@ a test that fails today (``xfail(strict=True)`` until mended).
 10. a provider job's limit holds only its status and result waits: ``describe``, ``estimate`` and
     ``submit`` wait up to the entry's own ``--timeout`` (60 s), and the workflow process's limit is only
     enforced once the host's call returns: a job of ``timeout_s: 3`` whose provider takes 12 s over
-    each estimate and submit ran 221 s, sending 9 jobs, before "stopped at its time limit of 3 s".
+    each estimate and submit ran 221 s, sending 9 jobs, before "stopped at its time limit of 3 s";
+11. an ``error_rate`` method's ``details['n_test']`` of ``10**400`` (or ``1e308``) passes ``_n_test`` and
+    crashes the host in ``wilson_interval`` (``OverflowError: int too large to convert to float``):
+    ``qsolve test`` ends in a traceback.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from qsolve.providers.compiler import _coupling
 from qsolve.providers.connect import open_client
 from qsolve.providers.device import MAX_PAIRS, Device
 from qsolve.providers.over_process import ProviderLog, host_variable, provider_environment
-from tests.attacks.test_issue37_attacks2 import _case
+from tests.attacks.test_issue37_attacks2 import MODULE, _case
 from tests.conftest import WorkflowDir
 from tests.qsolve.providers.test_host_variables import DESCRIBE, ENVIRON, home  # noqa: F401 - a fixture
 
@@ -233,3 +236,27 @@ def test_no_provider_job_is_sent_past_the_jobs_limit(home, tmp_path, monkeypatch
     # today: "9 provider job(s) sent": the first estimate alone took three times the job's limit, and
     # every job after it was still estimated, sent and waited on
     assert sent is None or int(sent.group(1)) <= 1, err[-2000:]
+
+
+@pytest.mark.xfail(strict=True, reason="finding 11: an n_test past a double's range crashes qsolve test")
+@pytest.mark.parametrize("n_test", ["10**400", "1e308"])
+def test_an_n_test_past_a_doubles_range_is_the_workflows_mistake(
+    wf: WorkflowDir, capsys, n_test: str
+) -> None:
+    methods = {
+        "{EVAL}": "float(solution['v'])",
+        "{REF}": "MethodResult(0.1, solution={'v': 0.1}, details={'n_test': 100})",
+        "{QUANTUM}": f"MethodResult(0.1, solution={{'v': 0.1}}, details={{'n_test': {n_test}}})",
+    }
+    module = MODULE
+    for key, value in methods.items():
+        module = module.replace(key, value)
+    wf.write("workflow.py", module)
+    wf.write("schemas/output.json", {"type": "object"})
+    wf.manifest["metric"] = {"kind": "error_rate", "tolerance": 0.0}
+    wf.cases["cases"] = [{"name": "c", "input": {"x": 0}, "expect": {"max_abs_error": 100}}]
+    wf.save()
+    # today: OverflowError out of qsolve.judging.deciding.wilson_interval, through main
+    code = main(["test", str(wf.root)])
+    out, err = capsys.readouterr()
+    assert code != 0 and "n_test" in out + err, (code, (out + err)[-2000:])
