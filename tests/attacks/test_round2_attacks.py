@@ -13,7 +13,7 @@ a test that fails today (``xfail(strict=True)`` until mended).
 5. every ``LC_*`` variable reaches every provider program unchecked: ``LC_API_TOKEN`` passes although
    ``host_variable`` calls it a secret;
 6. common secret spellings pass ``host_variable``: ``DB_PASS``, ``SMTP_PWD``, ``BROKER_AUTH``,
-   ``SENTRY_DSN``, ``GITHUB_PAT``, and a ``MONGO_URL`` whose value holds a password;
+   ``SENTRY_DSN``, ``GITHUB_PAT``, and a ``MONGO_URL`` or ``HTTPS_PROXY`` whose value holds a password;
 7. the provider log file follows a symlink planted at ``NAME.log`` (appends to the file it names);
 8. two provider programs of one name logging at once each keep their own count: the file grows past
    its bound (two of them: twice the bound);
@@ -143,6 +143,7 @@ def test_a_secret_named_lc_never_reaches_a_provider(tmp_path) -> None:
         ("SENTRY_DSN", "https://k3y@o1.ingest.sentry.io/1"),
         ("GITHUB_PAT", "ghp_hunter2"),
         ("MONGO_URL", "mongodb://u:hunter2@db/x"),
+        ("HTTPS_PROXY", "http://u:hunter2@proxy:3128"),
     ],
 )
 def test_common_secret_spellings_never_reach_a_provider(tmp_path, name: str, value: str) -> None:
