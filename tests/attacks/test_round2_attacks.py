@@ -30,7 +30,11 @@ a test that fails today (``xfail(strict=True)`` until mended).
     crashes the host in ``wilson_interval`` (``OverflowError: int too large to convert to float``):
     ``qsolve test`` ends in a traceback;
 12. a log file just under its bound when a program starts is kept, not moved aside: the new program's
-    every line is dropped for its whole life (a long-lived provider logs nothing), its first lines too.
+    every line is dropped for its whole life (a long-lived provider logs nothing), its first lines too;
+13. the mend of "a crashed case never ran to a result" is dodged by ``MethodUnavailable``: a quantum
+    method unavailable on the first case makes ``estimate_honest`` judge that case ("note: a sent no
+    circuits, nothing to compare", passed) while the next case sent 1 circuit against an estimate of
+    100, and ``reproducible`` re-runs a case whose quantum method never ran.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from qsolve.providers.compiler import _coupling
 from qsolve.providers.connect import open_client
 from qsolve.providers.device import MAX_PAIRS, Device
 from qsolve.providers.over_process import ProviderLog, host_variable, provider_environment
-from tests.attacks.test_issue37_attacks2 import MODULE, _case
+from tests.attacks.test_issue37_attacks2 import ALWAYS_CRASHES, MODULE, _case, _gates
 from tests.conftest import WorkflowDir
 from tests.qsolve.providers.test_host_variables import DESCRIBE, ENVIRON, home  # noqa: F401 - a fixture
 
@@ -280,3 +284,20 @@ def test_a_new_programs_first_lines_are_kept_when_the_old_log_is_nearly_full(tmp
     kept = path.read_text() + ((tmp_path / "p.log.1").read_text() if (tmp_path / "p.log.1").exists() else "")
     # today: p.log holds the old 990 bytes, "started: t", the bound's note and "28 bytes ... dropped"
     assert "started: the new program's first line" in kept, kept[-300:]
+
+
+@pytest.mark.xfail(strict=True, reason="finding 13: a MethodUnavailable case is judged by estimate_honest")
+def test_estimate_honest_never_judges_a_case_whose_quantum_method_did_not_run(wf: WorkflowDir) -> None:
+    module = ALWAYS_CRASHES.replace(
+        "from qsolve import MethodResult", "from qsolve import MethodResult, MethodUnavailable"
+    ).replace("        return 1 / 0", "        raise MethodUnavailable('no device today')")
+    assert "MethodUnavailable('no device today')" in module
+    wf.write("workflow.py", module)
+    wf.write("schemas/output.json", {"type": "object"})
+    wf.cases["cases"] = [{"name": "unavailable", "input": {"x": 0}}, {"name": "runs", "input": {"x": 1}}]
+    wf.save()
+    gates = _gates(wf)
+    # today: pass, "note: unavailable sent no circuits, nothing to compare"; "runs" sent 1 circuit of 100
+    # shots where estimate() says 100 circuits and 10000 shots
+    assert not gates["estimate_honest"].passed, gates["estimate_honest"].message
+    assert "runs" in gates["estimate_honest"].message, gates["estimate_honest"].message
