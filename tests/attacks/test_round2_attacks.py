@@ -34,7 +34,10 @@ a test that fails today (``xfail(strict=True)`` until mended).
 13. the mend of "a crashed case never ran to a result" is dodged by ``MethodUnavailable``: a quantum
     method unavailable on the first case makes ``estimate_honest`` judge that case ("note: a sent no
     circuits, nothing to compare", passed) while the next case sent 1 circuit against an estimate of
-    100, and ``reproducible`` re-runs a case whose quantum method never ran.
+    100, and ``reproducible`` re-runs a case whose quantum method never ran;
+14. a describe's strings are unbounded (``device``, ``provider``, ``simulator``, ``emulator``: up to the
+    64 MiB answer): a device name of 8 MiB is kept whole with each job, three jobs left a 34 MB
+    state.db, a 17 MB WAL and three 8 MiB blobs.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from qsolve.providers.over_process import ProviderLog, host_variable, provider_e
 from tests.attacks.test_issue37_attacks2 import ALWAYS_CRASHES, MODULE, _case, _gates
 from tests.conftest import WorkflowDir
 from tests.qsolve.providers.test_host_variables import DESCRIBE, ENVIRON, home  # noqa: F401 - a fixture
+from tests.qsolve.providers.test_misbehaving import SHOTS, bell, sessions  # noqa: F401 - a fixture
 
 COMPLEX = "__import__('numpy').complex128(1+4j)"
 SOLVED = "MethodResult(1.0, solution={'v': 1})"
@@ -301,3 +305,54 @@ def test_estimate_honest_never_judges_a_case_whose_quantum_method_did_not_run(wf
     # shots where estimate() says 100 circuits and 10000 shots
     assert not gates["estimate_honest"].passed, gates["estimate_honest"].message
     assert "runs" in gates["estimate_honest"].message, gates["estimate_honest"].message
+
+
+#: the reference provider, whose describe names its device in :data:`LONG_NAME` characters
+LONG_DEVICE_NAME = textwrap.dedent(
+    """
+    import json, os, sys
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    from qsolve.providers.reference import ReferenceOptions, ReferenceProvider
+
+    provider = ReferenceProvider(ReferenceOptions(qubits=4))
+    for line in sys.stdin.buffer:
+        message = json.loads(line)
+        answer = provider.handle(message)
+        if message.get("op") == "describe":
+            answer["device"] = "D" * LONG_NAME
+        out.write(json.dumps(answer).encode() + b"\\n")
+    """
+)
+LONG_NAME = 1 << 20
+
+
+@pytest.mark.xfail(
+    strict=True, reason="finding 14: a describe's 1 MiB device name is kept whole with each job"
+)
+def test_a_describes_long_strings_are_not_kept_whole(home, tmp_path, sessions):  # noqa: F811
+    from qsolve.providers.errors import ProviderError
+    from qsolve.providers.jobs import JobStopped
+
+    script = tmp_path / "long_device_name.py"
+    script.write_text(LONG_DEVICE_NAME.replace("LONG_NAME", str(LONG_NAME)))
+    argv = ["providers", "add", "wordy", "--process", "--", sys.executable, str(script)]
+    assert main(argv) == 0
+    client, entry = open_client("wordy")
+    session = sessions("wordy", client, entry.transport)
+    try:
+        session.run(bell(), SHOTS, seed=3)
+    except (ProviderError, JobStopped):
+        pass  # refused: what the mend may do
+    finally:
+        client.close()
+    run = b"D" * (1 << 16)
+    kept = []
+    for root, _, files in os.walk(home):
+        for name in files:
+            path = Path(root, name)
+            with path.open("rb") as f:
+                if run in f.read():
+                    kept.append(f"{path.relative_to(home)} ({path.stat().st_size} bytes)")
+    # today: the job's blob holds the 1 MiB name whole (state.db too, in pages of its own)
+    assert not kept, kept
