@@ -70,7 +70,6 @@ COMPLEX = "__import__('numpy').complex128(1+4j)"
 SOLVED = "MethodResult(1.0, solution={'v': 1})"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 1: evaluate's numpy complex 1+4j is read as 1.0")
 def test_evaluate_returning_a_numpy_complex_is_not_a_number(wf: WorkflowDir) -> None:
     result = _case(wf, COMPLEX, SOLVED, SOLVED)
     # today: passed, "Matches the best classical answer", both objectives 1.0
@@ -78,9 +77,6 @@ def test_evaluate_returning_a_numpy_complex_is_not_a_number(wf: WorkflowDir) -> 
     assert "complex" in f"{result.message} {result.cause}", (result.message, result.cause)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 1: a method's numpy complex objective is read as its real part"
-)
 def test_a_methods_numpy_complex_objective_is_not_a_number(wf: WorkflowDir) -> None:
     result = _case(wf, "float(solution['v'])", SOLVED, f"MethodResult({COMPLEX})")
     # today: passed, the quantum objective 1.0
@@ -88,9 +84,6 @@ def test_a_methods_numpy_complex_objective_is_not_a_number(wf: WorkflowDir) -> N
     assert "complex" in f"{result.message} {result.cause}", (result.message, result.cause)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 2: a NaN/inf claimed objective is never checked against its solution"
-)
 @pytest.mark.parametrize("claim", ["float('nan')", "float('inf')", "-float('inf')"])
 def test_a_claim_that_is_no_number_is_named_like_any_wrong_claim(wf: WorkflowDir, claim: str) -> None:
     wrong = _case(wf, "float(solution['v'])", SOLVED, "MethodResult(5.0, solution={'v': 1})")
@@ -101,7 +94,6 @@ def test_a_claim_that_is_no_number_is_named_like_any_wrong_claim(wf: WorkflowDir
     assert "claimed" in (result.message or ""), result.message
 
 
-@pytest.mark.xfail(strict=True, reason="finding 3: a stderr of -0.0 gives accuracy_pm -0.0")
 def test_a_negative_zero_stderr_gives_no_negative_plus_or_minus(wf: WorkflowDir) -> None:
     result = _case(wf, "float(solution['v'])", SOLVED, "MethodResult(1.0, solution={'v': 1}, stderr=-0.0)")
     assert result.passed
@@ -252,7 +244,6 @@ def test_no_provider_job_is_sent_past_the_jobs_limit(home, tmp_path, monkeypatch
     assert sent is None or int(sent.group(1)) <= 1, err[-2000:]
 
 
-@pytest.mark.xfail(strict=True, reason="finding 11: an n_test past a double's range crashes qsolve test")
 @pytest.mark.parametrize("n_test", ["10**400", "1e308"])
 def test_an_n_test_past_a_doubles_range_is_the_workflows_mistake(
     wf: WorkflowDir, capsys, n_test: str
@@ -293,7 +284,6 @@ def test_a_new_programs_first_lines_are_kept_when_the_old_log_is_nearly_full(tmp
     assert "started: the new program's first line" in kept, kept[-300:]
 
 
-@pytest.mark.xfail(strict=True, reason="finding 13: a MethodUnavailable case is judged by estimate_honest")
 def test_estimate_honest_never_judges_a_case_whose_quantum_method_did_not_run(wf: WorkflowDir) -> None:
     module = ALWAYS_CRASHES.replace(
         "from qsolve import MethodResult", "from qsolve import MethodResult, MethodUnavailable"
