@@ -25,6 +25,9 @@ NOT_COMPARED = "Not compared: no answer to compare"
 GAP_SLACK = 1e-9
 MIN_COVERAGE = 0.9
 WILSON_Z = 1.959963984540054  # 95%
+#: the largest test set an ``error_rate`` method may give as ``details["n_test"]``: every whole number up
+#: to it is a double's exactly, and a Wilson interval over it is computed without overflow
+MAX_N_TEST = 2**53
 
 
 @dataclass(frozen=True)
@@ -72,9 +75,14 @@ def method_failed(e: Evidence) -> str | None:
 
 
 def claim_differs(e: Evidence) -> str | None:
+    """A method's claimed objective its solution does not give; one that is not finite (its name,
+    ``nan``, ``inf``, ``-inf``) is given by no solution whose objective is a number."""
     for m in e.methods:
-        if m.claimed is not None and m.objective is not None and not claim_holds(m.claimed, m.objective):
-            return f"method {m.name} claimed {_claim(m.claimed)}, its solution gives {_claim(m.objective)}"
+        if m.claimed is None or m.objective is None:
+            continue
+        if isinstance(m.claimed, str) or not claim_holds(m.claimed, m.objective):
+            said = m.claimed if isinstance(m.claimed, str) else _claim(m.claimed)
+            return f"method {m.name} claimed {said}, its solution gives {_claim(m.objective)}"
     return None
 
 
@@ -229,7 +237,7 @@ def is_share(x: float) -> bool:
 
 
 def _unit(x: float) -> float:
-    return min(max(x, 0.0), 1.0)
+    return min(max(x, 0.0), 1.0) + 0.0  # max(-0.0, 0.0) is -0.0: never a negative zero
 
 
 def wilson_interval(rate: float, n: int, z: float = WILSON_Z) -> tuple[float, float]:
@@ -245,10 +253,11 @@ def compare(metric: Metric, q: float, r: float, stderr: float | None, n_test: in
     tol_abs = metric.tolerance_abs
     if stderr is not None and not (stderr >= 0 and math.isfinite(stderr)):
         stderr = None  # a MethodResult refuses a negative one: none is never a negative plus-or-minus
+    stderr = None if stderr is None else stderr + 0.0  # -0.0 is 0.0: no negative zero plus-or-minus
     if metric.kind == "error_rate":
         bound = r + metric.tolerance + (tol_abs or 0.0)
         pm = low = None
-        if n_test and is_share(q):
+        if n_test and 1 <= n_test <= MAX_N_TEST and is_share(q):
             low, high = wilson_interval(q, n_test)
             pm = (high - low) / 2
         matches = q <= bound or (low is not None and low <= bound)
@@ -321,6 +330,7 @@ def settled_accuracy(
         return accuracy, accuracy_pm, False
     if accuracy_pm is not None and not accuracy_pm >= 0:  # a negative stderr's, kept before it was refused
         accuracy_pm = None
+    accuracy_pm = None if accuracy_pm is None else accuracy_pm + 0.0  # a -0.0 stored before: 0.0
     for kind in ("relative_gap", "relative_error"):
         raws = [_raw(kind, q, r, floor=1e-12)] + ([_raw(kind, q, r)] if r != 0 else [])
         if any(

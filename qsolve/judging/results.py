@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from blake3 import blake3
 from pydantic import BaseModel, ConfigDict, Field
@@ -59,7 +59,9 @@ class MethodOutcome(BaseModel):
     name: str
     kind: str
     objective: float | None = None
-    claimed: float | None = None
+    #: what the method said its solution gives: a number, or the name of one that is not finite (JSON
+    #: holds no NaN), which its solution never gives
+    claimed: float | Literal["nan", "inf", "-inf"] | None = None
     stderr: float | None = None
     solution: Any = None
     details: dict[str, Any] = Field(default_factory=dict)
@@ -128,11 +130,14 @@ class CaseResult(BaseModel):
 
     @property
     def to_a_result(self) -> bool:
-        """Whether the case ran to a result (the seed's words for the run gates): it ran, and none of its
-        methods crashed (``failed: ...``: raised, or gave what the platform refused). A method that is
-        merely unavailable (``MethodUnavailable``) is a result; a crash is the case raising."""
+        """Whether the case ran to a result (the seed's words for the run gates): it ran, none of its
+        methods crashed (``failed: ...``: raised, or gave what the platform refused; a crash is the case
+        raising), and its quantum methods ran: one unavailable (``MethodUnavailable``) sent what it
+        would have sent of none, so there is nothing to re-run nor to hold ``estimate()`` to. A classical
+        method merely unavailable is a result."""
         return self.ran and not any(
-            m.unavailable is not None and m.unavailable.startswith("failed:") for m in self.methods
+            m.unavailable is not None and (m.unavailable.startswith("failed:") or m.kind == "quantum")
+            for m in self.methods
         )
 
     def with_hash(self) -> CaseResult:

@@ -19,7 +19,7 @@ import time
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -57,6 +57,9 @@ class MethodReturn(BaseModel):
     #: None: not a finite number. Strict: a workflow process that sends ``true`` or ``"2.5"`` for a
     #: number is broken, never read as 1.0 or 2.5 (its own :class:`MethodResult` refuses them)
     objective: float | None = Field(default=None, strict=True)
+    #: the objective the method gave when it was not finite, by its name (JSON holds no NaN): a claim
+    #: its solution does not give, where it returned one
+    not_finite: Literal["nan", "inf", "-inf"] | None = None
     solution: Any = None
     stderr: float | None = Field(default=None, strict=True, ge=0)
     details: dict[str, Any] = Field(default_factory=dict)
@@ -74,6 +77,11 @@ class MethodReturn(BaseModel):
     @classmethod
     def _bounded(cls, v: str | None) -> str | None:
         return None if v is None else _short(v)
+
+    @field_validator("stderr")
+    @classmethod
+    def _no_negative_zero(cls, v: float | None) -> float | None:
+        return None if v is None else v + 0.0  # -0.0 is 0.0: never a negative sign shown or stored
 
 
 class Answer(BaseModel):
@@ -192,8 +200,10 @@ class ModuleCode:
             fn = self._function(function)
             raw = fn(copy.deepcopy(input), dict(params), ctx)
             result = raw if isinstance(raw, MethodResult) else self._result(function, fn, raw)
+            objective = float(result.objective)
             out = MethodReturn(
-                objective=_finite(float(result.objective)),
+                objective=_finite(objective),
+                not_finite=None if math.isfinite(objective) else str(objective),
                 solution=to_json_value(result.solution),
                 stderr=None if result.stderr is None else _finite(float(result.stderr)),
                 details=to_json_value(result.details),

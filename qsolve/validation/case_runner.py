@@ -12,6 +12,7 @@ from typing import Any
 
 from qsolve.errors import WorkflowProcessFailed
 from qsolve.judging.deciding import (
+    MAX_N_TEST,
     Evidence,
     broken_bound,
     case_warnings,
@@ -111,7 +112,7 @@ def _recompute(
     if result.solution is None:
         out["objective"] = result.objective
         return out
-    out["claimed"] = result.objective
+    out["claimed"] = result.objective if result.not_finite is None else result.not_finite
     try:
         problem = _solution_error(code, output_schema, result.solution) if output_schema is not None else None
     except SchemaStopped as e:
@@ -144,14 +145,31 @@ def _solution_error(code: WorkflowCode, schema: dict[str, Any], solution: Any) -
     return bounded(schema, solution, what) if bounded else bounded_schema_error(schema, solution, what)
 
 
-def _n_test(details: dict[str, Any]) -> tuple[int | None, str | None]:
-    """``details["n_test"]``, the test-set size, when given: a whole number of at least 1, else why not."""
+def _n_test(method: str, details: dict[str, Any]) -> tuple[int | None, str | None]:
+    """``details["n_test"]``, the test-set size, when given: a whole number from 1 to
+    :data:`MAX_N_TEST` (``10**400`` or ``1e308`` would overflow the Wilson interval), else why not, the
+    workflow's mistake, naming the method."""
     n = details.get("n_test")
     if n is None:
         return None, None
-    if isinstance(n, bool) or not isinstance(n, int | float) or n != int(n) or n < 1:
-        return None, f"details['n_test'] must be a whole number of at least 1, got {str(n)[:40]!r}"
+    whole = not isinstance(n, bool) and (
+        isinstance(n, int) or (isinstance(n, float) and math.isfinite(n) and n.is_integer())
+    )  # an int is compared whole: 10**400 is past any double, and no float() of it is taken
+    if not (whole and 1 <= n <= MAX_N_TEST):
+        return None, (
+            f"method {method}'s details['n_test'] must be a whole number from 1 to 2**53 (the test set's "
+            f"size), got {_shown(n)}"
+        )
     return int(n), None
+
+
+def _shown(value: Any) -> str:
+    """A value as a message shows it, at most 40 characters; a whole number too long for that by its
+    size (``an int of 1329 bits``: ``repr`` of a long enough one raises)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**39:
+        return f"an int of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -172,7 +190,7 @@ def decide(
     passed = False
     if quantum.usable and baseline.usable:
         q, r = quantum.objective, baseline.objective
-        n_test, why = _n_test(quantum.details)
+        n_test, why = _n_test(quantum.name, quantum.details)
         message = message or why
         cmp = compare(manifest.metric, q, r, quantum.stderr, n_test)
         numbers = {

@@ -1,9 +1,10 @@
 """The eight validation gates (seed: benchmarks-and-gates.md, "The validation gates").
 
 The first five read the workflow; the last three judge its cases' runs. ``reproducible`` and
-``estimate_honest`` are added only when at least one case ran to a result (it ran and none of its
-methods crashed), so a workflow whose every case raises, or whose quantum method crashes on every
-case, shows six gates; both judge the first case that ran to a result. A job stopped at its time limit
+``estimate_honest`` are added only when at least one case ran to a result (it ran, none of its
+methods crashed and its quantum methods ran), so a workflow whose every case raises, or whose quantum
+method crashes or is unavailable on every case, shows six gates; both judge the first case that ran to
+a result. A job stopped at its time limit
 after a case ran to a result still shows them, failing with that reason where they could not be judged.
 All must pass to publish.
 """
@@ -56,7 +57,8 @@ class GateInputs:
     @property
     def first_ran(self) -> CaseResult | None:
         """The first case that ran to a result (:attr:`CaseResult.to_a_result`: none of its methods
-        crashed), which ``reproducible`` runs again and ``estimate_honest`` judges."""
+        crashed, and its quantum methods ran), which ``reproducible`` runs again and ``estimate_honest``
+        judges."""
         return next((r for r in self.results if r.to_a_result), None)
 
 

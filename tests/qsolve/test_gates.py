@@ -58,6 +58,38 @@ def test_six_gates_when_no_case_ran(wf: WorkflowDir) -> None:
     )
 
 
+#: the quantum method unavailable on an input of x = 0, and a classical method ``extra`` unavailable always
+UNAVAILABLE = (
+    MODULE.replace(
+        "from qsolve import MethodResult", "from qsolve import MethodResult, MethodUnavailable"
+    ).replace(
+        "def quantum(input, params, ctx):\n",
+        "def quantum(input, params, ctx):\n"
+        "    if input['x'] == 0:\n"
+        "        raise MethodUnavailable('no device')\n",
+    )
+    + "\n\ndef extra(input, params, ctx):\n    raise MethodUnavailable('only small inputs')\n"
+    + "\n\ndef estimate(input, params):\n    return {'circuits': 2, 'shots': 200}\n"
+)
+
+
+def test_the_run_gates_judge_only_a_case_whose_quantum_methods_ran(wf: WorkflowDir) -> None:
+    assert "raise MethodUnavailable('no device')" in UNAVAILABLE
+    wf.manifest["methods"].append({"name": "extra", "kind": "classical"})
+    wf.save()
+    # a classical method merely unavailable is a result: the case is judged
+    gates = gates_of(wf, UNAVAILABLE, cases=[{"name": "runs", "input": {"x": 1}}])
+    assert gates["reproducible"].passed and gates["estimate_honest"].passed, gates
+    assert gates["estimate_honest"].message.startswith("runs: circuits 2 for 2"), gates["estimate_honest"]
+    # a quantum method unavailable sent nothing: its case is not the one judged, nor is it a result
+    gates = gates_of(wf, UNAVAILABLE, cases=[{"name": "no-device", "input": {"x": 0}}])
+    assert len(gates) == 6, list(gates)
+    two = [{"name": "no-device", "input": {"x": 0}}, {"name": "runs", "input": {"x": 1}}]
+    gates = gates_of(wf, UNAVAILABLE, cases=two)
+    assert gates["estimate_honest"].message.startswith("runs: "), gates["estimate_honest"].message
+    assert gates["reproducible"].message.startswith("runs ran again"), gates["reproducible"].message
+
+
 def test_benchmark_cases_needs_one_case(wf: WorkflowDir) -> None:
     gates = gates_of(wf, cases=[])
     assert not gates["benchmark_cases"].passed and not gates["cases_pass"].passed
@@ -119,7 +151,7 @@ def test_reproducible_names_the_first_differing_value_of_a_solution(wf: Workflow
     )
     wf.manifest["methods"].append({"name": "greedy", "kind": "classical"})
     wf.save()
-    module = MODULE.replace("return -float(solution[\"x\"])", "return -float(solution['x'])")
+    module = MODULE.replace('return -float(solution["x"])', "return -float(solution['x'])")
     gate = gates_of(wf, module + "\n\n" + flaky, cases=[{"name": "one", "input": {"x": 1}}])["reproducible"]
     assert not gate.passed
     assert gate.message.startswith("one ran again with method greedy's solution.bits[1]: '"), gate.message
@@ -136,8 +168,9 @@ def test_reproducible_names_the_circuits_of_a_method_whose_answer_stays(wf: Work
     assert random_angle != MODULE
     gate = gates_of(wf, random_angle, cases=[{"name": "one", "input": {"x": 1}}])["reproducible"]
     assert not gate.passed
-    assert gate.message.startswith("one ran again with method quantum's circuits differ, the same answer or "
-                                   "not: circuits[0].fidelity: "), gate.message
+    assert gate.message.startswith(
+        "one ran again with method quantum's circuits differ, the same answer or not: circuits[0].fidelity: "
+    ), gate.message
     assert gate.message.endswith("never from an unseeded generator, the clock or the order of a set")
 
 

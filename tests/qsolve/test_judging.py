@@ -471,3 +471,83 @@ def test_an_error_rate_that_is_no_share_is_warned_of_for_either_method() -> None
     )  # and the quantum method beat it, which is said too
     assert compare(metric, 0.2, 3.0, None, 100).accuracy == pytest.approx(0.8)
     assert case_warnings(metric, quantum, 0.2, 0.2) == []
+
+
+
+def test_a_complex_number_a_claim_that_is_no_number_and_a_negative_zero_are_never_numbers_judged() -> None:
+    """Round 2 (findings 1 to 3): a complex number (numpy's too) is refused as no number, never read as
+    its real part; an objective that is not finite crosses by its name, the claim a solution never
+    gives; a stderr of -0.0 is 0.0 wherever it is kept, so no plus-or-minus is ever -0.0."""
+    import types
+
+    import numpy as np
+    from pydantic import ValidationError
+
+    from qsolve.judging.deciding import claim_differs
+    from qsolve.sandbox.calls import MethodReturn
+    from qsolve.workflow.method import MethodResult
+
+    for bad in (1 + 4j, np.complex128(1 + 4j), np.complex64(2), np.array(1 + 0j)):
+        with pytest.raises(ValidationError, match="must be a number, not (complex|ndarray)"):
+            MethodResult(bad)
+        with pytest.raises(ValidationError, match="must be a number, not"):
+            MethodResult(1.0, stderr=bad)
+    module = types.ModuleType("workflow")
+    module.evaluate = lambda input, solution: np.complex128(1 + 4j)
+    answer = ModuleCode(module).evaluate({}, {})
+    assert answer.value is None and answer.returned.startswith("evaluate() returned complex128"), answer
+
+    for objective, name in ((math.nan, "nan"), (math.inf, "inf"), (-math.inf, "-inf")):
+        module.quantum = lambda input, params, ctx, o=objective: MethodResult(o, solution={"v": 1})
+        sent = ModuleCode(module).call(
+            "quantum", "quantum", {}, {}, types.SimpleNamespace(postselection=None)
+        )
+        assert (sent.objective, sent.not_finite) == (None, name)
+        assert MethodReturn.model_validate_json(sent.model_dump_json()) == sent  # over the process boundary
+        outcome = MethodOutcome(name="q", kind="quantum", objective=1.0, claimed=name)
+        said = claim_differs(
+            Evidence(
+                [outcome],
+                outcome,
+                outcome,
+                Expect(),
+                Quality(fidelity=None, coverage=None, postselection=None),
+            )
+        )
+        assert said == f"method q claimed {name}, its solution gives 1"
+    with pytest.raises(ValidationError):
+        MethodReturn(not_finite="NaN (and more)")
+
+    assert str(MethodResult(1.0, stderr=-0.0).stderr) == "0.0"
+    assert str(MethodReturn(objective=1.0, stderr=-0.0).stderr) == "0.0"
+    for kind in ("relative_gap", "relative_error"):
+        assert str(compare(Metric(kind=kind), 1.0, 1.0, -0.0, None).accuracy_pm) == "0.0"
+    assert str(settled_accuracy(1.0, 1.0, 1.0, -0.0)[1]) == "0.0"  # a -0.0 stored before
+
+
+@pytest.mark.parametrize(
+    ("n_test", "said"),
+    [
+        (10**400, "an int of 1329 bits"),
+        (1e308, "1e+308"),
+        (2**53 + 1, "9007199254740993"),
+        (0, "0"),
+        (2.5, "2.5"),
+        (True, "True"),
+        ("100", "'100'"),
+    ],
+)
+def test_an_n_test_that_is_no_test_sets_size_fails_the_case_naming_the_method(n_test, said) -> None:
+    """Round 2 (finding 11): ``details['n_test']`` is a whole number from 1 to 2**53; any other is the
+    workflow's mistake, named, and never reaches the Wilson interval (10**400 overflowed a double)."""
+    from qsolve.validation.case_runner import _n_test
+
+    assert _n_test("qsvm", {"n_test": n_test}) == (
+        None,
+        "method qsvm's details['n_test'] must be a whole number from 1 to 2**53 (the test set's size), got "
+        + said,
+    )
+    assert _n_test("qsvm", {"n_test": 2**53}) == (2**53, None)
+    assert _n_test("qsvm", {"n_test": 100.0}) == (100, None)
+    low, high = wilson_interval(0.5, 2**53)  # the largest allowed: a number, no overflow
+    assert low <= 0.5 <= high
