@@ -8,16 +8,17 @@ the protocol: the process is ended, and every later exchange on the transport fa
 a provider that does not answer in time (it is killed: ``timeout``) or that ends (``transport``).
 
 The program's environment is an allowlist (:func:`provider_environment`), however qsolve was started
-(the command line, a serve script, a worker): what a program needs to start (``PATH``, ``LANG``,
-``LC_*``, ``TZ``), ``HOME`` and ``TMPDIR`` set to a scratch folder of its own (owner-only, made when it
-starts and removed when it ends), the variables its entry in ``providers.yaml`` names (``env: [NAME,
-...]``, the person's own non-secret settings, never the host's own secrets or settings:
-:func:`host_variable`), and its own credential, as ``WAI_PROVIDER_CREDENTIAL``, never on its command
+(the command line, a serve script, a worker): what a program needs to start (``PATH``, ``TZ``, and
+``LANG`` and the standard ``LC_*`` categories holding a locale's name), ``HOME`` and ``TMPDIR`` set to a
+scratch folder of its own (owner-only, made when it starts and removed when it ends), the variables its
+entry in ``providers.yaml`` names (``env: [NAME, ...]``, the person's own non-secret settings, never
+the host's own secrets or settings by name, :func:`host_variable`, nor a value that is a secret,
+:func:`host_value`), and its own credential, as ``WAI_PROVIDER_CREDENTIAL``, never on its command
 line. Nothing else of this process's environment reaches it: no other provider's credential, no cloud
 key (``QISKIT_IBM_TOKEN``, ``AWS_SECRET_ACCESS_KEY``), no database address. Its standard error is its
 log: a thread drains it so the program never blocks on it, and keeps its last ``log_chars`` characters
-(:meth:`ProcessTransport.log`) and, when asked, a file of at most :data:`LOG_FILE_BYTES`, the
-credential taken out of both.
+(:meth:`ProcessTransport.log`) and, when asked, a file of at most :data:`LOG_FILE_BYTES` (moved aside
+at its bound, never written through a link: :class:`_LogFile`), the credential taken out of both.
 """
 
 from __future__ import annotations
