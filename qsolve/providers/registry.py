@@ -183,12 +183,13 @@ def known_secret_values(
     """The values never passed on to a provider program, whatever the name of the variable that holds
     them (``over_process.host_value``): every credential the store keeps (each provider's of
     ``providers.yaml``, each file of the credentials folder, IBM Quantum's key), and qsolve's own secrets
-    in ``environ`` (this process's environment): the values of the variables that hold a credential
-    (:func:`known_credential_envs`) or whose name marks a secret (``over_process.secret_name``: qsolve's
-    database address, a cloud's or a model's key...). What cannot be read adds none. For the platform
+    in ``environ`` (this process's environment): the values, of 8 characters or more, of the variables that
+    hold a credential (:func:`known_credential_envs`) or whose name marks a secret
+    (``over_process.secret_name``: qsolve's database address, a cloud's or a model's key...). What cannot
+    be read adds none. For the platform
     only: never printed, never handed to a provider."""
     from qsolve.providers.credentials import CredentialStore
-    from qsolve.providers.over_process import secret_name
+    from qsolve.providers.over_process import SECRET_HELD_CHARS, secret_name
 
     home = home or qsolve_home()
     environ = os.environ if environ is None else environ
@@ -204,7 +205,12 @@ def known_secret_values(
             if (secret := store.get(name)) is not None:
                 values.append(secret.reveal())
     held = set(known_credential_envs(home))
-    values += [v for k, v in environ.items() if v and (k in held or secret_name(k) is not None)]
+    # a host's variable's value from 8 characters (DESKTOP_SESSION=ubuntu is no secret a LAB_OS may not hold)
+    values += [
+        v
+        for k, v in environ.items()
+        if len(v) >= SECRET_HELD_CHARS and (k in held or secret_name(k) is not None)
+    ]
     return tuple(dict.fromkeys(values))
 
 

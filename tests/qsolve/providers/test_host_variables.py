@@ -275,3 +275,11 @@ def test_common_secret_spellings_are_secrets(name):
                                   "BYPASS_CACHE", "LAB_REGION"])  # fmt: skip
 def test_names_like_a_secrets_that_are_none_are_passed_on(name):
     assert host_variable(name) is None
+
+
+def test_a_short_value_of_a_secret_named_variable_is_no_secret_to_another(tmp_path):
+    from qsolve.providers.registry import known_secret_values
+
+    environ = {"DESKTOP_SESSION": "ubuntu", "XDG_SESSION_TYPE": "wayland", "LAB_PASS": "lab-pass-9e9e"}
+    values = known_secret_values(tmp_path, environ)
+    assert "lab-pass-9e9e" in values and "ubuntu" not in values and "wayland" not in values
