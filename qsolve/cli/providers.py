@@ -205,12 +205,16 @@ def cmd_add(args: argparse.Namespace) -> int:
             "provider as WAI_PROVIDER_CREDENTIAL only"
         )
     if args.env:
-        from qsolve.providers.over_process import host_variable
-        from qsolve.providers.registry import known_credential_envs
+        from qsolve.providers.over_process import host_value, host_variable
+        from qsolve.providers.registry import known_credential_envs, known_secret_values
 
         credential_envs = (*([args.credential_env] if args.credential_env else []), *known_credential_envs())
+        secret_values = known_secret_values()
         for name in args.env:
-            if why := host_variable(name, credential_envs):
+            why = host_variable(name, credential_envs)
+            if why is None and os.environ.get(name):  # its value is never said
+                why = host_value(os.environ[name], secret_values)
+            if why:
                 return _fail(
                     f"--env {name}: the host's secret or setting is never passed on to a provider: {why}"
                 )

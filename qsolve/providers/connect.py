@@ -12,7 +12,7 @@ from typing import Any
 
 from qsolve.home import qsolve_home
 from qsolve.providers.credentials import CredentialStore
-from qsolve.providers.registry import ProviderEntry, Registry, known_credential_envs
+from qsolve.providers.registry import ProviderEntry, Registry, known_credential_envs, known_secret_values
 
 #: ``open_client``'s credential: the one kept for the provider
 STORED = object()
@@ -54,6 +54,7 @@ def open_client(
             ),
             home=home,
             credential_envs=known_credential_envs(home),
+            secret_values=known_secret_values(home),
         )
     client = ProviderClient(
         name, transport, settings=entry.settings or None, credential=credential, timeout=entry.timeout_s

@@ -28,6 +28,7 @@ import contextlib
 import os
 import re
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -179,6 +180,47 @@ def known_credential_envs(home: Path | None = None) -> tuple[str, ...]:
         names += [e.credential_env for e in Registry(home).load().values() if e.credential_env]
     names += _model_key_envs(home or qsolve_home())
     return tuple(dict.fromkeys(names))
+
+
+#: the credential qsolve keeps for IBM Quantum (``qsolve.targets.ibm.names.PROVIDER``), in the same store
+IBM_CREDENTIAL = "ibm"
+
+
+def known_secret_values(
+    home: Path | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
+    """The values never passed on to a provider program, whatever the name of the variable that holds
+    them (``over_process.host_value``): every credential the store keeps (each provider's of
+    ``providers.yaml``, each file of the credentials folder, IBM Quantum's key), and qsolve's own secrets
+    in ``environ`` (this process's environment): the values, of 8 characters or more, of the variables that
+    hold a credential (:func:`known_credential_envs`) or whose name marks a secret
+    (``over_process.secret_name``: qsolve's database address, a cloud's or a model's key...). What cannot
+    be read adds none. For the platform
+    only: never printed, never handed to a provider."""
+    from qsolve.providers.credentials import CredentialStore
+    from qsolve.providers.over_process import SECRET_HELD_CHARS, secret_name
+
+    home = home or qsolve_home()
+    environ = os.environ if environ is None else environ
+    store = CredentialStore(home)
+    names = [IBM_CREDENTIAL]
+    with contextlib.suppress(Exception):
+        names += [name for name, entry in Registry(home).load().items() if entry.credential]
+    with contextlib.suppress(OSError):
+        names += sorted(p.name for p in store.folder.iterdir() if NAME_RE.match(p.name))
+    values: list[str] = []
+    for name in dict.fromkeys(names):
+        with contextlib.suppress(Exception):  # a file others can read, a keychain that refuses
+            if (secret := store.get(name)) is not None:
+                values.append(secret.reveal())
+    held = set(known_credential_envs(home))
+    # a host's variable's value from 8 characters (DESKTOP_SESSION=ubuntu is no secret a LAB_OS may not hold)
+    values += [
+        v
+        for k, v in environ.items()
+        if len(v) >= SECRET_HELD_CHARS and (k in held or secret_name(k) is not None)
+    ]
+    return tuple(dict.fromkeys(values))
 
 
 def _model_key_envs(home: Path) -> list[str]:

