@@ -361,9 +361,6 @@ def test_a_describes_long_strings_are_not_kept_whole(home, tmp_path, sessions): 
     assert not kept, kept
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 15: a provider's message keeps bidi overrides and invisible characters"
-)
 @pytest.mark.parametrize("char", ["\u202e", "\u2066", "\u200b", "\U000e0041"])
 def test_a_providers_message_shows_no_bidi_override_nor_invisible_character(char: str) -> None:
     from qsolve.providers.errors import ProviderError
