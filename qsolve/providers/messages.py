@@ -440,7 +440,57 @@ class Description(BaseModel):
         return found
 
 
+#: the most characters of a name in a description (``provider``, ``device``, a gate's name, the
+#: calibration's ``id``, billing's ``unit`` and ``currency``, any key of an object)
+MAX_NAME_CHARS = 256
+#: the most characters of any other string in a description (``simulator``, ``emulator``: a sentence
+#: naming it; a field a later text adds), as free text
+MAX_TEXT_CHARS = 4096
+#: the strings of a description held to :data:`MAX_NAME_CHARS`, by their path (``*``: any member)
+_NAMES = (
+    ("provider",),
+    ("device",),
+    ("native_gates", "*"),
+    ("calibration", "id"),
+    ("billing", "unit"),
+    ("billing", "currency"),
+    ("billing", "price"),
+)
+
+
+def _too_long(obj: Any, path: tuple[str | int, ...] = ()) -> str | None:
+    """Where a description holds a string past its bound, and the bound, in words; else None. Every
+    string is bounded (names by :data:`MAX_NAME_CHARS`, the rest by :data:`MAX_TEXT_CHARS`), keys
+    included, at any depth, before anything of the answer is read or kept (a device name of 8 MiB was
+    kept whole with each job)."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(obj, path)]
+    while stack:
+        value, at = stack.pop()
+        if isinstance(value, str):
+            named = any(
+                len(at) == len(p) and all(q == "*" or q == a for q, a in zip(p, at, strict=True))
+                for p in _NAMES
+            )
+            bound = MAX_NAME_CHARS if named else MAX_TEXT_CHARS
+            if len(value) > bound:
+                what, where = "name" if named else "string", format_loc(at) or "the answer"
+                return f"{where}: a {what} of {len(value)} characters, past the bound of {bound}"
+        elif isinstance(value, dict):
+            for key, member in value.items():
+                if isinstance(key, str) and len(key) > MAX_NAME_CHARS:
+                    where = format_loc(at) or "the answer"
+                    return f"{where}: a key of {len(key)} characters, past the bound of {MAX_NAME_CHARS}"
+                stack.append((member, (*at, key)))
+        elif isinstance(value, list):
+            stack.extend((member, (*at, i)) for i, member in enumerate(value))
+    return None
+
+
 def read_description(obj: Any) -> Description:
+    """A ``describe`` answer read (§5.1); AnswerRefused naming the field and the bound for a string
+    past its bound (:data:`MAX_NAME_CHARS`, :data:`MAX_TEXT_CHARS`), before anything of it is kept."""
+    if (where := _too_long(obj)) is not None:
+        raise AnswerRefused(f"the description does not read: {where}")
     try:
         return Description.model_validate(obj)
     except ValidationError as exc:

@@ -330,9 +330,6 @@ LONG_DEVICE_NAME = textwrap.dedent(
 LONG_NAME = 1 << 20
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 14: a describe's 1 MiB device name is kept whole with each job"
-)
 def test_a_describes_long_strings_are_not_kept_whole(home, tmp_path, sessions):  # noqa: F811
     from qsolve.providers.errors import ProviderError
     from qsolve.providers.jobs import JobStopped
