@@ -353,8 +353,8 @@ class Description(BaseModel):
     provenance: Literal["silicon", "emulator", "simulator"]
     simulator: StrictStr | None = None  # with provenance simulator: a sentence naming it
     emulator: StrictStr | None = None  # with provenance emulator: the same
-    #: bounded where the answer is read (a few bytes may claim 10^12 qubits, all coupled): a compiler's
-    #: map of them is a square of them (:data:`~qsolve.providers.device.MAX_PLACES`)
+    #: bounded where the answer is read (a few bytes may claim 10^12 qubits, all coupled)
+    #: (:data:`~qsolve.providers.device.MAX_PLACES`)
     qubits: Annotated[StrictInt, Field(ge=0, le=MAX_PLACES)]
     native_gates: list[StrictStr] = Field(max_length=MAX_GATES)
     connectivity: Literal["all"] | Annotated[list[Pair], Field(max_length=MAX_PAIRS)]

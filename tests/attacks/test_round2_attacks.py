@@ -192,9 +192,6 @@ def test_two_programs_logging_at_once_keep_the_files_bound(tmp_path) -> None:
     assert path.stat().st_size < 1400, path.stat().st_size
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 9: a star within the bounds gives a coupling map quadratic in places"
-)
 def test_a_device_within_the_bounds_gives_a_coupling_map_within_them() -> None:
     n = 512  # a star: resonator 0, places 1..511 coupled to it and moving into it (the bound is 4,096)
     star = tuple((i, 0) for i in range(1, n))
