@@ -222,7 +222,6 @@ SLOW_FIRST_ESTIMATE = textwrap.dedent(
 LIMIT_S = 2  # the job's own limit (the seed's floor of 300 s lowered, so that the test is cheap)
 
 
-@pytest.mark.xfail(strict=True, reason="finding 10: a provider's estimate and submit outlast the job's limit")
 def test_no_provider_job_is_sent_past_the_jobs_limit(home, tmp_path, monkeypatch, capsys):  # noqa: F811
     from qsolve.validation import jobs
 
