@@ -446,6 +446,10 @@ MAX_NAME_CHARS = 256
 #: the most characters of any other string in a description (``simulator``, ``emulator``: a sentence
 #: naming it; a field a later text adds), as free text
 MAX_TEXT_CHARS = 4096
+#: the most a description may hold in all, counted as its JSON is written (its strings and keys with
+#: their quotes, its numbers as written, a byte between two members): what is kept of it with each job.
+#: A device at every bound above, its calibration whole, is about 6 MB
+MAX_DESCRIPTION_CHARS = 8 * 2**20
 #: the strings of a description held to :data:`MAX_NAME_CHARS`, by their path (``*``: any member)
 _NAMES = (
     ("provider",),
@@ -462,27 +466,41 @@ def _too_long(obj: Any, path: tuple[str | int, ...] = ()) -> str | None:
     """Where a description holds a string past its bound, and the bound, in words; else None. Every
     string is bounded (names by :data:`MAX_NAME_CHARS`, the rest by :data:`MAX_TEXT_CHARS`), keys
     included, at any depth, before anything of the answer is read or kept (a device name of 8 MiB was
-    kept whole with each job)."""
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(obj, path)]
-    while stack:
-        value, at = stack.pop()
+    kept whole with each job), and the whole held to :data:`MAX_DESCRIPTION_CHARS`."""
+    size = 0  # as its JSON is written, about
+    frames: list[tuple[tuple[str | int, ...], Any]] = [(path, iter([(None, obj)]))]  # (where, members)
+    while frames:
+        at, members = frames[-1]
+        step = next(members, _MISSING)
+        if step is _MISSING:
+            frames.pop()
+            continue
+        key, value = step
+        here = at if key is None else (*at, key)
+        size += 1
+        if isinstance(key, str):
+            if len(key) > MAX_NAME_CHARS:
+                where = format_loc(at) or "the answer"
+                return f"{where}: a key of {len(key)} characters, past the bound of {MAX_NAME_CHARS}"
+            size += len(key) + 3
         if isinstance(value, str):
+            size += len(value) + 2
             named = any(
-                len(at) == len(p) and all(q == "*" or q == a for q, a in zip(p, at, strict=True))
+                len(here) == len(p) and all(q == "*" or q == a for q, a in zip(p, here, strict=True))
                 for p in _NAMES
             )
             bound = MAX_NAME_CHARS if named else MAX_TEXT_CHARS
             if len(value) > bound:
-                what, where = "name" if named else "string", format_loc(at) or "the answer"
+                what, where = "name" if named else "string", format_loc(here) or "the answer"
                 return f"{where}: a {what} of {len(value)} characters, past the bound of {bound}"
         elif isinstance(value, dict):
-            for key, member in value.items():
-                if isinstance(key, str) and len(key) > MAX_NAME_CHARS:
-                    where = format_loc(at) or "the answer"
-                    return f"{where}: a key of {len(key)} characters, past the bound of {MAX_NAME_CHARS}"
-                stack.append((member, (*at, key)))
+            frames.append((here, iter(value.items())))
         elif isinstance(value, list):
-            stack.extend((member, (*at, i)) for i, member in enumerate(value))
+            frames.append((here, enumerate(value)))
+        else:
+            size += len(repr(value))
+        if size > MAX_DESCRIPTION_CHARS:
+            return f"the answer is longer than {MAX_DESCRIPTION_CHARS} characters, the bound of a description"
     return None
 
 

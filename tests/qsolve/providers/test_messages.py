@@ -343,6 +343,17 @@ def test_a_descriptions_strings_are_bounded_before_anything_is_kept(change, word
     assert read_description({**DESCRIPTION, "device": "D" * 256, "simulator": "s" * 4096}).device_name
 
 
+def test_a_description_is_bounded_in_all_whatever_its_strings():
+    """Many short strings, or numbers, in a field a later text adds are held to the bound of the whole
+    (what is kept with each job), refused before it is read."""
+    from qsolve.providers.messages import MAX_DESCRIPTION_CHARS
+
+    for later in (["n" * 4096] * 2100, [0.5] * (MAX_DESCRIPTION_CHARS // 4)):
+        with pytest.raises(AnswerRefused, match="the answer is longer than 8388608 characters"):
+            read_description({**DESCRIPTION, "later": later})
+    assert read_description({**DESCRIPTION, "later": ["n" * 4096] * 1000}).answer["later"]
+
+
 def test_what_a_provider_says_shows_no_character_that_hides_or_reverses_text():
     """Round-2 finding 15: bidirectional overrides, zero-width, tag, private-use and unassigned
     characters are escaped where a provider's words are shown; other letters are kept as they are."""
