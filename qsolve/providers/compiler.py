@@ -24,7 +24,10 @@ changes no outcome. :attr:`Compiled.final_z` records it, and :func:`check` puts 
 the check is exact. On a device with resonators, a ``cz`` between two qubits that are not coupled, where one
 has a ``move`` into a resonator the other is coupled to, is ``move · cz(partner, resonator) · move`` (§4):
 Qiskit routes over a coupling map in which such pairs count as coupled, and each such ``cz`` is expanded.
-Logical qubits are placed on the device's qubits only, never on a resonator.
+Logical qubits are placed on the device's qubits only, never on a resonator. The coupling map is built
+over a connected region of at most :data:`REGION_PLACES` places (:func:`_region`, found breadth first from
+the described pairs), never over every pair a resonator joins: its cost is in the device's described size
+and the circuit's, never in the square of its places.
 """
 
 from __future__ import annotations

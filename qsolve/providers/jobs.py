@@ -20,6 +20,10 @@ In this order, and never otherwise:
    counts that sum to neither the shots nor ``accepted_shots``, are refused naming the provider and the
    operation, and nothing is sealed), sealed with the host's key (the calibration snapshot the result
    names, as the provider named it), kept, and the record marked done.
+
+Held to a job's limit (:meth:`HeldToLimit.hold_until`, from the job's admission), every exchange of it
+with the provider (describe, estimate, submit, status, result) is given no more than what is left of
+the limit; past it no further job is begun (:class:`TimeLimitReached`, naming the limit).
 """
 
 from __future__ import annotations
