@@ -24,7 +24,10 @@ changes no outcome. :attr:`Compiled.final_z` records it, and :func:`check` puts 
 the check is exact. On a device with resonators, a ``cz`` between two qubits that are not coupled, where one
 has a ``move`` into a resonator the other is coupled to, is ``move · cz(partner, resonator) · move`` (§4):
 Qiskit routes over a coupling map in which such pairs count as coupled, and each such ``cz`` is expanded.
-Logical qubits are placed on the device's qubits only, never on a resonator.
+Logical qubits are placed on the device's qubits only, never on a resonator. The coupling map is built
+over a connected region of at most :data:`REGION_PLACES` places (:func:`_region`, found breadth first from
+the described pairs), never over every pair a resonator joins: its cost is in the device's described size
+and the circuit's, never in the square of its places.
 """
 
 from __future__ import annotations
@@ -217,26 +220,90 @@ class _CountSwaps(AnalysisPass):
         self.sink[self.key] = dag.count_ops().get("swap", 0)
 
 
+#: the most places the coupling map a circuit is routed over holds: the check simulates at most
+#: :data:`MAX_CHECK_QUBITS` places, so no program that uses more is ever sent, and a map of more would
+#: only cost time (a star of 4,096 places, each pair coupled through its resonator, is 8.4 million
+#: pairs; its region of 20 places is 190)
+REGION_PLACES = MAX_CHECK_QUBITS
+
+
+def _region(device: Device, logical: int, neighbours: dict[int, set[int]], moves: dict[int, list[int]]):
+    """At most :data:`REGION_PLACES` of the places a logical qubit may sit on, connected where the device
+    allows it: every such place when there are no more; else found breadth first over the pairs coupled
+    directly or through a resonator, from the lowest-numbered place whose connected part holds at least
+    ``logical`` places (the lowest's, and the next parts', when none does), each pair looked up as it is
+    reached. Its time is in the device's described pairs and moves, and the region's size, never in the
+    square of its places."""
+    if device.place_count <= REGION_PLACES:
+        return list(device.computational_qubits)
+    resonators = frozenset(device.resonators)
+    movers: dict[int, list[int]] = defaultdict(list)  # resonator -> the qubits that move into it
+    for q, rs in moves.items():
+        for r in rs:
+            movers[r].append(q)
+
+    def reached(place: int):
+        for b in neighbours.get(place, ()):
+            if b in resonators:
+                yield from movers.get(b, ())  # b's movers reach place through b
+            else:
+                yield b
+        for r in moves.get(place, ()):  # place moves into r, and reaches r's coupled places
+            for b in neighbours.get(r, ()):
+                if b not in resonators:
+                    yield b
+
+    seen: set[int] = set()
+    parts: list[list[int]] = []
+    for start in range(device.qubits):
+        if start in resonators or start in seen:
+            continue
+        part, queue = [start], [start]
+        seen.add(start)
+        while queue and len(part) < REGION_PLACES:
+            place = queue.pop(0)
+            for b in reached(place):
+                if b != place and b not in seen:
+                    seen.add(b)
+                    part.append(b)
+                    queue.append(b)
+                    if len(part) >= REGION_PLACES:
+                        break
+        if len(part) >= min(logical, REGION_PLACES):
+            return sorted(part)
+        parts.append(part)
+        if sum(map(len, parts)) >= REGION_PLACES:
+            break
+    # no connected part is large enough: the first parts together, as many places as the region holds
+    return sorted(p for part in parts for p in part)[:REGION_PLACES]
+
+
 def _coupling(device: Device, logical: int) -> tuple[list[int], CouplingMap, int, int]:
-    """The places a logical qubit may sit on (compact index i is place ``places[i]``), the coupling map over
-    them with each pair reached through a resonator counted as coupled, the pairs coupled directly and the
-    pairs coupled through a resonator only."""
+    """The places a logical qubit may sit on (compact index i is place ``places[i]``: at most
+    :data:`REGION_PLACES` of them, :func:`_region`), the coupling map over them with each pair reached
+    through a resonator counted as coupled, the pairs coupled directly and the pairs coupled through a
+    resonator only. Built from the described pairs among those places, never from a list of every pair a
+    resonator joins (a star of 4,096 places would give 16.8 million edges)."""
     if device.connectivity == "all":  # every pair is coupled: any `logical` of them will do
         places = list(device.first_places(logical))  # never a list of every place the device claims
         return places, CouplingMap.from_full(len(places)), len(places) * (len(places) - 1) // 2, 0
-    places = list(device.computational_qubits)  # at most MAX_PLACES (its description was read so)
-    index = {p: i for i, p in enumerate(places)}
-    direct = {tuple(sorted((a, b))) for a, b in device.connectivity if a in index and b in index}
     neighbours: dict[int, set[int]] = defaultdict(set)  # each place's coupled places
     for a, b in device.connectivity:
         neighbours[a].add(b)
         neighbours[b].add(a)
-    through = set()
+    moves: dict[int, list[int]] = defaultdict(list)  # qubit -> the resonators it moves into
     for q, r in device.moves:
-        for b in neighbours[r]:
-            if b != q and b in index:
-                pair = tuple(sorted((q, b)))
-                if pair not in direct:
+        moves[q].append(r)
+    places = _region(device, logical, neighbours, moves)
+    index = {p: i for i, p in enumerate(places)}
+    direct = {(a, b) for a in places for b in neighbours.get(a, ()) if a < b and b in index}
+    through = set()
+    for q in places:
+        for r in moves.get(q, ()):
+            coupled = neighbours.get(r, set())
+            for b in places:  # at most REGION_PLACES: the region's pairs, never the resonator's every pair
+                pair = (min(q, b), max(q, b))
+                if b != q and b in coupled and pair not in direct:
                     through.add(pair)
     edges = []
     for a, b in sorted(direct | through):
@@ -387,6 +454,11 @@ def compile_circuit(circuit: QuantumCircuit, device: Device, *, seed: int = 0) -
             f"the circuit has {n} qubits; the device has {device.place_count} places for them"
             + (f" (and {len(device.resonators)} resonators, which hold none)" if device.resonators else "")
         )
+    if n > MAX_CHECK_QUBITS:  # the check would refuse any program of it: no map is built for it
+        raise CompileError(
+            f"the circuit has {n} qubits: the check simulates at most {MAX_CHECK_QUBITS} places, "
+            "and no program is sent unchecked"
+        )
     places, coupling, direct, through = _coupling(device, n)
     counts: dict[str, int] = {}
     pm = generate_preset_pass_manager(
@@ -419,6 +491,7 @@ def compile_circuit(circuit: QuantumCircuit, device: Device, *, seed: int = 0) -
     program = Program(basis=basis, bits=len(measure), gates=tuple(writer.gates), measure=measure).with_qasm3()
     final_z = {q: math.remainder(f, TAU) for q, f in sorted(writer.frame.items()) if math.remainder(f, TAU)}
 
+    region = f", a region of the device's {device.place_count}" if len(places) < device.place_count else ""
     routes = f"{direct} coupled pairs" + (f" and {through} pairs through a resonator" if through else "")
     steps = {
         "rzsxxcz": "gate for gate",
@@ -439,7 +512,7 @@ def compile_circuit(circuit: QuantumCircuit, device: Device, *, seed: int = 0) -
         transpiler=(
             f"qiskit {qiskit.__version__} preset pass manager, optimization_level {OPTIMIZATION_LEVEL}, "
             f"seed_transpiler {seed}, to [{', '.join(QISKIT_BASIS[basis])}] over {routes} of "
-            f"{len(places)} qubits (no resonator holds a logical qubit); then to {basis}: {steps}; "
+            f"{len(places)} qubits{region} (no resonator holds a logical qubit); then to {basis}: {steps}; "
             f"angles rounded to the nearest 1/2^32 of a turn"
         ),
     )

@@ -9,9 +9,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-#: the most places (qubits and resonators) a device may state: a compiler's coupling map holds their
-#: distances, a square of them (4,096 places: 128 MiB in the platform's own process); a device past it
-#: is refused where its description is read, never built
+#: the most places (qubits and resonators) a device may state, refused past it where its description is
+#: read, never built; a compiler routes a circuit over a region of at most 20 of them, whatever the
+#: device (``qsolve.providers.compiler.REGION_PLACES``), never over a square of them
 MAX_PLACES = 4096
 #: the most coupled pairs (``connectivity``) and ``moves`` a device may state, each
 MAX_PAIRS = 65536

@@ -20,6 +20,10 @@ In this order, and never otherwise:
    counts that sum to neither the shots nor ``accepted_shots``, are refused naming the provider and the
    operation, and nothing is sealed), sealed with the host's key (the calibration snapshot the result
    names, as the provider named it), kept, and the record marked done.
+
+Held to a job's limit (:meth:`HeldToLimit.hold_until`, from the job's admission), every exchange of it
+with the provider (describe, estimate, submit, status, result) is given no more than what is left of
+the limit; past it no further job is begun (:class:`TimeLimitReached`, naming the limit).
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ from typing import Any, Protocol
 
 from qiskit import QuantumCircuit
 
-from qsolve.errors import QsolveError, shown
-from qsolve.providers.errors import SAID_CHARS, ProviderError, bounded, job_shown
+from qsolve.errors import QsolveError
+from qsolve.providers.errors import SAID_CHARS, ProviderError, bounded, job_shown, said_shown
 from qsolve.providers.sealing import (
     compiled_member,
     describe_digest,
@@ -69,7 +73,7 @@ class JobStopped(QsolveError):
     the provider said in it, a job's id or a status's reason, its control characters escaped)."""
 
     def __init__(self, message: str, *, record: str | None = None) -> None:
-        super().__init__(shown(message))
+        super().__init__(said_shown(message))
         self.record = record
 
 
@@ -86,6 +90,11 @@ class NotConfirmed(JobStopped):
 
 class StillRunning(JobStopped):
     """A job past this command's wait: recorded, and followed later (never cancelled for it)."""
+
+
+class TimeLimitReached(JobStopped):
+    """The job's own time limit reached before an exchange with the provider ended, or before one began:
+    nothing further of it is sent, and no further job (issue 35, round 2)."""
 
 
 class SubmitIncomplete(JobStopped):
@@ -250,9 +259,11 @@ class ProviderSession(HeldToLimit):
     def run(self, circuit: QuantumCircuit, shots: int, seed: int | None = None, compiled=None) -> Sealed:
         if self.overcharged is not None:
             raise CostRefused(f"{self.overcharged}: no further job was sent")
-        described = self.description()
+        self._time_left("describe")
+        described = self._held("describe", self.description)
         compiled = compiled or self.compile(circuit, seed or 0)
         program = compiled.program.model_dump(mode="json", exclude_none=True)
+        self._time_left("estimate")
         estimate, free = self._estimate(program, shots, described)
         confirmed_by = None
         if self.authority is not None:  # a quote's run: held to what its confirmation authorised
@@ -267,12 +278,14 @@ class ProviderSession(HeldToLimit):
                     "no confirmation (--yes, or yes when asked): nothing was submitted"
                 )
             confirmed_by = "--yes" if self.confirmation.yes else "a yes when asked"
-        again = self.client.describe().answer
+        self._time_left("describe")
+        again = self._held("describe", self.client.describe).answer
         if describe_digest(again) != describe_digest(described):
             raise JobStopped(
                 f"provider {self.name}: describe changed between estimate and submit (the program was "
                 "compiled against the earlier description): nothing was submitted"
             )
+        self._time_left("submit")  # a person's yes may have taken the rest of the job's time
         context = {
             "name": self.name,
             "kind": self.kind,
@@ -304,11 +317,14 @@ class ProviderSession(HeldToLimit):
 
     def _send(self, record: str, program: dict[str, Any], shots: int, seed: int | None) -> Sealed:
         try:
-            job = self.client.submit(program, shots, seed=seed)
+            job = self._held("submit", self.client.submit, program, shots, seed=seed, stop=False)
         except ProviderError as e:
             if e.code in ("transport", "timeout", "protocol"):
+                held = (
+                    f" (held to the time left of {self._limit_said()})" if self.deadline is not None else ""
+                )
                 raise SubmitIncomplete(
-                    f"{e}; the submit did not complete and the provider may have taken it: recorded as "
+                    f"{e}{held}; the submit did not complete and the provider may have taken it: recorded as "
                     f"{record}; `qsolve providers follow {record}` says what is known, and only "
                     f"`qsolve providers follow {record} --resubmit --yes` sends it again",
                     record=record,
@@ -349,7 +365,7 @@ class ProviderSession(HeldToLimit):
                     break
                 if status.status in ("failed", "cancelled"):
                     why = f"provider {self.name}: job {job.job} {status.status}" + (
-                        f": {shown(bounded(status.reason))}" if status.reason else ""
+                        f": {said_shown(bounded(status.reason))}" if status.reason else ""
                     )
                     self.book.provider_job_ended(record, status.status, bounded(why, 4 * SAID_CHARS))
                     raise JobStopped(why + ": nothing was sealed", record=record)
@@ -414,6 +430,44 @@ class ProviderSession(HeldToLimit):
             )
         return f"provider {self.name}: interrupted ({how}); job record {record} is {status}: {follow}"
 
+    def _limit_said(self) -> str:
+        return f"the job's time limit of {self.limit_s:g} s"
+
+    def _time_left(self, op: str) -> float | None:
+        """The seconds left of the job's limit before ``op`` (None when the session is held to none);
+        :class:`TimeLimitReached` naming the limit when none is left: nothing further is sent."""
+        if self.deadline is None:
+            return None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeLimitReached(
+                f"provider {self.name}: stopped at {self._limit_said()} before its {op}: no further job "
+                "was sent"
+            )
+        return left
+
+    def _held(self, op: str, call: Callable[..., Any], *args: Any, stop: bool = True, **kwargs: Any) -> Any:
+        """``call`` (an exchange with the provider), given no longer than what is left of the job's limit,
+        nor its own time-out. An exchange that runs out of the job's time is :class:`TimeLimitReached`
+        naming the limit (``stop``; a submit's is the caller's to say, since the provider may have taken
+        it); with no time left it is not begun."""
+        left = self._time_left(op)
+        if left is None:
+            return call(*args, **kwargs)
+        timeout = self.client.timeout
+        self.client.timeout = max(0.05, min(timeout, left))
+        try:
+            return call(*args, **kwargs)
+        except ProviderError as e:
+            if stop and e.code == "timeout" and left < timeout:
+                raise TimeLimitReached(
+                    f"provider {self.name}: {op}: no answer within the time left of {self._limit_said()}: "
+                    "no further job was sent"
+                ) from None
+            raise
+        finally:
+            self.client.timeout = timeout
+
     def _status(self, job: str, left: float, record: str):
         """The job's status, its exchange given no longer than ``left`` seconds (nor its own time-out)."""
         timeout = self.client.timeout
@@ -464,7 +518,7 @@ class ProviderSession(HeldToLimit):
         from qsolve.providers.messages import read_billing
 
         try:
-            estimate = self.client.estimate(program, shots)
+            estimate = self._held("estimate", self.client.estimate, program, shots)
         except ProviderError as e:
             if e.code != "unsupported":
                 raise

@@ -353,8 +353,8 @@ class Description(BaseModel):
     provenance: Literal["silicon", "emulator", "simulator"]
     simulator: StrictStr | None = None  # with provenance simulator: a sentence naming it
     emulator: StrictStr | None = None  # with provenance emulator: the same
-    #: bounded where the answer is read (a few bytes may claim 10^12 qubits, all coupled): a compiler's
-    #: map of them is a square of them (:data:`~qsolve.providers.device.MAX_PLACES`)
+    #: bounded where the answer is read (a few bytes may claim 10^12 qubits, all coupled)
+    #: (:data:`~qsolve.providers.device.MAX_PLACES`)
     qubits: Annotated[StrictInt, Field(ge=0, le=MAX_PLACES)]
     native_gates: list[StrictStr] = Field(max_length=MAX_GATES)
     connectivity: Literal["all"] | Annotated[list[Pair], Field(max_length=MAX_PAIRS)]
@@ -440,7 +440,75 @@ class Description(BaseModel):
         return found
 
 
+#: the most characters of a name in a description (``provider``, ``device``, a gate's name, the
+#: calibration's ``id``, billing's ``unit`` and ``currency``, any key of an object)
+MAX_NAME_CHARS = 256
+#: the most characters of any other string in a description (``simulator``, ``emulator``: a sentence
+#: naming it; a field a later text adds), as free text
+MAX_TEXT_CHARS = 4096
+#: the most a description may hold in all, counted as its JSON is written (its strings and keys with
+#: their quotes, its numbers as written, a byte between two members): what is kept of it with each job.
+#: A device at every bound above, its calibration whole, is about 6 MB
+MAX_DESCRIPTION_CHARS = 8 * 2**20
+#: the strings of a description held to :data:`MAX_NAME_CHARS`, by their path (``*``: any member)
+_NAMES = (
+    ("provider",),
+    ("device",),
+    ("native_gates", "*"),
+    ("calibration", "id"),
+    ("billing", "unit"),
+    ("billing", "currency"),
+    ("billing", "price"),
+)
+
+
+def _too_long(obj: Any, path: tuple[str | int, ...] = ()) -> str | None:
+    """Where a description holds a string past its bound, and the bound, in words; else None. Every
+    string is bounded (names by :data:`MAX_NAME_CHARS`, the rest by :data:`MAX_TEXT_CHARS`), keys
+    included, at any depth, before anything of the answer is read or kept (a device name of 8 MiB was
+    kept whole with each job), and the whole held to :data:`MAX_DESCRIPTION_CHARS`."""
+    size = 0  # as its JSON is written, about
+    frames: list[tuple[tuple[str | int, ...], Any]] = [(path, iter([(None, obj)]))]  # (where, members)
+    while frames:
+        at, members = frames[-1]
+        step = next(members, _MISSING)
+        if step is _MISSING:
+            frames.pop()
+            continue
+        key, value = step
+        here = at if key is None else (*at, key)
+        size += 1
+        if isinstance(key, str):
+            if len(key) > MAX_NAME_CHARS:
+                where = format_loc(at) or "the answer"
+                return f"{where}: a key of {len(key)} characters, past the bound of {MAX_NAME_CHARS}"
+            size += len(key) + 3
+        if isinstance(value, str):
+            size += len(value) + 2
+            named = any(
+                len(here) == len(p) and all(q == "*" or q == a for q, a in zip(p, here, strict=True))
+                for p in _NAMES
+            )
+            bound = MAX_NAME_CHARS if named else MAX_TEXT_CHARS
+            if len(value) > bound:
+                what, where = "name" if named else "string", format_loc(here) or "the answer"
+                return f"{where}: a {what} of {len(value)} characters, past the bound of {bound}"
+        elif isinstance(value, dict):
+            frames.append((here, iter(value.items())))
+        elif isinstance(value, list):
+            frames.append((here, enumerate(value)))
+        else:
+            size += len(repr(value))
+        if size > MAX_DESCRIPTION_CHARS:
+            return f"the answer is longer than {MAX_DESCRIPTION_CHARS} characters, the bound of a description"
+    return None
+
+
 def read_description(obj: Any) -> Description:
+    """A ``describe`` answer read (§5.1); AnswerRefused naming the field and the bound for a string
+    past its bound (:data:`MAX_NAME_CHARS`, :data:`MAX_TEXT_CHARS`), before anything of it is kept."""
+    if (where := _too_long(obj)) is not None:
+        raise AnswerRefused(f"the description does not read: {where}")
     try:
         return Description.model_validate(obj)
     except ValidationError as exc:

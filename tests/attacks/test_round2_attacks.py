@@ -179,9 +179,6 @@ def test_two_programs_logging_at_once_keep_the_files_bound(tmp_path) -> None:
     assert path.stat().st_size < 1400, path.stat().st_size
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 9: a star within the bounds gives a coupling map quadratic in places"
-)
 def test_a_device_within_the_bounds_gives_a_coupling_map_within_them() -> None:
     n = 512  # a star: resonator 0, places 1..511 coupled to it and moving into it (the bound is 4,096)
     star = tuple((i, 0) for i in range(1, n))
@@ -212,7 +209,6 @@ SLOW_FIRST_ESTIMATE = textwrap.dedent(
 LIMIT_S = 2  # the job's own limit (the seed's floor of 300 s lowered, so that the test is cheap)
 
 
-@pytest.mark.xfail(strict=True, reason="finding 10: a provider's estimate and submit outlast the job's limit")
 def test_no_provider_job_is_sent_past_the_jobs_limit(home, tmp_path, monkeypatch, capsys):  # noqa: F811
     from qsolve.validation import jobs
 
@@ -314,9 +310,6 @@ LONG_DEVICE_NAME = textwrap.dedent(
 LONG_NAME = 1 << 20
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 14: a describe's 1 MiB device name is kept whole with each job"
-)
 def test_a_describes_long_strings_are_not_kept_whole(home, tmp_path, sessions):  # noqa: F811
     from qsolve.providers.errors import ProviderError
     from qsolve.providers.jobs import JobStopped
@@ -345,9 +338,6 @@ def test_a_describes_long_strings_are_not_kept_whole(home, tmp_path, sessions): 
     assert not kept, kept
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding 15: a provider's message keeps bidi overrides and invisible characters"
-)
 @pytest.mark.parametrize("char", ["\u202e", "\u2066", "\u200b", "\U000e0041"])
 def test_a_providers_message_shows_no_bidi_override_nor_invisible_character(char: str) -> None:
     from qsolve.providers.errors import ProviderError

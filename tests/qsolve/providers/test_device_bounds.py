@@ -80,3 +80,45 @@ def test_pairs_through_a_resonator_are_found_by_its_neighbours():
     assert places == [1, 2, 3, 4] and direct == 0
     assert through == 5  # 1-2, 1-3, 1-4, 2-3, 2-4
     assert device.connects(0, 3) and device.connects(3, 0) and not device.connects(1, 2)
+
+
+def _ghz(n: int) -> QuantumCircuit:
+    circuit = QuantumCircuit(n, n)
+    circuit.h(0)
+    for q in range(1, n):
+        circuit.cx(0, q)
+    circuit.measure(range(n), range(n))
+    return circuit
+
+
+def test_a_star_at_the_bound_is_routed_over_a_region_never_its_every_pair():
+    """Round-2 finding 9: a star of 4,096 places, each coupled to one resonator and moving into it, joins
+    every pair through it (8.4 million pairs): the map a circuit is routed over holds a region of at most
+    REGION_PLACES places and the pairs among them, and the circuit compiles, checked, in it."""
+    from qsolve.providers.compiler import REGION_PLACES
+
+    star = tuple((i, 0) for i in range(1, MAX_PLACES))
+    device = Device(qubits=MAX_PLACES, native_gates=GATES, connectivity=star, resonators=(0,), moves=star)
+    places, coupling, direct, through = _coupling(device, 3)
+    assert places == list(range(1, REGION_PLACES + 1)) and direct == 0
+    assert through == REGION_PLACES * (REGION_PLACES - 1) // 2 and len(coupling.get_edges()) == 2 * through
+    compiled = compile_circuit(_ghz(3), device, seed=2)
+    assert set(compiled.layout) <= set(places) and "a region of the device's 4095" in compiled.transpiler
+
+
+def test_the_region_is_a_connected_part_large_enough_for_the_circuit():
+    # places 0-1 a pair, 2 alone, then a line 3 … 63: a circuit of 3 qubits goes on the line
+    line = tuple((q, q + 1) for q in range(3, 63))
+    device = Device(qubits=64, native_gates=GATES, connectivity=((0, 1), *line))
+    assert _coupling(device, 2)[0] == [0, 1]
+    places, coupling, direct, _ = _coupling(device, 3)
+    assert places == list(range(3, 23)) and direct == 19 and coupling.is_connected()
+    assert set(compile_circuit(_ghz(3), device, seed=1).layout) <= set(places)
+
+
+def test_a_circuit_wider_than_the_check_is_refused_before_any_map_is_built():
+    from qsolve.providers.compiler import CompileError
+
+    device = Device(qubits=64, native_gates=GATES, connectivity=tuple((q, q + 1) for q in range(63)))
+    with pytest.raises(CompileError, match="the circuit has 21 qubits: the check simulates at most 20"):
+        compile_circuit(_ghz(21), device)

@@ -322,6 +322,50 @@ def test_description_refused(change, words):
     assert words in caught.value.reason
 
 
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"device": "D" * 257}, "device: a name of 257 characters, past the bound of 256"),
+        ({"provider": "P" * 300}, "provider: a name of 300 characters"),
+        ({"native_gates": ["cz", "g" * 257]}, "native_gates[1]: a name of 257"),
+        ({"calibration": {"id": "c" * 257}}, "calibration.id: a name"),
+        ({"simulator": "s" * 4097}, "simulator: a string of 4097 characters, past the bound of 4096"),
+        ({"later": {"notes": ["n" * 4097]}}, "later.notes[0]: a string of 4097"),
+        ({"later": {"k" * 257: 1}}, "later: a key of 257 characters, past the bound of 256"),
+    ],
+)
+def test_a_descriptions_strings_are_bounded_before_anything_is_kept(change, words):
+    """Round-2 finding 14: every string of a describe answer (names, sentences, fields a later text
+    adds, keys) is held to a bound, the field and the bound named, and nothing of it quoted."""
+    with pytest.raises(AnswerRefused) as caught:
+        read_description({**DESCRIPTION, **change})
+    assert words in caught.value.reason and len(caught.value.reason) < 200
+    assert read_description({**DESCRIPTION, "device": "D" * 256, "simulator": "s" * 4096}).device_name
+
+
+def test_a_description_is_bounded_in_all_whatever_its_strings():
+    """Many short strings, or numbers, in a field a later text adds are held to the bound of the whole
+    (what is kept with each job), refused before it is read."""
+    from qsolve.providers.messages import MAX_DESCRIPTION_CHARS
+
+    for later in (["n" * 4096] * 2100, [0.5] * (MAX_DESCRIPTION_CHARS // 4)):
+        with pytest.raises(AnswerRefused, match="the answer is longer than 8388608 characters"):
+            read_description({**DESCRIPTION, "later": later})
+    assert read_description({**DESCRIPTION, "later": ["n" * 4096] * 1000}).answer["later"]
+
+
+def test_what_a_provider_says_shows_no_character_that_hides_or_reverses_text():
+    """Round-2 finding 15: bidirectional overrides, zero-width, tag, private-use and unassigned
+    characters are escaped where a provider's words are shown; other letters are kept as they are."""
+    said = "cost 1 USD\u202e0001\u2066\u200b\U000e0041\ue000\U000effff\u3164"
+    said += " r\u00e9sum\u00e9 \u65e5\u672c \u2026"
+    e = ProviderError("lab\u202e", "status", "internal", said)
+    assert str(e) == (
+        "provider lab\\u202e: status: internal: cost 1 USD\\u202e0001\\u2066\\u200b\\U000e0041\\ue000"
+        "\\U000effff\\u3164 r\u00e9sum\u00e9 \u65e5\u672c \u2026"
+    )
+
+
 def test_description_missing_field():
     with pytest.raises(AnswerRefused, match="device"):
         read_description({k: v for k, v in DESCRIPTION.items() if k != "device"})
