@@ -496,9 +496,8 @@ class ProcessTransport:
         self._scratch: str | None = None
         self._cwd = cwd
         self._max_line = max_line
-        self._log = ProviderLog(
-            secrets=(self.credential,), max_chars=log_chars, path=Path(log_path) if log_path else None
-        )
+        self._log_path = Path(log_path) if log_path else None
+        self._log = ProviderLog(secrets=(self.credential,), max_chars=log_chars, path=self._log_path)
         self._proc: subprocess.Popen[bytes] | None = None
         self._confinement = confinement
         self._home = home
@@ -740,6 +739,8 @@ class ProcessTransport:
                 f"ended by its memory bound: over its limit of {limit} MB (and {RUNTIME_MB} MB for its "
                 "runtime), the kernel's out-of-memory killer ended it"
             )
+        if code == 127 and self._log_path is not None:  # the launcher's, or a shell's, "could not start"
+            return f"exit code 127: its program could not be started; its log says why: {self._log_path}"
         return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
     def _fail(self, exc: TransportError) -> None:
