@@ -205,7 +205,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             "provider as WAI_PROVIDER_CREDENTIAL only"
         )
     if args.env:
-        from qsolve.providers.over_process import host_value, host_variable
+        from qsolve.providers.program_env import host_value, host_variable
         from qsolve.providers.registry import known_credential_envs, known_secret_values
 
         credential_envs = (*([args.credential_env] if args.credential_env else []), *known_credential_envs())

@@ -127,7 +127,7 @@ class ProviderClient:
         log_path: str | Path | None = None,
     ) -> ProviderClient:
         """A provider that is the program ``argv`` (§2.2), started at the first message, in the
-        allowlisted environment of :func:`~qsolve.providers.over_process.provider_environment`."""
+        allowlisted environment of :func:`~qsolve.providers.program_env.provider_environment`."""
         from qsolve.providers.over_process import ProcessTransport
 
         secret = _reveal(credential)

@@ -1,6 +1,6 @@
 """A provider opened from ``providers.yaml``: its transport, its credential from the store (handed to
 that transport only), and a client that names it in every error. A process provider gets the
-allowlisted environment of :func:`~qsolve.providers.over_process.provider_environment`, with the
+allowlisted environment of :func:`~qsolve.providers.program_env.provider_environment`, with the
 variables its entry's ``env`` names, and runs confined (:mod:`qsolve.providers.confined`): it reads only
 the runtime, its command's files and its entry's ``allow_read``, and writes only its scratch folder and
 its entry's ``allow_write``, and connects over TCP only to port 443 and its entry's ``allow_port``."""

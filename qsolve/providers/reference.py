@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from qsolve.providers.device import BASES, MOVE_BASES, Device
 from qsolve.providers.messages import OPS, PROTOCOL, REQUESTS, error_answer, ok
-from qsolve.providers.over_process import CREDENTIAL_ENV
+from qsolve.providers.program_env import CREDENTIAL_ENV
 from qsolve.providers.reference_options import add_arguments
 from qsolve.providers.transport import MAX_ANSWER_BYTES, is_loopback
 

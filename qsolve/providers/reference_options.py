@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from qsolve.providers.device import BASES
-from qsolve.providers.over_process import CREDENTIAL_ENV
+from qsolve.providers.program_env import CREDENTIAL_ENV
 
 
 def _address(text: str) -> tuple[str, int]:

@@ -2,7 +2,7 @@
 with its arguments, non-secret ``settings``, time-outs). Credentials are not here: they are in the
 keychain or an owner-only file (``credentials.py``); an entry says only whether it has one. A process
 provider's ``env`` names the variables of qsolve's environment passed on to it besides what every
-provider process gets (``over_process.provider_environment``).
+provider process gets (``program_env.provider_environment``).
 
     providers:
       ref:
@@ -62,7 +62,7 @@ class ProviderEntry(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
     credential: bool = False
     #: the name (never the value) of the variable its credential was read from (``--credential-env``):
-    #: never passed on to any provider program (``over_process.host_variable``)
+    #: never passed on to any provider program (``program_env.host_variable``)
     credential_env: str | None = None
     env: tuple[str, ...] = ()
     #: what a process provider's confined program may read besides the runtime and the files its command
@@ -106,7 +106,7 @@ class ProviderEntry(BaseModel):
             for path in paths:
                 if not path.startswith("/"):
                     raise ValueError(f"{key}: {path!r} is not an absolute path")
-        from qsolve.providers.over_process import OWN_ENV
+        from qsolve.providers.program_env import OWN_ENV
 
         if self.credential_env is not None and not ENV_NAME.fullmatch(self.credential_env):
             raise ValueError(
@@ -173,7 +173,7 @@ def shown_url(url: str) -> str:
 
 def known_credential_envs(home: Path | None = None) -> tuple[str, ...]:
     """The variables named as holding a credential on this host, never passed on to a provider program
-    (``over_process.host_variable``): every provider's ``--credential-env`` in ``providers.yaml`` and the
+    (``program_env.host_variable``): every provider's ``--credential-env`` in ``providers.yaml`` and the
     evaluation models' ``api_key_env`` (what cannot be read adds none)."""
     names: list[str] = []
     with contextlib.suppress(Exception):
@@ -190,15 +190,15 @@ def known_secret_values(
     home: Path | None = None, environ: Mapping[str, str] | None = None
 ) -> tuple[str, ...]:
     """The values never passed on to a provider program, whatever the name of the variable that holds
-    them (``over_process.host_value``): every credential the store keeps (each provider's of
+    them (``program_env.host_value``): every credential the store keeps (each provider's of
     ``providers.yaml``, each file of the credentials folder, IBM Quantum's key), and qsolve's own secrets
     in ``environ`` (this process's environment): the values, of 8 characters or more, of the variables that
     hold a credential (:func:`known_credential_envs`) or whose name marks a secret
-    (``over_process.secret_name``: qsolve's database address, a cloud's or a model's key...). What cannot
+    (``program_env.secret_name``: qsolve's database address, a cloud's or a model's key...). What cannot
     be read adds none. For the platform
     only: never printed, never handed to a provider."""
     from qsolve.providers.credentials import CredentialStore
-    from qsolve.providers.over_process import SECRET_HELD_CHARS, secret_name
+    from qsolve.providers.program_env import SECRET_HELD_CHARS, secret_name
 
     home = home or qsolve_home()
     environ = os.environ if environ is None else environ

@@ -60,7 +60,8 @@ from qsolve.cli import main
 from qsolve.providers.compiler import _coupling
 from qsolve.providers.connect import open_client
 from qsolve.providers.device import MAX_PAIRS, Device
-from qsolve.providers.over_process import ProviderLog, host_variable, provider_environment
+from qsolve.providers.program_env import host_variable, provider_environment
+from qsolve.providers.program_log import ProviderLog
 from tests.attacks.test_issue37_attacks2 import ALWAYS_CRASHES, MODULE, _case, _gates
 from tests.conftest import WorkflowDir
 from tests.qsolve.providers.test_host_variables import DESCRIBE, ENVIRON, home  # noqa: F401 - a fixture
@@ -259,9 +260,6 @@ def test_an_n_test_past_a_doubles_range_is_the_workflows_mistake(
 
 
 def test_a_new_programs_first_lines_are_kept_when_the_old_log_is_nearly_full(tmp_path, monkeypatch) -> None:
-    from qsolve.providers import over_process
-
-    monkeypatch.setattr(over_process, "LOG_FILE_BYTES", 1000)
     path = tmp_path / "p.log"
     path.write_text("o" * 990)  # the program before's, 10 bytes short of the bound
     log = ProviderLog(path=path, file_bytes=1000)

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from qsolve.cli import main
-from qsolve.providers.over_process import CREDENTIAL_ENV, ProcessTransport, provider_environment
+from qsolve.providers.over_process import ProcessTransport
+from qsolve.providers.program_env import CREDENTIAL_ENV, provider_environment
 from qsolve.providers.registry import ProviderEntry
 from qsolve.providers.transport import TransportError
 

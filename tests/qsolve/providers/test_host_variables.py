@@ -16,7 +16,8 @@ import yaml
 from qsolve.cli import main
 from qsolve.providers.connect import open_client
 from qsolve.providers.errors import SAID_CHARS, ProviderError, bounded
-from qsolve.providers.over_process import ProviderLog, host_variable
+from qsolve.providers.program_env import host_variable
+from qsolve.providers.program_log import ProviderLog
 
 DESCRIBE = {"protocol": "wai.quantum.provider/1", "op": "describe"}
 ENVIRON = textwrap.dedent(
@@ -88,7 +89,7 @@ def test_a_providers_yaml_edited_by_hand_passes_none_of_them_and_says_so(home, t
     path.write_text(yaml.safe_dump(doc))
     client, _ = open_client("nosy")
     try:
-        with caplog.at_level(logging.WARNING, logger="qsolve.providers.over_process"):
+        with caplog.at_level(logging.WARNING, logger="qsolve.providers.program_env"):
             env = client.transport.exchange(DESCRIBE, 60)["env"]
     finally:
         client.close()
@@ -141,7 +142,7 @@ def test_a_log_that_is_no_regular_file_of_ours_is_not_written_and_said(tmp_path,
         os.link(other, path)
     else:
         path.mkdir()
-    with caplog.at_level(logging.WARNING, logger="qsolve.providers.over_process"):
+    with caplog.at_level(logging.WARNING, logger="qsolve.providers.program_log"):
         log = ProviderLog(path=path, file_bytes=1000)
         log.feed(b"written by the provider\n")
         log.close()
@@ -153,9 +154,6 @@ def test_a_log_that_is_no_regular_file_of_ours_is_not_written_and_said(tmp_path,
 
 
 def test_a_log_file_found_at_its_bound_is_moved_aside_once(tmp_path, monkeypatch):
-    from qsolve.providers import over_process
-
-    monkeypatch.setattr(over_process, "LOG_FILE_BYTES", 100)
     path = tmp_path / "p.log"
     path.write_text("a" * 100)
     (tmp_path / "p.log.1").write_text("older")
@@ -235,7 +233,7 @@ def test_a_variable_whose_value_is_a_secret_is_refused_at_add_and_left_out_at_st
     assert len(err.strip().splitlines()) == 1 and f"--env {NEUTRAL}:" in err and value not in err
     client, _ = open_client("nosy")  # added before the value was: left out when it starts, and said
     try:
-        with caplog.at_level(logging.WARNING, logger="qsolve.providers.over_process"):
+        with caplog.at_level(logging.WARNING, logger="qsolve.providers.program_env"):
             env = client.transport.exchange(DESCRIBE, 60)["env"]
     finally:
         client.close()
@@ -245,7 +243,7 @@ def test_a_variable_whose_value_is_a_secret_is_refused_at_add_and_left_out_at_st
 
 
 def test_only_the_locale_categories_with_a_locales_value_are_passed_on(tmp_path):
-    from qsolve.providers.over_process import provider_environment
+    from qsolve.providers.program_env import provider_environment
 
     source = {
         "LANG": "en_US.UTF-8",

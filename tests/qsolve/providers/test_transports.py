@@ -21,7 +21,8 @@ from qsolve.providers.client import ProviderClient
 from qsolve.providers.errors import ProviderError
 from qsolve.providers.messages import PROTOCOL
 from qsolve.providers.over_http import HttpTransport, InsecureCredential, is_loopback
-from qsolve.providers.over_process import CREDENTIAL_ENV, ProcessTransport
+from qsolve.providers.over_process import ProcessTransport
+from qsolve.providers.program_env import CREDENTIAL_ENV
 from qsolve.providers.reference import ReferenceOptions, serve_http
 
 SECRET = "s3cr3t-TOKEN-123"
