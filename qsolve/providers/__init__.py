@@ -9,6 +9,10 @@ errors             ProviderError: every failure names the provider and the opera
 transport          what a transport is; over_http (one URL, POST, Bearer) and over_process (JSON lines)
 confined           a process provider's program confined (its own PID namespace and root, nobody, Landlock,
                    seccomp, a cgroup): what it may read and write, starting it, probing the kernel
+program_env        what a process provider's program is given of the environment: an allowlist, never the
+                   host's secrets by name or by value
+program_log        its standard error kept: the last characters, and a bounded file rotated once, never
+                   written through a link
 client             ProviderClient: the six operations over a transport
 reference          the reference provider around qiskit-aer's exact simulator (reference_options: its flags)
 credentials        the keychain where one answers, else an owner-only file
