@@ -57,3 +57,41 @@ def test_the_bound_counts_each_circuits_outcomes_not_its_shots():
     # 4,000 outcomes
     assert measured_bits(wide(100, measured=2)) == 2
     assert len(ClassicalContext.batch([wide(100, measured=2)] * 1000, SHOTS)) == 1000
+
+
+PAST_ITS_OWN_CHECK = """\
+from qiskit import QuantumCircuit
+from qsolve import MethodResult
+from qsolve.workflow.context import Context
+
+
+def evaluate(input, solution):
+    return -1.0
+
+
+def reference(input, params, ctx):
+    return MethodResult(-1.0)
+
+
+def quantum(input, params, ctx):
+    Context.batch = staticmethod(lambda circuits, shots: list(circuits))  # its own process's check, gone
+    qc = QuantumCircuit(20)
+    qc.h(range(20))
+    qc.measure_all()
+    ctx.sample([qc] * 40, 100_000)
+    return MethodResult(-1.0)
+"""
+
+
+def test_a_workflow_past_its_own_check_is_refused_by_the_platforms(wf):
+    # the workflow's process is the attacker's: its check is a courtesy, the platform's is the bound
+    from qsolve.validation.jobs import Limits, run_job
+    from qsolve.workflow.manifest import Resources
+
+    wf.write("workflow.py", PAST_ITS_OWN_CHECK)
+    wf.cases["cases"] = [{"name": "one", "input": {"x": 1}}]
+    wf.save()
+    outcome = run_job(wf.root, "sim-cpu", None, Resources(), limits=Limits(timeout_s=120, memory_mb=512))
+    text = repr(outcome.report) + repr(outcome.died)
+    assert "SampleRefused" in text and "40 circuits at 100,000 shots" in text, text[:2000]
+    assert f"past the bound of {MAX_BATCH_OUTCOMES:,}" in text, text[:2000]
