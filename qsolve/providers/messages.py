@@ -847,8 +847,7 @@ def read_result(obj: Any, shots: int, *, bits: int | None = None) -> ResultAnswe
         n = _whole(count)
         if n is None or n < 0 or n > MAX_WHOLE:
             raise AnswerRefused(f"the count of {outcome!r} is not a whole number of at least 0: {count!r}")
-        if n:  # an outcome counted 0 is dropped as it is read (§8.1): what is held is at most one an
-            # outcome that occurred, so at most the shots the device kept
+        if n:  # an outcome counted 0 is dropped as it is read (§8.1): only outcomes that occurred are held
             read[outcome] = n
     given_shots = obj.get("shots", _MISSING)
     if given_shots is not _MISSING and _whole(given_shots) != shots:

@@ -67,14 +67,14 @@ class Context(ABC):
 
 
 def measured_bits(circuit: Any) -> int:
-    """The classical bits a circuit's measurements write: its outcomes are at most ``2**`` that many
-    (every bit, for a circuit with control flow, whose blocks may write any)."""
+    """The classical bits a circuit's instructions may write (its measurements', and any instruction's
+    given bits: a gate of its own may hold measurements): its outcomes are at most ``2**`` that many.
+    Every bit, for a circuit with control flow, whose blocks may write any."""
     written: set[Any] = set()
     for instruction in circuit.data:
         if getattr(instruction.operation, "blocks", ()):
             return circuit.num_clbits
-        if instruction.operation.name == "measure":
-            written.update(instruction.clbits)
+        written.update(instruction.clbits)
     return len(written)
 
 

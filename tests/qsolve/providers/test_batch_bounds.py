@@ -95,3 +95,15 @@ def test_a_workflow_past_its_own_check_is_refused_by_the_platforms(wf):
     text = repr(outcome.report) + repr(outcome.died)
     assert "SampleRefused" in text and "40 circuits at 100,000 shots" in text, text[:2000]
     assert f"past the bound of {MAX_BATCH_OUTCOMES:,}" in text, text[:2000]
+
+
+def test_bits_a_gate_of_its_own_measures_are_counted():
+    inner = QuantumCircuit(20, 20)
+    inner.measure(range(20), range(20))
+    outer = QuantumCircuit(20, 20)
+    outer.h(range(20))
+    outer.append(inner.to_instruction(), range(20), range(20))
+    outer.measure(0, 0)
+    assert measured_bits(outer) == 20
+    with pytest.raises(ValueError, match="past the bound"):
+        ClassicalContext.batch([outer] * 3, SHOTS)
