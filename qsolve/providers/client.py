@@ -154,7 +154,7 @@ class ProviderClient:
     def estimate(self, program: Mapping[str, Any], shots: int) -> Estimate:
         """The provider's estimate; one of none of §5.2's forms is ``refused``, a cost unknown."""
         answer = self._call("estimate", EstimateRequest, program=dict(program), shots=shots)
-        return read_estimate(answer)
+        return self._read("estimate", read_estimate, answer)
 
     def cost(self, program: Mapping[str, Any], shots: int) -> Estimate:
         """:meth:`estimate`, with a provider that does not estimate (``unsupported``) read as a cost

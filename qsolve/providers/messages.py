@@ -462,11 +462,20 @@ _NAMES = (
 )
 
 
-def _too_long(obj: Any, path: tuple[str | int, ...] = ()) -> str | None:
-    """Where a description holds a string past its bound, and the bound, in words; else None. Every
-    string is bounded (names by :data:`MAX_NAME_CHARS`, the rest by :data:`MAX_TEXT_CHARS`), keys
-    included, at any depth, before anything of the answer is read or kept (a device name of 8 MiB was
-    kept whole with each job), and the whole held to :data:`MAX_DESCRIPTION_CHARS`."""
+def _too_long(
+    obj: Any,
+    path: tuple[str | int, ...] = (),
+    *,
+    names: tuple[tuple[str, ...], ...] = _NAMES,
+    total: int | None = MAX_DESCRIPTION_CHARS,
+    outcomes: tuple[str, ...] | None = None,
+) -> str | None:
+    """Where an answer holds a string past its bound, and the bound, in words; else None. Every
+    string is bounded (``names``, by their path, by :data:`MAX_NAME_CHARS`, the rest by
+    :data:`MAX_TEXT_CHARS`), keys included (but the keys of the object at ``outcomes``, a result's
+    counts, each held to the program's bits where the counts are read), at any depth, before anything
+    of the answer is read or kept (a device name of 8 MiB was kept whole with each job), and the whole
+    held to ``total`` characters (a description's :data:`MAX_DESCRIPTION_CHARS`)."""
     size = 0  # as its JSON is written, about
     frames: list[tuple[tuple[str | int, ...], Any]] = [(path, iter([(None, obj)]))]  # (where, members)
     while frames:
@@ -479,7 +488,7 @@ def _too_long(obj: Any, path: tuple[str | int, ...] = ()) -> str | None:
         here = at if key is None else (*at, key)
         size += 1
         if isinstance(key, str):
-            if len(key) > MAX_NAME_CHARS:
+            if len(key) > MAX_NAME_CHARS and at != outcomes:
                 where = format_loc(at) or "the answer"
                 return f"{where}: a key of {len(key)} characters, past the bound of {MAX_NAME_CHARS}"
             size += len(key) + 3
@@ -487,7 +496,7 @@ def _too_long(obj: Any, path: tuple[str | int, ...] = ()) -> str | None:
             size += len(value) + 2
             named = any(
                 len(here) == len(p) and all(q == "*" or q == a for q, a in zip(p, here, strict=True))
-                for p in _NAMES
+                for p in names
             )
             bound = MAX_NAME_CHARS if named else MAX_TEXT_CHARS
             if len(value) > bound:
@@ -499,8 +508,8 @@ def _too_long(obj: Any, path: tuple[str | int, ...] = ()) -> str | None:
             frames.append((here, enumerate(value)))
         else:
             size += len(repr(value))
-        if size > MAX_DESCRIPTION_CHARS:
-            return f"the answer is longer than {MAX_DESCRIPTION_CHARS} characters, the bound of a description"
+        if total is not None and size > total:
+            return f"the answer is longer than {total} characters, the bound of a description"
     return None
 
 
@@ -513,6 +522,35 @@ def read_description(obj: Any) -> Description:
         return Description.model_validate(obj)
     except ValidationError as exc:
         raise AnswerRefused(_reason(exc, "the description does not read")) from None
+
+
+#: the names of the other answers (:data:`MAX_NAME_CHARS`), by their path; every other string of them
+#: (an estimate's ``note``, a status's or a cancel's ``reason``, an execution's ``note``, a field a later
+#: text adds) is free text, held to :data:`MAX_TEXT_CHARS`, as a description's are (issue 35)
+_ANSWER_NAMES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "estimate": (("amount",), ("currency",), ("unit",)),
+    "submit": (("job",),),
+    "status": (("status",),),
+    "cancel": (("status",),),
+    "result": (
+        ("counts_source",),
+        ("charged", "amount"),
+        ("charged", "currency"),
+        ("calibration",),
+        ("calibration", "id"),
+        ("execution", "*"),
+    ),
+}
+
+
+def _held(obj: Any, what: str) -> None:
+    """AnswerRefused naming the field and the bound where the ``what`` answer (``estimate`` …
+    ``result``) holds a string past its bound (:func:`_too_long`), before anything of it is read or
+    kept; a result's outcomes are held to the program's bits where its counts are read."""
+    outcomes = ("counts",) if what == "result" else None
+    found = _too_long(obj, names=_ANSWER_NAMES[what], total=None, outcomes=outcomes)
+    if found is not None:
+        raise AnswerRefused(f"the {what} answer does not read: {found}")
 
 
 # ---- estimate (§5.2) ------------------------------------------------------------------------------
@@ -588,6 +626,7 @@ def read_estimate(obj: Any) -> Estimate:
     def refused(reason: str) -> Estimate:
         return Estimate(kind="refused", reason=f"the estimate is of none of the three forms: {reason}")
 
+    _held(obj, "estimate")
     if not isinstance(obj, dict):
         return refused("it is not an object")
     seconds, note = obj.get("seconds"), obj.get("note")
@@ -657,6 +696,7 @@ class SubmitAnswer(BaseModel):
 
 def read_submit(obj: Any) -> str:
     """The id of the job a ``submit`` took."""
+    _held(obj, "submit")
     try:
         return SubmitAnswer.model_validate(obj).job
     except ValidationError as exc:
@@ -675,6 +715,7 @@ class Status(BaseModel):
 
 
 def read_status(obj: Any) -> Status:
+    _held(obj, "status")
     try:
         return Status.model_validate(obj)
     except ValidationError as exc:
@@ -691,6 +732,7 @@ class CancelAnswer(BaseModel):
 
 
 def read_cancel(obj: Any) -> CancelAnswer:
+    _held(obj, "cancel")
     try:
         return CancelAnswer.model_validate(obj)
     except ValidationError as exc:
@@ -775,11 +817,14 @@ def read_result(obj: Any, shots: int, *, bits: int | None = None) -> ResultAnswe
     """A ``result`` answer to a job that asked ``shots`` (and measures ``bits``, when given).
 
     Its counts are outcomes of ``0`` and ``1`` (§6), all of one length, to whole numbers of at least 0,
-    summing to ``accepted_shots`` when it is given (a whole number of at least 1), else to ``shots``.
+    summing to ``accepted_shots`` when it is given (a whole number of at least 1), else to ``shots``;
+    an outcome counted 0 is not kept, and no more outcomes than ``shots`` are. Its strings are bounded
+    as a description's are (:func:`_held`).
     ``counts_source`` is one of §8.3's (absent: ``vendor_counts``), ``execution`` of §5.5's form.
     """
     if not isinstance(obj, dict):
         raise AnswerRefused("the result is not an object")
+    _held(obj, "result")
     if isinstance(shots, bool) or not isinstance(shots, int) or shots < 1:
         raise ValueError(f"shots asked must be a whole number of at least 1, not {shots!r}")
     counts = obj.get("counts")
@@ -802,7 +847,8 @@ def read_result(obj: Any, shots: int, *, bits: int | None = None) -> ResultAnswe
         n = _whole(count)
         if n is None or n < 0 or n > MAX_WHOLE:
             raise AnswerRefused(f"the count of {outcome!r} is not a whole number of at least 0: {count!r}")
-        read[outcome] = n
+        if n:  # an outcome counted 0 is dropped as it is read (§8.1): only outcomes that occurred are held
+            read[outcome] = n
     given_shots = obj.get("shots", _MISSING)
     if given_shots is not _MISSING and _whole(given_shots) != shots:
         raise AnswerRefused(f"the result says {given_shots!r} shots, and the job asked {shots}")
@@ -813,6 +859,11 @@ def read_result(obj: Any, shots: int, *, bits: int | None = None) -> ResultAnswe
             raise AnswerRefused(
                 f"accepted_shots {obj['accepted_shots']!r} is not a whole number of at least 1"
             )
+    if len(read) > shots:  # a device that ran more than asked (accepted_shots) is read, but what a client
+        # holds of one job is what it asked (issue 35: a batch's counts are bounded before it is sent)
+        raise AnswerRefused(
+            f"the counts list {len(read)} outcomes that occurred, more than the {shots} shots asked"
+        )
     total = sum(read.values())
     target = accepted if accepted is not None else shots
     if total != target:

@@ -15,6 +15,12 @@ import numpy as np
 from qsolve.errors import CircuitsRefused
 from qsolve.workflow.params import MAX_SHOTS
 
+#: the most outcomes one batch may bring back: each circuit's ``min(shots, 2**measured bits)``, summed
+#: over the batch (issue 35). The platform holds a batch's counts whole (the target's answer, what it
+#: seals, the records it scores) outside the job's memory budget, at about 180 bytes an outcome as
+#: measured (40 circuits of 100,000 shots took 717 MB): 2**18 outcomes are about 45 MiB
+MAX_BATCH_OUTCOMES = 2**18
+
 
 class Context(ABC):
     """What a method may use. ``seed`` and ``rng`` make a run reproducible."""
@@ -43,6 +49,13 @@ class Context(ABC):
         for i, c in enumerate(batch):
             if "measure" not in c.count_ops():
                 raise ValueError(f"ctx.sample: circuit {i} ({c.name}) has no measurement")
+        outcomes = sum(min(int(shots), 1 << min(measured_bits(c), 62)) for c in batch)
+        if outcomes > MAX_BATCH_OUTCOMES:
+            raise ValueError(
+                f"ctx.sample: a batch of {len(batch)} circuits at {int(shots):,} shots may bring back "
+                f"{outcomes:,} outcomes (each circuit's min(shots, 2^measured bits)), past the bound of "
+                f"{MAX_BATCH_OUTCOMES:,} a batch: nothing was run; send fewer circuits or shots at once"
+            )
         return batch
 
     def postselected(self, kept: int, total: int) -> None:
@@ -51,6 +64,18 @@ class Context(ABC):
             raise ValueError(f"postselected(kept={kept}, total={total}): need 0 <= kept <= total, total > 0")
         k, t = self.postselection or (0, 0)
         self.postselection = (k + kept, t + total)
+
+
+def measured_bits(circuit: Any) -> int:
+    """The classical bits a circuit's instructions may write (its measurements', and any instruction's
+    given bits: a gate of its own may hold measurements): its outcomes are at most ``2**`` that many.
+    Every bit, for a circuit with control flow, whose blocks may write any."""
+    written: set[Any] = set()
+    for instruction in circuit.data:
+        if getattr(instruction.operation, "blocks", ()):
+            return circuit.num_clbits
+        written.update(instruction.clbits)
+    return len(written)
 
 
 class ClassicalContext(Context):

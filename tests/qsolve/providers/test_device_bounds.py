@@ -1,7 +1,8 @@
 """A describe answer of a few bytes may claim any size of device (issue 35): its places, coupled pairs and
 moves are bounded where the answer is read, over either transport, refused in one line naming the
-provider, the field and the bound; the compiler lists no more places than the circuit uses on a device
-whose every pair is coupled."""
+provider, the field and the bound, and so is every string of the other answers (an estimate's note, a
+status's reason, a result's execution note), nothing of them kept; the compiler lists no more places
+than the circuit uses on a device whose every pair is coupled."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from qsolve.providers.client import ProviderClient
 from qsolve.providers.compiler import _coupling, compile_circuit
 from qsolve.providers.device import MAX_PAIRS, MAX_PLACES, Device
 from qsolve.providers.errors import ProviderError
-from tests.qsolve.providers.test_misbehaving import servers  # noqa: F401 - a fixture, by name
+from qsolve.providers.messages import MAX_NAME_CHARS, MAX_TEXT_CHARS
+from tests.qsolve.providers.test_misbehaving import home, servers, sessions  # noqa: F401 - fixtures, by name
 
 GATES = ("rz", "sx", "x", "cz")
 
@@ -122,3 +124,99 @@ def test_a_circuit_wider_than_the_check_is_refused_before_any_map_is_built():
     device = Device(qubits=64, native_gates=GATES, connectivity=tuple((q, q + 1) for q in range(63)))
     with pytest.raises(CompileError, match="the circuit has 21 qubits: the check simulates at most 20"):
         compile_circuit(_ghz(21), device)
+
+
+# ---- the other answers' strings (issue 35): as describe's, names 256 characters, other text 4,096 -------
+
+LONG_TEXT = "x" * (MAX_TEXT_CHARS + 1)
+LONG_NAME = "E" * (MAX_NAME_CHARS + 1)
+
+
+def answering(op: str, **fields):
+    def alter(message, answer, headers):
+        if message.get("op") == op and answer.get("ok"):
+            answer = {**answer, **fields}
+        return 200, answer
+
+    return alter
+
+
+def bell() -> QuantumCircuit:
+    circuit = QuantumCircuit(2, 2)
+    circuit.h(0)
+    circuit.cx(0, 1)
+    circuit.measure([0, 1], [0, 1])
+    return circuit
+
+
+def _through(client: ProviderClient, op: str) -> None:
+    """The client's operations in order, up to ``op``."""
+    program = compile_circuit(bell(), client.describe().device()).program.model_dump(
+        mode="json", exclude_none=True
+    )
+    client.estimate(program, 100)
+    if op == "estimate":
+        return
+    job = client.submit(program, 100)
+    if op == "submit":
+        return
+    client.status(job)
+    if op == "status":
+        return
+    if op == "cancel":
+        client.cancel(job)
+        return
+    client.result(job, 100, bits=2)
+
+
+@pytest.mark.parametrize(
+    ("op", "fields", "field", "bound"),
+    [
+        ("estimate", {"note": LONG_TEXT}, "note", MAX_TEXT_CHARS),
+        ("estimate", {"currency": LONG_NAME, "free": False, "amount": "1"}, "currency", MAX_NAME_CHARS),
+        ("estimate", {"later": {"deep": [LONG_TEXT]}}, "later.deep[0]", MAX_TEXT_CHARS),
+        ("submit", {"job": LONG_NAME}, "job", MAX_NAME_CHARS),
+        ("status", {"reason": LONG_TEXT}, "reason", MAX_TEXT_CHARS),
+        ("cancel", {"reason": LONG_TEXT}, "reason", MAX_TEXT_CHARS),
+        ("result", {"note": LONG_TEXT}, "note", MAX_TEXT_CHARS),
+        ("result", {"charged": {"amount": "1", "currency": LONG_NAME}}, "charged.currency", MAX_NAME_CHARS),
+        ("result", {LONG_NAME: 1}, "a key of", MAX_NAME_CHARS),
+    ],
+)
+def test_a_providers_string_past_its_bound_is_refused_in_one_line(servers, op, fields, field, bound):  # noqa: F811
+    server = servers(answering(op, **fields))
+    client = ProviderClient.over_http("loud", server.url)
+    try:
+        with pytest.raises(ProviderError) as caught:
+            _through(client, op)
+    finally:
+        client.close()
+    text = str(caught.value)
+    assert text.startswith(f"provider loud: {op}: protocol: the {op} answer does not read: "), text[:300]
+    assert field in text and f"past the bound of {bound}" in text, text[:300]
+    assert len(text.splitlines()) == 1 and len(text) < 400  # nothing of the long string is said
+    if op == "estimate":
+        assert "submit" not in server.ops
+
+
+def test_strings_at_their_bounds_are_read(servers):  # noqa: F811
+    server = servers(answering("status", reason="r" * MAX_TEXT_CHARS))
+    client = ProviderClient.over_http("wordy", server.url)
+    try:
+        program = compile_circuit(bell(), client.describe().device()).program.model_dump(mode="json")
+        assert client.status(client.submit(program, 10)).reason == "r" * MAX_TEXT_CHARS
+    finally:
+        client.close()
+
+
+def test_a_result_past_its_bound_is_sealed_nowhere(servers, sessions):  # noqa: F811
+    from qsolve.providers.jobs import JobStopped
+
+    server = servers(answering("result", execution={"note": LONG_TEXT}))
+    session = sessions("loud", ProviderClient.over_http("loud", server.url), "http", yes=True)
+    with pytest.raises(JobStopped) as caught:
+        session.run(bell(), 100)
+    said = str(caught.value)
+    assert "the result answer does not read" in said and "nothing was sealed" in said, said[:300]
+    job = session.book.get_provider_job(session.records[0])
+    assert str(getattr(job.status, "value", job.status)) == "failed" and LONG_TEXT not in repr(job)

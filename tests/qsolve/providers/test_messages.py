@@ -162,6 +162,16 @@ def test_result_kept_of_the_accepted_shots():
     assert more.accepted_shots == 120
 
 
+def test_a_result_holds_no_more_outcomes_than_the_shots_asked():
+    # an outcome counted 0 is dropped as it is read: a result of 2**20 zeros beside one outcome holds one
+    zeros = {format(i, "020b"): 0 for i in range(1, 2**16)}
+    assert read_result({"counts": {"0" * 20: 4, **zeros}}, 4, bits=20).counts == {"0" * 20: 4}
+    # a device that ran more than asked is read, but never more outcomes than the job asked shots
+    many = {format(i, "020b"): 1 for i in range(5)}
+    with pytest.raises(AnswerRefused, match="5 outcomes that occurred, more than the 4 shots asked"):
+        read_result({"counts": many, "accepted_shots": 5}, 4, bits=20)
+
+
 def test_result_full_form():
     read = read_result(
         {
@@ -177,7 +187,7 @@ def test_result_full_form():
         3,
         bits=1,
     )
-    assert read.counts == {"0": 3, "1": 0} and read.counts_source == "shots"
+    assert read.counts == {"0": 3} and read.counts_source == "shots"  # an outcome counted 0 is dropped
     assert read.execution.verbatim and read.execution.note == "as sent"
     assert read.charged.amount == "0.01" and read.energy.kwh == 0.002 and read.calibration.id == "cal-7"
 
