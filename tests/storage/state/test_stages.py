@@ -120,15 +120,17 @@ def test_again_starts_a_new_round_of_every_case_and_keeps_the_old(db: StateDB, v
 
 
 def test_a_lapsed_owner_s_round_is_resumed_its_runs_ended_and_their_credits_released(
-    db: StateDB, version: Version, short_leases: float
+    db: StateDB, version: Version, short_leases: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = db.balance("system")
-    stage = db.claim_history_stage(version, "dead", CASES, seconds=short_leases).stage
+    monkeypatch.setenv("QSOLVE_LEASE_SECONDS", str(LONG))  # alive while the round is set up, however slow
+    stage = db.claim_history_stage(version, "dead", CASES, seconds=LONG).stage
     done = run_case(db, version, stage, "dead", 0)
     left = run_case(db, version, stage, "dead", 1, finish=False)
     assert db.claim_history_stage(version, "two", CASES, seconds=LONG).status is ClaimStatus.IN_PROGRESS
 
-    time.sleep(short_leases + 0.2)  # the owner died: nothing renews its leases
+    db.renew_leases("dead", short_leases)  # its last renewal, then the owner died: nothing renews them
+    time.sleep(short_leases + 0.2)
     claim = db.claim_history_stage(version, "two", CASES, seconds=LONG)
     assert (claim.status, claim.stage.owner, claim.todo, claim.ended) == (
         ClaimStatus.RESUMED,
