@@ -45,13 +45,31 @@ def format_loc(loc: Sequence[str | int]) -> str:
     return out
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: characters Python counts printable that show nothing (Unicode's default-ignorable code points): the
+#: Hangul fillers, the combining grapheme joiner, Mongolian and other variation selectors
+_IGNORABLE = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]"
+)
+_MAYBE_HIDDEN = re.compile(r"[^\x20-\x7e]")  # only a character past printable ASCII is looked at
+
+
+def _one_shown(m: re.Match[str]) -> str:
+    char = m.group()
+    if not char.isprintable():
+        return repr(char)[1:-1]
+    if _IGNORABLE.match(char):  # printable to Python, so written out here
+        return f"\\u{ord(char):04x}" if ord(char) < 0x10000 else f"\\U{ord(char):08x}"
+    return char
 
 
 def shown(text: str) -> str:
-    """``text`` with its control characters escaped (``\\n``, ``\\x1b``): a file's name from a
-    workflow folder cannot start a line of its own or send a terminal escape (issue 22)."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    """``text`` with every character that does not show as itself escaped as Python writes it
+    (``\\n``, ``\\x1b``, ``\\u202e``, ``\\U000e0041``): control, format (bidirectional overrides,
+    zero-width, tag characters), private-use, unassigned and separator characters, every space but
+    the ASCII one (what ``str.isprintable`` refuses), and the default-ignorable ones. Text from a
+    workflow folder or a provider cannot start a line of its own, send a terminal escape, read
+    reversed or hide a word (issues 22, 35)."""
+    return _MAYBE_HIDDEN.sub(_one_shown, text)
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ Every error names the provider (the person's name for it) and the operation, and
 credential: :func:`redact` takes the credential out of anything a provider said before it is raised,
 since a hostile or careless provider may echo it back. Every error is one line: what a provider said
 (a message holding its own traceback, say) has its control characters escaped (``\\n``, ``\\r``) where
-the error is formed, and every character that does not show as itself (:func:`said_shown`: bidirectional
-overrides, zero-width and other format characters, tag characters, private-use and unassigned ones) as
-``\\uXXXX``; a provider's id for a job is printed as :func:`job_shown` gives it.
+the error is formed, and every character that does not show as itself (:func:`qsolve.errors.shown`:
+bidirectional overrides, zero-width and other format characters, tag characters, private-use and
+unassigned ones) as ``\\uXXXX``; a provider's id for a job is printed as :func:`job_shown` gives it.
 
     ProviderError            ``provider ref: submit: unauthorized: wrong token``
     └── code                 §3's codes, as the provider answered them, or the client's own:
@@ -16,12 +16,10 @@ overrides, zero-width and other format characters, tag characters, private-use a
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from qsolve.errors import QsolveError
+from qsolve.errors import QsolveError, shown
 
 #: the codes a provider answers with (§3)
 PROVIDER_CODES = (
@@ -52,43 +50,6 @@ def bounded(text: str, limit: int = SAID_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text)} characters in all)"
-
-
-#: the Unicode categories of characters that do not show as themselves: control (Cc), format (Cf: the
-#: bidirectional overrides and isolates U+202A-202E, U+2066-2069, zero-width U+200B-200F, tag characters
-#: U+E0000-E007F), surrogate (Cs), private use (Co), unassigned (Cn), line and paragraph separators
-#: (Zl, Zp), and every space but the ASCII one (Zs)
-HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
-#: characters of other categories that show nothing (Unicode's default-ignorable code points): the
-#: Hangul fillers, the combining grapheme joiner, Mongolian and other variation selectors
-_IGNORABLE = re.compile(
-    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]"
-)
-_MAYBE_HIDDEN = re.compile(r"[^\x20-\x7e]")  # only a character past printable ASCII is looked up
-
-
-def _escape(char: str) -> str:
-    if char in "\n\r\t":
-        return repr(char)[1:-1]
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def said_shown(text: str) -> str:
-    """What a provider said as it is shown and kept in an error: every character that does not show as
-    itself (:data:`HIDDEN_CATEGORIES`, default-ignorable ones) escaped as ``\\n``, ``\\x1b``, ``\\u202e``,
-    ``\\U000e0041``, so what a provider says can neither start a line nor read reversed nor hide a
-    word on the person's terminal; every other character as it is."""
-
-    def one(m: re.Match[str]) -> str:
-        char = m.group()
-        if char == " " or (
-            unicodedata.category(char) not in HIDDEN_CATEGORIES and not _IGNORABLE.match(char)
-        ):
-            return char
-        return _escape(char)
-
-    return _MAYBE_HIDDEN.sub(one, text)
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
@@ -151,10 +112,10 @@ class ProviderError(QsolveError):
         secrets: Iterable[str | None] = (),
     ) -> None:
         keep = tuple(s for s in secrets if s)
-        self.provider = said_shown(redact(provider, keep))
-        self.op = said_shown(redact(op, keep))
+        self.provider = shown(redact(provider, keep))
+        self.op = shown(redact(op, keep))
         self.code = code if code in CODES else "internal"
-        self.detail = said_shown(bounded(redact(detail, keep)))
+        self.detail = shown(bounded(redact(detail, keep)))
         super().__init__(redact(f"provider {self.provider}: {self.op}: {self.code}: {self.detail}", keep))
 
     def __reduce__(self):  # picklable across processes, as the plain fields it is built from

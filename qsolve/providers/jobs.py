@@ -39,8 +39,8 @@ from typing import Any, Protocol
 
 from qiskit import QuantumCircuit
 
-from qsolve.errors import QsolveError
-from qsolve.providers.errors import SAID_CHARS, ProviderError, bounded, job_shown, said_shown
+from qsolve.errors import QsolveError, shown
+from qsolve.providers.errors import SAID_CHARS, ProviderError, bounded, job_shown
 from qsolve.providers.sealing import (
     compiled_member,
     describe_digest,
@@ -73,7 +73,7 @@ class JobStopped(QsolveError):
     the provider said in it, a job's id or a status's reason, its control characters escaped)."""
 
     def __init__(self, message: str, *, record: str | None = None) -> None:
-        super().__init__(said_shown(message))
+        super().__init__(shown(message))
         self.record = record
 
 
@@ -365,7 +365,7 @@ class ProviderSession(HeldToLimit):
                     break
                 if status.status in ("failed", "cancelled"):
                     why = f"provider {self.name}: job {job.job} {status.status}" + (
-                        f": {said_shown(bounded(status.reason))}" if status.reason else ""
+                        f": {shown(bounded(status.reason))}" if status.reason else ""
                     )
                     self.book.provider_job_ended(record, status.status, bounded(why, 4 * SAID_CHARS))
                     raise JobStopped(why + ": nothing was sealed", record=record)

@@ -350,7 +350,7 @@ class ProcessTransport:
             self._remove_scratch()
             return
         if proc.poll() is None:
-            try:
+            try:  # noqa: SIM105 - not contextlib's: it may be None by then
                 os.killpg(proc.pid, signal.SIGKILL)  # its own session: it and whatever it started
             except (ProcessLookupError, PermissionError):
                 with contextlib.suppress(ProcessLookupError):
@@ -397,15 +397,19 @@ class ProcessTransport:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self) -> None:
+    def __del__(self) -> None:  # also at the interpreter's end, when modules' names may be None already
         proc = getattr(self, "_proc", None)
         if proc is not None and proc.poll() is None:
-            with contextlib.suppress(Exception):
+            try:  # noqa: SIM105 - not contextlib's: it may be None by then
                 os.killpg(proc.pid, signal.SIGKILL)
+            except Exception:
+                pass
         confined = getattr(self, "_confined", None)
         if confined is not None:
-            with contextlib.suppress(Exception):
+            try:  # noqa: SIM105
                 confined.end()
+            except Exception:
+                pass
         scratch = getattr(self, "_scratch", None)
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-import re
 import time
 import traceback
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from qsolve.errors import MethodUnavailable
+from qsolve.errors import MethodUnavailable, shown
 from qsolve.judging.results import to_json_value
 from qsolve.workflow.method import MethodResult, not_a_number
 
@@ -33,15 +32,10 @@ if TYPE_CHECKING:
 MAX_TEXT = 4000  # characters of a reason or an error message kept
 
 
-#: what a message from the workflow may not carry to a terminal or a page: control characters (new
-#: lines, ANSI escapes), and the bidirectional overrides that reorder what is shown
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
 def one_line(text: str) -> str:
-    """A message from the workflow as one printable line: each control character as its escape
-    (``\\n``, ``\\x1b``), so a message cannot start a line of its own or colour the platform's."""
-    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
+    """A message from the workflow as one printable line (:func:`qsolve.errors.shown`): a message cannot
+    start a line of its own, colour the platform's or read reversed."""
+    return shown(text)
 
 
 def _short(text: str) -> str:
