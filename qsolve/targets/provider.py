@@ -29,10 +29,6 @@ class ProviderBackend(Backend):
         self.stopped: list[str] = []  # why a job was not sent or not sealed, for the person
         self._compiled: dict[int, tuple[QuantumCircuit, object]] = {}
 
-    def hold_to(self, limit_s: float) -> None:
-        """Wait on each provider job within the job's own time limit (issue 35)."""
-        self.session.hold_to(limit_s)
-
     def hold_until(self, deadline: float, limit_s: float) -> None:
         """Wait on each provider job no later than the job's deadline, its limit counted from its
         admission (issue 35)."""

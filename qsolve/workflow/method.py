@@ -16,11 +16,7 @@ def not_a_number(value: Any) -> str | None:
     ``complex128 (np.complex128(1+4j))``."""
     kind = getattr(getattr(value, "dtype", None), "kind", "")  # a numpy value's: bool, text, complex, object
     not_real = isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real)
-    if (
-        isinstance(value, bool | str | bytes | bytearray | complex)
-        or not_real
-        or kind in ("b", "U", "S", "O", "c")
-    ):
+    if isinstance(value, bool | str | bytes | bytearray) or not_real or kind in ("b", "U", "S", "O", "c"):
         shown = repr(value)
         shown = shown if len(shown) <= 40 else shown[:37] + "..."
         return f"{type(value).__name__} ({shown})"
